@@ -1,0 +1,1 @@
+//! End-to-end tests of xf live in `tests/`; see the README.

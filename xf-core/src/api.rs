@@ -1,0 +1,483 @@
+//! Inputs and outputs of the use cases, shaped as the API serves them (camelCase field names
+//! of the spec). `xf-tower` deserializes the inputs and serializes the outputs as they are.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::model::{Issue, IssueSummary, Job, JobCounts, JobStatus, Property, UsageCounters};
+use crate::time::Timestamp;
+
+/// A page of a list and the cursor of the next one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page<T> {
+    /// The items, newest first.
+    pub items: Vec<T>,
+    /// `meta.nextCursor`; `None` on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// `limit` and `cursor` of a list request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PageParams {
+    /// Requested page size; checked against 1..=100.
+    pub limit: Option<i64>,
+    /// `meta.nextCursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// `GET /health`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Health {
+    /// `ok`, or `degraded` when storage does not answer.
+    pub status: String,
+    /// The path version label, `v1`.
+    pub version: String,
+    /// Semantic version of the API, `1.0.0`.
+    pub api_version: String,
+    /// Now.
+    pub timestamp: Timestamp,
+    /// The host's status page.
+    pub status_page: String,
+}
+
+/// `organization` of the overview.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct OrganizationSummary {
+    /// `org_…`
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// Plan name.
+    pub plan: String,
+}
+
+/// `usage` of the overview.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OverviewUsage {
+    /// Plan name.
+    pub plan: String,
+    /// The current month, e.g. `November 2026`.
+    pub period_label: String,
+}
+
+/// `totals` of the overview.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OverviewTotals {
+    /// Properties of the organization.
+    pub properties: u64,
+    /// Pending or processing jobs.
+    pub active_jobs: u64,
+}
+
+/// `GET /organization`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct OrganizationOverview {
+    /// Who.
+    pub organization: OrganizationSummary,
+    /// Plan and period.
+    pub usage: OverviewUsage,
+    /// Counts.
+    pub totals: OverviewTotals,
+}
+
+/// `POST /properties` body.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct NewProperty {
+    /// Absolute `http`/`https` URL.
+    pub url: String,
+    /// Display name; defaults to the URL's host.
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+/// Enrichments asked for with `include`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Includes {
+    /// `gsc`
+    pub gsc: bool,
+    /// `lastScan`
+    pub last_scan: bool,
+}
+
+/// The Search Console state added by `include=gsc`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PropertyGsc {
+    /// Whether a Search Console site is linked.
+    pub linked: bool,
+    /// The linked site, e.g. `sc-domain:example.com`.
+    pub site_url: Option<String>,
+    /// When the snapshot was last synced; null before the first sync.
+    pub last_synced_at: Option<Timestamp>,
+    /// Clicks in the snapshot's 28 days.
+    #[serde(rename = "clicks28d")]
+    pub clicks_28d: u64,
+    /// Impressions in the snapshot's 28 days.
+    #[serde(rename = "impressions28d")]
+    pub impressions_28d: u64,
+}
+
+/// The latest scan added by `include=lastScan`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LastScan {
+    /// The scan job.
+    pub job_id: String,
+    /// Its state.
+    pub status: JobStatus,
+    /// Score of a completed scan.
+    pub score: Option<u32>,
+    /// Pages of a completed scan.
+    pub pages_scanned: Option<u32>,
+    /// Issues of a completed scan.
+    pub issues_count: Option<u32>,
+    /// When it finished.
+    pub completed_at: Option<Timestamp>,
+}
+
+/// A property with the enrichments asked for.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PropertyView {
+    /// The property's own fields.
+    #[serde(flatten)]
+    pub property: Property,
+    /// With `include=gsc`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gsc: Option<PropertyGsc>,
+    /// With `include=lastScan`: the latest scan, or null when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<LastScan>)]
+    pub last_scan: Option<Option<LastScan>>,
+}
+
+/// Body of `POST /properties/{id}/scans` and `/crawls`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ScanOptions {
+    /// Page budget, at least 1; clamped to the plan's.
+    #[serde(default)]
+    pub max_pages: Option<i64>,
+    /// Depth budget (clicks from the start URL), at least 1; clamped to the plan's.
+    #[serde(default)]
+    pub max_depth: Option<i64>,
+}
+
+/// Which endpoint queued a scan (both run `seo-scan` jobs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanEndpoint {
+    /// `POST /properties/{id}/scans`
+    Scan,
+    /// `POST /properties/{id}/crawls`: the response's job also shows `progress`.
+    Crawl,
+}
+
+/// The job part of a scan-queued response.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QueuedJob {
+    /// `job_…`
+    pub id: String,
+    /// `pending`.
+    pub status: JobStatus,
+    /// `seo-scan`.
+    #[serde(rename = "type")]
+    pub job_type: String,
+    /// The property.
+    pub property_id: String,
+    /// When it was queued.
+    pub created_at: Timestamp,
+    /// Crawls only: 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub progress: Option<u8>,
+}
+
+/// Page and depth budgets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CrawlLimits {
+    /// Pages.
+    pub max_pages: u64,
+    /// Depth.
+    pub max_depth: u64,
+}
+
+/// `202` of scans and crawls.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ScanQueued {
+    /// The new job.
+    pub job: QueuedJob,
+    /// The plan's crawler tier.
+    pub crawl_tier: String,
+    /// What will run after clamping.
+    pub effective_limits: CrawlLimits,
+    /// For people: queued, and whether limits were clamped.
+    pub message: String,
+}
+
+/// One item of `POST /scans/batch`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchScanItem {
+    /// The property to scan.
+    pub property_id: String,
+    /// As for a single scan.
+    #[serde(default)]
+    pub max_pages: Option<i64>,
+    /// As for a single scan.
+    #[serde(default)]
+    pub max_depth: Option<i64>,
+}
+
+/// Body of `POST /scans/batch`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct BatchScanRequest {
+    /// 1 to 25 items.
+    pub scans: Vec<BatchScanItem>,
+}
+
+/// Why one batch item failed.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ItemError {
+    /// An error code of the error table.
+    pub code: String,
+    /// For people.
+    pub message: String,
+}
+
+/// The outcome of one batch item: a job or an error.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchItemResult {
+    /// The item's property.
+    pub property_id: String,
+    /// The queued job, or null.
+    pub job: Option<Job>,
+    /// The failure, or null.
+    pub error: Option<ItemError>,
+}
+
+/// `202` of `POST /scans/batch`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct BatchScanResults {
+    /// In request order.
+    pub results: Vec<BatchItemResult>,
+}
+
+/// Filters of `GET /jobs`, as sent.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobListQuery {
+    /// One of the job states.
+    pub status: Option<String>,
+    /// A property id.
+    pub property_id: Option<String>,
+    /// A job type.
+    pub job_type: Option<String>,
+}
+
+/// `200` of `POST /jobs/{id}/cancel`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CancelledJob {
+    /// The job, now cancelled.
+    pub job: Job,
+    /// For people.
+    pub message: String,
+}
+
+/// Filters of `GET /properties/{id}/issues`, as sent.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IssueListQuery {
+    /// `site` or `page`.
+    pub scan_kind: Option<String>,
+    /// `open`, `resolved` or `fixed`.
+    pub status: Option<String>,
+}
+
+/// A page of issues with the property's lifecycle summary.
+#[derive(Debug, Clone)]
+pub struct IssuePage {
+    /// Counts over all the property's issues.
+    pub summary: IssueSummary,
+    /// The page.
+    pub issues: Page<Issue>,
+}
+
+/// A report in lists.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReportItem {
+    /// Secret token of the share link.
+    pub token: String,
+    /// The property.
+    pub property_id: String,
+    /// Its name.
+    pub property_name: String,
+    /// Its URL.
+    pub property_url: String,
+    /// The completed scan.
+    pub scan_id: String,
+    /// Expiry of the link.
+    pub expires_at: Timestamp,
+    /// Views counted by the host.
+    pub view_count: u64,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// The public page: the host's public base URL + `/r/{token}`.
+    pub public_url: String,
+}
+
+/// A report in detail.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReportDetail {
+    /// The list fields.
+    #[serde(flatten)]
+    pub item: ReportItem,
+    /// The scan's score.
+    pub score: u32,
+    /// The scan's page count.
+    pub pages_scanned: u32,
+    /// When the scan completed.
+    pub scanned_at: Timestamp,
+    /// Whether the link has expired.
+    pub expired: bool,
+}
+
+/// Plan meters with limits.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageLimits {
+    /// Live scans per month.
+    pub scans_per_month: u64,
+    /// AI credits per month.
+    pub ai_credits_per_month: u64,
+}
+
+/// `usage` of `GET /usage`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct UsageMeters {
+    /// `YYYY-MM`.
+    pub period: String,
+    /// Plan name.
+    pub plan: String,
+    /// This month's counters.
+    pub counters: UsageCounters,
+    /// The plan's monthly limits.
+    pub limits: UsageLimits,
+}
+
+/// Totals of `activity`.
+#[derive(Debug, Clone, Copy, Default, Serialize, ToSchema)]
+pub struct ActivityTotals {
+    /// Jobs created this month.
+    pub jobs: u64,
+    /// Of those, completed.
+    pub completed: u64,
+    /// Of those, failed.
+    pub failed: u64,
+}
+
+/// `activity` of `GET /usage`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Activity {
+    /// `YYYY-MM`.
+    pub period: String,
+    /// Over all job types.
+    pub totals: ActivityTotals,
+    /// Per job type.
+    pub by_type: BTreeMap<String, JobCounts>,
+}
+
+/// `GET /usage`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageReport {
+    /// Meters.
+    pub usage: UsageMeters,
+    /// Jobs this month.
+    pub activity: Activity,
+    /// The plan's crawl bounds.
+    pub crawl_limits: CrawlLimits,
+}
+
+/// `period` of `GET /limits`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct LimitsPeriod {
+    /// First day of the month, `YYYY-MM-DD`.
+    pub start: String,
+    /// Last day of the month, `YYYY-MM-DD`.
+    pub end: String,
+}
+
+/// Names of the rate-limit headers.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RateLimitHeaderNames {
+    /// Header with the remaining reads.
+    pub read: String,
+    /// Header with the remaining writes.
+    pub write: String,
+}
+
+/// `developerApi` of `GET /limits`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeveloperApiLimits {
+    /// Reads per key per hour.
+    pub read_per_hour: u64,
+    /// Writes per key per hour.
+    pub write_per_hour: u64,
+    /// Writes per organization per day.
+    pub org_write_daily: u64,
+    /// Keys active at once.
+    pub max_active_keys: u64,
+    /// The headers that carry the remaining counts.
+    pub rate_limit_headers: RateLimitHeaderNames,
+}
+
+/// `GET /limits`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LimitsReport {
+    /// Plan name.
+    pub plan: String,
+    /// The current month.
+    pub period: LimitsPeriod,
+    /// Rate limits.
+    pub developer_api: DeveloperApiLimits,
+}
+
+/// One live rate-limit window.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RateWindow {
+    /// Requests allowed in the window.
+    pub limit: u64,
+    /// Requests left in the window.
+    pub remaining: u64,
+    /// When the window resets.
+    pub reset_at: Timestamp,
+}
+
+/// `GET /rate-limits`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RateLimitsReport {
+    /// This key's hourly reads.
+    pub read: RateWindow,
+    /// This key's hourly writes.
+    pub write: RateWindow,
+    /// The organization's daily writes.
+    pub org_write_daily: RateWindow,
+}
+
+/// Header names of the remaining-request counters.
+pub const READ_REMAINING_HEADER: &str = "X-Developer-Api-RateLimit-read-Remaining";
+/// Header names of the remaining-request counters.
+pub const WRITE_REMAINING_HEADER: &str = "X-Developer-Api-RateLimit-write-Remaining";

@@ -1,0 +1,189 @@
+//! The one error type of the library. `xf-tower` maps each variant to an HTTP status in one
+//! place; the status each variant documents below is that mapping.
+
+use serde::Serialize;
+
+/// One problem with one input field, listed in `error.details`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct FieldError {
+    /// The field: a JSON path such as `scans[3].maxPages`, a query parameter, or a header.
+    pub field: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+/// Everything a use case can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// 400 `validation_error`: the request is malformed or a value is out of range.
+    #[error("{message}")]
+    Validation {
+        /// A summary for people.
+        message: String,
+        /// One entry per offending field.
+        details: Vec<FieldError>,
+    },
+    /// 401 `api_key_invalid`: missing, unknown or revoked API key.
+    #[error("the API key is missing, invalid or revoked")]
+    ApiKeyInvalid,
+    /// 401 `admin_token_invalid`: the admin API's bearer token is missing or wrong.
+    #[error("the admin token is missing or invalid")]
+    AdminTokenInvalid,
+    /// 403 `plan_required`: the organization's plan lacks the entitlement.
+    #[error("this API needs a plan with the {entitlement} entitlement ({plans})")]
+    PlanRequired {
+        /// The missing entitlement, e.g. `developerApi`.
+        entitlement: &'static str,
+        /// The plans of the default catalog that include it, for the message.
+        plans: String,
+    },
+    /// 404 `not_found`: no such resource in this organization (or no such route).
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    /// 405 `method_not_allowed`: the path exists, the method does not.
+    #[error("method not allowed; allowed: {allow}")]
+    MethodNotAllowed {
+        /// The methods the path accepts, as in the `Allow` header.
+        allow: String,
+    },
+    /// 400 `job_not_cancellable`: the job already finished.
+    #[error("job is {status} and can no longer be cancelled")]
+    JobNotCancellable {
+        /// The job's current status.
+        status: &'static str,
+    },
+    /// 409 `conflict`: the request collides with an existing resource.
+    #[error("{0}")]
+    Conflict(String),
+    /// 409 `idempotency_key_in_use`: the first request with this key is still running.
+    #[error("a request with this Idempotency-Key is still being processed; retry shortly")]
+    IdempotencyKeyInUse,
+    /// 422 `idempotency_key_reused`: the key was used with another method, path or body.
+    #[error("this Idempotency-Key was already used with a different request")]
+    IdempotencyKeyReused,
+    /// 413 `payload_too_large`.
+    #[error("request body exceeds the limit of {limit_bytes} bytes")]
+    PayloadTooLarge {
+        /// The limit that was exceeded.
+        limit_bytes: u64,
+    },
+    /// 429 `rate_limit`, with `Retry-After`.
+    #[error("rate limit exceeded; retry in {retry_after_secs} seconds")]
+    RateLimited {
+        /// Whole seconds until the exceeded window resets.
+        retry_after_secs: u64,
+    },
+    /// 429 `quota_exceeded`, with `Retry-After`: the monthly scan quota is spent.
+    #[error("the monthly scan quota of {limit} is used up; it renews in {retry_after_secs} seconds")]
+    QuotaExceeded {
+        /// The plan's `scansPerMonth`.
+        limit: u64,
+        /// Whole seconds until the next UTC month.
+        retry_after_secs: u64,
+    },
+    /// 503 `unavailable`, with `Retry-After`: storage is unreachable.
+    #[error("the service is temporarily unavailable; retry shortly")]
+    Unavailable {
+        /// The cause, for the log only.
+        cause: String,
+    },
+    /// 500 `internal_error`: a bug. The cause is logged, never sent.
+    #[error("internal error")]
+    Internal(String),
+}
+
+/// Seconds a client is told to wait after a storage outage.
+pub const UNAVAILABLE_RETRY_AFTER_SECS: u64 = 5;
+
+impl Error {
+    /// The machine-readable code of the error envelope.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::Validation { .. } => "validation_error",
+            Error::ApiKeyInvalid => "api_key_invalid",
+            Error::AdminTokenInvalid => "admin_token_invalid",
+            Error::PlanRequired { .. } => "plan_required",
+            Error::NotFound(_) => "not_found",
+            Error::MethodNotAllowed { .. } => "method_not_allowed",
+            Error::JobNotCancellable { .. } => "job_not_cancellable",
+            Error::Conflict(_) => "conflict",
+            Error::IdempotencyKeyInUse => "idempotency_key_in_use",
+            Error::IdempotencyKeyReused => "idempotency_key_reused",
+            Error::PayloadTooLarge { .. } => "payload_too_large",
+            Error::RateLimited { .. } => "rate_limit",
+            Error::QuotaExceeded { .. } => "quota_exceeded",
+            Error::Unavailable { .. } => "unavailable",
+            Error::Internal(_) => "internal_error",
+        }
+    }
+
+    /// A validation error about one field.
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        let field = field.into();
+        let message = message.into();
+        Error::Validation {
+            message: format!("{field}: {message}"),
+            details: vec![FieldError { field, message }],
+        }
+    }
+
+    /// A validation error about several fields.
+    pub fn invalid_fields(details: Vec<FieldError>) -> Self {
+        let message = details
+            .iter()
+            .map(|d| format!("{}: {}", d.field, d.message))
+            .collect::<Vec<_>>()
+            .join("; ");
+        Error::Validation { message, details }
+    }
+
+    /// The `Retry-After` seconds this error asks for, if any.
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        match self {
+            Error::RateLimited { retry_after_secs } => Some(*retry_after_secs),
+            Error::QuotaExceeded {
+                retry_after_secs, ..
+            } => Some(*retry_after_secs),
+            Error::Unavailable { .. } => Some(UNAVAILABLE_RETRY_AFTER_SECS),
+            _ => None,
+        }
+    }
+
+    /// The field details of a validation error.
+    pub fn details(&self) -> Option<&[FieldError]> {
+        match self {
+            Error::Validation { details, .. } if !details.is_empty() => Some(details),
+            _ => None,
+        }
+    }
+}
+
+/// What a storage backend can fail with. Expected outcomes (a duplicate, a spent quota) are
+/// variants here so that each backend reports them the same way.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The backend cannot be reached; the request may succeed later.
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+    /// A uniqueness rule was violated; names the rule.
+    #[error("duplicate: {0}")]
+    Duplicate(&'static str),
+    /// A counted limit would be exceeded; names the limit.
+    #[error("limit reached: {0}")]
+    LimitReached(&'static str),
+    /// Anything else: a bug or corrupt data.
+    #[error("storage error: {0}")]
+    Internal(String),
+}
+
+impl From<StoreError> for Error {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Unavailable(cause) => Error::Unavailable { cause },
+            other => Error::Internal(other.to_string()),
+        }
+    }
+}
+
+/// The result type of the use cases.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

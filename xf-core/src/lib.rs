@@ -1,0 +1,31 @@
+//! # xf-core
+//!
+//! The domain of the xf APIs, free of HTTP and SQL: models, the one [`Error`] type, API-key
+//! authentication, the plan catalog, rate limiting, idempotency, signed cursors, and every use
+//! case as a method of the [`Xf`] facade. Storage is a trait ([`store::Store`]) with an
+//! in-memory and a PostgreSQL implementation in sibling crates; [`testing`] (feature
+//! `testing`) holds the conformance suite both of them pass.
+//!
+//! A host builds one `Xf` over a store and mounts the HTTP service of `xf-tower` on it:
+//!
+//! ```ignore
+//! let xf = xf_core::Xf::builder(Arc::new(xf_storage_memory::MemoryStore::new())).build();
+//! let service = xf_tower::XfService::new(xf);
+//! ```
+
+pub mod api;
+pub mod auth;
+pub mod cursor;
+pub mod error;
+pub mod ids;
+pub mod model;
+pub mod plans;
+mod secret;
+pub mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
+pub mod time;
+mod xf;
+
+pub use error::{Error, Result, StoreError};
+pub use xf::*;

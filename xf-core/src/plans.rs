@@ -1,0 +1,199 @@
+//! The plan catalog: limits and entitlements per plan, and per-organization overrides.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// What a plan gives access to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entitlement {
+    /// The SEO developer API.
+    DeveloperApi,
+    /// The media publishing API.
+    MediaApi,
+}
+
+impl Entitlement {
+    /// The name used in messages and the catalog.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Entitlement::DeveloperApi => "developerApi",
+            Entitlement::MediaApi => "mediaApi",
+        }
+    }
+}
+
+/// The numeric limits of a plan, after overrides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Limits {
+    /// GET requests per key per UTC hour.
+    pub read_per_hour: u64,
+    /// POST/PATCH/DELETE requests per key per UTC hour.
+    pub write_per_hour: u64,
+    /// Writes per organization per UTC day, across all keys.
+    pub org_write_daily: u64,
+    /// Keys that may be active at once.
+    pub max_active_keys: u64,
+    /// Live scans per UTC month.
+    pub scans_per_month: u64,
+    /// AI credits per UTC month.
+    pub ai_credits_per_month: u64,
+    /// Most pages one scan may fetch.
+    pub max_pages: u64,
+    /// Deepest click depth one scan may follow.
+    pub max_depth: u64,
+}
+
+/// Per-organization overrides set by the host; `None` keeps the plan's value.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LimitOverrides {
+    /// Overrides `readPerHour`.
+    pub read_per_hour: Option<u64>,
+    /// Overrides `writePerHour`.
+    pub write_per_hour: Option<u64>,
+    /// Overrides `orgWriteDaily`.
+    pub org_write_daily: Option<u64>,
+    /// Overrides `maxActiveKeys`.
+    pub max_active_keys: Option<u64>,
+    /// Overrides `scansPerMonth`.
+    pub scans_per_month: Option<u64>,
+    /// Overrides `maxPages`.
+    pub max_pages: Option<u64>,
+    /// Overrides `maxDepth`.
+    pub max_depth: Option<u64>,
+}
+
+impl LimitOverrides {
+    /// `self` with every value set in `newer` replaced.
+    pub fn merged_with(&self, newer: &LimitOverrides) -> LimitOverrides {
+        LimitOverrides {
+            read_per_hour: newer.read_per_hour.or(self.read_per_hour),
+            write_per_hour: newer.write_per_hour.or(self.write_per_hour),
+            org_write_daily: newer.org_write_daily.or(self.org_write_daily),
+            max_active_keys: newer.max_active_keys.or(self.max_active_keys),
+            scans_per_month: newer.scans_per_month.or(self.scans_per_month),
+            max_pages: newer.max_pages.or(self.max_pages),
+            max_depth: newer.max_depth.or(self.max_depth),
+        }
+    }
+}
+
+/// A plan of the catalog.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// Its name, as stored on organizations.
+    pub name: String,
+    /// Access to the SEO developer API.
+    pub developer_api: bool,
+    /// Access to the media publishing API.
+    pub media_api: bool,
+    /// The crawler tier shown as `crawlTier`.
+    pub crawl_tier: String,
+    /// Its limits.
+    pub limits: Limits,
+}
+
+impl Plan {
+    /// Whether the plan includes `entitlement`.
+    pub fn has(&self, entitlement: Entitlement) -> bool {
+        match entitlement {
+            Entitlement::DeveloperApi => self.developer_api,
+            Entitlement::MediaApi => self.media_api,
+        }
+    }
+
+    /// The plan's limits with `overrides` applied.
+    pub fn limits_with(&self, overrides: &LimitOverrides) -> Limits {
+        let base = self.limits;
+        Limits {
+            read_per_hour: overrides.read_per_hour.unwrap_or(base.read_per_hour),
+            write_per_hour: overrides.write_per_hour.unwrap_or(base.write_per_hour),
+            org_write_daily: overrides.org_write_daily.unwrap_or(base.org_write_daily),
+            max_active_keys: overrides.max_active_keys.unwrap_or(base.max_active_keys),
+            scans_per_month: overrides.scans_per_month.unwrap_or(base.scans_per_month),
+            ai_credits_per_month: base.ai_credits_per_month,
+            max_pages: overrides.max_pages.unwrap_or(base.max_pages),
+            max_depth: overrides.max_depth.unwrap_or(base.max_depth),
+        }
+    }
+}
+
+/// The plans a host offers, by name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanCatalog {
+    plans: BTreeMap<String, Plan>,
+}
+
+impl PlanCatalog {
+    /// A catalog of exactly these plans.
+    pub fn new(plans: impl IntoIterator<Item = Plan>) -> Self {
+        Self {
+            plans: plans.into_iter().map(|p| (p.name.clone(), p)).collect(),
+        }
+    }
+
+    /// The plan called `name`.
+    pub fn get(&self, name: &str) -> Option<&Plan> {
+        self.plans.get(name)
+    }
+
+    /// Names of the plans that include `entitlement`, comma-separated, for messages.
+    pub fn names_with(&self, entitlement: Entitlement) -> String {
+        self.plans
+            .values()
+            .filter(|p| p.has(entitlement))
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// All plan names.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.plans.keys().map(String::as_str)
+    }
+}
+
+impl Default for PlanCatalog {
+    /// `free`, `starter`, `growth` (developer API), `plus`, `pro` (media API).
+    fn default() -> Self {
+        #[allow(clippy::too_many_arguments)]
+        fn plan(
+            name: &str,
+            developer_api: bool,
+            media_api: bool,
+            crawl_tier: &str,
+            per_hour: (u64, u64),
+            org_write_daily: u64,
+            max_active_keys: u64,
+            scans_and_credits: (u64, u64),
+            crawl: (u64, u64),
+        ) -> Plan {
+            Plan {
+                name: name.to_owned(),
+                developer_api,
+                media_api,
+                crawl_tier: crawl_tier.to_owned(),
+                limits: Limits {
+                    read_per_hour: per_hour.0,
+                    write_per_hour: per_hour.1,
+                    org_write_daily,
+                    max_active_keys,
+                    scans_per_month: scans_and_credits.0,
+                    ai_credits_per_month: scans_and_credits.1,
+                    max_pages: crawl.0,
+                    max_depth: crawl.1,
+                },
+            }
+        }
+        PlanCatalog::new([
+            plan("free", false, false, "basic", (100, 20), 50, 2, (10, 0), (25, 2)),
+            plan("starter", true, false, "standard", (1_000, 100), 1_000, 3, (100, 1_000), (250, 3)),
+            plan("growth", true, false, "advanced", (5_000, 500), 5_000, 10, (1_000, 10_000), (1_000, 5)),
+            plan("plus", false, true, "standard", (5_000, 500), 5_000, 10, (100, 5_000), (250, 3)),
+            plan("pro", false, true, "advanced", (10_000, 1_000), 10_000, 25, (1_000, 20_000), (1_000, 5)),
+        ])
+    }
+}

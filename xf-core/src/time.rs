@@ -1,0 +1,232 @@
+//! Time: the injected [`Clock`] and the millisecond-precision [`Timestamp`] every record carries.
+//!
+//! Every window, expiry and retention rule reads the clock instead of the system time, so tests
+//! move time with a [`ManualClock`] instead of sleeping.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Datelike, Duration, NaiveDate, SecondsFormat, TimeZone, Timelike, Utc};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A UTC instant with millisecond precision, rendered as `2026-11-22T10:15:30.123Z`.
+///
+/// Truncating on construction (rather than when rendering) means a value read back from any
+/// backend compares equal to the value that was written.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(DateTime<Utc>);
+
+impl Timestamp {
+    /// The earliest representable instant.
+    pub const MIN: Timestamp = Timestamp(DateTime::<Utc>::MIN_UTC);
+    /// The latest representable instant.
+    pub const MAX: Timestamp = Timestamp(DateTime::<Utc>::MAX_UTC);
+
+    /// Wraps `at`, dropping anything finer than a millisecond.
+    pub fn from_datetime(at: DateTime<Utc>) -> Self {
+        Self::from_unix_millis(at.timestamp_millis()).unwrap_or(Self(at))
+    }
+
+    /// Milliseconds since the Unix epoch; `None` when out of chrono's range.
+    pub fn from_unix_millis(millis: i64) -> Option<Self> {
+        Utc.timestamp_millis_opt(millis).single().map(Self)
+    }
+
+    /// Parses an RFC 3339 string (any offset), truncating to milliseconds.
+    pub fn parse_rfc3339(text: &str) -> Option<Self> {
+        DateTime::parse_from_rfc3339(text)
+            .ok()
+            .map(|at| Self::from_datetime(at.with_timezone(&Utc)))
+    }
+
+    /// The wrapped chrono value.
+    pub fn as_datetime(&self) -> DateTime<Utc> {
+        self.0
+    }
+
+    /// Milliseconds since the Unix epoch.
+    pub fn unix_millis(&self) -> i64 {
+        self.0.timestamp_millis()
+    }
+
+    /// This instant moved by `delta` (saturating at chrono's range).
+    pub fn plus(&self, delta: Duration) -> Self {
+        Self(self.0.checked_add_signed(delta).unwrap_or(self.0))
+    }
+
+    /// The start of the UTC hour containing this instant.
+    pub fn start_of_hour(&self) -> Self {
+        let at = self.0;
+        Self::from_ymd_hms(at.year(), at.month(), at.day(), at.hour())
+    }
+
+    /// The start of the UTC day containing this instant.
+    pub fn start_of_day(&self) -> Self {
+        let at = self.0;
+        Self::from_ymd_hms(at.year(), at.month(), at.day(), 0)
+    }
+
+    /// The first day of the UTC month containing this instant.
+    pub fn month_start_date(&self) -> NaiveDate {
+        NaiveDate::from_ymd_opt(self.0.year(), self.0.month(), 1).unwrap_or_default()
+    }
+
+    /// The last day of the UTC month containing this instant.
+    pub fn month_end_date(&self) -> NaiveDate {
+        self.next_month_start()
+            .0
+            .date_naive()
+            .pred_opt()
+            .unwrap_or_default()
+    }
+
+    /// The start of the UTC month containing this instant.
+    pub fn start_of_month(&self) -> Self {
+        Self::from_ymd_hms(self.0.year(), self.0.month(), 1, 0)
+    }
+
+    /// The start of the UTC month after this instant's.
+    pub fn next_month_start(&self) -> Self {
+        let (year, month) = match self.0.month() {
+            12 => (self.0.year() + 1, 1),
+            m => (self.0.year(), m + 1),
+        };
+        Self::from_ymd_hms(year, month, 1, 0)
+    }
+
+    /// The month as `YYYY-MM`, the key of monthly usage counters.
+    pub fn month_key(&self) -> String {
+        self.0.format("%Y-%m").to_string()
+    }
+
+    /// Whole seconds from `self` until `later`, rounded up, at least 1 when `later` is ahead.
+    pub fn seconds_until(&self, later: Timestamp) -> u64 {
+        let millis = later.unix_millis() - self.unix_millis();
+        if millis <= 0 {
+            0
+        } else {
+            (millis as u64).div_ceil(1000)
+        }
+    }
+
+    fn from_ymd_hms(year: i32, month: u32, day: u32, hour: u32) -> Self {
+        Self(
+            Utc.with_ymd_and_hms(year, month, day, hour, 0, 0)
+                .single()
+                .unwrap_or_default(),
+        )
+    }
+}
+
+impl From<DateTime<Utc>> for Timestamp {
+    fn from(at: DateTime<Utc>) -> Self {
+        Self::from_datetime(at)
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.to_rfc3339_opts(SecondsFormat::Millis, true))
+    }
+}
+
+impl fmt::Debug for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Timestamp::parse_rfc3339(&text).ok_or_else(|| {
+            serde::de::Error::custom("expected an RFC 3339 date-time such as 2026-11-22T10:15:30Z")
+        })
+    }
+}
+
+impl utoipa::PartialSchema for Timestamp {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
+                utoipa::openapi::KnownFormat::DateTime,
+            )))
+            .examples(["2026-11-22T10:15:30.123Z"])
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Timestamp {}
+
+/// The source of "now" for every rule that depends on time.
+pub trait Clock: Send + Sync + fmt::Debug {
+    /// The current instant.
+    fn now(&self) -> Timestamp;
+}
+
+/// The system's wall clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        Timestamp::from_datetime(Utc::now())
+    }
+}
+
+/// A clock that only moves when told to: for tests of windows, expiry and retention.
+#[derive(Debug, Clone)]
+pub struct ManualClock(Arc<Mutex<Timestamp>>);
+
+impl ManualClock {
+    /// A clock standing at `start`.
+    pub fn new(start: Timestamp) -> Self {
+        Self(Arc::new(Mutex::new(start)))
+    }
+
+    /// Moves the clock to `at`.
+    pub fn set(&self, at: Timestamp) {
+        *self.0.lock().unwrap_or_else(|poison| poison.into_inner()) = at;
+    }
+
+    /// Moves the clock forward by `delta`.
+    pub fn advance(&self, delta: Duration) {
+        let mut now = self.0.lock().unwrap_or_else(|poison| poison.into_inner());
+        *now = now.plus(delta);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Timestamp {
+        *self.0.lock().unwrap_or_else(|poison| poison.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_milliseconds_in_utc() {
+        let at = Timestamp::parse_rfc3339("2026-11-22T11:15:30.123456+01:00").unwrap();
+        assert_eq!(at.to_string(), "2026-11-22T10:15:30.123Z");
+    }
+
+    #[test]
+    fn windows_align_to_utc_hour_day_and_month() {
+        let at = Timestamp::parse_rfc3339("2026-12-31T23:59:59.999Z").unwrap();
+        assert_eq!(at.start_of_hour().to_string(), "2026-12-31T23:00:00.000Z");
+        assert_eq!(at.start_of_day().to_string(), "2026-12-31T00:00:00.000Z");
+        assert_eq!(at.next_month_start().to_string(), "2027-01-01T00:00:00.000Z");
+        assert_eq!(at.month_end_date().to_string(), "2026-12-31");
+        assert_eq!(at.month_key(), "2026-12");
+        assert_eq!(at.seconds_until(at.next_month_start()), 1);
+    }
+}

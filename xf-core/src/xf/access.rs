@@ -1,0 +1,260 @@
+//! Authentication, plan entitlements, rate limits and idempotency: what runs before a use case.
+
+use chrono::Duration;
+use sha2::{Digest, Sha256};
+
+use super::{Caller, Xf};
+use crate::auth;
+use crate::error::{Error, Result};
+use crate::plans::Entitlement;
+use crate::store::{IdempotencyClaim, IdempotencyRequest, RateBucket, StoredResponse};
+use crate::time::Timestamp;
+
+/// Idempotency records are kept this long.
+const IDEMPOTENCY_TTL_HOURS: i64 = 24;
+/// An unfinished claim older than this belongs to a request that died; it may be taken over.
+const IDEMPOTENCY_STALE_SECS: i64 = 60;
+/// Longest accepted `Idempotency-Key`.
+const IDEMPOTENCY_KEY_MAX: usize = 128;
+
+/// Whether a request reads or writes, for rate limiting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestKind {
+    /// GET.
+    Read,
+    /// POST, PATCH, DELETE.
+    Write,
+}
+
+/// The outcome of a rate-limit check: the remaining counts for the headers, and whether the
+/// request was rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateCheck {
+    /// Reads left for this key this hour.
+    pub read_remaining: u64,
+    /// The smaller of this key's writes left this hour and the organization's writes left today.
+    pub write_remaining: u64,
+    /// `Some(seconds until the exceeded window resets)` when the request is rejected.
+    pub retry_after_secs: Option<u64>,
+}
+
+/// SHA-256 of a request's method, path and body: what idempotency compares and what
+/// test-mode ids derive from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fingerprint([u8; 32]);
+
+impl Fingerprint {
+    /// The fingerprint of a request.
+    pub fn of(method: &str, path: &str, body: &[u8]) -> Self {
+        let mut hasher = Sha256::new();
+        for part in [method.as_bytes(), path.as_bytes()] {
+            hasher.update((part.len() as u64).to_be_bytes());
+            hasher.update(part);
+        }
+        hasher.update(body);
+        Self(hasher.finalize().into())
+    }
+
+    /// The raw digest.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    fn hex(&self) -> String {
+        hex::encode(self.0)
+    }
+}
+
+/// A claimed idempotency key that must be completed or abandoned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyTicket {
+    scope: String,
+    fingerprint: String,
+}
+
+/// How to go on after [`Xf::begin_idempotent`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdempotencyStart {
+    /// Run the request, then complete or abandon the ticket.
+    Proceed(IdempotencyTicket),
+    /// Send this stored response again.
+    Replay(StoredResponse),
+}
+
+/// The three rate-limit windows of a caller at `now`: key reads per hour, key writes per hour,
+/// organization writes per day, in that order.
+fn rate_buckets(caller: &Caller, now: Timestamp, kind: Option<RequestKind>) -> [RateBucket; 3] {
+    let hour = now.start_of_hour();
+    let limits = &caller.limits;
+    let writes = kind == Some(RequestKind::Write);
+    [
+        RateBucket {
+            name: format!("key:{}:read", caller.key_id),
+            window_start: hour,
+            limit: limits.read_per_hour,
+            consume: kind == Some(RequestKind::Read),
+        },
+        RateBucket {
+            name: format!("key:{}:write", caller.key_id),
+            window_start: hour,
+            limit: limits.write_per_hour,
+            consume: writes,
+        },
+        RateBucket {
+            name: format!("org:{}:write", caller.organization.id),
+            window_start: now.start_of_day(),
+            limit: limits.org_write_daily,
+            consume: writes,
+        },
+    ]
+}
+
+/// When window `bucket_index` of [`rate_buckets`] resets.
+pub(super) fn window_end(bucket_index: usize, now: Timestamp) -> Timestamp {
+    match bucket_index {
+        2 => now.start_of_day().plus(Duration::days(1)),
+        _ => now.start_of_hour().plus(Duration::hours(1)),
+    }
+}
+
+impl Xf {
+    /// Finds the caller of a request by its API key and checks that the organization's plan
+    /// has `entitlement`.
+    ///
+    /// A missing, unknown or revoked key is `ApiKeyInvalid`; a plan that lacks the
+    /// entitlement (or that the catalog no longer has) is `PlanRequired`.
+    pub async fn authenticate(&self, key: Option<&str>, entitlement: Entitlement) -> Result<Caller> {
+        let key = key.ok_or(Error::ApiKeyInvalid)?;
+        let claimed_mode = auth::mode_of(key).ok_or(Error::ApiKeyInvalid)?;
+        let hash = auth::hash_key(key);
+        let (api_key, organization) = self
+            .store()
+            .find_api_key(&hash)
+            .await?
+            .ok_or(Error::ApiKeyInvalid)?;
+        // The mode is the stored one; a key whose prefix disagrees with it was not issued by us.
+        if !auth::hashes_match(&api_key.key_hash, &hash)
+            || api_key.revoked_at.is_some()
+            || api_key.mode != claimed_mode
+        {
+            return Err(Error::ApiKeyInvalid);
+        }
+        let plan = self
+            .plans()
+            .get(&organization.plan)
+            .filter(|plan| plan.has(entitlement))
+            .cloned()
+            .ok_or_else(|| Error::PlanRequired {
+                entitlement: entitlement.as_str(),
+                plans: self.plans().names_with(entitlement),
+            })?;
+        let limits = plan.limits_with(&organization.limits);
+        Ok(Caller {
+            organization,
+            key_id: api_key.id,
+            mode: api_key.mode,
+            plan,
+            limits,
+        })
+    }
+
+    /// Counts a request against the caller's windows, exactly across all instances sharing
+    /// the store. A rejected request is not counted.
+    pub async fn check_rate_limit(&self, caller: &Caller, kind: RequestKind) -> Result<RateCheck> {
+        let now = self.now();
+        let buckets = rate_buckets(caller, now, Some(kind));
+        let outcome = self.store().hit_rate_limits(&buckets).await?;
+        let retry_after_secs = outcome
+            .exceeded
+            .iter()
+            .map(|&index| now.seconds_until(window_end(index, now)).max(1))
+            .max();
+        Ok(remaining(&buckets, &outcome.counts, retry_after_secs))
+    }
+
+    /// Starts an idempotent write: validates the key, then claims it for this request or says
+    /// why not (`IdempotencyKeyInUse`, `IdempotencyKeyReused`), or hands back the response to
+    /// replay. Scope: organization, key mode and key string.
+    pub async fn begin_idempotent(
+        &self,
+        caller: &Caller,
+        key: &str,
+        request: &Fingerprint,
+    ) -> Result<IdempotencyStart> {
+        if key.is_empty() || key.chars().count() > IDEMPOTENCY_KEY_MAX {
+            return Err(Error::invalid(
+                "Idempotency-Key",
+                format!("must be 1 to {IDEMPOTENCY_KEY_MAX} characters"),
+            ));
+        }
+        let now = self.now();
+        let ticket = IdempotencyTicket {
+            scope: format!(
+                "{}:{}:{key}",
+                caller.organization.id,
+                caller.mode.as_str()
+            ),
+            fingerprint: request.hex(),
+        };
+        let claim = self
+            .store()
+            .claim_idempotency_key(&IdempotencyRequest {
+                scope: ticket.scope.clone(),
+                fingerprint: ticket.fingerprint.clone(),
+                now,
+                expired_before: now.plus(Duration::hours(-IDEMPOTENCY_TTL_HOURS)),
+                stale_before: now.plus(Duration::seconds(-IDEMPOTENCY_STALE_SECS)),
+            })
+            .await?;
+        match claim {
+            IdempotencyClaim::Acquired => Ok(IdempotencyStart::Proceed(ticket)),
+            IdempotencyClaim::Replay(response) => Ok(IdempotencyStart::Replay(response)),
+            IdempotencyClaim::InUse => Err(Error::IdempotencyKeyInUse),
+            IdempotencyClaim::Mismatch => Err(Error::IdempotencyKeyReused),
+        }
+    }
+
+    /// Keeps the response of a claimed request for replays.
+    pub async fn complete_idempotent(
+        &self,
+        ticket: &IdempotencyTicket,
+        response: &StoredResponse,
+    ) -> Result<()> {
+        Ok(self
+            .store()
+            .complete_idempotency_key(&ticket.scope, &ticket.fingerprint, response)
+            .await?)
+    }
+
+    /// Frees a claimed key whose response is not kept (validation failures, 429s, 5xx).
+    pub async fn abandon_idempotent(&self, ticket: &IdempotencyTicket) -> Result<()> {
+        Ok(self
+            .store()
+            .release_idempotency_key(&ticket.scope, &ticket.fingerprint)
+            .await?)
+    }
+
+    /// The caller's live counters without counting anything.
+    pub(super) async fn peek_rate_limits(
+        &self,
+        caller: &Caller,
+    ) -> Result<([RateBucket; 3], Vec<u64>, Timestamp)> {
+        let now = self.now();
+        let buckets = rate_buckets(caller, now, None);
+        let outcome = self.store().hit_rate_limits(&buckets).await?;
+        Ok((buckets, outcome.counts, now))
+    }
+}
+
+fn remaining(buckets: &[RateBucket; 3], counts: &[u64], retry_after_secs: Option<u64>) -> RateCheck {
+    let left = |i: usize| {
+        buckets[i]
+            .limit
+            .saturating_sub(counts.get(i).copied().unwrap_or(0))
+    };
+    RateCheck {
+        read_remaining: left(0),
+        write_remaining: left(1).min(left(2)),
+        retry_after_secs,
+    }
+}

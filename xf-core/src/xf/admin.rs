@@ -1,0 +1,403 @@
+//! The host's operations: what the spec says "happens in the web app". Served over HTTP by
+//! the admin service of `xf-tower`, and callable directly from a host's Rust code.
+
+use rand::distributions::{Alphanumeric, DistString};
+use rand::rngs::OsRng;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::Xf;
+use crate::api::{ReportItem, Includes, PropertyView};
+use crate::auth;
+use crate::error::{Error, Result, StoreError};
+use crate::ids;
+use crate::model::{ApiKey, Issue, JobStatus, KeyMode, Organization, Report, UsageCounters};
+use crate::plans::LimitOverrides;
+use crate::time::Timestamp;
+
+/// Longest organization name, in characters.
+const MAX_ORG_NAME: usize = 200;
+/// The name of the organization `--demo` creates and reuses.
+pub const DEMO_ORGANIZATION_NAME: &str = "Demo organization";
+
+/// Body of `POST /admin/organizations`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewOrganization {
+    /// Display name.
+    pub name: String,
+    /// A plan of the catalog.
+    pub plan: String,
+    /// Shown on jobs as `shopDomain`.
+    #[serde(default)]
+    pub shop_domain: Option<String>,
+}
+
+/// `201` of `POST /admin/organizations`: the organization and its first keys (shown once).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreatedOrganization {
+    /// The organization.
+    pub organization: Organization,
+    /// Its live key.
+    pub live_key: String,
+    /// Its test key.
+    pub test_key: String,
+}
+
+/// Body of `PATCH /admin/organizations/{id}`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OrganizationPatch {
+    /// A plan of the catalog.
+    #[serde(default)]
+    pub plan: Option<String>,
+    /// Overrides to set; fields left out keep their current override.
+    #[serde(default)]
+    pub limits: Option<LimitOverrides>,
+}
+
+/// `201` of `POST /admin/organizations/{id}/api-keys`: the key, shown once.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CreatedApiKey {
+    /// `key_…`
+    pub id: String,
+    /// The full key.
+    pub key: String,
+}
+
+/// `200` of `DELETE /admin/api-keys/{id}`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RevokedApiKey {
+    /// `key_…`
+    pub id: String,
+    /// Always true.
+    pub revoked: bool,
+}
+
+/// Body of `POST /admin/reports`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewReport {
+    /// The property.
+    pub property_id: String,
+    /// A completed scan of that property.
+    pub scan_id: String,
+    /// When the link expires; must be in the future.
+    pub expires_at: Timestamp,
+}
+
+/// Body of `POST /admin/organizations/{id}/usage`: increments, all optional.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UsageDelta {
+    /// AI input tokens used.
+    #[serde(default)]
+    pub ai_input_tokens: u64,
+    /// AI output tokens used.
+    #[serde(default)]
+    pub ai_output_tokens: u64,
+    /// Redirects created.
+    #[serde(default)]
+    pub redirects_created: u64,
+    /// Images optimized.
+    #[serde(default)]
+    pub images_optimized: u64,
+}
+
+impl Xf {
+    /// Creates an organization with one live and one test key.
+    pub async fn admin_create_organization(
+        &self,
+        input: NewOrganization,
+    ) -> Result<CreatedOrganization> {
+        let organization = self.new_organization(input)?;
+        self.store().insert_organization(&organization).await?;
+        let live_key = self.issue_key(&organization, KeyMode::Live, None).await?.1;
+        let test_key = self.issue_key(&organization, KeyMode::Test, None).await?.1;
+        Ok(CreatedOrganization {
+            organization,
+            live_key,
+            test_key,
+        })
+    }
+
+    /// Changes an organization's plan and/or limit overrides.
+    pub async fn admin_update_organization(
+        &self,
+        id: &str,
+        patch: OrganizationPatch,
+    ) -> Result<Organization> {
+        let current = self
+            .store()
+            .get_organization(id)
+            .await?
+            .ok_or(Error::NotFound("organization"))?;
+        if let Some(plan) = &patch.plan {
+            self.check_plan(plan)?;
+        }
+        let limits = patch.limits.map(|l| current.limits.merged_with(&l));
+        self.store()
+            .update_organization(id, patch.plan.as_deref(), limits.as_ref())
+            .await?
+            .ok_or(Error::NotFound("organization"))
+    }
+
+    /// Issues a new key, within the organization's `maxActiveKeys`.
+    pub async fn admin_create_api_key(&self, organization_id: &str, mode: KeyMode) -> Result<CreatedApiKey> {
+        let organization = self
+            .store()
+            .get_organization(organization_id)
+            .await?
+            .ok_or(Error::NotFound("organization"))?;
+        let (id, key) = self.issue_key(&organization, mode, None).await?;
+        Ok(CreatedApiKey { id, key })
+    }
+
+    /// Revokes a key; requests with it get `401` from now on.
+    pub async fn admin_revoke_api_key(&self, id: &str) -> Result<RevokedApiKey> {
+        let key = self
+            .store()
+            .revoke_api_key(id, self.now())
+            .await?
+            .ok_or(Error::NotFound("API key"))?;
+        Ok(RevokedApiKey {
+            id: key.id,
+            revoked: true,
+        })
+    }
+
+    /// Marks a property verified.
+    pub async fn admin_verify_property(&self, id: &str) -> Result<PropertyView> {
+        let property = self
+            .store()
+            .set_property_verified(id)
+            .await?
+            .ok_or(Error::NotFound("property"))?;
+        Ok(PropertyView {
+            property,
+            gsc: None,
+            last_scan: None,
+        })
+    }
+
+    /// Marks an issue fixed.
+    pub async fn admin_mark_issue_fixed(&self, id: &str) -> Result<Issue> {
+        self.store()
+            .set_issue_fixed(id, self.now())
+            .await?
+            .ok_or(Error::NotFound("issue"))
+    }
+
+    /// Creates a share link for a completed scan of a property.
+    pub async fn admin_create_report(&self, input: NewReport) -> Result<ReportItem> {
+        let now = self.now();
+        let property = self
+            .store()
+            .get_property(&input.property_id)
+            .await?
+            .ok_or(Error::NotFound("property"))?;
+        let job = self
+            .store()
+            .get_job(&input.scan_id)
+            .await?
+            .filter(|job| job.property_id == property.id)
+            .ok_or(Error::NotFound("scan"))?;
+        if job.status != JobStatus::Completed {
+            return Err(Error::invalid("scanId", "must be a completed scan"));
+        }
+        if input.expires_at <= now {
+            return Err(Error::invalid("expiresAt", "must be in the future"));
+        }
+        let report = Report {
+            // 32 base62 characters: about 190 bits, unguessable as a public link must be.
+            token: Alphanumeric.sample_string(&mut OsRng, 32),
+            organization_id: property.organization_id,
+            property_id: property.id,
+            scan_id: job.id,
+            expires_at: input.expires_at,
+            view_count: 0,
+            created_at: now,
+        };
+        self.store().insert_report(&report).await?;
+        self.report_item(report).await
+    }
+
+    /// Counts one view of a report's public page.
+    pub async fn admin_record_report_view(&self, token: &str) -> Result<ReportItem> {
+        let report = self
+            .store()
+            .increment_report_views(token)
+            .await?
+            .ok_or(Error::NotFound("report"))?;
+        self.report_item(report).await
+    }
+
+    /// Adds AI, redirect and image usage to this month's meters.
+    pub async fn admin_record_usage(
+        &self,
+        organization_id: &str,
+        delta: UsageDelta,
+    ) -> Result<UsageCounters> {
+        self.store()
+            .get_organization(organization_id)
+            .await?
+            .ok_or(Error::NotFound("organization"))?;
+        let delta = UsageCounters {
+            scans: 0,
+            ai_input_tokens: delta.ai_input_tokens,
+            ai_output_tokens: delta.ai_output_tokens,
+            redirects_created: delta.redirects_created,
+            images_optimized: delta.images_optimized,
+        };
+        Ok(self
+            .store()
+            .add_usage(organization_id, &self.now().month_key(), &delta)
+            .await?)
+    }
+
+    /// Links a property to a Search Console site (`siteUrl`, e.g. `sc-domain:example.com`).
+    pub async fn admin_link_property_gsc(&self, id: &str, site_url: &str) -> Result<PropertyView> {
+        let site_url = site_url.trim();
+        if site_url.is_empty() || site_url.len() > 2048 {
+            return Err(Error::invalid("siteUrl", "must be 1 to 2048 characters"));
+        }
+        let property = self
+            .store()
+            .set_property_gsc_site(id, Some(site_url))
+            .await?
+            .ok_or(Error::NotFound("property"))?;
+        self.property_view_with(property, Includes { gsc: true, last_scan: false }).await
+    }
+
+    /// The demo organization on the `growth` plan: created on first use, reused after (on a
+    /// durable store). Keys fixed by the host are reused or added; otherwise fresh keys are
+    /// issued and the demo's earlier keys of that mode are revoked.
+    pub async fn ensure_demo_organization(
+        &self,
+        live_key: Option<String>,
+        test_key: Option<String>,
+    ) -> Result<CreatedOrganization> {
+        for (key, mode, field) in [
+            (&live_key, KeyMode::Live, "XF_DEMO_LIVE_KEY"),
+            (&test_key, KeyMode::Test, "XF_DEMO_TEST_KEY"),
+        ] {
+            if let Some(key) = key {
+                if !auth::is_well_formed(key, mode) {
+                    return Err(Error::invalid(
+                        field,
+                        format!(
+                            "must be `{}` followed by at least {} letters or digits",
+                            mode.key_prefix(),
+                            auth::MIN_KEY_BODY_LEN
+                        ),
+                    ));
+                }
+            }
+        }
+        let organization = match self.store().find_organization_by_name(DEMO_ORGANIZATION_NAME).await? {
+            Some(existing) => existing,
+            None => {
+                let organization = self.new_organization(NewOrganization {
+                    name: DEMO_ORGANIZATION_NAME.to_owned(),
+                    plan: "growth".to_owned(),
+                    shop_domain: None,
+                })?;
+                self.store().insert_organization(&organization).await?;
+                organization
+            }
+        };
+        let live_key = self.demo_key(&organization, KeyMode::Live, live_key).await?;
+        let test_key = self.demo_key(&organization, KeyMode::Test, test_key).await?;
+        Ok(CreatedOrganization {
+            organization,
+            live_key,
+            test_key,
+        })
+    }
+
+    async fn demo_key(
+        &self,
+        organization: &Organization,
+        mode: KeyMode,
+        fixed: Option<String>,
+    ) -> Result<String> {
+        if let Some(key) = &fixed {
+            if let Some((existing, owner)) = self.store().find_api_key(&auth::hash_key(key)).await? {
+                if owner.id == organization.id && existing.revoked_at.is_none() && existing.mode == mode {
+                    return Ok(key.clone());
+                }
+                return Err(Error::Conflict(format!(
+                    "the {} demo key is already in use elsewhere or revoked",
+                    mode.as_str()
+                )));
+            }
+        }
+        for key in self.store().list_api_keys(&organization.id).await? {
+            if key.mode == mode && key.revoked_at.is_none() {
+                self.store().revoke_api_key(&key.id, self.now()).await?;
+            }
+        }
+        Ok(self.issue_key(organization, mode, fixed).await?.1)
+    }
+
+    fn check_plan(&self, plan: &str) -> Result<()> {
+        if self.plans().get(plan).is_none() {
+            let known = self.plans().names().collect::<Vec<_>>().join(", ");
+            return Err(Error::invalid("plan", format!("must be one of: {known}")));
+        }
+        Ok(())
+    }
+
+    fn new_organization(&self, input: NewOrganization) -> Result<Organization> {
+        let name = input.name.trim();
+        if name.is_empty() || name.chars().count() > MAX_ORG_NAME {
+            return Err(Error::invalid("name", format!("must be 1 to {MAX_ORG_NAME} characters")));
+        }
+        self.check_plan(&input.plan)?;
+        let shop_domain = input
+            .shop_domain
+            .map(|d| d.trim().to_owned())
+            .filter(|d| !d.is_empty());
+        Ok(Organization {
+            id: ids::new_id(ids::ORGANIZATION),
+            name: name.to_owned(),
+            plan: input.plan,
+            shop_domain,
+            limits: LimitOverrides::default(),
+            created_at: self.now(),
+        })
+    }
+
+    /// Stores a key (the given one, or a random one) within `maxActiveKeys`; returns its id and
+    /// the plain key.
+    async fn issue_key(
+        &self,
+        organization: &Organization,
+        mode: KeyMode,
+        fixed: Option<String>,
+    ) -> Result<(String, String)> {
+        let max_active = self
+            .plans()
+            .get(&organization.plan)
+            .map(|plan| plan.limits_with(&organization.limits).max_active_keys)
+            .unwrap_or(0);
+        let key = fixed.unwrap_or_else(|| auth::generate_key(mode));
+        let record = ApiKey {
+            id: ids::new_id(ids::API_KEY),
+            organization_id: organization.id.clone(),
+            mode,
+            key_hash: auth::hash_key(&key),
+            created_at: self.now(),
+            revoked_at: None,
+        };
+        match self.store().insert_api_key(&record, max_active).await {
+            Ok(()) => Ok((record.id, key)),
+            Err(StoreError::LimitReached(_)) => Err(Error::Conflict(format!(
+                "the organization already has its maximum of {max_active} active keys (maxActiveKeys); revoke one first"
+            ))),
+            Err(StoreError::Duplicate(_)) => Err(Error::Conflict("that key is already in use".to_owned())),
+            Err(other) => Err(other.into()),
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! Shared reports.
+
+use super::{Caller, Xf};
+use crate::api::{Page, PageParams, ReportDetail, ReportItem};
+use crate::error::{Error, Result};
+use crate::model::Report;
+use crate::store::After;
+
+impl Xf {
+    /// `GET /reports`: reports that have not expired, newest first.
+    pub async fn list_reports(&self, caller: &Caller, params: &PageParams) -> Result<Page<ReportItem>> {
+        let (request, limit) = self.page_request("reports", "", params, super::DEFAULT_PAGE_SIZE)?;
+        let reports = self
+            .store()
+            .list_live_reports(&caller.organization.id, self.now(), &request)
+            .await?;
+        let page = self.finish_page("reports", "", reports, limit, |r| After {
+            created_at: r.created_at,
+            id: r.token.clone(),
+        });
+        let mut items = Vec::with_capacity(page.items.len());
+        for report in page.items {
+            items.push(self.report_item(report).await?);
+        }
+        Ok(Page {
+            items,
+            next_cursor: page.next_cursor,
+        })
+    }
+
+    /// `GET /reports/{token}`: also an expired report, flagged `expired`.
+    pub async fn get_report(&self, caller: &Caller, token: &str) -> Result<ReportDetail> {
+        let report = self
+            .store()
+            .get_report(token)
+            .await?
+            .filter(|r| r.organization_id == caller.organization.id)
+            .ok_or(Error::NotFound("report"))?;
+        self.report_detail(report).await
+    }
+
+    pub(super) async fn report_item(&self, report: Report) -> Result<ReportItem> {
+        let property = self
+            .store()
+            .get_property(&report.property_id)
+            .await?
+            .ok_or_else(|| Error::Internal(format!("report {} lost its property", report.token)))?;
+        let public_url = format!("{}/r/{}", self.config().public_base_url, report.token);
+        Ok(ReportItem {
+            token: report.token,
+            property_id: report.property_id,
+            property_name: property.name,
+            property_url: property.url,
+            scan_id: report.scan_id,
+            expires_at: report.expires_at,
+            view_count: report.view_count,
+            created_at: report.created_at,
+            public_url,
+        })
+    }
+
+    pub(super) async fn report_detail(&self, report: Report) -> Result<ReportDetail> {
+        let job = self
+            .store()
+            .get_job(&report.scan_id)
+            .await?
+            .ok_or_else(|| Error::Internal(format!("report {} lost its scan", report.token)))?;
+        let result = job.result.unwrap_or(crate::model::JobResult {
+            score: 0,
+            pages_scanned: 0,
+            issues_count: 0,
+        });
+        let expired = report.expires_at <= self.now();
+        Ok(ReportDetail {
+            score: result.score,
+            pages_scanned: result.pages_scanned,
+            scanned_at: job.completed_at.unwrap_or(job.created_at),
+            expired,
+            item: self.report_item(report).await?,
+        })
+    }
+}
