@@ -41,11 +41,8 @@ pub enum Error {
     #[error("{0} not found")]
     NotFound(&'static str),
     /// 405 `method_not_allowed`: the path exists, the method does not.
-    #[error("method not allowed; allowed: {allow}")]
-    MethodNotAllowed {
-        /// The methods the path accepts, as in the `Allow` header.
-        allow: String,
-    },
+    #[error("this path does not accept the method; the Allow header lists the ones it does")]
+    MethodNotAllowed,
     /// 400 `job_not_cancellable`: the job already finished.
     #[error("job is {status} and can no longer be cancelled")]
     JobNotCancellable {
@@ -104,7 +101,7 @@ impl Error {
             Error::AdminTokenInvalid => "admin_token_invalid",
             Error::PlanRequired { .. } => "plan_required",
             Error::NotFound(_) => "not_found",
-            Error::MethodNotAllowed { .. } => "method_not_allowed",
+            Error::MethodNotAllowed => "method_not_allowed",
             Error::JobNotCancellable { .. } => "job_not_cancellable",
             Error::Conflict(_) => "conflict",
             Error::IdempotencyKeyInUse => "idempotency_key_in_use",

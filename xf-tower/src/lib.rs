@@ -1,1 +1,134 @@
-//! placeholder for dep warmup
+//! # xf-tower
+//!
+//! The xf SEO developer API as one tower [`Service`]: [`XfService`], an axum `Router` inside,
+//! generic over the request body, with `Error = Infallible`. Mount it in any tower-based
+//! server, under any prefix (the spec's is `/api/v1`):
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! # async fn run() {
+//! let store = Arc::new(xf_storage_memory::MemoryStore::new());
+//! let xf = xf_core::Xf::builder(store).build();
+//! let app = axum::Router::new()
+//!     .route("/", axum::routing::get(|| async { "the host's own page" }))
+//!     .nest_service("/api/v1", xf_tower::XfService::new(xf));
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await.unwrap();
+//! axum::serve(listener, app).await.unwrap();
+//! # }
+//! ```
+//!
+//! Every response is JSON in the spec's envelopes and carries `X-Request-Id`; authenticated
+//! responses also carry the remaining-request headers. Errors of any kind, including unknown
+//! paths (404), wrong methods (405 with `Allow`), malformed JSON (400) and bodies over 1 MiB
+//! (413), use the error envelope. `GET /openapi.json` serves the OpenAPI 3.1 document.
+//!
+//! [`AdminService`] serves the host's admin API (organizations, keys, limits, verification,
+//! reports, usage) behind a bearer token.
+
+mod admin;
+mod envelope;
+mod error;
+mod extract;
+mod idempotency;
+mod middleware;
+mod openapi;
+mod request_id;
+mod routes;
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use axum::body::Body;
+use axum::routing::get;
+use axum::Router;
+use bytes::Bytes;
+use http::{Request, Response};
+use tower::Service;
+use utoipa_axum::router::OpenApiRouter;
+use xf_core::Xf;
+
+pub use admin::AdminService;
+pub use error::status_of;
+
+/// The future of [`XfService`] and [`AdminService`].
+pub type ResponseFuture = axum::routing::future::RouteFuture<Infallible>;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The developer API as a tower service. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct XfService {
+    router: Router,
+    openapi: Arc<serde_json::Value>,
+}
+
+impl XfService {
+    /// The service over `xf`.
+    pub fn new(xf: Xf) -> Self {
+        let authenticated = routes::account::router()
+            .merge(routes::properties::router())
+            .merge(routes::scans::router())
+            .merge(routes::jobs::router())
+            .merge(routes::reports::router())
+            .route_layer(axum::middleware::from_fn_with_state(
+                xf.clone(),
+                middleware::developer_api,
+            ));
+        let (router, doc) = OpenApiRouter::with_openapi(openapi::base())
+            .merge(routes::health::router())
+            .merge(authenticated)
+            .split_for_parts();
+        let openapi = Arc::new(openapi::finish(doc));
+        let served = Arc::clone(&openapi);
+        let router = router
+            .route(
+                "/openapi.json",
+                get(move || {
+                    let doc = Arc::clone(&served);
+                    async move { axum::Json(doc.as_ref().clone()) }
+                }),
+            )
+            .fallback(middleware::not_found)
+            .with_state(xf);
+        Self {
+            router: with_common_layers(router),
+            openapi,
+        }
+    }
+
+    /// The OpenAPI 3.1 document this service serves at `/openapi.json`.
+    pub fn openapi(&self) -> &serde_json::Value {
+        &self.openapi
+    }
+
+    /// The axum `Router` inside, to merge or layer it as a host sees fit.
+    pub fn into_router(self) -> Router {
+        self.router
+    }
+}
+
+/// Request ids and the 405 envelope, outermost first, around a finished router.
+fn with_common_layers(router: Router) -> Router {
+    router
+        .layer(axum::middleware::from_fn(middleware::method_not_allowed_envelope))
+        .layer(axum::middleware::from_fn(request_id::layer))
+}
+
+impl<B> Service<Request<B>> for XfService
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = ResponseFuture;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        self.router.call(request)
+    }
+}

@@ -1,0 +1,76 @@
+//! Response envelopes: `{data, meta}` for successes, `{error, meta}` for errors, where `meta`
+//! always carries the request id.
+//!
+//! Bodies are built as "the object without `meta`" first, so that idempotency can keep exactly
+//! that and replay it later with the new request's id.
+
+use axum::body::Body;
+use axum::response::{IntoResponse, Response};
+use http::{header, HeaderValue, StatusCode};
+use serde::Serialize;
+use xf_core::api::Page;
+use xf_core::Error;
+
+use crate::error::ApiError;
+use crate::request_id;
+
+/// `{"data": <data>}` as JSON text.
+pub fn data_object<T: Serialize>(data: &T) -> Result<String, Error> {
+    #[derive(Serialize)]
+    struct Wrapper<'a, T> {
+        data: &'a T,
+    }
+    serde_json::to_string(&Wrapper { data }).map_err(|e| Error::Internal(e.to_string()))
+}
+
+/// Appends `meta` (the request id, plus `extra` fields) to an object without it.
+fn with_meta(object: &str, extra: &str) -> String {
+    let request_id = serde_json::to_string(&request_id::current()).unwrap_or_default();
+    let open = object.strip_suffix('}').unwrap_or(object);
+    format!(r#"{open},"meta":{{"requestId":{request_id}{extra}}}}}"#)
+}
+
+/// A JSON response from an object without `meta`.
+pub fn render(status: StatusCode, object: &str) -> Response {
+    json_response(status, with_meta(object, ""))
+}
+
+fn json_response(status: StatusCode, body: String) -> Response {
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// A `{data, meta}` response.
+pub fn data<T: Serialize>(status: StatusCode, data: &T) -> Response {
+    match data_object(data) {
+        Ok(object) => render(status, &object),
+        Err(error) => ApiError(error).into_response(),
+    }
+}
+
+/// A `200` list: `{data: {<key>: [...]}, meta: {requestId, hasMore, nextCursor}}`.
+pub fn page<T: Serialize>(key: &str, page: &Page<T>) -> Response {
+    let items = match serde_json::to_string(&page.items) {
+        Ok(items) => items,
+        Err(error) => {
+            return ApiError(Error::Internal(error.to_string())).into_response()
+        }
+    };
+    let key = serde_json::to_string(key).unwrap_or_default();
+    page_with(&format!("{{{key}:{items}}}"), page.next_cursor.as_deref())
+}
+
+/// A `200` list whose `data` object is already serialized.
+pub fn page_with(data_json: &str, next_cursor: Option<&str>) -> Response {
+    let extra = format!(
+        r#","hasMore":{},"nextCursor":{}"#,
+        next_cursor.is_some(),
+        serde_json::to_string(&next_cursor).unwrap_or_default()
+    );
+    json_response(StatusCode::OK, with_meta(&format!(r#"{{"data":{data_json}}}"#), &extra))
+}

@@ -1,0 +1,84 @@
+//! The one place where core errors become HTTP responses.
+
+use axum::response::{IntoResponse, Response};
+use http::{HeaderValue, StatusCode};
+use serde::Serialize;
+use xf_core::error::FieldError;
+use xf_core::Error;
+
+use crate::envelope;
+
+/// A core [`Error`] on its way to becoming a response.
+#[derive(Debug)]
+pub struct ApiError(pub Error);
+
+impl From<Error> for ApiError {
+    fn from(error: Error) -> Self {
+        Self(error)
+    }
+}
+
+/// The HTTP status of each error: the mapping the variants of [`Error`] document.
+pub fn status_of(error: &Error) -> StatusCode {
+    match error {
+        Error::Validation { .. } | Error::JobNotCancellable { .. } => StatusCode::BAD_REQUEST,
+        Error::ApiKeyInvalid | Error::AdminTokenInvalid => StatusCode::UNAUTHORIZED,
+        Error::PlanRequired { .. } => StatusCode::FORBIDDEN,
+        Error::NotFound(_) => StatusCode::NOT_FOUND,
+        Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+        Error::Conflict(_) | Error::IdempotencyKeyInUse => StatusCode::CONFLICT,
+        Error::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+        Error::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
+        Error::RateLimited { .. } | Error::QuotaExceeded { .. } => StatusCode::TOO_MANY_REQUESTS,
+        Error::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+        Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// `error` of the error envelope.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ErrorBody<'a> {
+    /// Machine-readable code, e.g. `validation_error`.
+    pub code: &'a str,
+    /// For people.
+    pub message: String,
+    /// Per-field problems of a validation error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<&'a [FieldError]>,
+}
+
+/// The error envelope without `meta`: `{"error": {...}}`.
+pub fn error_object(error: &Error) -> String {
+    #[derive(Serialize)]
+    struct Wrapper<'a> {
+        error: ErrorBody<'a>,
+    }
+    let body = Wrapper {
+        error: ErrorBody {
+            code: error.code(),
+            message: error.to_string(),
+            details: error.details(),
+        },
+    };
+    serde_json::to_string(&body).unwrap_or_else(|_| {
+        r#"{"error":{"code":"internal_error","message":"internal error"}}"#.to_owned()
+    })
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let error = self.0;
+        match &error {
+            Error::Internal(cause) => tracing::error!(%cause, "internal error"),
+            Error::Unavailable { cause } => tracing::warn!(%cause, "storage unavailable"),
+            _ => {}
+        }
+        let mut response = envelope::render(status_of(&error), &error_object(&error));
+        if let Some(seconds) = error.retry_after_secs() {
+            response
+                .headers_mut()
+                .insert(http::header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
+    }
+}

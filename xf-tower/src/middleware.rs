@@ -1,0 +1,64 @@
+//! Authentication, plan check and rate limiting of the developer API, in front of every
+//! authenticated route; and the envelope for axum's bare 405 responses.
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http::{HeaderValue, Method, StatusCode};
+use xf_core::api::{READ_REMAINING_HEADER, WRITE_REMAINING_HEADER};
+use xf_core::plans::Entitlement;
+use xf_core::{Error, RequestKind, Xf};
+
+use crate::error::ApiError;
+use crate::extract::bearer;
+
+/// Authenticates the key, checks the `developerApi` entitlement, counts the request against
+/// the rate limits and puts the [`xf_core::Caller`] into the request for the handler. Every
+/// response after the plan check carries the remaining-request headers, a 429 included.
+pub async fn developer_api(State(xf): State<Xf>, mut request: Request, next: Next) -> Response {
+    let caller = match xf
+        .authenticate(bearer(request.headers()), Entitlement::DeveloperApi)
+        .await
+    {
+        Ok(caller) => caller,
+        Err(error) => return ApiError(error).into_response(),
+    };
+    let kind = match *request.method() {
+        Method::GET | Method::HEAD => RequestKind::Read,
+        _ => RequestKind::Write,
+    };
+    let check = match xf.check_rate_limit(&caller, kind).await {
+        Ok(check) => check,
+        Err(error) => return ApiError(error).into_response(),
+    };
+    let mut response = match check.retry_after_secs {
+        Some(retry_after_secs) => ApiError(Error::RateLimited { retry_after_secs }).into_response(),
+        None => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+    };
+    let headers = response.headers_mut();
+    headers.insert(READ_REMAINING_HEADER, HeaderValue::from(check.read_remaining));
+    headers.insert(WRITE_REMAINING_HEADER, HeaderValue::from(check.write_remaining));
+    response
+}
+
+/// Gives axum's 405 (a known path, another method) the error envelope, keeping its `Allow`.
+pub async fn method_not_allowed_envelope(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    if response.status() != StatusCode::METHOD_NOT_ALLOWED {
+        return response;
+    }
+    let allow = response.headers().get(http::header::ALLOW).cloned();
+    let mut enveloped = ApiError(Error::MethodNotAllowed).into_response();
+    if let Some(allow) = allow {
+        enveloped.headers_mut().insert(http::header::ALLOW, allow);
+    }
+    enveloped
+}
+
+/// The fallback of unknown paths.
+pub async fn not_found() -> Response {
+    ApiError(Error::NotFound("route")).into_response()
+}

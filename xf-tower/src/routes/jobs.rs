@@ -1,0 +1,91 @@
+//! Jobs: list, detail, cancel.
+
+use axum::extract::{Path, State};
+use axum::response::Response;
+use http::StatusCode;
+use serde::Serialize;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use xf_core::api::{CancelledJob, JobListQuery};
+use xf_core::model::Job;
+use xf_core::Xf;
+
+use super::{Envelope, PageEnvelope, PageQuery};
+use crate::envelope;
+use crate::error::ApiError;
+use crate::extract::{Authed, Query};
+
+/// `data` of `GET /jobs`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobList {
+    /// Newest first.
+    pub jobs: Vec<Job>,
+}
+
+/// `data` of `GET /jobs/{jobId}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobDetail {
+    /// The job.
+    pub job: Job,
+}
+
+/// Filters of the job list.
+#[derive(Debug, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)] // Read by the OpenAPI derive only; `extract::Query` parses the request.
+pub struct JobFilters {
+    /// `pending`, `processing`, `completed`, `failed` or `cancelled`.
+    status: Option<String>,
+    /// Only this property's jobs.
+    #[param(rename = "propertyId")]
+    property_id: Option<String>,
+    /// Only jobs of this type, e.g. `seo-scan`.
+    #[param(rename = "type")]
+    job_type: Option<String>,
+}
+
+/// The routes of this module.
+pub fn router() -> OpenApiRouter<Xf> {
+    OpenApiRouter::new()
+        .routes(routes!(list_jobs))
+        .routes(routes!(get_job))
+        .routes(routes!(cancel_job))
+}
+
+/// The organization's jobs, newest first.
+#[utoipa::path(get, path = "/jobs", tag = "jobs", params(PageQuery, JobFilters),
+    responses((status = 200, description = "A page of jobs", body = PageEnvelope<JobList>)))]
+async fn list_jobs(State(xf): State<Xf>, Authed(caller): Authed, query: Query) -> Result<Response, ApiError> {
+    let filters = JobListQuery {
+        status: query.string("status"),
+        property_id: query.string("propertyId"),
+        job_type: query.string("type"),
+    };
+    let page = xf.list_jobs(&caller, &filters, &query.page()?).await?;
+    Ok(envelope::page("jobs", &page))
+}
+
+/// One job; `result` is present once it completed.
+#[utoipa::path(get, path = "/jobs/{jobId}", tag = "jobs",
+    params(("jobId" = String, Path, description = "Job id")),
+    responses(
+        (status = 200, description = "The job", body = Envelope<JobDetail>),
+        (status = 404, description = "`not_found`"),
+    ))]
+async fn get_job(State(xf): State<Xf>, Authed(caller): Authed, Path(job_id): Path<String>) -> Result<Response, ApiError> {
+    let job = xf.get_job(&caller, &job_id).await?;
+    Ok(envelope::data(StatusCode::OK, &JobDetail { job }))
+}
+
+/// Cancels a pending or processing job; it keeps its progress.
+#[utoipa::path(post, path = "/jobs/{jobId}/cancel", tag = "jobs",
+    params(("jobId" = String, Path, description = "Job id")),
+    responses(
+        (status = 200, description = "Cancelled", body = Envelope<CancelledJob>),
+        (status = 400, description = "`job_not_cancellable`: the job already finished"),
+        (status = 404, description = "`not_found`"),
+    ))]
+async fn cancel_job(State(xf): State<Xf>, Authed(caller): Authed, Path(job_id): Path<String>) -> Result<Response, ApiError> {
+    Ok(envelope::data(StatusCode::OK, &xf.cancel_job(&caller, &job_id).await?))
+}
