@@ -1,1 +1,207 @@
-//! End-to-end tests of xf live in `tests/`; see the README.
+//! Shared harness of the end-to-end tests: an [`xf_tower::XfService`] and admin service over a
+//! store, a manual clock, and helpers that send requests through the service with `oneshot`
+//! (no sockets) and decode the JSON envelope.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use serde_json::Value;
+use tower::ServiceExt;
+use xf_core::store::Store;
+use xf_core::time::{ManualClock, Timestamp};
+use xf_core::{CreatedOrganization, NewOrganization, Xf};
+
+/// The admin token of test apps.
+pub const ADMIN_TOKEN: &str = "test-admin-token";
+
+/// A service under test.
+#[derive(Debug, Clone)]
+pub struct TestApp {
+    /// The facade (for seeding through use cases).
+    pub xf: Xf,
+    /// The store (for seeding records the API cannot create, and dumps).
+    pub store: Arc<dyn Store>,
+    /// The injected clock.
+    pub clock: ManualClock,
+    service: xf_tower::XfService,
+    admin: xf_tower::AdminService,
+}
+
+/// A decoded response.
+#[derive(Debug)]
+pub struct Reply {
+    /// Status.
+    pub status: StatusCode,
+    /// Headers.
+    pub headers: HeaderMap,
+    /// The body as JSON (`Value::Null` when empty or not JSON).
+    pub body: Value,
+}
+
+impl Reply {
+    /// A header as text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// `error.code` of an error envelope.
+    pub fn code(&self) -> &str {
+        self.body["error"]["code"].as_str().unwrap_or("")
+    }
+
+    /// Asserts the status and, for errors, that the body is the error envelope with `code`.
+    #[track_caller]
+    pub fn expect_error(&self, status: u16, code: &str) {
+        assert_eq!(self.status.as_u16(), status, "body: {}", self.body);
+        assert_eq!(self.code(), code, "body: {}", self.body);
+        assert!(self.body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()));
+        assert!(
+            self.body["meta"]["requestId"].as_str().is_some(),
+            "body: {}",
+            self.body
+        );
+    }
+
+    /// Asserts the status of a success and returns `data`.
+    #[track_caller]
+    pub fn expect(&self, status: u16) -> &Value {
+        assert_eq!(self.status.as_u16(), status, "body: {}", self.body);
+        assert!(
+            self.body["meta"]["requestId"].as_str().is_some(),
+            "body: {}",
+            self.body
+        );
+        &self.body["data"]
+    }
+}
+
+/// The start of the test clock: mid-month, mid-day, so windows are easy to reason about.
+pub fn start_time() -> Timestamp {
+    Timestamp::parse_rfc3339("2026-11-16T10:20:30.000Z").expect("valid time")
+}
+
+impl TestApp {
+    /// A test app over `store`.
+    pub fn over(store: Arc<dyn Store>) -> Self {
+        let clock = ManualClock::new(start_time());
+        let xf = Xf::builder(Arc::clone(&store))
+            .clock(Arc::new(clock.clone()))
+            .secret_key(b"end-to-end test secret".to_vec())
+            .public_base_url("https://app.example.test")
+            .build();
+        Self {
+            service: xf_tower::XfService::new(xf.clone()),
+            admin: xf_tower::AdminService::new(xf.clone(), ADMIN_TOKEN),
+            xf,
+            store,
+            clock,
+        }
+    }
+
+    /// A test app over a fresh in-memory store.
+    pub async fn memory() -> Self {
+        Self::over(Arc::new(xf_storage_memory::MemoryStore::new()))
+    }
+
+    /// Creates an organization on `plan` through the admin use case.
+    pub async fn organization(&self, name: &str, plan: &str) -> CreatedOrganization {
+        self.xf
+            .admin_create_organization(NewOrganization {
+                name: name.to_owned(),
+                plan: plan.to_owned(),
+                shop_domain: None,
+            })
+            .await
+            .expect("organization created")
+    }
+
+    /// Sends a request through the developer API service.
+    pub async fn send(&self, request: Request<Full<Bytes>>) -> Reply {
+        let response = self
+            .service
+            .clone()
+            .oneshot(request)
+            .await
+            .unwrap_or_else(|never| match never {});
+        decode(response).await
+    }
+
+    /// Sends a request through the admin service.
+    pub async fn send_admin(&self, request: Request<Full<Bytes>>) -> Reply {
+        let response = self
+            .admin
+            .clone()
+            .oneshot(request)
+            .await
+            .unwrap_or_else(|never| match never {});
+        decode(response).await
+    }
+
+    /// `GET path` with `key`.
+    pub async fn get(&self, path: &str, key: &str) -> Reply {
+        self.send(request(Method::GET, path, Some(key), None, &[]))
+            .await
+    }
+
+    /// `POST path` with `key` and a JSON body.
+    pub async fn post(&self, path: &str, key: &str, body: Value) -> Reply {
+        self.send(request(
+            Method::POST,
+            path,
+            Some(key),
+            Some(body.to_string()),
+            &[],
+        ))
+        .await
+    }
+
+    /// An admin request with the admin token.
+    pub async fn admin(&self, method: Method, path: &str, body: Option<Value>) -> Reply {
+        self.send_admin(request(
+            method,
+            path,
+            Some(ADMIN_TOKEN),
+            body.map(|b| b.to_string()),
+            &[],
+        ))
+        .await
+    }
+}
+
+/// Builds a request; `key` goes into `Authorization: Bearer`, `headers` are added as given.
+pub fn request(
+    method: Method,
+    path: &str,
+    key: Option<&str>,
+    body: Option<String>,
+    headers: &[(&str, &str)],
+) -> Request<Full<Bytes>> {
+    let mut builder = Request::builder().method(method).uri(path);
+    if let Some(key) = key {
+        builder = builder.header("authorization", format!("Bearer {key}"));
+    }
+    if body.is_some() {
+        builder = builder.header("content-type", "application/json");
+    }
+    for (name, value) in headers {
+        builder = builder.header(*name, *value);
+    }
+    builder
+        .body(Full::new(Bytes::from(body.unwrap_or_default())))
+        .expect("valid request")
+}
+
+async fn decode(response: http::Response<axum::body::Body>) -> Reply {
+    let (parts, body) = response.into_parts();
+    let bytes = body.collect().await.expect("body").to_bytes();
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    Reply {
+        status: parts.status,
+        headers: parts.headers,
+        body,
+    }
+}

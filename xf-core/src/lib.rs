@@ -8,7 +8,7 @@
 //!
 //! A host builds one `Xf` over a store and mounts the HTTP service of `xf-tower` on it:
 //!
-//! ```ignore
+//! ```text
 //! let xf = xf_core::Xf::builder(Arc::new(xf_storage_memory::MemoryStore::new())).build();
 //! let service = xf_tower::XfService::new(xf);
 //! ```

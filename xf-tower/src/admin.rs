@@ -16,9 +16,7 @@ use http::StatusCode;
 use serde::{Deserialize, Serialize};
 use tower::Service;
 use xf_core::model::{Issue, KeyMode, Organization};
-use xf_core::{
-    Error, NewOrganization, NewReport, OrganizationPatch, UsageDelta, Xf,
-};
+use xf_core::{Error, NewOrganization, NewReport, OrganizationPatch, UsageDelta, Xf};
 
 use crate::envelope;
 use crate::error::ApiError;
@@ -91,7 +89,10 @@ impl AdminService {
             .route("/issues/{issue_id}/fixed", post(mark_issue_fixed))
             .route("/reports", post(create_report))
             .route("/reports/{token}/views", post(record_report_view))
-            .route_layer(axum::middleware::from_fn_with_state(state.clone(), authenticate))
+            .route_layer(axum::middleware::from_fn_with_state(
+                state.clone(),
+                authenticate,
+            ))
             .fallback(middleware::not_found)
             .with_state(state);
         Self {
@@ -144,7 +145,10 @@ async fn authenticate(State(state): State<AdminState>, request: Request, next: N
 
 type Handled = std::result::Result<Response, ApiError>;
 
-async fn create_organization(State(s): State<AdminState>, Json(input): Json<NewOrganization>) -> Handled {
+async fn create_organization(
+    State(s): State<AdminState>,
+    Json(input): Json<NewOrganization>,
+) -> Handled {
     let created = s.xf.admin_create_organization(input).await?;
     Ok(envelope::data(StatusCode::CREATED, &created))
 }
@@ -155,7 +159,10 @@ async fn update_organization(
     Json(patch): Json<OrganizationPatch>,
 ) -> Handled {
     let organization = s.xf.admin_update_organization(&org_id, patch).await?;
-    Ok(envelope::data(StatusCode::OK, &OrganizationData { organization }))
+    Ok(envelope::data(
+        StatusCode::OK,
+        &OrganizationData { organization },
+    ))
 }
 
 async fn create_api_key(
@@ -163,13 +170,17 @@ async fn create_api_key(
     Path(org_id): Path<String>,
     Json(input): Json<NewApiKey>,
 ) -> Handled {
-    let mode = KeyMode::parse(&input.mode).ok_or_else(|| Error::invalid("mode", "must be live or test"))?;
+    let mode = KeyMode::parse(&input.mode)
+        .ok_or_else(|| Error::invalid("mode", "must be live or test"))?;
     let created = s.xf.admin_create_api_key(&org_id, mode).await?;
     Ok(envelope::data(StatusCode::CREATED, &created))
 }
 
 async fn revoke_api_key(State(s): State<AdminState>, Path(key_id): Path<String>) -> Handled {
-    Ok(envelope::data(StatusCode::OK, &s.xf.admin_revoke_api_key(&key_id).await?))
+    Ok(envelope::data(
+        StatusCode::OK,
+        &s.xf.admin_revoke_api_key(&key_id).await?,
+    ))
 }
 
 async fn verify_property(State(s): State<AdminState>, Path(property_id): Path<String>) -> Handled {
@@ -182,7 +193,9 @@ async fn link_property_gsc(
     Path(property_id): Path<String>,
     Json(input): Json<GscLink>,
 ) -> Handled {
-    let property = s.xf.admin_link_property_gsc(&property_id, &input.site_url).await?;
+    let property =
+        s.xf.admin_link_property_gsc(&property_id, &input.site_url)
+            .await?;
     Ok(envelope::data(StatusCode::OK, &PropertyData { property }))
 }
 

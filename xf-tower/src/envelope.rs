@@ -57,9 +57,7 @@ pub fn data<T: Serialize>(status: StatusCode, data: &T) -> Response {
 pub fn page<T: Serialize>(key: &str, page: &Page<T>) -> Response {
     let items = match serde_json::to_string(&page.items) {
         Ok(items) => items,
-        Err(error) => {
-            return ApiError(Error::Internal(error.to_string())).into_response()
-        }
+        Err(error) => return ApiError(Error::Internal(error.to_string())).into_response(),
     };
     let key = serde_json::to_string(key).unwrap_or_default();
     page_with(&format!("{{{key}:{items}}}"), page.next_cursor.as_deref())
@@ -72,5 +70,8 @@ pub fn page_with(data_json: &str, next_cursor: Option<&str>) -> Response {
         next_cursor.is_some(),
         serde_json::to_string(&next_cursor).unwrap_or_default()
     );
-    json_response(StatusCode::OK, with_meta(&format!(r#"{{"data":{data_json}}}"#), &extra))
+    json_response(
+        StatusCode::OK,
+        with_meta(&format!(r#"{{"data":{data_json}}}"#), &extra),
+    )
 }

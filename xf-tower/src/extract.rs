@@ -42,9 +42,12 @@ impl<S: Send + Sync> FromRequestParts<S> for Query {
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
         let raw = parts.uri.query().unwrap_or("");
-        serde_urlencoded::from_str(raw)
-            .map(Query)
-            .map_err(|_| ApiError(Error::invalid("query", "is not a valid URL-encoded query string")))
+        serde_urlencoded::from_str(raw).map(Query).map_err(|_| {
+            ApiError(Error::invalid(
+                "query",
+                "is not a valid URL-encoded query string",
+            ))
+        })
     }
 }
 
@@ -98,14 +101,20 @@ pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, Error> {
 
 /// Parses a JSON body into `T`, naming the offending field on failure.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(Error::invalid("body", "a JSON object is required"));
+    // serde would also read a struct from a JSON array; the API only takes objects.
+    match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+        None => return Err(Error::invalid("body", "a JSON object is required")),
+        Some(b'{') => {}
+        Some(_) => return Err(Error::invalid("body", "must be a JSON object")),
     }
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
         let path = error.path().to_string();
         let inner = error.into_inner();
         let message = inner.to_string();
+        if inner.is_syntax() || inner.is_eof() {
+            return Error::invalid("body", format!("is not valid JSON ({message})"));
+        }
         let field = match message
             .strip_prefix("missing field `")
             .and_then(|rest| rest.split('`').next())
@@ -115,11 +124,12 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
             None if path == "." => "body".to_owned(),
             None => path,
         };
-        let message = if inner.is_syntax() || inner.is_eof() {
-            format!("is not valid JSON ({message})")
-        } else {
-            message.split(" at line ").next().unwrap_or(&message).to_owned()
-        };
+        // serde's position suffix means nothing to a client that sent a compact body.
+        let message = message
+            .split(" at line ")
+            .next()
+            .unwrap_or(&message)
+            .to_owned();
         Error::invalid_fields(vec![FieldError { field, message }])
     })?;
     deserializer

@@ -17,7 +17,13 @@ use crate::error::{error_object, status_of, ApiError};
 use crate::extract::Write;
 
 /// Runs `run` once per idempotency key and renders its outcome as `success` or the error.
-pub async fn respond<T, F, Fut>(xf: &Xf, caller: &Caller, write: &Write, success: StatusCode, run: F) -> Response
+pub async fn respond<T, F, Fut>(
+    xf: &Xf,
+    caller: &Caller,
+    write: &Write,
+    success: StatusCode,
+    run: F,
+) -> Response
 where
     T: Serialize,
     F: FnOnce() -> Fut,
@@ -61,7 +67,9 @@ where
 
 fn is_kept(error: &Error) -> bool {
     let status = status_of(error);
-    !(matches!(error, Error::Validation { .. }) || status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error())
+    !(matches!(error, Error::Validation { .. })
+        || status == StatusCode::TOO_MANY_REQUESTS
+        || status.is_server_error())
 }
 
 fn replay(stored: &StoredResponse) -> Response {

@@ -111,7 +111,9 @@ impl XfService {
 /// Request ids and the 405 envelope, outermost first, around a finished router.
 fn with_common_layers(router: Router) -> Router {
     router
-        .layer(axum::middleware::from_fn(middleware::method_not_allowed_envelope))
+        .layer(axum::middleware::from_fn(
+            middleware::method_not_allowed_envelope,
+        ))
         .layer(axum::middleware::from_fn(request_id::layer))
 }
 

@@ -39,8 +39,14 @@ pub async fn developer_api(State(xf): State<Xf>, mut request: Request, next: Nex
         }
     };
     let headers = response.headers_mut();
-    headers.insert(READ_REMAINING_HEADER, HeaderValue::from(check.read_remaining));
-    headers.insert(WRITE_REMAINING_HEADER, HeaderValue::from(check.write_remaining));
+    headers.insert(
+        READ_REMAINING_HEADER,
+        HeaderValue::from(check.read_remaining),
+    );
+    headers.insert(
+        WRITE_REMAINING_HEADER,
+        HeaderValue::from(check.write_remaining),
+    );
     response
 }
 

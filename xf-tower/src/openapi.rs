@@ -43,12 +43,18 @@ fn error_response(description: &str, retry_after: bool) -> Value {
     let mut headers = Map::new();
     headers.insert(
         "X-Request-Id".into(),
-        header("Echo of the request's X-Request-Id, or a generated id", json!({"type": "string"})),
+        header(
+            "Echo of the request's X-Request-Id, or a generated id",
+            json!({"type": "string"}),
+        ),
     );
     if retry_after {
         headers.insert(
             "Retry-After".into(),
-            header("Whole seconds to wait before retrying", json!({"type": "integer"})),
+            header(
+                "Whole seconds to wait before retrying",
+                json!({"type": "integer"}),
+            ),
         );
     }
     json!({
@@ -87,7 +93,9 @@ pub fn finish(doc: utoipa::openapi::OpenApi) -> Value {
         return doc;
     };
     for (path, item) in paths.iter_mut() {
-        let Some(item) = item.as_object_mut() else { continue };
+        let Some(item) = item.as_object_mut() else {
+            continue;
+        };
         for (method, operation) in item.iter_mut() {
             let authenticated = path != "/health";
             let has_body = operation.get("requestBody").is_some();
@@ -98,7 +106,9 @@ pub fn finish(doc: utoipa::openapi::OpenApi) -> Value {
 }
 
 fn decorate(operation: &mut Value, method: &str, authenticated: bool, has_body: bool) {
-    let Some(operation) = operation.as_object_mut() else { return };
+    let Some(operation) = operation.as_object_mut() else {
+        return;
+    };
     if authenticated {
         operation.insert("security".into(), json!([{"bearer": []}]));
     } else {
@@ -123,28 +133,54 @@ fn decorate(operation: &mut Value, method: &str, authenticated: bool, has_body: 
     let mut shared: Vec<(&str, Value)> = vec![("500", error_response("`internal_error`", false))];
     if authenticated {
         shared.extend([
-            ("400", error_response("`validation_error`: bad input, bad cursor, limit out of range", false)),
-            ("401", error_response("`api_key_invalid`: missing, invalid or revoked key", false)),
-            ("403", error_response("`plan_required`: the plan lacks the developer API", false)),
-            ("429", error_response("`rate_limit` (or `quota_exceeded` for scans)", true)),
-            ("503", error_response("`unavailable`: storage is unreachable", true)),
+            (
+                "400",
+                error_response(
+                    "`validation_error`: bad input, bad cursor, limit out of range",
+                    false,
+                ),
+            ),
+            (
+                "401",
+                error_response("`api_key_invalid`: missing, invalid or revoked key", false),
+            ),
+            (
+                "403",
+                error_response("`plan_required`: the plan lacks the developer API", false),
+            ),
+            (
+                "429",
+                error_response("`rate_limit` (or `quota_exceeded` for scans)", true),
+            ),
+            (
+                "503",
+                error_response("`unavailable`: storage is unreachable", true),
+            ),
         ]);
     }
     if has_body {
-        shared.push(("413", error_response("`payload_too_large`: body over 1 MiB", false)));
+        shared.push((
+            "413",
+            error_response("`payload_too_large`: body over 1 MiB", false),
+        ));
     }
     for (status, response) in shared {
         responses.entry(status).or_insert(response);
     }
     for (status, response) in responses.iter_mut() {
-        let Some(response) = response.as_object_mut() else { continue };
+        let Some(response) = response.as_object_mut() else {
+            continue;
+        };
         if !status.starts_with('2') && response.get("content").is_none() {
             let description = response
                 .get("description")
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_owned();
-            *response = error_response(&description, false).as_object().cloned().unwrap_or_default();
+            *response = error_response(&description, false)
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
         }
         let headers = response
             .entry("headers")
@@ -152,10 +188,19 @@ fn decorate(operation: &mut Value, method: &str, authenticated: bool, has_body: 
             .as_object_mut();
         let Some(headers) = headers else { continue };
         headers.entry("X-Request-Id").or_insert_with(|| {
-            header("Echo of the request's X-Request-Id, or a generated id", json!({"type": "string"}))
+            header(
+                "Echo of the request's X-Request-Id, or a generated id",
+                json!({"type": "string"}),
+            )
         });
         if authenticated && !matches!(status.as_str(), "401" | "403" | "500" | "503") {
-            headers.insert(READ_HEADER.into(), header("Reads left for this key this hour", json!({"type": "integer"})));
+            headers.insert(
+                READ_HEADER.into(),
+                header(
+                    "Reads left for this key this hour",
+                    json!({"type": "integer"}),
+                ),
+            );
             headers.insert(
                 WRITE_HEADER.into(),
                 header("Writes left: the smaller of this key's hourly and the organization's daily remainder", json!({"type": "integer"})),

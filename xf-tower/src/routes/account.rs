@@ -26,7 +26,10 @@ pub fn router() -> OpenApiRouter<Xf> {
 #[utoipa::path(get, path = "/organization", tag = "organization",
     responses((status = 200, description = "Organization overview", body = Envelope<OrganizationOverview>)))]
 async fn organization(State(xf): State<Xf>, Authed(caller): Authed) -> Result<Response, ApiError> {
-    Ok(envelope::data(StatusCode::OK, &xf.organization_overview(&caller).await?))
+    Ok(envelope::data(
+        StatusCode::OK,
+        &xf.organization_overview(&caller).await?,
+    ))
 }
 
 /// This month's plan meters and job activity.
@@ -47,5 +50,8 @@ async fn limits(State(xf): State<Xf>, Authed(caller): Authed) -> Response {
 #[utoipa::path(get, path = "/rate-limits", tag = "organization",
     responses((status = 200, description = "Rate-limit counters", body = Envelope<RateLimitsReport>)))]
 async fn rate_limits(State(xf): State<Xf>, Authed(caller): Authed) -> Result<Response, ApiError> {
-    Ok(envelope::data(StatusCode::OK, &xf.rate_limits(&caller).await?))
+    Ok(envelope::data(
+        StatusCode::OK,
+        &xf.rate_limits(&caller).await?,
+    ))
 }

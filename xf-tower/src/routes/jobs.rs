@@ -56,7 +56,11 @@ pub fn router() -> OpenApiRouter<Xf> {
 /// The organization's jobs, newest first.
 #[utoipa::path(get, path = "/jobs", tag = "jobs", params(PageQuery, JobFilters),
     responses((status = 200, description = "A page of jobs", body = PageEnvelope<JobList>)))]
-async fn list_jobs(State(xf): State<Xf>, Authed(caller): Authed, query: Query) -> Result<Response, ApiError> {
+async fn list_jobs(
+    State(xf): State<Xf>,
+    Authed(caller): Authed,
+    query: Query,
+) -> Result<Response, ApiError> {
     let filters = JobListQuery {
         status: query.string("status"),
         property_id: query.string("propertyId"),
@@ -73,7 +77,11 @@ async fn list_jobs(State(xf): State<Xf>, Authed(caller): Authed, query: Query) -
         (status = 200, description = "The job", body = Envelope<JobDetail>),
         (status = 404, description = "`not_found`"),
     ))]
-async fn get_job(State(xf): State<Xf>, Authed(caller): Authed, Path(job_id): Path<String>) -> Result<Response, ApiError> {
+async fn get_job(
+    State(xf): State<Xf>,
+    Authed(caller): Authed,
+    Path(job_id): Path<String>,
+) -> Result<Response, ApiError> {
     let job = xf.get_job(&caller, &job_id).await?;
     Ok(envelope::data(StatusCode::OK, &JobDetail { job }))
 }
@@ -86,6 +94,13 @@ async fn get_job(State(xf): State<Xf>, Authed(caller): Authed, Path(job_id): Pat
         (status = 400, description = "`job_not_cancellable`: the job already finished"),
         (status = 404, description = "`not_found`"),
     ))]
-async fn cancel_job(State(xf): State<Xf>, Authed(caller): Authed, Path(job_id): Path<String>) -> Result<Response, ApiError> {
-    Ok(envelope::data(StatusCode::OK, &xf.cancel_job(&caller, &job_id).await?))
+async fn cancel_job(
+    State(xf): State<Xf>,
+    Authed(caller): Authed,
+    Path(job_id): Path<String>,
+) -> Result<Response, ApiError> {
+    Ok(envelope::data(
+        StatusCode::OK,
+        &xf.cancel_job(&caller, &job_id).await?,
+    ))
 }

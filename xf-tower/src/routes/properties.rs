@@ -62,9 +62,15 @@ pub fn router() -> OpenApiRouter<Xf> {
 /// The organization's properties, newest first.
 #[utoipa::path(get, path = "/properties", tag = "properties", params(PageQuery, IncludeQuery),
     responses((status = 200, description = "A page of properties", body = PageEnvelope<PropertyList>)))]
-async fn list_properties(State(xf): State<Xf>, Authed(caller): Authed, query: Query) -> Result<Response, ApiError> {
+async fn list_properties(
+    State(xf): State<Xf>,
+    Authed(caller): Authed,
+    query: Query,
+) -> Result<Response, ApiError> {
     let includes = Includes::parse(query.get("include"))?;
-    let page = xf.list_properties(&caller, &query.page()?, includes).await?;
+    let page = xf
+        .list_properties(&caller, &query.page()?, includes)
+        .await?;
     Ok(envelope::page("properties", &page))
 }
 
@@ -78,7 +84,9 @@ async fn list_properties(State(xf): State<Xf>, Authed(caller): Authed, query: Qu
     ))]
 async fn create_property(State(xf): State<Xf>, Authed(caller): Authed, write: Write) -> Response {
     idempotency::respond(&xf, &caller, &write, StatusCode::CREATED, || async {
-        let property = xf.create_property(&caller, &write.fingerprint, write.json()?).await?;
+        let property = xf
+            .create_property(&caller, &write.fingerprint, write.json()?)
+            .await?;
         Ok(PropertyCreated { property })
     })
     .await
@@ -119,11 +127,16 @@ async fn list_issues(
         scan_kind: query.string("scanKind"),
         status: query.string("status"),
     };
-    let result = xf.list_issues(&caller, &property_id, &filters, &query.page()?).await?;
+    let result = xf
+        .list_issues(&caller, &property_id, &filters, &query.page()?)
+        .await?;
     let data = IssueList {
         summary: result.summary,
         issues: result.issues.items,
     };
     let data = serde_json::to_string(&data).map_err(|e| xf_core::Error::Internal(e.to_string()))?;
-    Ok(envelope::page_with(&data, result.issues.next_cursor.as_deref()))
+    Ok(envelope::page_with(
+        &data,
+        result.issues.next_cursor.as_deref(),
+    ))
 }

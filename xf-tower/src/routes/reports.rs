@@ -39,7 +39,11 @@ pub fn router() -> OpenApiRouter<Xf> {
 /// Unexpired share links, newest first.
 #[utoipa::path(get, path = "/reports", tag = "reports", params(PageQuery),
     responses((status = 200, description = "A page of reports", body = PageEnvelope<ReportList>)))]
-async fn list_reports(State(xf): State<Xf>, Authed(caller): Authed, query: Query) -> Result<Response, ApiError> {
+async fn list_reports(
+    State(xf): State<Xf>,
+    Authed(caller): Authed,
+    query: Query,
+) -> Result<Response, ApiError> {
     let page = xf.list_reports(&caller, &query.page()?).await?;
     Ok(envelope::page("reports", &page))
 }
@@ -51,7 +55,11 @@ async fn list_reports(State(xf): State<Xf>, Authed(caller): Authed, query: Query
         (status = 200, description = "The report", body = Envelope<ReportData>),
         (status = 404, description = "`not_found`"),
     ))]
-async fn get_report(State(xf): State<Xf>, Authed(caller): Authed, Path(token): Path<String>) -> Result<Response, ApiError> {
+async fn get_report(
+    State(xf): State<Xf>,
+    Authed(caller): Authed,
+    Path(token): Path<String>,
+) -> Result<Response, ApiError> {
     let report = xf.get_report(&caller, &token).await?;
     Ok(envelope::data(StatusCode::OK, &ReportData { report }))
 }

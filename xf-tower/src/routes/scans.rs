@@ -30,7 +30,12 @@ pub fn router() -> OpenApiRouter<Xf> {
         (status = 409, description = "`idempotency_key_in_use`"),
         (status = 422, description = "`idempotency_key_reused`"),
     ))]
-async fn queue_scan(State(xf): State<Xf>, Authed(caller): Authed, Path(property_id): Path<String>, write: Write) -> Response {
+async fn queue_scan(
+    State(xf): State<Xf>,
+    Authed(caller): Authed,
+    Path(property_id): Path<String>,
+    write: Write,
+) -> Response {
     scan(xf, caller, property_id, write, ScanEndpoint::Scan).await
 }
 
@@ -44,14 +49,26 @@ async fn queue_scan(State(xf): State<Xf>, Authed(caller): Authed, Path(property_
         (status = 409, description = "`idempotency_key_in_use`"),
         (status = 422, description = "`idempotency_key_reused`"),
     ))]
-async fn queue_crawl(State(xf): State<Xf>, Authed(caller): Authed, Path(property_id): Path<String>, write: Write) -> Response {
+async fn queue_crawl(
+    State(xf): State<Xf>,
+    Authed(caller): Authed,
+    Path(property_id): Path<String>,
+    write: Write,
+) -> Response {
     scan(xf, caller, property_id, write, ScanEndpoint::Crawl).await
 }
 
-async fn scan(xf: Xf, caller: xf_core::Caller, property_id: String, write: Write, endpoint: ScanEndpoint) -> Response {
+async fn scan(
+    xf: Xf,
+    caller: xf_core::Caller,
+    property_id: String,
+    write: Write,
+    endpoint: ScanEndpoint,
+) -> Response {
     idempotency::respond(&xf, &caller, &write, StatusCode::ACCEPTED, || async {
         let options: ScanOptions = write.json_or_default()?;
-        xf.queue_scan(&caller, &write.fingerprint, &property_id, options, endpoint).await
+        xf.queue_scan(&caller, &write.fingerprint, &property_id, options, endpoint)
+            .await
     })
     .await
 }

@@ -1,0 +1,223 @@
+//! Rate limits and tenant isolation.
+
+use http::Method;
+use serde_json::json;
+use xf_tests::{request, TestApp};
+
+use crate::{complete, org, property, scan};
+
+async fn read_limits_count_down_and_reset_with_the_hour(app: TestApp) {
+    let org = org(&app, "Acme").await;
+    let patched = app
+        .admin(
+            Method::PATCH,
+            &format!("/organizations/{}", org.id),
+            Some(json!({"limits": {"readPerHour": 3, "writePerHour": 2}})),
+        )
+        .await;
+    assert_eq!(
+        patched.expect(200)["organization"]["limits"]["readPerHour"],
+        3
+    );
+    for remaining in ["2", "1", "0"] {
+        let reply = app.get("/organization", &org.live).await;
+        reply.expect(200);
+        assert_eq!(
+            reply.header("x-developer-api-ratelimit-read-remaining"),
+            Some(remaining)
+        );
+        assert_eq!(
+            reply.header("x-developer-api-ratelimit-write-remaining"),
+            Some("2")
+        );
+    }
+    let limited = app.get("/organization", &org.live).await;
+    limited.expect_error(429, "rate_limit");
+    // 10:20:30 -> 11:00:00.
+    assert_eq!(limited.header("retry-after"), Some("2370"));
+    assert_eq!(
+        limited.header("x-developer-api-ratelimit-read-remaining"),
+        Some("0")
+    );
+    // Health is never counted; writes have their own window.
+    app.send(request(Method::GET, "/health", None, None, &[]))
+        .await
+        .expect(200);
+    let write = app
+        .post(
+            "/properties",
+            &org.live,
+            json!({"url": "https://a.example"}),
+        )
+        .await;
+    write.expect(201);
+    assert_eq!(
+        write.header("x-developer-api-ratelimit-write-remaining"),
+        Some("1")
+    );
+    assert_eq!(
+        write.header("x-developer-api-ratelimit-read-remaining"),
+        Some("0")
+    );
+
+    app.clock.advance(chrono::Duration::seconds(2370));
+    let again = app.get("/organization", &org.live).await;
+    again.expect(200);
+    assert_eq!(
+        again.header("x-developer-api-ratelimit-read-remaining"),
+        Some("2")
+    );
+}
+
+async fn write_limits_per_key_and_per_organization(app: TestApp) {
+    let org = org(&app, "Acme").await;
+    app.admin(
+        Method::PATCH,
+        &format!("/organizations/{}", org.id),
+        Some(json!({"limits": {"writePerHour": 2, "orgWriteDaily": 3}})),
+    )
+    .await
+    .expect(200);
+    let other_key = app
+        .admin(
+            Method::POST,
+            &format!("/organizations/{}/api-keys", org.id),
+            Some(json!({"mode": "live"})),
+        )
+        .await
+        .expect(201)["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.post(
+        "/properties",
+        &org.live,
+        json!({"url": "https://a.example"}),
+    )
+    .await
+    .expect(201);
+    let second = app
+        .post(
+            "/properties",
+            &org.live,
+            json!({"url": "https://b.example"}),
+        )
+        .await;
+    second.expect(201);
+    assert_eq!(
+        second.header("x-developer-api-ratelimit-write-remaining"),
+        Some("0")
+    );
+    let limited = app
+        .post(
+            "/properties",
+            &org.live,
+            json!({"url": "https://c.example"}),
+        )
+        .await;
+    limited.expect_error(429, "rate_limit");
+    // The other key still has its hourly writes, but the organization has one daily write left.
+    let third = app
+        .post(
+            "/properties",
+            &other_key,
+            json!({"url": "https://c.example"}),
+        )
+        .await;
+    third.expect(201);
+    assert_eq!(
+        third.header("x-developer-api-ratelimit-write-remaining"),
+        Some("0")
+    );
+    let daily = app
+        .post(
+            "/properties",
+            &other_key,
+            json!({"url": "https://d.example"}),
+        )
+        .await;
+    daily.expect_error(429, "rate_limit");
+    // 10:20:30 -> next midnight.
+    assert_eq!(
+        daily.header("retry-after"),
+        Some(&*(13 * 3600 + 39 * 60 + 30).to_string())
+    );
+    // Rejected requests were not counted and created nothing.
+    let list = app.get("/properties", &org.live).await;
+    assert_eq!(list.expect(200)["properties"].as_array().unwrap().len(), 3);
+    app.clock.advance(chrono::Duration::hours(14));
+    app.post(
+        "/properties",
+        &org.live,
+        json!({"url": "https://d.example"}),
+    )
+    .await
+    .expect(201);
+}
+
+async fn other_organizations_ids_are_not_found(app: TestApp) {
+    let owner = org(&app, "Owner").await;
+    let intruder = org(&app, "Intruder").await;
+    let pid = property(&app, &owner.live, "https://owner.example").await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let job = scan(&app, &owner.live, &pid).await;
+    let pending = scan(&app, &owner.live, &pid).await;
+    complete(&app, &job, 80).await;
+    let report = app
+        .admin(
+            Method::POST,
+            "/reports",
+            Some(json!({"propertyId": pid, "scanId": job, "expiresAt": "2030-01-01T00:00:00Z"})),
+        )
+        .await;
+    let token = report.expect(201)["report"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    for key in [&intruder.live, &intruder.test] {
+        for path in [
+            format!("/properties/{pid}"),
+            format!("/properties/{pid}/issues"),
+            format!("/jobs/{job}"),
+            format!("/reports/{token}"),
+        ] {
+            app.get(&path, key).await.expect_error(404, "not_found");
+        }
+        for path in [
+            format!("/properties/{pid}/scans"),
+            format!("/properties/{pid}/crawls"),
+            format!("/jobs/{pending}/cancel"),
+        ] {
+            app.post(&path, key, json!({}))
+                .await
+                .expect_error(404, "not_found");
+        }
+        let batch = app
+            .post("/scans/batch", key, json!({"scans": [{"propertyId": pid}]}))
+            .await;
+        assert_eq!(
+            batch.expect(202)["results"][0]["error"]["code"],
+            "not_found"
+        );
+        for path in ["/properties", "/jobs", "/reports"] {
+            let list = app.get(path, key).await;
+            let data = list.expect(200);
+            let items = data.as_object().unwrap().values().next().unwrap();
+            assert_eq!(items, &json!([]), "{path}");
+        }
+        let jobs = app.get(&format!("/jobs?propertyId={pid}"), key).await;
+        assert_eq!(jobs.expect(200)["jobs"], json!([]));
+    }
+    // The owner's job was not cancelled by any of it.
+    let detail = app.get(&format!("/jobs/{pending}"), &owner.live).await;
+    assert_eq!(detail.expect(200)["job"]["status"], "pending");
+}
+
+crate::backends!(
+    read_limits_count_down_and_reset_with_the_hour,
+    write_limits_per_key_and_per_organization,
+    other_organizations_ids_are_not_found,
+);

@@ -1,0 +1,265 @@
+//! Health, envelopes, request ids, unknown routes, authentication and plans.
+
+use http::Method;
+use serde_json::json;
+use xf_tests::{request, TestApp};
+
+use crate::{assert_time, org};
+
+async fn health_is_public_and_shaped(app: TestApp) {
+    let reply = app
+        .send(request(Method::GET, "/health", None, None, &[]))
+        .await;
+    let data = reply.expect(200);
+    assert_eq!(data["status"], "ok");
+    assert_eq!(data["version"], "v1");
+    assert_eq!(data["apiVersion"], "1.0.0");
+    assert_time(&data["timestamp"]);
+    assert!(data["statusPage"].as_str().unwrap().starts_with("https://"));
+    assert!(reply
+        .header("x-developer-api-ratelimit-read-remaining")
+        .is_none());
+}
+
+async fn request_ids_are_echoed_or_generated(app: TestApp) {
+    let echoed = app
+        .send(request(
+            Method::GET,
+            "/health",
+            None,
+            None,
+            &[("x-request-id", "abc-123")],
+        ))
+        .await;
+    assert_eq!(echoed.header("x-request-id"), Some("abc-123"));
+    assert_eq!(echoed.body["meta"]["requestId"], "abc-123");
+
+    let too_long = "x".repeat(129);
+    let generated = app
+        .send(request(
+            Method::GET,
+            "/health",
+            None,
+            None,
+            &[("x-request-id", &too_long)],
+        ))
+        .await;
+    let id = generated.header("x-request-id").unwrap().to_owned();
+    assert!(id.starts_with("req_"), "{id}");
+    assert_eq!(generated.body["meta"]["requestId"], id.as_str());
+
+    // Errors carry it too.
+    let error = app
+        .send(request(
+            Method::GET,
+            "/organization",
+            None,
+            None,
+            &[("x-request-id", "err-1")],
+        ))
+        .await;
+    error.expect_error(401, "api_key_invalid");
+    assert_eq!(error.body["meta"]["requestId"], "err-1");
+    assert_eq!(error.header("x-request-id"), Some("err-1"));
+}
+
+async fn unknown_paths_and_methods_use_the_envelope(app: TestApp) {
+    let org = org(&app, "Acme").await;
+    app.get("/nope", &org.live)
+        .await
+        .expect_error(404, "not_found");
+    let wrong = app
+        .send(request(
+            Method::DELETE,
+            "/properties",
+            Some(&org.live),
+            None,
+            &[],
+        ))
+        .await;
+    wrong.expect_error(405, "method_not_allowed");
+    let allow = wrong.header("allow").unwrap();
+    assert!(allow.contains("GET") && allow.contains("POST"), "{allow}");
+    let wrong = app
+        .send(request(Method::PUT, "/health", None, None, &[]))
+        .await;
+    wrong.expect_error(405, "method_not_allowed");
+}
+
+async fn keys_must_be_valid_unrevoked_and_entitled(app: TestApp) {
+    let org = org(&app, "Acme").await;
+    app.send(request(Method::GET, "/organization", None, None, &[]))
+        .await
+        .expect_error(401, "api_key_invalid");
+    for bad in ["xf_live_unknown", "garbage", ""] {
+        app.get("/organization", bad)
+            .await
+            .expect_error(401, "api_key_invalid");
+    }
+    let basic = app
+        .send(request(
+            Method::GET,
+            "/organization",
+            None,
+            None,
+            &[("authorization", &format!("Basic {}", org.live))],
+        ))
+        .await;
+    basic.expect_error(401, "api_key_invalid");
+    // A live key's secret with the test prefix is not the same key.
+    let swapped = org.live.replacen("xf_live_", "xf_test_", 1);
+    app.get("/organization", &swapped)
+        .await
+        .expect_error(401, "api_key_invalid");
+
+    let created = app
+        .admin(
+            Method::POST,
+            &format!("/organizations/{}/api-keys", org.id),
+            Some(json!({"mode": "live"})),
+        )
+        .await;
+    let data = created.expect(201);
+    let key = data["key"].as_str().unwrap().to_owned();
+    let key_id = data["id"].as_str().unwrap().to_owned();
+    assert!(key.starts_with("xf_live_") && key_id.starts_with("key_"));
+    app.get("/organization", &key).await.expect(200);
+    let revoked = app
+        .admin(Method::DELETE, &format!("/api-keys/{key_id}"), None)
+        .await;
+    assert_eq!(revoked.expect(200)["revoked"], true);
+    app.get("/organization", &key)
+        .await
+        .expect_error(401, "api_key_invalid");
+
+    for plan in ["free", "plus", "pro"] {
+        let other = app.organization(&format!("On {plan}"), plan).await;
+        app.get("/organization", &other.live_key)
+            .await
+            .expect_error(403, "plan_required");
+    }
+    let starter = app.organization("Starter", "starter").await;
+    app.get("/organization", &starter.live_key)
+        .await
+        .expect(200);
+}
+
+async fn organization_overview(app: TestApp) {
+    let org = org(&app, "Acme Inc").await;
+    crate::property(&app, &org.live, "https://acme.example").await;
+    let data = app
+        .get("/organization", &org.live)
+        .await
+        .expect(200)
+        .clone();
+    assert_eq!(data["organization"]["id"], org.id.as_str());
+    assert_eq!(data["organization"]["name"], "Acme Inc");
+    assert_eq!(data["organization"]["plan"], "growth");
+    assert_eq!(data["usage"]["plan"], "growth");
+    assert_eq!(data["usage"]["periodLabel"], "November 2026");
+    assert_eq!(data["totals"]["properties"], 1);
+    assert_eq!(data["totals"]["activeJobs"], 0);
+}
+
+async fn admin_api_requires_its_token(app: TestApp) {
+    let no_token = app
+        .send_admin(request(
+            Method::POST,
+            "/organizations",
+            None,
+            Some(json!({"name": "X", "plan": "growth"}).to_string()),
+            &[],
+        ))
+        .await;
+    no_token.expect_error(401, "admin_token_invalid");
+    let wrong = app
+        .send_admin(request(
+            Method::POST,
+            "/organizations",
+            Some("wrong"),
+            Some(json!({"name": "X", "plan": "growth"}).to_string()),
+            &[],
+        ))
+        .await;
+    wrong.expect_error(401, "admin_token_invalid");
+    let created = app
+        .admin(
+            Method::POST,
+            "/organizations",
+            Some(json!({"name": "X", "plan": "growth", "shopDomain": "x.myshop.example"})),
+        )
+        .await;
+    let data = created.expect(201);
+    assert!(data["organization"]["id"]
+        .as_str()
+        .unwrap()
+        .starts_with("org_"));
+    assert_eq!(data["organization"]["shopDomain"], "x.myshop.example");
+    assert!(data["liveKey"].as_str().unwrap().starts_with("xf_live_"));
+    assert!(data["testKey"].as_str().unwrap().starts_with("xf_test_"));
+    app.admin(
+        Method::POST,
+        "/organizations",
+        Some(json!({"name": "X", "plan": "gold"})),
+    )
+    .await
+    .expect_error(400, "validation_error");
+    app.admin(
+        Method::POST,
+        "/organizations",
+        Some(json!({"name": "", "plan": "growth"})),
+    )
+    .await
+    .expect_error(400, "validation_error");
+    app.admin(
+        Method::PATCH,
+        "/organizations/org_missing",
+        Some(json!({"plan": "starter"})),
+    )
+    .await
+    .expect_error(404, "not_found");
+    app.admin(
+        Method::PATCH,
+        &format!(
+            "/organizations/{}",
+            data["organization"]["id"].as_str().unwrap()
+        ),
+        Some(json!({"limits": {"readPerHour": -1}})),
+    )
+    .await
+    .expect_error(400, "validation_error");
+    app.admin(Method::GET, "/nowhere", None)
+        .await
+        .expect_error(404, "not_found");
+}
+
+async fn max_active_keys_is_enforced(app: TestApp) {
+    let org = org(&app, "Acme").await;
+    app.admin(
+        Method::PATCH,
+        &format!("/organizations/{}", org.id),
+        Some(json!({"limits": {"maxActiveKeys": 3}})),
+    )
+    .await
+    .expect(200);
+    let path = format!("/organizations/{}/api-keys", org.id);
+    app.admin(Method::POST, &path, Some(json!({"mode": "test"})))
+        .await
+        .expect(201);
+    app.admin(Method::POST, &path, Some(json!({"mode": "live"})))
+        .await
+        .expect_error(409, "conflict");
+    app.admin(Method::POST, &path, Some(json!({"mode": "sandbox"})))
+        .await
+        .expect_error(400, "validation_error");
+}
+
+crate::backends!(
+    health_is_public_and_shaped,
+    request_ids_are_echoed_or_generated,
+    unknown_paths_and_methods_use_the_envelope,
+    keys_must_be_valid_unrevoked_and_entitled,
+    organization_overview,
+    admin_api_requires_its_token,
+    max_active_keys_is_enforced,
+);

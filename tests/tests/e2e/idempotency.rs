@@ -1,0 +1,196 @@
+//! Idempotency keys on the writes that create things.
+
+use std::collections::HashSet;
+
+use http::Method;
+use serde_json::json;
+use xf_tests::{request, TestApp};
+
+use crate::org;
+
+async fn concurrent_creates_with_one_key_make_one_property(app: TestApp) {
+    let org = org(&app, "Acme").await;
+    let body = json!({"url": "https://once.example", "name": "Once"}).to_string();
+    let tasks: Vec<_> = (0..50)
+        .map(|_| {
+            let app = app.clone();
+            let body = body.clone();
+            let key = org.live.clone();
+            tokio::spawn(async move {
+                app.send(request(
+                    Method::POST,
+                    "/properties",
+                    Some(&key),
+                    Some(body),
+                    &[("idempotency-key", "create-once")],
+                ))
+                .await
+            })
+        })
+        .collect();
+    let mut ids = HashSet::new();
+    let mut created = 0;
+    for task in tasks {
+        let reply = task.await.unwrap();
+        match reply.status.as_u16() {
+            201 => {
+                created += 1;
+                ids.insert(
+                    reply.body["data"]["property"]["id"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned(),
+                );
+            }
+            409 => reply.expect_error(409, "idempotency_key_in_use"),
+            other => panic!("unexpected {other}: {}", reply.body),
+        }
+    }
+    assert!(created >= 1);
+    assert_eq!(ids.len(), 1, "every 201 is the same property");
+    let list = app.get("/properties", &org.live).await;
+    let properties = list.expect(200)["properties"].as_array().unwrap().clone();
+    assert_eq!(properties.len(), 1);
+    let id = properties[0]["id"].as_str().unwrap();
+    assert!(ids.contains(id));
+
+    // A retry after the first finished replays it, with the new request id.
+    let replay = app
+        .send(request(
+            Method::POST,
+            "/properties",
+            Some(&org.live),
+            Some(body.clone()),
+            &[
+                ("idempotency-key", "create-once"),
+                ("x-request-id", "retry-1"),
+            ],
+        ))
+        .await;
+    assert_eq!(replay.expect(201)["property"]["id"], id);
+    assert_eq!(replay.header("idempotent-replayed"), Some("true"));
+    assert_eq!(replay.body["meta"]["requestId"], "retry-1");
+
+    // Another body with the same key: 422.
+    let other = json!({"url": "https://twice.example"}).to_string();
+    app.send(request(
+        Method::POST,
+        "/properties",
+        Some(&org.live),
+        Some(other),
+        &[("idempotency-key", "create-once")],
+    ))
+    .await
+    .expect_error(422, "idempotency_key_reused");
+    // Keys are scoped to the organization.
+    let elsewhere = crate::org(&app, "Elsewhere").await;
+    app.send(request(
+        Method::POST,
+        "/properties",
+        Some(&elsewhere.live),
+        Some(body),
+        &[("idempotency-key", "create-once")],
+    ))
+    .await
+    .expect(201);
+}
+
+async fn idempotency_rules(app: TestApp) {
+    let org = org(&app, "Acme").await;
+    let send = |body: serde_json::Value, key: String| {
+        let app = app.clone();
+        let live = org.live.clone();
+        async move {
+            app.send(request(
+                Method::POST,
+                "/properties",
+                Some(&live),
+                Some(body.to_string()),
+                &[("idempotency-key", &key)],
+            ))
+            .await
+        }
+    };
+    send(json!({"url": "https://a.example"}), "k".repeat(129))
+        .await
+        .expect_error(400, "validation_error");
+    send(json!({"url": "https://a.example"}), String::new())
+        .await
+        .expect_error(400, "validation_error");
+    // A validation failure is not kept: the corrected request with the same key runs.
+    send(json!({"url": "nope"}), "fix-me".into())
+        .await
+        .expect_error(400, "validation_error");
+    let fixed = send(json!({"url": "https://a.example"}), "fix-me".into()).await;
+    fixed.expect(201);
+    assert!(fixed.header("idempotent-replayed").is_none());
+    // A 409 conflict is a real answer and is kept.
+    let conflict = send(json!({"url": "https://a.example"}), "dup".into()).await;
+    conflict.expect_error(409, "conflict");
+    let again = send(json!({"url": "https://a.example"}), "dup".into()).await;
+    again.expect_error(409, "conflict");
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+    // Records expire after 24 hours.
+    app.clock.advance(chrono::Duration::hours(25));
+    let after = send(json!({"url": "https://a.example"}), "fix-me".into()).await;
+    after.expect_error(409, "conflict");
+    assert!(after.header("idempotent-replayed").is_none());
+
+    // Scans and batches take keys too.
+    let pid = crate::property(&app, &org.live, "https://scan.example").await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for path in [
+        format!("/properties/{pid}/scans"),
+        format!("/properties/{pid}/crawls"),
+    ] {
+        let first = app
+            .send(request(
+                Method::POST,
+                &path,
+                Some(&org.live),
+                Some("{}".into()),
+                &[("idempotency-key", &path)],
+            ))
+            .await;
+        let second = app
+            .send(request(
+                Method::POST,
+                &path,
+                Some(&org.live),
+                Some("{}".into()),
+                &[("idempotency-key", &path)],
+            ))
+            .await;
+        assert_eq!(first.expect(202), second.expect(202));
+        assert_eq!(second.header("idempotent-replayed"), Some("true"));
+    }
+    let batch = json!({"scans": [{"propertyId": pid}]}).to_string();
+    let first = app
+        .send(request(
+            Method::POST,
+            "/scans/batch",
+            Some(&org.live),
+            Some(batch.clone()),
+            &[("idempotency-key", "b")],
+        ))
+        .await;
+    let second = app
+        .send(request(
+            Method::POST,
+            "/scans/batch",
+            Some(&org.live),
+            Some(batch),
+            &[("idempotency-key", "b")],
+        ))
+        .await;
+    assert_eq!(first.expect(202), second.expect(202));
+    let jobs = app.get("/jobs", &org.live).await;
+    assert_eq!(jobs.expect(200)["jobs"].as_array().unwrap().len(), 3);
+}
+
+crate::backends!(
+    concurrent_creates_with_one_key_make_one_property,
+    idempotency_rules
+);

@@ -1,0 +1,101 @@
+//! End-to-end tests through the tower service (`oneshot`, no sockets). Every test is an async
+//! fn over a [`TestApp`]; `backends!` runs each one on every storage backend.
+
+mod access;
+mod basics;
+mod idempotency;
+mod jobs;
+mod openapi;
+mod properties;
+mod reports;
+mod scans;
+mod test_mode;
+
+use serde_json::{json, Value};
+use xf_tests::TestApp;
+
+/// Expands to one test per function per backend: `memory::<name>` and `postgres::<name>`.
+#[macro_export]
+macro_rules! backends {
+    ($($name:ident),* $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(xf_tests::TestApp::memory().await).await
+                }
+            )*
+        }
+    };
+}
+
+/// An organization on `growth` and its live and test keys.
+#[derive(Debug)]
+pub struct Org {
+    pub id: String,
+    pub live: String,
+    pub test: String,
+}
+
+pub async fn org(app: &TestApp, name: &str) -> Org {
+    let created = app.organization(name, "growth").await;
+    Org {
+        id: created.organization.id,
+        live: created.live_key,
+        test: created.test_key,
+    }
+}
+
+/// Creates a property through the API and returns it.
+pub async fn property(app: &TestApp, key: &str, url: &str) -> Value {
+    let reply = app.post("/properties", key, json!({ "url": url })).await;
+    reply.expect(201)["property"].clone()
+}
+
+/// Queues a scan through the API and returns the job id.
+pub async fn scan(app: &TestApp, key: &str, property_id: &str) -> String {
+    let reply = app
+        .post(&format!("/properties/{property_id}/scans"), key, json!({}))
+        .await;
+    reply.expect(202)["job"]["id"]
+        .as_str()
+        .expect("job id")
+        .to_owned()
+}
+
+/// Runs a queued job to completion in the store, as the job engine will.
+pub async fn complete(app: &TestApp, job_id: &str, score: u32) {
+    let now = app.xf.now();
+    app.store
+        .start_job(job_id, now)
+        .await
+        .unwrap()
+        .expect("pending job");
+    app.store
+        .finish_job(
+            job_id,
+            &xf_core::model::JobOutcome::Completed(xf_core::model::JobResult {
+                score,
+                pages_scanned: 12,
+                issues_count: 3,
+            }),
+            now,
+        )
+        .await
+        .unwrap()
+        .expect("processing job");
+}
+
+/// Checks the `createdAt`-style format: RFC 3339 UTC with milliseconds.
+#[track_caller]
+pub fn assert_time(value: &Value) {
+    let text = value
+        .as_str()
+        .unwrap_or_else(|| panic!("not a time: {value}"));
+    assert_eq!(text.len(), 24, "{text}");
+    assert!(text.ends_with('Z') && text.as_bytes()[19] == b'.', "{text}");
+    assert!(
+        xf_core::time::Timestamp::parse_rfc3339(text).is_some(),
+        "{text}"
+    );
+}
