@@ -63,9 +63,18 @@ mod tests {
 
     #[test]
     fn host_keys_need_32_alphanumerics() {
-        assert!(is_well_formed(&format!("xf_live_{}", "a".repeat(32)), KeyMode::Live));
-        assert!(!is_well_formed(&format!("xf_live_{}", "a".repeat(31)), KeyMode::Live));
-        assert!(!is_well_formed(&format!("xf_live_{}-", "a".repeat(32)), KeyMode::Live));
+        assert!(is_well_formed(
+            &format!("xf_live_{}", "a".repeat(32)),
+            KeyMode::Live
+        ));
+        assert!(!is_well_formed(
+            &format!("xf_live_{}", "a".repeat(31)),
+            KeyMode::Live
+        ));
+        assert!(!is_well_formed(
+            &format!("xf_live_{}-", "a".repeat(32)),
+            KeyMode::Live
+        ));
     }
 
     #[test]

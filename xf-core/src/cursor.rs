@@ -52,12 +52,17 @@ impl CursorCodec {
 
     /// The position in a cursor, if it was made by this codec for `list` with `filters`.
     pub fn decode(&self, list: &str, filters: &str, cursor: &str) -> Result<After, Error> {
-        let invalid = || Error::invalid("cursor", "is not a valid cursor for this list and filters");
+        let invalid =
+            || Error::invalid("cursor", "is not a valid cursor for this list and filters");
         let (position_b64, mac_b64) = cursor.split_once('.').ok_or_else(invalid)?;
-        let position = URL_SAFE_NO_PAD.decode(position_b64).map_err(|_| invalid())?;
+        let position = URL_SAFE_NO_PAD
+            .decode(position_b64)
+            .map_err(|_| invalid())?;
         let mac = URL_SAFE_NO_PAD.decode(mac_b64).map_err(|_| invalid())?;
         let verifier = self.hmac(list, filters, &position);
-        verifier.verify_truncated_left(&mac).map_err(|_| invalid())?;
+        verifier
+            .verify_truncated_left(&mac)
+            .map_err(|_| invalid())?;
         if mac.len() != MAC_LEN {
             return Err(invalid());
         }
@@ -108,17 +113,28 @@ mod tests {
         assert!(cursor
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.'));
-        assert_eq!(codec.decode("jobs", "status=pending", &cursor).unwrap(), after());
+        assert_eq!(
+            codec.decode("jobs", "status=pending", &cursor).unwrap(),
+            after()
+        );
     }
 
     #[test]
     fn rejects_other_lists_filters_secrets_and_tampering() {
         let codec = CursorCodec::new(b"secret");
         let cursor = codec.encode("jobs", "status=pending", &after());
-        assert!(codec.decode("properties", "status=pending", &cursor).is_err());
+        assert!(codec
+            .decode("properties", "status=pending", &cursor)
+            .is_err());
         assert!(codec.decode("jobs", "status=failed", &cursor).is_err());
-        assert!(CursorCodec::new(b"other").decode("jobs", "status=pending", &cursor).is_err());
-        let forged = format!("{}.{}", URL_SAFE_NO_PAD.encode("1.prop_x"), &cursor[cursor.find('.').unwrap() + 1..]);
+        assert!(CursorCodec::new(b"other")
+            .decode("jobs", "status=pending", &cursor)
+            .is_err());
+        let forged = format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode("1.prop_x"),
+            &cursor[cursor.find('.').unwrap() + 1..]
+        );
         assert!(codec.decode("jobs", "status=pending", &forged).is_err());
         assert!(codec.decode("jobs", "status=pending", "garbage").is_err());
         assert!(codec.decode("jobs", "status=pending", "").is_err());

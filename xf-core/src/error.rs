@@ -71,7 +71,9 @@ pub enum Error {
         retry_after_secs: u64,
     },
     /// 429 `quota_exceeded`, with `Retry-After`: the monthly scan quota is spent.
-    #[error("the monthly scan quota of {limit} is used up; it renews in {retry_after_secs} seconds")]
+    #[error(
+        "the monthly scan quota of {limit} is used up; it renews in {retry_after_secs} seconds"
+    )]
     QuotaExceeded {
         /// The plan's `scansPerMonth`.
         limit: u64,

@@ -408,7 +408,9 @@ impl UsageCounters {
             scans: self.scans.saturating_add(other.scans),
             ai_input_tokens: self.ai_input_tokens.saturating_add(other.ai_input_tokens),
             ai_output_tokens: self.ai_output_tokens.saturating_add(other.ai_output_tokens),
-            redirects_created: self.redirects_created.saturating_add(other.redirects_created),
+            redirects_created: self
+                .redirects_created
+                .saturating_add(other.redirects_created),
             images_optimized: self.images_optimized.saturating_add(other.images_optimized),
         }
     }

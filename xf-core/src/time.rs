@@ -224,7 +224,10 @@ mod tests {
         let at = Timestamp::parse_rfc3339("2026-12-31T23:59:59.999Z").unwrap();
         assert_eq!(at.start_of_hour().to_string(), "2026-12-31T23:00:00.000Z");
         assert_eq!(at.start_of_day().to_string(), "2026-12-31T00:00:00.000Z");
-        assert_eq!(at.next_month_start().to_string(), "2027-01-01T00:00:00.000Z");
+        assert_eq!(
+            at.next_month_start().to_string(),
+            "2027-01-01T00:00:00.000Z"
+        );
         assert_eq!(at.month_end_date().to_string(), "2026-12-31");
         assert_eq!(at.month_key(), "2026-12");
         assert_eq!(at.seconds_until(at.next_month_start()), 1);

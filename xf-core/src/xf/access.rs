@@ -123,7 +123,11 @@ impl Xf {
     ///
     /// A missing, unknown or revoked key is `ApiKeyInvalid`; a plan that lacks the
     /// entitlement (or that the catalog no longer has) is `PlanRequired`.
-    pub async fn authenticate(&self, key: Option<&str>, entitlement: Entitlement) -> Result<Caller> {
+    pub async fn authenticate(
+        &self,
+        key: Option<&str>,
+        entitlement: Entitlement,
+    ) -> Result<Caller> {
         let key = key.ok_or(Error::ApiKeyInvalid)?;
         let claimed_mode = auth::mode_of(key).ok_or(Error::ApiKeyInvalid)?;
         let hash = auth::hash_key(key);
@@ -189,11 +193,7 @@ impl Xf {
         }
         let now = self.now();
         let ticket = IdempotencyTicket {
-            scope: format!(
-                "{}:{}:{key}",
-                caller.organization.id,
-                caller.mode.as_str()
-            ),
+            scope: format!("{}:{}:{key}", caller.organization.id, caller.mode.as_str()),
             fingerprint: request.hex(),
         };
         let claim = self
@@ -246,7 +246,11 @@ impl Xf {
     }
 }
 
-fn remaining(buckets: &[RateBucket; 3], counts: &[u64], retry_after_secs: Option<u64>) -> RateCheck {
+fn remaining(
+    buckets: &[RateBucket; 3],
+    counts: &[u64],
+    retry_after_secs: Option<u64>,
+) -> RateCheck {
     let left = |i: usize| {
         buckets[i]
             .limit

@@ -65,11 +65,13 @@ impl Xf {
             .await?
             .into_iter()
             .collect();
-        let totals = by_type.values().fold(ActivityTotals::default(), |sum, c| ActivityTotals {
-            jobs: sum.jobs + c.total,
-            completed: sum.completed + c.completed,
-            failed: sum.failed + c.failed,
-        });
+        let totals = by_type
+            .values()
+            .fold(ActivityTotals::default(), |sum, c| ActivityTotals {
+                jobs: sum.jobs + c.total,
+                completed: sum.completed + c.completed,
+                failed: sum.failed + c.failed,
+            });
         Ok(UsageReport {
             usage: UsageMeters {
                 period: period.clone(),
@@ -120,7 +122,9 @@ impl Xf {
         let (buckets, counts, now) = self.peek_rate_limits(caller).await?;
         let window = |i: usize| RateWindow {
             limit: buckets[i].limit,
-            remaining: buckets[i].limit.saturating_sub(counts.get(i).copied().unwrap_or(0)),
+            remaining: buckets[i]
+                .limit
+                .saturating_sub(counts.get(i).copied().unwrap_or(0)),
             reset_at: window_end(i, now),
         };
         Ok(RateLimitsReport {

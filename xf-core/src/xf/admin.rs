@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::Xf;
-use crate::api::{ReportItem, Includes, PropertyView};
+use crate::api::{Includes, PropertyView, ReportItem};
 use crate::auth;
 use crate::error::{Error, Result, StoreError};
 use crate::ids;
@@ -144,7 +144,11 @@ impl Xf {
     }
 
     /// Issues a new key, within the organization's `maxActiveKeys`.
-    pub async fn admin_create_api_key(&self, organization_id: &str, mode: KeyMode) -> Result<CreatedApiKey> {
+    pub async fn admin_create_api_key(
+        &self,
+        organization_id: &str,
+        mode: KeyMode,
+    ) -> Result<CreatedApiKey> {
         let organization = self
             .store()
             .get_organization(organization_id)
@@ -267,7 +271,14 @@ impl Xf {
             .set_property_gsc_site(id, Some(site_url))
             .await?
             .ok_or(Error::NotFound("property"))?;
-        self.property_view_with(property, Includes { gsc: true, last_scan: false }).await
+        self.property_view_with(
+            property,
+            Includes {
+                gsc: true,
+                last_scan: false,
+            },
+        )
+        .await
     }
 
     /// The demo organization on the `growth` plan: created on first use, reused after (on a
@@ -295,7 +306,11 @@ impl Xf {
                 }
             }
         }
-        let organization = match self.store().find_organization_by_name(DEMO_ORGANIZATION_NAME).await? {
+        let organization = match self
+            .store()
+            .find_organization_by_name(DEMO_ORGANIZATION_NAME)
+            .await?
+        {
             Some(existing) => existing,
             None => {
                 let organization = self.new_organization(NewOrganization {
@@ -307,8 +322,12 @@ impl Xf {
                 organization
             }
         };
-        let live_key = self.demo_key(&organization, KeyMode::Live, live_key).await?;
-        let test_key = self.demo_key(&organization, KeyMode::Test, test_key).await?;
+        let live_key = self
+            .demo_key(&organization, KeyMode::Live, live_key)
+            .await?;
+        let test_key = self
+            .demo_key(&organization, KeyMode::Test, test_key)
+            .await?;
         Ok(CreatedOrganization {
             organization,
             live_key,
@@ -323,8 +342,12 @@ impl Xf {
         fixed: Option<String>,
     ) -> Result<String> {
         if let Some(key) = &fixed {
-            if let Some((existing, owner)) = self.store().find_api_key(&auth::hash_key(key)).await? {
-                if owner.id == organization.id && existing.revoked_at.is_none() && existing.mode == mode {
+            if let Some((existing, owner)) = self.store().find_api_key(&auth::hash_key(key)).await?
+            {
+                if owner.id == organization.id
+                    && existing.revoked_at.is_none()
+                    && existing.mode == mode
+                {
                     return Ok(key.clone());
                 }
                 return Err(Error::Conflict(format!(
@@ -352,7 +375,10 @@ impl Xf {
     fn new_organization(&self, input: NewOrganization) -> Result<Organization> {
         let name = input.name.trim();
         if name.is_empty() || name.chars().count() > MAX_ORG_NAME {
-            return Err(Error::invalid("name", format!("must be 1 to {MAX_ORG_NAME} characters")));
+            return Err(Error::invalid(
+                "name",
+                format!("must be 1 to {MAX_ORG_NAME} characters"),
+            ));
         }
         self.check_plan(&input.plan)?;
         let shop_domain = input

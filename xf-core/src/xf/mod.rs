@@ -35,11 +35,11 @@ use crate::store::{After, PageRequest, Store};
 use crate::time::{Clock, SystemClock, Timestamp};
 
 pub use access::{Fingerprint, IdempotencyStart, IdempotencyTicket, RateCheck, RequestKind};
-pub use properties::normalize_property_url;
 pub use admin::{
     CreatedApiKey, CreatedOrganization, NewOrganization, NewReport, OrganizationPatch,
     RevokedApiKey, UsageDelta,
 };
+pub use properties::normalize_property_url;
 
 /// Default page size of lists.
 pub const DEFAULT_PAGE_SIZE: i64 = 40;
@@ -258,7 +258,13 @@ impl Xf {
     }
 
     /// An id for a test-mode response: an HMAC of the key, the request and the item's place.
-    fn mock_id(&self, caller: &Caller, request: &Fingerprint, prefix: &str, index: usize) -> String {
+    fn mock_id(
+        &self,
+        caller: &Caller,
+        request: &Fingerprint,
+        prefix: &str,
+        index: usize,
+    ) -> String {
         let digest = keyed_digest(
             &self.inner.mock_key,
             &[

@@ -23,10 +23,17 @@ pub fn normalize_property_url(raw: &str) -> Result<(String, String)> {
         return Err(Error::invalid("url", "must not be empty"));
     }
     if raw.len() > MAX_URL_LEN {
-        return Err(Error::invalid("url", format!("must be at most {MAX_URL_LEN} characters")));
+        return Err(Error::invalid(
+            "url",
+            format!("must be at most {MAX_URL_LEN} characters"),
+        ));
     }
-    let mut url = url::Url::parse(raw)
-        .map_err(|e| Error::invalid("url", format!("must be an absolute http or https URL ({e})")))?;
+    let mut url = url::Url::parse(raw).map_err(|e| {
+        Error::invalid(
+            "url",
+            format!("must be an absolute http or https URL ({e})"),
+        )
+    })?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(Error::invalid("url", "must use http or https"));
     }
@@ -46,7 +53,12 @@ impl Includes {
     /// Parses `include`: a comma-separated list of `gsc` and `lastScan`.
     pub fn parse(raw: Option<&str>) -> Result<Includes> {
         let mut includes = Includes::default();
-        for part in raw.unwrap_or("").split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        for part in raw
+            .unwrap_or("")
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+        {
             match part {
                 "gsc" => includes.gsc = true,
                 "lastScan" => includes.last_scan = true,
@@ -127,7 +139,8 @@ impl Xf {
         params: &PageParams,
         includes: Includes,
     ) -> Result<Page<PropertyView>> {
-        let (request, limit) = self.page_request("properties", "", params, super::DEFAULT_PAGE_SIZE)?;
+        let (request, limit) =
+            self.page_request("properties", "", params, super::DEFAULT_PAGE_SIZE)?;
         let properties = self
             .store()
             .list_properties(&caller.organization.id, &request)
@@ -166,8 +179,18 @@ impl Xf {
         params: &PageParams,
     ) -> Result<IssuePage> {
         let filter = IssueFilter {
-            scan_kind: parse_filter(query.scan_kind.as_deref(), "scanKind", ScanKind::parse, "site, page")?,
-            status: parse_filter(query.status.as_deref(), "status", IssueStatus::parse, "open, resolved, fixed")?,
+            scan_kind: parse_filter(
+                query.scan_kind.as_deref(),
+                "scanKind",
+                ScanKind::parse,
+                "site, page",
+            )?,
+            status: parse_filter(
+                query.status.as_deref(),
+                "status",
+                IssueStatus::parse,
+                "open, resolved, fixed",
+            )?,
         };
         let property = self.owned_property(caller, property_id).await?;
         let filters = format!(
@@ -176,7 +199,8 @@ impl Xf {
             filter.scan_kind.map_or("", |k| k.as_str()),
             filter.status.map_or("", |s| s.as_str()),
         );
-        let (request, limit) = self.page_request("issues", &filters, params, super::DEFAULT_PAGE_SIZE)?;
+        let (request, limit) =
+            self.page_request("issues", &filters, params, super::DEFAULT_PAGE_SIZE)?;
         let issues = self
             .store()
             .list_issues(&property.id, &filter, &request)
@@ -199,7 +223,11 @@ impl Xf {
             .ok_or(Error::NotFound("property"))
     }
 
-    pub(super) async fn property_view_with(&self, property: Property, includes: Includes) -> Result<PropertyView> {
+    pub(super) async fn property_view_with(
+        &self,
+        property: Property,
+        includes: Includes,
+    ) -> Result<PropertyView> {
         let gsc = includes.gsc.then(|| PropertyGsc {
             linked: property.gsc_site_url.is_some(),
             site_url: property.gsc_site_url.clone(),
@@ -250,20 +278,41 @@ mod tests {
         let (url, host) = normalize_property_url(" HTTPS://Example.COM:443/Shop?q=1#top ").unwrap();
         assert_eq!(url, "https://example.com/Shop?q=1");
         assert_eq!(host, "example.com");
-        assert_eq!(normalize_property_url("http://example.com:80").unwrap().0, "http://example.com/");
-        assert_eq!(normalize_property_url("http://example.com:8080/").unwrap().0, "http://example.com:8080/");
+        assert_eq!(
+            normalize_property_url("http://example.com:80").unwrap().0,
+            "http://example.com/"
+        );
+        assert_eq!(
+            normalize_property_url("http://example.com:8080/")
+                .unwrap()
+                .0,
+            "http://example.com:8080/"
+        );
     }
 
     #[test]
     fn rejects_bad_urls() {
-        for bad in ["", "example.com", "ftp://example.com", "https://user:pw@example.com", "mailto:a@b.c", "http://"] {
+        for bad in [
+            "",
+            "example.com",
+            "ftp://example.com",
+            "https://user:pw@example.com",
+            "mailto:a@b.c",
+            "http://",
+        ] {
             assert!(normalize_property_url(bad).is_err(), "{bad}");
         }
     }
 
     #[test]
     fn parses_includes() {
-        assert_eq!(Includes::parse(Some("gsc,lastScan")).unwrap(), Includes { gsc: true, last_scan: true });
+        assert_eq!(
+            Includes::parse(Some("gsc,lastScan")).unwrap(),
+            Includes {
+                gsc: true,
+                last_scan: true
+            }
+        );
         assert_eq!(Includes::parse(None).unwrap(), Includes::default());
         assert!(Includes::parse(Some("gsc,owner")).is_err());
     }

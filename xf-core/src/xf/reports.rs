@@ -8,8 +8,13 @@ use crate::store::After;
 
 impl Xf {
     /// `GET /reports`: reports that have not expired, newest first.
-    pub async fn list_reports(&self, caller: &Caller, params: &PageParams) -> Result<Page<ReportItem>> {
-        let (request, limit) = self.page_request("reports", "", params, super::DEFAULT_PAGE_SIZE)?;
+    pub async fn list_reports(
+        &self,
+        caller: &Caller,
+        params: &PageParams,
+    ) -> Result<Page<ReportItem>> {
+        let (request, limit) =
+            self.page_request("reports", "", params, super::DEFAULT_PAGE_SIZE)?;
         let reports = self
             .store()
             .list_live_reports(&caller.organization.id, self.now(), &request)

@@ -67,7 +67,9 @@ impl Xf {
     ) -> Result<ScanQueued> {
         let budget = budget(caller, &options, "")?;
         let property = self.owned_property(caller, property_id).await?;
-        let job = self.queue_job(caller, request, &property, &budget, 0).await?;
+        let job = self
+            .queue_job(caller, request, &property, &budget, 0)
+            .await?;
         let message = format!(
             "Scan of {} queued with up to {} pages and depth {}{}.",
             property.url,
@@ -116,7 +118,8 @@ impl Xf {
             let outcome = async {
                 let budget = budget(caller, &options, "")?;
                 let property = self.owned_property(caller, &item.property_id).await?;
-                self.queue_job(caller, request, &property, &budget, index).await
+                self.queue_job(caller, request, &property, &budget, index)
+                    .await
             }
             .await;
             results.push(match outcome {
@@ -150,7 +153,10 @@ impl Xf {
         index: usize,
     ) -> Result<Job> {
         let (id, created_at) = if caller.is_test() {
-            (self.mock_id(caller, request, ids::JOB, index), self.mock_time())
+            (
+                self.mock_id(caller, request, ids::JOB, index),
+                self.mock_time(),
+            )
         } else {
             (ids::new_id(ids::JOB), self.now())
         };
@@ -214,7 +220,8 @@ impl Xf {
             filter.property_id.as_deref().unwrap_or(""),
             filter.job_type.as_deref().unwrap_or(""),
         );
-        let (request, limit) = self.page_request("jobs", &filters, params, super::DEFAULT_PAGE_SIZE)?;
+        let (request, limit) =
+            self.page_request("jobs", &filters, params, super::DEFAULT_PAGE_SIZE)?;
         let jobs = self
             .store()
             .list_jobs(&caller.organization.id, &filter, &request)
@@ -259,7 +266,10 @@ impl Xf {
                 CancelOutcome::NotFound => return Err(Error::NotFound("job")),
             }
         };
-        let message = format!("Job {} was cancelled at {}% progress.", job.id, job.progress);
+        let message = format!(
+            "Job {} was cancelled at {}% progress.",
+            job.id, job.progress
+        );
         Ok(CancelledJob { job, message })
     }
 }
