@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::Body;
-use axum::extract::{Path, Request, State};
+use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, patch, post, put};
@@ -20,7 +20,7 @@ use xf_core::{Error, NewOrganization, NewReport, OrganizationPatch, UsageDelta, 
 
 use crate::envelope;
 use crate::error::ApiError;
-use crate::extract::{bearer, Json};
+use crate::extract::{bearer, Json, PathParam};
 use crate::{middleware, BoxError, ResponseFuture};
 
 #[derive(Debug, Deserialize)]
@@ -155,7 +155,7 @@ async fn create_organization(
 
 async fn update_organization(
     State(s): State<AdminState>,
-    Path(org_id): Path<String>,
+    PathParam(org_id): PathParam,
     Json(patch): Json<OrganizationPatch>,
 ) -> Handled {
     let organization = s.xf.admin_update_organization(&org_id, patch).await?;
@@ -167,7 +167,7 @@ async fn update_organization(
 
 async fn create_api_key(
     State(s): State<AdminState>,
-    Path(org_id): Path<String>,
+    PathParam(org_id): PathParam,
     Json(input): Json<NewApiKey>,
 ) -> Handled {
     let mode = KeyMode::parse(&input.mode)
@@ -176,21 +176,24 @@ async fn create_api_key(
     Ok(envelope::data(StatusCode::CREATED, &created))
 }
 
-async fn revoke_api_key(State(s): State<AdminState>, Path(key_id): Path<String>) -> Handled {
+async fn revoke_api_key(State(s): State<AdminState>, PathParam(key_id): PathParam) -> Handled {
     Ok(envelope::data(
         StatusCode::OK,
         &s.xf.admin_revoke_api_key(&key_id).await?,
     ))
 }
 
-async fn verify_property(State(s): State<AdminState>, Path(property_id): Path<String>) -> Handled {
+async fn verify_property(
+    State(s): State<AdminState>,
+    PathParam(property_id): PathParam,
+) -> Handled {
     let property = s.xf.admin_verify_property(&property_id).await?;
     Ok(envelope::data(StatusCode::OK, &PropertyData { property }))
 }
 
 async fn link_property_gsc(
     State(s): State<AdminState>,
-    Path(property_id): Path<String>,
+    PathParam(property_id): PathParam,
     Json(input): Json<GscLink>,
 ) -> Handled {
     let property =
@@ -199,7 +202,7 @@ async fn link_property_gsc(
     Ok(envelope::data(StatusCode::OK, &PropertyData { property }))
 }
 
-async fn mark_issue_fixed(State(s): State<AdminState>, Path(issue_id): Path<String>) -> Handled {
+async fn mark_issue_fixed(State(s): State<AdminState>, PathParam(issue_id): PathParam) -> Handled {
     let issue = s.xf.admin_mark_issue_fixed(&issue_id).await?;
     Ok(envelope::data(StatusCode::OK, &IssueData { issue }))
 }
@@ -209,14 +212,14 @@ async fn create_report(State(s): State<AdminState>, Json(input): Json<NewReport>
     Ok(envelope::data(StatusCode::CREATED, &ReportData { report }))
 }
 
-async fn record_report_view(State(s): State<AdminState>, Path(token): Path<String>) -> Handled {
+async fn record_report_view(State(s): State<AdminState>, PathParam(token): PathParam) -> Handled {
     let report = s.xf.admin_record_report_view(&token).await?;
     Ok(envelope::data(StatusCode::OK, &ReportData { report }))
 }
 
 async fn record_usage(
     State(s): State<AdminState>,
-    Path(org_id): Path<String>,
+    PathParam(org_id): PathParam,
     Json(delta): Json<UsageDelta>,
 ) -> Handled {
     let usage = s.xf.admin_record_usage(&org_id, delta).await?;

@@ -33,6 +33,22 @@ impl<S: Send + Sync> FromRequestParts<S> for Authed {
     }
 }
 
+/// The one path parameter of a route (an id or a token). A parameter that is not valid
+/// percent-encoded UTF-8 is a 400 in the envelope rather than axum's plain-text rejection.
+#[derive(Debug)]
+pub struct PathParam(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathParam {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Path::<String>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Path(value)| PathParam(value))
+            .map_err(|rejection| ApiError(Error::invalid("path", rejection.body_text())))
+    }
+}
+
 /// Query parameters by name (the first occurrence wins; unknown ones are ignored).
 #[derive(Debug, Default)]
 pub struct Query(Vec<(String, String)>);

@@ -108,9 +108,14 @@ impl XfService {
     }
 }
 
-/// Request ids and the 405 envelope, outermost first, around a finished router.
+/// The layers every service shares, innermost first: a panic becomes a `500` envelope (and
+/// a log line with the request id) instead of a dropped connection; axum's bare 405 gets the
+/// envelope; request ids wrap everything.
 fn with_common_layers(router: Router) -> Router {
     router
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            middleware::panic_response,
+        ))
         .layer(axum::middleware::from_fn(
             middleware::method_not_allowed_envelope,
         ))
@@ -132,5 +137,33 @@ where
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
         self.router.call(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicking_handler_answers_500_without_its_detail() {
+        let router =
+            Router::new().route("/boom", get(|| async { panic!("secret detail") as &str }));
+        let response = with_common_layers(router)
+            .oneshot(Request::get("/boom").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 500);
+        let id = response.headers()["x-request-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body["error"]["code"], "internal_error");
+        assert_eq!(body["meta"]["requestId"], id.as_str());
+        assert!(!body.to_string().contains("secret detail"));
     }
 }

@@ -68,3 +68,13 @@ pub async fn method_not_allowed_envelope(request: Request, next: Next) -> Respon
 pub async fn not_found() -> Response {
     ApiError(Error::NotFound("route")).into_response()
 }
+
+/// The response to a panic in a handler: logged, and a `500 internal_error` without detail.
+pub fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let detail = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("non-string panic payload");
+    ApiError(Error::Internal(format!("handler panicked: {detail}"))).into_response()
+}

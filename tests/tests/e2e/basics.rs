@@ -254,6 +254,18 @@ async fn max_active_keys_is_enforced(app: TestApp) {
         .expect_error(400, "validation_error");
 }
 
+async fn malformed_paths_are_answered_in_the_envelope(app: TestApp) {
+    let org = org(&app, "Acme").await;
+    for path in ["/jobs/%FF", "/properties/%C3%28/issues", "/reports/%E2%82"] {
+        app.get(path, &org.live)
+            .await
+            .expect_error(400, "validation_error");
+    }
+    app.post("/jobs/%FF/cancel", &org.live, json!({}))
+        .await
+        .expect_error(400, "validation_error");
+}
+
 crate::backends!(
     health_is_public_and_shaped,
     request_ids_are_echoed_or_generated,
@@ -262,4 +274,5 @@ crate::backends!(
     organization_overview,
     admin_api_requires_its_token,
     max_active_keys_is_enforced,
+    malformed_paths_are_answered_in_the_envelope,
 );

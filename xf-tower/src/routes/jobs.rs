@@ -1,6 +1,6 @@
 //! Jobs: list, detail, cancel.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::Response;
 use http::StatusCode;
 use serde::Serialize;
@@ -14,7 +14,7 @@ use xf_core::Xf;
 use super::{Envelope, PageEnvelope, PageQuery};
 use crate::envelope;
 use crate::error::ApiError;
-use crate::extract::{Authed, Query};
+use crate::extract::{Authed, PathParam, Query};
 
 /// `data` of `GET /jobs`.
 #[derive(Debug, Serialize, ToSchema)]
@@ -80,7 +80,7 @@ async fn list_jobs(
 async fn get_job(
     State(xf): State<Xf>,
     Authed(caller): Authed,
-    Path(job_id): Path<String>,
+    PathParam(job_id): PathParam,
 ) -> Result<Response, ApiError> {
     let job = xf.get_job(&caller, &job_id).await?;
     Ok(envelope::data(StatusCode::OK, &JobDetail { job }))
@@ -97,7 +97,7 @@ async fn get_job(
 async fn cancel_job(
     State(xf): State<Xf>,
     Authed(caller): Authed,
-    Path(job_id): Path<String>,
+    PathParam(job_id): PathParam,
 ) -> Result<Response, ApiError> {
     Ok(envelope::data(
         StatusCode::OK,

@@ -1,6 +1,6 @@
 //! Properties and their issues.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::Response;
 use http::StatusCode;
 use serde::Serialize;
@@ -13,7 +13,7 @@ use xf_core::Xf;
 
 use super::{Envelope, IdempotencyHeader, IncludeQuery, PageEnvelope, PageQuery};
 use crate::error::ApiError;
-use crate::extract::{Authed, Query, Write};
+use crate::extract::{Authed, PathParam, Query, Write};
 use crate::{envelope, idempotency};
 
 /// `data` of `POST /properties`.
@@ -102,7 +102,7 @@ async fn create_property(State(xf): State<Xf>, Authed(caller): Authed, write: Wr
 async fn get_property(
     State(xf): State<Xf>,
     Authed(caller): Authed,
-    Path(property_id): Path<String>,
+    PathParam(property_id): PathParam,
     query: Query,
 ) -> Result<Response, ApiError> {
     let includes = Includes::parse(query.get("include"))?;
@@ -120,7 +120,7 @@ async fn get_property(
 async fn list_issues(
     State(xf): State<Xf>,
     Authed(caller): Authed,
-    Path(property_id): Path<String>,
+    PathParam(property_id): PathParam,
     query: Query,
 ) -> Result<Response, ApiError> {
     let filters = IssueListQuery {

@@ -1,6 +1,6 @@
 //! Shared reports (created by the host).
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::Response;
 use http::StatusCode;
 use serde::Serialize;
@@ -13,7 +13,7 @@ use xf_core::Xf;
 use super::{Envelope, PageEnvelope, PageQuery};
 use crate::envelope;
 use crate::error::ApiError;
-use crate::extract::{Authed, Query};
+use crate::extract::{Authed, PathParam, Query};
 
 /// `data` of `GET /reports`.
 #[derive(Debug, Serialize, ToSchema)]
@@ -58,7 +58,7 @@ async fn list_reports(
 async fn get_report(
     State(xf): State<Xf>,
     Authed(caller): Authed,
-    Path(token): Path<String>,
+    PathParam(token): PathParam,
 ) -> Result<Response, ApiError> {
     let report = xf.get_report(&caller, &token).await?;
     Ok(envelope::data(StatusCode::OK, &ReportData { report }))

@@ -1,6 +1,6 @@
 //! Queuing scans: single (`scans`, and its alias `crawls`) and batched.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::Response;
 use http::StatusCode;
 use utoipa_axum::router::OpenApiRouter;
@@ -9,7 +9,7 @@ use xf_core::api::{BatchScanRequest, BatchScanResults, ScanEndpoint, ScanOptions
 use xf_core::Xf;
 
 use super::{Envelope, IdempotencyHeader};
-use crate::extract::{Authed, Write};
+use crate::extract::{Authed, PathParam, Write};
 use crate::idempotency;
 
 /// The routes of this module.
@@ -33,7 +33,7 @@ pub fn router() -> OpenApiRouter<Xf> {
 async fn queue_scan(
     State(xf): State<Xf>,
     Authed(caller): Authed,
-    Path(property_id): Path<String>,
+    PathParam(property_id): PathParam,
     write: Write,
 ) -> Response {
     scan(xf, caller, property_id, write, ScanEndpoint::Scan).await
@@ -52,7 +52,7 @@ async fn queue_scan(
 async fn queue_crawl(
     State(xf): State<Xf>,
     Authed(caller): Authed,
-    Path(property_id): Path<String>,
+    PathParam(property_id): PathParam,
     write: Write,
 ) -> Response {
     scan(xf, caller, property_id, write, ScanEndpoint::Crawl).await
