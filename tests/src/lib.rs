@@ -107,6 +107,14 @@ impl TestApp {
         Self::over(Arc::new(xf_storage_memory::MemoryStore::new()))
     }
 
+    /// A test app over a new, migrated PostgreSQL database (see
+    /// `xf_storage_postgres::testing::fresh_database` for how the server is found).
+    pub async fn postgres() -> Self {
+        Self::over(Arc::new(
+            xf_storage_postgres::testing::fresh_database().await,
+        ))
+    }
+
     /// Creates an organization on `plan` through the admin use case.
     pub async fn organization(&self, name: &str, plan: &str) -> CreatedOrganization {
         self.xf

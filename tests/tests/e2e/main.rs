@@ -26,6 +26,14 @@ macro_rules! backends {
                 }
             )*
         }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(xf_tests::TestApp::postgres().await).await
+                }
+            )*
+        }
     };
 }
 
