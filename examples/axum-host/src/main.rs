@@ -1,1 +1,24 @@
-fn main() {}
+//! Run with: cargo run -p axum-host
+//!
+//! Builds xf over the in-memory store, creates the demo organization, prints its keys, and
+//! serves the host app on http://127.0.0.1:3000 (the xf API under /api/v1).
+
+use std::sync::Arc;
+
+use xf_core::Xf;
+use xf_storage_memory::MemoryStore;
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let xf = Xf::builder(Arc::new(MemoryStore::new()))
+        .public_base_url("http://127.0.0.1:3000")
+        .build();
+    let demo = xf.ensure_demo_organization(None, None).await?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+    println!("axum host on http://127.0.0.1:3000 (the xf API under /api/v1)");
+    println!("demo organization {}", demo.organization.id);
+    println!("  live key: {}", demo.live_key);
+    println!("  test key: {}", demo.test_key);
+    axum_host::serve(listener, xf).await?;
+    Ok(())
+}

@@ -1,1 +1,21 @@
-fn main() {}
+//! Run with: `cargo run -p xf-server -- --demo` (all flags: `cargo run -p xf-server -- --help`).
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let config = xf_server::Config::parse();
+    let started = match xf_server::init_logging(config.log_format) {
+        Ok(()) => xf_server::run(config).await,
+        Err(error) => Err(error),
+    };
+    match started {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("xf-server: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

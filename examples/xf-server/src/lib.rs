@@ -1,0 +1,422 @@
+//! Run with: `cargo run -p xf-server -- --demo` (then see `--help`, and the README's
+//! "Configuration" table).
+//!
+//! # xf-server
+//!
+//! The standalone server: the SEO developer API of [`xf_tower::XfService`] under `/api/v1`,
+//! and, when an admin token is configured, the host's admin API of
+//! [`xf_tower::AdminService`] under `/admin`. Everything is configured by flags, each with an
+//! `XF_*` environment variable as fallback ([`Config`]).
+//!
+//! The binary is a thin `main` over this library so that tests can build the same app
+//! ([`build_app`]) and serve it on a socket of their own ([`serve`]).
+//!
+//! ```no_run
+//! # async fn start() -> Result<(), xf_server::StartError> {
+//! use clap::Parser;
+//! let config = xf_server::Config::parse_from(["xf-server", "--demo", "--listen", "127.0.0.1:0"]);
+//! let app = xf_server::build_app(&config).await?;
+//! let listener = tokio::net::TcpListener::bind(config.listen).await.map_err(|source| {
+//!     xf_server::StartError::Bind { address: config.listen, source }
+//! })?;
+//! xf_server::serve(listener, app.router, std::future::pending()).await.map_err(xf_server::StartError::Serve)?;
+//! # Ok(())
+//! # }
+//! ```
+
+use std::fmt;
+use std::future::Future;
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use clap::builder::BoolishValueParser;
+use clap::{ArgAction, Parser, ValueEnum};
+use http::{HeaderMap, HeaderValue, StatusCode};
+use tokio::net::TcpListener;
+use tracing_subscriber::filter::{EnvFilter, LevelFilter};
+use xf_core::store::Store;
+use xf_core::{CreatedOrganization, Xf};
+use xf_storage_memory::MemoryStore;
+use xf_storage_postgres::PgStore;
+use xf_tower::{AdminService, XfService};
+
+/// The shortest `--secret-key` accepted, in bytes: it signs cursors and derives test-mode ids,
+/// so it must be as hard to guess as a 256-bit key.
+pub const MIN_SECRET_KEY_LEN: usize = 32;
+
+/// Where the API is mounted.
+pub const API_PREFIX: &str = "/api/v1";
+
+/// Where the admin API is mounted when an admin token is set.
+pub const ADMIN_PREFIX: &str = "/admin";
+
+/// The server's configuration: flags, each falling back to an `XF_*` environment variable.
+#[derive(Clone, Parser)]
+#[command(
+    name = "xf-server",
+    version,
+    about = "The xf SEO developer API (under /api/v1) and its admin API (under /admin)."
+)]
+pub struct Config {
+    /// Address and port to listen on.
+    #[arg(long, env = "XF_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// Storage: `memory` (lost on exit), or a PostgreSQL URL (`postgres://user:pass@host/db`),
+    /// which is migrated on start.
+    #[arg(long, env = "XF_STORE", default_value = "memory", value_parser = StoreConfig::parse)]
+    pub store: StoreConfig,
+
+    /// Create (or, on PostgreSQL, reuse) the demo organization on the `growth` plan and print
+    /// its id and keys.
+    #[arg(long, env = "XF_DEMO", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub demo: bool,
+
+    /// With `--demo`: use this live key (`xf_live_` and at least 32 letters or digits)
+    /// instead of a random one.
+    #[arg(long, env = "XF_DEMO_LIVE_KEY", hide_env_values = true)]
+    pub demo_live_key: Option<String>,
+
+    /// With `--demo`: use this test key (`xf_test_` and at least 32 letters or digits)
+    /// instead of a random one.
+    #[arg(long, env = "XF_DEMO_TEST_KEY", hide_env_values = true)]
+    pub demo_test_key: Option<String>,
+
+    /// Secret (at least 32 bytes) that signs pagination cursors and derives test-mode ids.
+    /// Required with PostgreSQL, where every instance must share it; random per start with
+    /// the memory store.
+    #[arg(long, env = "XF_SECRET_KEY", hide_env_values = true)]
+    pub secret_key: Option<String>,
+
+    /// Public base URL of this server; report links are `{base}/r/{token}`.
+    /// [default: http://<listen>]
+    #[arg(long, env = "XF_PUBLIC_BASE_URL")]
+    pub public_base_url: Option<String>,
+
+    /// Serve the admin API under /admin, accepting `Authorization: Bearer <this token>`.
+    /// Without it, no admin API is served.
+    #[arg(long, env = "XF_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+
+    /// Log format: `text` for people, `json` for log collectors. Filter with RUST_LOG
+    /// (default `info`).
+    #[arg(long, env = "XF_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+/// Secrets are left out: a config can be logged whole.
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let redacted = |set: &Option<String>| set.as_ref().map(|_| "<redacted>");
+        f.debug_struct("Config")
+            .field("listen", &self.listen)
+            .field("store", &self.store)
+            .field("demo", &self.demo)
+            .field("demo_live_key", &redacted(&self.demo_live_key))
+            .field("demo_test_key", &redacted(&self.demo_test_key))
+            .field("secret_key", &redacted(&self.secret_key))
+            .field("public_base_url", &self.public_base_url)
+            .field("admin_token", &redacted(&self.admin_token))
+            .field("log_format", &self.log_format)
+            .finish()
+    }
+}
+
+/// The storage backend chosen by `--store`.
+#[derive(Clone, PartialEq, Eq)]
+pub enum StoreConfig {
+    /// [`MemoryStore`]: one process, lost on exit.
+    Memory,
+    /// [`PgStore`] on this URL.
+    Postgres(String),
+}
+
+impl StoreConfig {
+    /// `memory`, or a `postgres://` / `postgresql://` URL.
+    pub fn parse(value: &str) -> Result<Self, String> {
+        if value == "memory" {
+            return Ok(Self::Memory);
+        }
+        let url = url::Url::parse(value).map_err(|error| {
+            format!("expected `memory` or a postgres:// URL, got something else ({error})")
+        })?;
+        match url.scheme() {
+            "postgres" | "postgresql" => Ok(Self::Postgres(value.to_owned())),
+            scheme => Err(format!(
+                "expected `memory` or a postgres:// URL, got a {scheme}:// URL"
+            )),
+        }
+    }
+}
+
+/// The URL without its password, so it can be logged.
+impl fmt::Debug for StoreConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Memory => f.write_str("memory"),
+            Self::Postgres(url) => {
+                let mut shown = url::Url::parse(url).map_err(|_| fmt::Error)?;
+                if shown.password().is_some() {
+                    // Cannot fail: a URL with a password has a host.
+                    let _ = shown.set_password(Some("***"));
+                }
+                write!(f, "{shown}")
+            }
+        }
+    }
+}
+
+/// Format of the log lines on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// One line per event, with the spans (and so the request id) it happened in.
+    Text,
+    /// One JSON object per event, with the current span and the span list.
+    Json,
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// `--store postgres://...` without `--secret-key`.
+    #[error(
+        "XF_SECRET_KEY (--secret-key) is required with a PostgreSQL store: every instance that \
+         shares the database must sign cursors and derive test-mode ids with the same secret. \
+         Set it to at least {MIN_SECRET_KEY_LEN} random bytes, e.g. `openssl rand -hex 32`."
+    )]
+    SecretKeyRequired,
+    /// The secret key is too short to be safe.
+    #[error("XF_SECRET_KEY (--secret-key) must be at least {MIN_SECRET_KEY_LEN} bytes long")]
+    SecretKeyTooShort,
+    /// `--admin-token ""`.
+    #[error("XF_ADMIN_TOKEN (--admin-token) is set but empty; unset it to serve no admin API")]
+    EmptyAdminToken,
+    /// The PostgreSQL URL is malformed, or the database refused the migrations.
+    #[error("cannot open the PostgreSQL store: {0}")]
+    Store(#[from] xf_core::StoreError),
+    /// `--demo` failed, e.g. because of a malformed fixed key.
+    #[error("cannot set up the demo organization: {0}")]
+    Demo(#[source] xf_core::Error),
+    /// The listen address is taken or not ours.
+    #[error("cannot listen on {address}: {source}")]
+    Bind {
+        /// `--listen`.
+        address: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The server stopped with an I/O error.
+    #[error("the server stopped: {0}")]
+    Serve(#[source] std::io::Error),
+    /// RUST_LOG is malformed, or logging was already set up.
+    #[error("cannot set up logging: {0}")]
+    Logging(String),
+}
+
+/// The app [`build_app`] makes.
+#[derive(Debug)]
+pub struct App {
+    /// `/api/v1` (and `/admin` when enabled), with a JSON 404 everywhere else.
+    pub router: Router,
+    /// The facade the routes use.
+    pub xf: Xf,
+    /// The demo organization and its keys, with `--demo`.
+    pub demo: Option<CreatedOrganization>,
+}
+
+/// Sets up logging on stderr (stdout is kept for the demo keys): the format of
+/// `--log-format`, filtered by `RUST_LOG` (default `info`). Every request is logged by
+/// xf-tower inside a `request` span carrying `request_id`, method and path; both formats show
+/// it.
+pub fn init_logging(format: LogFormat) -> Result<(), StartError> {
+    let filter = EnvFilter::builder()
+        .with_default_directive(LevelFilter::INFO.into())
+        .from_env()
+        .map_err(|error| StartError::Logging(format!("RUST_LOG: {error}")))?;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr);
+    let installed = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder
+            .json()
+            .with_current_span(true)
+            .with_span_list(true)
+            .try_init(),
+    };
+    installed.map_err(|error| StartError::Logging(error.to_string()))
+}
+
+/// Opens the store (migrating PostgreSQL), builds the facade, sets up the demo organization
+/// with `--demo`, and mounts the services.
+pub async fn build_app(config: &Config) -> Result<App, StartError> {
+    if config
+        .admin_token
+        .as_deref()
+        .is_some_and(|t| t.trim().is_empty())
+    {
+        return Err(StartError::EmptyAdminToken);
+    }
+    if config
+        .secret_key
+        .as_deref()
+        .is_some_and(|key| key.len() < MIN_SECRET_KEY_LEN)
+    {
+        return Err(StartError::SecretKeyTooShort);
+    }
+    let store: Arc<dyn Store> = match &config.store {
+        StoreConfig::Memory => Arc::new(MemoryStore::new()),
+        StoreConfig::Postgres(url) => {
+            if config.secret_key.is_none() {
+                return Err(StartError::SecretKeyRequired);
+            }
+            let store = PgStore::connect(url)?;
+            store.migrate().await?;
+            Arc::new(store)
+        }
+    };
+
+    let public_base_url = config
+        .public_base_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{}", config.listen));
+    let mut builder = Xf::builder(store).public_base_url(public_base_url);
+    // Without a configured secret the builder draws a random one: right for the memory
+    // store, whose data (and so every cursor and mock id) dies with the process anyway.
+    if let Some(secret) = &config.secret_key {
+        builder = builder.secret_key(secret.clone().into_bytes());
+    }
+    let xf = builder.build();
+
+    let demo = if config.demo {
+        let created = xf
+            .ensure_demo_organization(config.demo_live_key.clone(), config.demo_test_key.clone())
+            .await
+            .map_err(StartError::Demo)?;
+        Some(created)
+    } else {
+        None
+    };
+
+    let mut router = Router::new().nest_service(API_PREFIX, XfService::new(xf.clone()));
+    if let Some(token) = &config.admin_token {
+        router = router.nest_service(ADMIN_PREFIX, AdminService::new(xf.clone(), token.clone()));
+    }
+    let router = router.fallback(not_found);
+    Ok(App { router, xf, demo })
+}
+
+/// Serves `router` on `listener` until `shutdown` completes, then stops accepting and waits
+/// for the requests in flight.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// Runs the server: builds the app, listens, prints the demo keys, and serves until SIGINT
+/// or SIGTERM.
+pub async fn run(config: Config) -> Result<(), StartError> {
+    let app = build_app(&config).await?;
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .map_err(|source| StartError::Bind {
+            address: config.listen,
+            source,
+        })?;
+    let address = listener.local_addr().map_err(StartError::Serve)?;
+    tracing::info!(
+        %address,
+        store = ?config.store,
+        admin_api = config.admin_token.is_some(),
+        "xf-server listening"
+    );
+    if let Some(demo) = &app.demo {
+        println!("{}", demo_banner(demo, address));
+    }
+    serve(listener, app.router, shutdown_signal())
+        .await
+        .map_err(StartError::Serve)?;
+    tracing::info!("xf-server stopped");
+    Ok(())
+}
+
+/// What `--demo` prints on stdout: the organization, both keys, and a first request to try.
+pub fn demo_banner(demo: &CreatedOrganization, address: SocketAddr) -> String {
+    let organization = &demo.organization;
+    format!(
+        "\nDemo organization ready (plan {plan})\n  \
+         organization id: {id}\n  \
+         live key:        {live}\n  \
+         test key:        {test}\n\n\
+         Try:\n  curl -H 'Authorization: Bearer {live}' http://{address}{API_PREFIX}/organization\n",
+        plan = organization.plan,
+        id = organization.id,
+        live = demo.live_key,
+        test = demo.test_key,
+    )
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM (what container runtimes and systemd send).
+async fn shutdown_signal() {
+    let interrupt = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::error!(%error, "cannot listen for SIGINT");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => tracing::info!("SIGINT received: finishing the requests in flight"),
+        () = terminate => tracing::info!("SIGTERM received: finishing the requests in flight"),
+    }
+}
+
+/// Paths outside the mounted services get the API's own 404 envelope, so a client with a
+/// wrong base URL reads a JSON error like any other. The request id follows the API's rule:
+/// a sent `X-Request-Id` of 1 to 128 visible ASCII characters is echoed, else one is made.
+async fn not_found(headers: HeaderMap) -> Response {
+    let request_id = headers
+        .get("x-request-id")
+        .filter(|value| {
+            let bytes = value.as_bytes();
+            (1..=128).contains(&bytes.len()) && bytes.iter().all(|b| (0x21..=0x7e).contains(b))
+        })
+        .cloned()
+        .unwrap_or_else(|| {
+            HeaderValue::from_str(&xf_core::ids::new_id("req"))
+                .expect("generated ids are visible ASCII")
+        });
+    let error = xf_core::Error::NotFound("route");
+    let body = serde_json::json!({
+        "error": { "code": error.code(), "message": error.to_string() },
+        "meta": { "requestId": request_id.to_str().unwrap_or_default() },
+    });
+    (
+        StatusCode::NOT_FOUND,
+        [("x-request-id", request_id)],
+        axum::Json(body),
+    )
+        .into_response()
+}
