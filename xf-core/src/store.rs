@@ -20,6 +20,9 @@ use crate::time::Timestamp;
 pub type StoreResult<T> = Result<T, StoreError>;
 
 /// A position in a newest-first list: items strictly older than this are next.
+///
+/// Ids (and report tokens) compare as byte strings, in Rust's `String` order; an SQL backend
+/// compares them with `COLLATE "C"`, so `Z` sorts before `a` everywhere.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct After {
     /// The last item's `createdAt`.
@@ -163,7 +166,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// The organization with this id.
     async fn get_organization(&self, id: &str) -> StoreResult<Option<Organization>>;
 
-    /// The first-created organization with exactly this name.
+    /// The first-created organization with exactly this name (case-sensitive; on equal
+    /// creation times, the one with the smallest id).
     async fn find_organization_by_name(&self, name: &str) -> StoreResult<Option<Organization>>;
 
     /// Sets the plan and/or replaces the limit overrides; returns the updated organization.
@@ -176,13 +180,15 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     /// Inserts a key unless the organization already has `max_active` unrevoked keys, in
     /// which case it fails with [`StoreError::LimitReached`]. Atomic with respect to
-    /// concurrent inserts for the same organization.
+    /// concurrent inserts for the same organization. A key whose hash is already stored (in
+    /// any organization) fails with [`StoreError::Duplicate`]. Nothing is stored on failure.
     async fn insert_api_key(&self, key: &ApiKey, max_active: u64) -> StoreResult<()>;
 
     /// The key with this hash and its organization, revoked or not.
     async fn find_api_key(&self, key_hash: &str) -> StoreResult<Option<(ApiKey, Organization)>>;
 
-    /// The organization's keys, revoked or not, oldest first.
+    /// The organization's keys, revoked or not, oldest first (equal creation times: smallest
+    /// id first).
     async fn list_api_keys(&self, organization_id: &str) -> StoreResult<Vec<ApiKey>>;
 
     /// Revokes a key (keeping the first revocation time); returns it, or `None` if unknown.
@@ -229,12 +235,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Inserts a live job and counts it in the organization's monthly `scans` meter, unless
     /// the meter for `month` already reached `scans_limit`: then nothing is written and it
     /// fails with [`StoreError::LimitReached`]. Atomic across instances.
-    async fn insert_job_counted(
-        &self,
-        job: &Job,
-        month: &str,
-        scans_limit: u64,
-    ) -> StoreResult<()>;
+    async fn insert_job_counted(&self, job: &Job, month: &str, scans_limit: u64)
+        -> StoreResult<()>;
 
     /// The job with this id (any organization: the caller checks ownership).
     async fn get_job(&self, id: &str) -> StoreResult<Option<Job>>;
@@ -250,7 +252,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// How many of the organization's jobs are pending or processing.
     async fn count_active_jobs(&self, organization_id: &str) -> StoreResult<u64>;
 
-    /// The property's most recently created job, in any state.
+    /// The property's most recently created job, in any state (equal creation times: the
+    /// greatest id, as first in a newest-first list).
     async fn latest_job_for_property(&self, property_id: &str) -> StoreResult<Option<Job>>;
 
     /// Cancels the job if it is pending or processing, keeping its progress and setting
@@ -272,7 +275,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         now: Timestamp,
     ) -> StoreResult<Option<Job>>;
 
-    /// Counts of the organization's jobs created in `[from, to)`, per job type.
+    /// Counts of the organization's jobs created in `[from, to)`, per job type: one entry for
+    /// each type with at least one such job, sorted by type (bytewise).
     async fn job_counts_by_type(
         &self,
         organization_id: &str,
@@ -343,13 +347,23 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// read. Counters of windows other than the given one do not count.
     async fn hit_rate_limits(&self, buckets: &[RateBucket]) -> StoreResult<RateOutcome>;
 
-    /// Claims an idempotency key for a request, or reports why it cannot be claimed.
+    /// Claims an idempotency key for a request, or reports why it cannot be claimed. Atomic:
+    /// of simultaneous claims on a free scope exactly one is `Acquired`. In order:
+    ///
+    /// - no record for the scope, or one created before `expired_before`: a new record owned
+    ///   by this fingerprint replaces it, `Acquired`;
+    /// - a record with another fingerprint: `Mismatch` (even if its claim is stale);
+    /// - a completed record: `Replay` of its response;
+    /// - an unfinished claim made before `stale_before`: taken over (its claim time becomes
+    ///   `now`), `Acquired`;
+    /// - otherwise `InUse`.
     async fn claim_idempotency_key(
         &self,
         request: &IdempotencyRequest,
     ) -> StoreResult<IdempotencyClaim>;
 
-    /// Stores the response of the claimed request, so retries replay it.
+    /// Stores the response of the claimed request, so retries replay it. Does nothing unless
+    /// the scope's record has this fingerprint.
     async fn complete_idempotency_key(
         &self,
         scope: &str,
@@ -357,7 +371,9 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         response: &StoredResponse,
     ) -> StoreResult<()>;
 
-    /// Drops an unfinished claim (the response is not to be kept), so the key is free again.
+    /// Drops an unfinished claim (the response is not to be kept), so the key is free again
+    /// for any fingerprint. Does nothing unless the scope holds an unfinished claim with this
+    /// fingerprint: a completed record stays and keeps replaying.
     async fn release_idempotency_key(&self, scope: &str, fingerprint: &str) -> StoreResult<()>;
 
     // ---- maintenance ----
