@@ -1,0 +1,156 @@
+//! The one place where database errors become [`StoreError`]s.
+
+use xf_core::StoreError;
+
+/// Maps an sqlx error to the store's error kinds:
+///
+/// * a unique violation (SQLSTATE `23505`) is [`StoreError::Duplicate`], naming the rule of
+///   the violated constraint;
+/// * anything that means "the database cannot be reached right now" is
+///   [`StoreError::Unavailable`], so the API answers `503` with `Retry-After` and the caller
+///   retries: I/O and TLS failures, a pool that timed out or was closed, and the SQLSTATE
+///   classes `08` (connection exception) and `53` (insufficient resources) and codes
+///   `57P01`–`57P03` (administrator or crash shutdown, cannot connect now: the server is
+///   going down or still starting);
+/// * everything else is [`StoreError::Internal`]: a bug or corrupt data.
+pub(crate) fn store_error(error: sqlx::Error) -> StoreError {
+    match &error {
+        sqlx::Error::Database(database) => {
+            let code = database.code().unwrap_or_default();
+            classify_database_error(&code, database.constraint(), database.message())
+        }
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => StoreError::Unavailable(error.to_string()),
+        _ => StoreError::Internal(error.to_string()),
+    }
+}
+
+/// The mapping of [`store_error`] for an error the server reported with `code` (SQLSTATE).
+fn classify_database_error(code: &str, constraint: Option<&str>, message: &str) -> StoreError {
+    if code == "23505" {
+        return StoreError::Duplicate(unique_rule(constraint));
+    }
+    let unavailable = code.starts_with("08")
+        || code.starts_with("53")
+        || matches!(code, "57P01" | "57P02" | "57P03");
+    if unavailable {
+        StoreError::Unavailable(format!("database error {code}: {message}"))
+    } else {
+        StoreError::Internal(format!("database error {code}: {message}"))
+    }
+}
+
+/// The rule a unique constraint of the schema enforces, named as the in-memory store names it.
+fn unique_rule(constraint: Option<&str>) -> &'static str {
+    match constraint.unwrap_or_default() {
+        "organizations_pkey" => "organization id",
+        "api_keys_pkey" | "api_keys_key_hash_key" => "api key",
+        "properties_organization_url_key" => "property url",
+        "properties_pkey" => "property id",
+        "jobs_pkey" => "job id",
+        "issues_pkey" => "issue id",
+        "reports_pkey" => "report token",
+        "usage_counters_pkey" => "usage month",
+        "idempotency_keys_pkey" => "idempotency key",
+        "rate_limit_counters_pkey" => "rate limit window",
+        _ => "unique constraint",
+    }
+}
+
+/// Maps a migration failure: failures to reach the database stay `Unavailable`.
+pub(crate) fn migrate_error(error: sqlx::migrate::MigrateError) -> StoreError {
+    match error {
+        sqlx::migrate::MigrateError::Execute(error) => store_error(error),
+        other => StoreError::Internal(format!("migration failed: {other}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unique_violations_name_their_rule() {
+        assert_eq!(
+            classify_database_error("23505", Some("properties_organization_url_key"), "dup"),
+            StoreError::Duplicate("property url")
+        );
+        assert_eq!(
+            classify_database_error("23505", Some("api_keys_key_hash_key"), "dup"),
+            StoreError::Duplicate("api key")
+        );
+        assert_eq!(
+            classify_database_error("23505", Some("reports_pkey"), "dup"),
+            StoreError::Duplicate("report token")
+        );
+        assert_eq!(
+            classify_database_error("23505", None, "dup"),
+            StoreError::Duplicate("unique constraint")
+        );
+    }
+
+    #[test]
+    fn connection_and_resource_classes_are_unavailable() {
+        for code in [
+            "08000", "08003", "08006", "08001", "08004", "57P01", "57P02", "57P03",
+        ] {
+            assert!(
+                matches!(
+                    classify_database_error(code, None, "x"),
+                    StoreError::Unavailable(_)
+                ),
+                "{code}"
+            );
+        }
+        for code in ["53000", "53100", "53200", "53300", "53400"] {
+            assert!(
+                matches!(
+                    classify_database_error(code, None, "x"),
+                    StoreError::Unavailable(_)
+                ),
+                "{code}"
+            );
+        }
+    }
+
+    #[test]
+    fn other_database_errors_are_internal() {
+        for code in ["42P01", "23514", "22003", "40P01", "57014", "XX000"] {
+            assert!(
+                matches!(
+                    classify_database_error(code, None, "x"),
+                    StoreError::Internal(_)
+                ),
+                "{code}"
+            );
+        }
+    }
+
+    #[test]
+    fn transport_failures_are_unavailable() {
+        let io = sqlx::Error::Io(std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "refused",
+        ));
+        assert!(matches!(store_error(io), StoreError::Unavailable(_)));
+        assert!(matches!(
+            store_error(sqlx::Error::PoolTimedOut),
+            StoreError::Unavailable(_)
+        ));
+        assert!(matches!(
+            store_error(sqlx::Error::PoolClosed),
+            StoreError::Unavailable(_)
+        ));
+        assert!(matches!(
+            store_error(sqlx::Error::RowNotFound),
+            StoreError::Internal(_)
+        ));
+        assert!(matches!(
+            store_error(sqlx::Error::ColumnNotFound("x".into())),
+            StoreError::Internal(_)
+        ));
+    }
+}

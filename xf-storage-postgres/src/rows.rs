@@ -1,0 +1,253 @@
+//! Conversions between the domain records and table rows.
+
+use chrono::{DateTime, TimeZone, Utc};
+use sqlx::postgres::PgRow;
+use sqlx::types::Json;
+use sqlx::{Decode, Postgres, Row, Type};
+use xf_core::model::{
+    ApiKey, Issue, IssueStatus, Job, JobResult, JobStatus, KeyMode, Organization, Property, Report,
+    ScanKind, Severity, UsageCounters,
+};
+use xf_core::plans::LimitOverrides;
+use xf_core::store::StoreResult;
+use xf_core::time::Timestamp;
+use xf_core::StoreError;
+
+use crate::error::store_error;
+
+/// The columns [`organization`] reads, in `SELECT` order.
+pub(crate) const ORGANIZATION_COLUMNS: &str = "id, name, plan, shop_domain, limits, created_at";
+/// The columns [`api_key`] reads.
+pub(crate) const API_KEY_COLUMNS: &str =
+    "id, organization_id, mode, key_hash, created_at, revoked_at";
+/// The columns [`property`] reads.
+pub(crate) const PROPERTY_COLUMNS: &str =
+    "id, organization_id, name, url, verified, created_at, gsc_site_url";
+/// The columns [`job`] reads.
+pub(crate) const JOB_COLUMNS: &str = "id, organization_id, job_type, status, progress, \
+     property_id, property_name, tenant_type, tenant_label, shop_domain, max_pages, max_depth, \
+     created_at, started_at, completed_at, error, result_score, result_pages_scanned, \
+     result_issues_count";
+/// The columns [`issue`] reads.
+pub(crate) const ISSUE_COLUMNS: &str = "id, organization_id, property_id, job_id, scan_kind, \
+     issue_type, severity, url, message, status, created_at, last_seen_at, resolved_at, fixed_at";
+/// The columns [`report`] reads.
+pub(crate) const REPORT_COLUMNS: &str =
+    "token, organization_id, property_id, scan_id, expires_at, view_count, created_at";
+/// The columns [`usage`] reads.
+pub(crate) const USAGE_COLUMNS: &str =
+    "scans, ai_input_tokens, ai_output_tokens, redirects_created, images_optimized";
+
+/// The earliest instant bound as a parameter. PostgreSQL's `timestamptz` starts in 4714 BC
+/// while `Timestamp::MIN` lies far before; clamping keeps "since the beginning of time"
+/// arguments valid without changing any comparison with a storable value.
+fn earliest() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(-4712, 1, 1, 0, 0, 0)
+        .single()
+        .unwrap_or(DateTime::<Utc>::MIN_UTC)
+}
+
+/// A timestamp as a query parameter.
+pub(crate) fn at(timestamp: Timestamp) -> DateTime<Utc> {
+    timestamp.as_datetime().max(earliest())
+}
+
+/// An optional timestamp as a query parameter.
+pub(crate) fn at_opt(timestamp: Option<Timestamp>) -> Option<DateTime<Utc>> {
+    timestamp.map(at)
+}
+
+/// A count or limit as a `bigint` parameter; values beyond `i64::MAX` saturate (no meter or
+/// limit of the service comes near).
+pub(crate) fn big(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// A non-negative `bigint` read back as `u64`.
+pub(crate) fn unsigned(value: i64, what: &str) -> StoreResult<u64> {
+    u64::try_from(value).map_err(|_| StoreError::Internal(format!("negative {what}: {value}")))
+}
+
+/// Typed access to a row's columns, with decoding failures as [`StoreError::Internal`].
+pub(crate) trait RowExt {
+    /// The column's value.
+    fn col<'r, T>(&'r self, name: &str) -> StoreResult<T>
+    where
+        T: Decode<'r, Postgres> + Type<Postgres>;
+
+    /// A `timestamptz` column.
+    fn timestamp(&self, name: &str) -> StoreResult<Timestamp> {
+        Ok(Timestamp::from_datetime(self.col::<DateTime<Utc>>(name)?))
+    }
+
+    /// A nullable `timestamptz` column.
+    fn timestamp_opt(&self, name: &str) -> StoreResult<Option<Timestamp>> {
+        Ok(self
+            .col::<Option<DateTime<Utc>>>(name)?
+            .map(Timestamp::from_datetime))
+    }
+
+    /// A non-negative `bigint` column.
+    fn count(&self, name: &str) -> StoreResult<u64> {
+        unsigned(self.col::<i64>(name)?, name)
+    }
+
+    /// A `bigint` column holding a `u32`.
+    fn small(&self, name: &str) -> StoreResult<u32> {
+        let value = self.col::<i64>(name)?;
+        u32::try_from(value)
+            .map_err(|_| StoreError::Internal(format!("{name} out of range: {value}")))
+    }
+}
+
+impl RowExt for PgRow {
+    fn col<'r, T>(&'r self, name: &str) -> StoreResult<T>
+    where
+        T: Decode<'r, Postgres> + Type<Postgres>,
+    {
+        self.try_get(name).map_err(store_error)
+    }
+}
+
+fn parsed<T>(value: String, parse: impl FnOnce(&str) -> Option<T>, what: &str) -> StoreResult<T> {
+    parse(&value).ok_or_else(|| StoreError::Internal(format!("unknown {what} {value:?}")))
+}
+
+/// An `organizations` row.
+pub(crate) fn organization(row: &PgRow) -> StoreResult<Organization> {
+    Ok(Organization {
+        id: row.col("id")?,
+        name: row.col("name")?,
+        plan: row.col("plan")?,
+        shop_domain: row.col("shop_domain")?,
+        limits: row.col::<Json<LimitOverrides>>("limits")?.0,
+        created_at: row.timestamp("created_at")?,
+    })
+}
+
+/// An `api_keys` row.
+pub(crate) fn api_key(row: &PgRow) -> StoreResult<ApiKey> {
+    Ok(ApiKey {
+        id: row.col("id")?,
+        organization_id: row.col("organization_id")?,
+        mode: parsed(row.col("mode")?, KeyMode::parse, "key mode")?,
+        key_hash: row.col("key_hash")?,
+        created_at: row.timestamp("created_at")?,
+        revoked_at: row.timestamp_opt("revoked_at")?,
+    })
+}
+
+/// A `properties` row.
+pub(crate) fn property(row: &PgRow) -> StoreResult<Property> {
+    Ok(Property {
+        id: row.col("id")?,
+        organization_id: row.col("organization_id")?,
+        name: row.col("name")?,
+        url: row.col("url")?,
+        verified: row.col("verified")?,
+        created_at: row.timestamp("created_at")?,
+        gsc_site_url: row.col("gsc_site_url")?,
+    })
+}
+
+/// A `jobs` row.
+pub(crate) fn job(row: &PgRow) -> StoreResult<Job> {
+    let progress = row.col::<i16>("progress")?;
+    let result = match (
+        row.col::<Option<i64>>("result_score")?,
+        row.col::<Option<i64>>("result_pages_scanned")?,
+        row.col::<Option<i64>>("result_issues_count")?,
+    ) {
+        (Some(_), Some(_), Some(_)) => Some(JobResult {
+            score: row.small("result_score")?,
+            pages_scanned: row.small("result_pages_scanned")?,
+            issues_count: row.small("result_issues_count")?,
+        }),
+        _ => None,
+    };
+    Ok(Job {
+        id: row.col("id")?,
+        organization_id: row.col("organization_id")?,
+        job_type: row.col("job_type")?,
+        status: parsed(row.col("status")?, JobStatus::parse, "job status")?,
+        progress: u8::try_from(progress)
+            .map_err(|_| StoreError::Internal(format!("progress out of range: {progress}")))?,
+        property_id: row.col("property_id")?,
+        property_name: row.col("property_name")?,
+        tenant_type: row.col("tenant_type")?,
+        tenant_label: row.col("tenant_label")?,
+        shop_domain: row.col("shop_domain")?,
+        max_pages: row.small("max_pages")?,
+        max_depth: row.small("max_depth")?,
+        created_at: row.timestamp("created_at")?,
+        started_at: row.timestamp_opt("started_at")?,
+        completed_at: row.timestamp_opt("completed_at")?,
+        error: row.col("error")?,
+        result,
+    })
+}
+
+/// An `issues` row.
+pub(crate) fn issue(row: &PgRow) -> StoreResult<Issue> {
+    Ok(Issue {
+        id: row.col("id")?,
+        organization_id: row.col("organization_id")?,
+        property_id: row.col("property_id")?,
+        job_id: row.col("job_id")?,
+        scan_kind: parsed(row.col("scan_kind")?, ScanKind::parse, "scan kind")?,
+        issue_type: row.col("issue_type")?,
+        severity: parsed(row.col("severity")?, Severity::parse, "severity")?,
+        url: row.col("url")?,
+        message: row.col("message")?,
+        status: parsed(row.col("status")?, IssueStatus::parse, "issue status")?,
+        created_at: row.timestamp("created_at")?,
+        last_seen_at: row.timestamp("last_seen_at")?,
+        resolved_at: row.timestamp_opt("resolved_at")?,
+        fixed_at: row.timestamp_opt("fixed_at")?,
+    })
+}
+
+/// A `reports` row.
+pub(crate) fn report(row: &PgRow) -> StoreResult<Report> {
+    Ok(Report {
+        token: row.col("token")?,
+        organization_id: row.col("organization_id")?,
+        property_id: row.col("property_id")?,
+        scan_id: row.col("scan_id")?,
+        expires_at: row.timestamp("expires_at")?,
+        view_count: row.count("view_count")?,
+        created_at: row.timestamp("created_at")?,
+    })
+}
+
+/// The meters of a `usage_counters` row.
+pub(crate) fn usage(row: &PgRow) -> StoreResult<UsageCounters> {
+    Ok(UsageCounters {
+        scans: row.count("scans")?,
+        ai_input_tokens: row.count("ai_input_tokens")?,
+        ai_output_tokens: row.count("ai_output_tokens")?,
+        redirects_created: row.count("redirects_created")?,
+        images_optimized: row.count("images_optimized")?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_before_postgres_range_are_clamped_and_later_ones_kept() {
+        assert_eq!(at(Timestamp::MIN), earliest());
+        let now = Timestamp::from_unix_millis(1_790_000_000_123).expect("in range");
+        assert_eq!(at(now), now.as_datetime());
+        assert_eq!(at(Timestamp::MAX), Timestamp::MAX.as_datetime());
+    }
+
+    #[test]
+    fn counts_saturate_into_bigint_and_negative_ones_are_rejected() {
+        assert_eq!(big(7), 7);
+        assert_eq!(big(u64::MAX), i64::MAX);
+        assert_eq!(unsigned(5, "x"), Ok(5));
+        assert!(matches!(unsigned(-1, "x"), Err(StoreError::Internal(_))));
+    }
+}

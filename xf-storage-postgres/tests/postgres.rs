@@ -1,0 +1,852 @@
+//! PostgreSQL-specific tests of the store: every record survives a round trip, the schema is
+//! what the crate documentation promises, errors map to the right kinds, and the atomic rules
+//! hold across two separate pools on one database (two pools stand for two app instances).
+
+use std::sync::Arc;
+
+use sqlx::postgres::PgPoolOptions;
+use xf_core::model::{
+    ApiKey, Issue, IssueStatus, Job, JobOutcome, JobResult, JobStatus, KeyMode, Organization,
+    Property, Report, ScanKind, Severity, UsageCounters, SEO_SCAN,
+};
+use xf_core::plans::LimitOverrides;
+use xf_core::store::{
+    After, CancelOutcome, IdempotencyClaim, IdempotencyRequest, JobFilter, PageRequest, RateBucket,
+    Store, StoredResponse,
+};
+use xf_core::time::Timestamp;
+use xf_core::StoreError;
+use xf_storage_postgres::testing::fresh_database;
+use xf_storage_postgres::PgStore;
+
+fn ms(millis: i64) -> Timestamp {
+    Timestamp::from_unix_millis(millis).expect("timestamp in range")
+}
+
+/// 2026-11-22T10:15:30.123Z
+fn t0() -> Timestamp {
+    ms(1_795_342_530_123)
+}
+
+fn later(seconds: i64) -> Timestamp {
+    t0().plus(chrono::Duration::seconds(seconds))
+}
+
+fn organization(id: &str) -> Organization {
+    Organization {
+        id: id.to_owned(),
+        name: format!("Org {id}"),
+        plan: "growth".to_owned(),
+        shop_domain: None,
+        limits: LimitOverrides::default(),
+        created_at: t0(),
+    }
+}
+
+fn api_key(id: &str, organization_id: &str) -> ApiKey {
+    ApiKey {
+        id: id.to_owned(),
+        organization_id: organization_id.to_owned(),
+        mode: KeyMode::Live,
+        key_hash: format!("hash-of-{id}"),
+        created_at: t0(),
+        revoked_at: None,
+    }
+}
+
+fn property(id: &str, organization_id: &str, url: &str, created_at: Timestamp) -> Property {
+    Property {
+        id: id.to_owned(),
+        organization_id: organization_id.to_owned(),
+        name: url.to_owned(),
+        url: url.to_owned(),
+        verified: false,
+        created_at,
+        gsc_site_url: None,
+    }
+}
+
+fn job(id: &str, organization_id: &str, created_at: Timestamp) -> Job {
+    Job {
+        id: id.to_owned(),
+        organization_id: organization_id.to_owned(),
+        job_type: SEO_SCAN.to_owned(),
+        status: JobStatus::Pending,
+        progress: 0,
+        property_id: "prop_1".to_owned(),
+        property_name: "example.com".to_owned(),
+        tenant_type: "organization".to_owned(),
+        tenant_label: "Org".to_owned(),
+        shop_domain: None,
+        max_pages: 25,
+        max_depth: 2,
+        created_at,
+        started_at: None,
+        completed_at: None,
+        error: None,
+        result: None,
+    }
+}
+
+fn page(limit: usize) -> PageRequest {
+    PageRequest { limit, after: None }
+}
+
+/// A second store on the same database with its own pool: another app instance.
+async fn other_instance(store: &PgStore) -> PgStore {
+    let options = store.pool().connect_options().as_ref().clone();
+    let pool = PgPoolOptions::new()
+        .max_connections(10)
+        .connect_with(options)
+        .await
+        .expect("second pool connects");
+    PgStore::new(pool)
+}
+
+/// Both instances, as trait objects, alternating.
+async fn two_instances() -> [Arc<dyn Store>; 2] {
+    let first = fresh_database().await;
+    let second = other_instance(&first).await;
+    [Arc::new(first), Arc::new(second)]
+}
+
+#[tokio::test]
+async fn every_record_survives_a_round_trip_with_all_fields_set() {
+    let store = fresh_database().await;
+    let org = Organization {
+        shop_domain: Some("shop.example".to_owned()),
+        limits: LimitOverrides {
+            read_per_hour: Some(7),
+            scans_per_month: Some(u64::MAX),
+            max_depth: Some(0),
+            ..LimitOverrides::default()
+        },
+        ..organization("org_1")
+    };
+    store.insert_organization(&org).await.unwrap();
+    assert_eq!(
+        store.get_organization("org_1").await.unwrap(),
+        Some(org.clone())
+    );
+
+    let key = ApiKey {
+        mode: KeyMode::Test,
+        revoked_at: Some(later(5)),
+        ..api_key("key_1", "org_1")
+    };
+    store.insert_api_key(&key, 5).await.unwrap();
+    assert_eq!(
+        store.find_api_key("hash-of-key_1").await.unwrap(),
+        Some((key.clone(), org.clone()))
+    );
+
+    let prop = Property {
+        verified: true,
+        gsc_site_url: Some("sc-domain:example.com".to_owned()),
+        ..property("prop_1", "org_1", "https://example.com/", t0())
+    };
+    store.insert_property(&prop).await.unwrap();
+    assert_eq!(
+        store.get_property("prop_1").await.unwrap(),
+        Some(prop.clone())
+    );
+
+    let finished = Job {
+        status: JobStatus::Completed,
+        progress: 100,
+        shop_domain: Some("shop.example".to_owned()),
+        max_pages: u32::MAX,
+        max_depth: 9,
+        started_at: Some(later(1)),
+        completed_at: Some(later(2)),
+        error: Some("partial".to_owned()),
+        result: Some(JobResult {
+            score: 87,
+            pages_scanned: u32::MAX,
+            issues_count: 3,
+        }),
+        ..job("job_1", "org_1", t0())
+    };
+    store
+        .insert_job_counted(&finished, "2026-11", 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get_job("job_1").await.unwrap(),
+        Some(finished.clone())
+    );
+
+    let issue = Issue {
+        id: "iss_1".to_owned(),
+        organization_id: "org_1".to_owned(),
+        property_id: "prop_1".to_owned(),
+        job_id: "job_1".to_owned(),
+        scan_kind: ScanKind::Page,
+        issue_type: "missing_title".to_owned(),
+        severity: Severity::Warning,
+        url: Some("https://example.com/a".to_owned()),
+        message: "The page has no <title>. ünïcödé ✓".to_owned(),
+        status: IssueStatus::Resolved,
+        created_at: t0(),
+        last_seen_at: later(3),
+        resolved_at: Some(later(4)),
+        fixed_at: Some(later(5)),
+    };
+    store.insert_issue(&issue).await.unwrap();
+    assert_eq!(store.get_issue("iss_1").await.unwrap(), Some(issue.clone()));
+
+    let report = Report {
+        token: "rpt_token".to_owned(),
+        organization_id: "org_1".to_owned(),
+        property_id: "prop_1".to_owned(),
+        scan_id: "job_1".to_owned(),
+        expires_at: later(86_400),
+        view_count: 41,
+        created_at: t0(),
+    };
+    store.insert_report(&report).await.unwrap();
+    assert_eq!(
+        store.get_report("rpt_token").await.unwrap(),
+        Some(report.clone())
+    );
+
+    let dump = store.dump().await.unwrap();
+    assert_eq!(dump.organizations, vec![org]);
+    assert_eq!(dump.api_keys, vec![key]);
+    assert_eq!(dump.properties, vec![prop]);
+    assert_eq!(dump.jobs, vec![finished]);
+    assert_eq!(dump.issues, vec![issue]);
+    assert_eq!(dump.reports, vec![report]);
+    assert_eq!(
+        dump.usage,
+        vec![(
+            "org_1".to_owned(),
+            "2026-11".to_owned(),
+            UsageCounters {
+                scans: 1,
+                ..UsageCounters::default()
+            }
+        )]
+    );
+}
+
+#[tokio::test]
+async fn timestamps_keep_milliseconds_and_extreme_bounds_are_accepted() {
+    let store = fresh_database().await;
+    let created = ms(1_795_342_530_999);
+    store
+        .insert_property(&property("prop_1", "org_1", "https://a.example/", created))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .get_property("prop_1")
+            .await
+            .unwrap()
+            .unwrap()
+            .created_at,
+        created
+    );
+    store
+        .insert_job_counted(&job("job_1", "org_1", created), "2026-11", 5)
+        .await
+        .unwrap();
+    let counts = store
+        .job_counts_by_type("org_1", Timestamp::MIN, Timestamp::MAX)
+        .await
+        .unwrap();
+    assert_eq!(counts.len(), 1);
+    assert_eq!(counts[0].1.total, 1);
+    let first_page = store
+        .list_properties(
+            "org_1",
+            &PageRequest {
+                limit: 10,
+                after: Some(After {
+                    created_at: Timestamp::MAX,
+                    id: String::new(),
+                }),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(first_page.len(), 1);
+}
+
+#[tokio::test]
+async fn keyset_pages_break_created_at_ties_by_id_in_byte_order() {
+    let store = fresh_database().await;
+    // Same instant for all; byte order: "prop_B" < "prop_Z" < "prop_a" < "prop_b".
+    for id in ["prop_a", "prop_B", "prop_b", "prop_Z"] {
+        let url = format!("https://example.com/{id}");
+        store
+            .insert_property(&property(id, "org_1", &url, t0()))
+            .await
+            .unwrap();
+    }
+    store
+        .insert_property(&property(
+            "prop_0",
+            "org_1",
+            "https://old.example/",
+            later(-1),
+        ))
+        .await
+        .unwrap();
+    store
+        .insert_property(&property("prop_9", "org_2", "https://other.example/", t0()))
+        .await
+        .unwrap();
+
+    let mut seen = Vec::new();
+    let mut after = None;
+    loop {
+        let items = store
+            .list_properties("org_1", &PageRequest { limit: 2, after })
+            .await
+            .unwrap();
+        if items.is_empty() {
+            break;
+        }
+        after = items.last().map(|p| After {
+            created_at: p.created_at,
+            id: p.id.clone(),
+        });
+        seen.extend(items.into_iter().map(|p| p.id));
+    }
+    assert_eq!(seen, ["prop_b", "prop_a", "prop_Z", "prop_B", "prop_0"]);
+    assert_eq!(store.count_properties("org_1").await.unwrap(), 5);
+}
+
+#[tokio::test]
+async fn schema_is_migrated_once_with_unlogged_rate_counters() {
+    let store = fresh_database().await;
+    // Applying again (as every instance does at start-up) changes nothing.
+    store.migrate().await.unwrap();
+    other_instance(&store).await.migrate().await.unwrap();
+    let applied: i64 = sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations WHERE success")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(applied, 1);
+
+    let persistence: Vec<(String, String)> = sqlx::query_as(
+        "SELECT relname::text, relpersistence::text FROM pg_class \
+         WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace \
+         AND relname NOT LIKE '\\_sqlx%' ORDER BY relname",
+    )
+    .fetch_all(store.pool())
+    .await
+    .unwrap();
+    let expected: Vec<(String, String)> = [
+        ("api_keys", "p"),
+        ("idempotency_keys", "p"),
+        ("issues", "p"),
+        ("jobs", "p"),
+        ("organizations", "p"),
+        ("properties", "p"),
+        ("rate_limit_counters", "u"),
+        ("reports", "p"),
+        ("usage_counters", "p"),
+    ]
+    .into_iter()
+    .map(|(table, kind)| (table.to_owned(), kind.to_owned()))
+    .collect();
+    assert_eq!(persistence, expected);
+}
+
+#[tokio::test]
+async fn unique_rules_are_reported_as_duplicates_by_name() {
+    let store = fresh_database().await;
+    store
+        .insert_organization(&organization("org_1"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.insert_organization(&organization("org_1")).await,
+        Err(StoreError::Duplicate("organization id"))
+    );
+
+    let first = property("prop_1", "org_1", "https://example.com/", t0());
+    store.insert_property(&first).await.unwrap();
+    // Same URL under another id, and the very same row again: both are the URL rule.
+    assert_eq!(
+        store
+            .insert_property(&property("prop_2", "org_1", "https://example.com/", t0()))
+            .await,
+        Err(StoreError::Duplicate("property url"))
+    );
+    assert_eq!(
+        store.insert_property(&first).await,
+        Err(StoreError::Duplicate("property url"))
+    );
+    assert_eq!(
+        store
+            .insert_property(&property("prop_1", "org_1", "https://other.example/", t0()))
+            .await,
+        Err(StoreError::Duplicate("property id"))
+    );
+    // The same URL in another organization is fine.
+    store
+        .insert_property(&property("prop_3", "org_2", "https://example.com/", t0()))
+        .await
+        .unwrap();
+
+    store
+        .insert_api_key(&api_key("key_1", "org_1"), 5)
+        .await
+        .unwrap();
+    let same_hash = ApiKey {
+        key_hash: "hash-of-key_1".to_owned(),
+        ..api_key("key_2", "org_1")
+    };
+    assert_eq!(
+        store.insert_api_key(&same_hash, 5).await,
+        Err(StoreError::Duplicate("api key"))
+    );
+    // A duplicate is reported as such even when the cap is reached too.
+    assert_eq!(
+        store.insert_api_key(&same_hash, 1).await,
+        Err(StoreError::Duplicate("api key"))
+    );
+
+    store
+        .insert_job_counted(&job("job_1", "org_1", t0()), "2026-11", 5)
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .insert_job_counted(&job("job_1", "org_1", t0()), "2026-11", 5)
+            .await,
+        Err(StoreError::Duplicate("job id"))
+    );
+    // The rejected job was not counted.
+    assert_eq!(store.get_usage("org_1", "2026-11").await.unwrap().scans, 1);
+}
+
+#[tokio::test]
+async fn an_unreachable_database_is_unavailable_and_a_bad_url_is_not() {
+    // Nothing listens on port 1.
+    let store = PgStore::connect("postgres://postgres@127.0.0.1:1/xf").expect("lazy pool");
+    assert!(matches!(
+        store.ping().await,
+        Err(StoreError::Unavailable(_))
+    ));
+    assert!(matches!(
+        store.migrate().await,
+        Err(StoreError::Unavailable(_))
+    ));
+    assert!(matches!(
+        PgStore::connect("not a url"),
+        Err(StoreError::Internal(_))
+    ));
+}
+
+#[tokio::test]
+async fn the_store_recovers_by_itself_after_its_connections_are_killed() {
+    let store = fresh_database().await;
+    store
+        .insert_organization(&organization("org_1"))
+        .await
+        .unwrap();
+    // Open a few connections, then have another instance kill every session of this database
+    // (as a server restart or failover would).
+    let [a, b, c] = [store.ping(), store.ping(), store.ping()];
+    let (a, b, c) = tokio::join!(a, b, c);
+    assert!(a.is_ok() && b.is_ok() && c.is_ok());
+    let killer = other_instance(&store).await;
+    let killed: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND pid <> pg_backend_pid()",
+    )
+    .fetch_all(killer.pool())
+    .await
+    .unwrap();
+    assert!(!killed.is_empty() && killed.iter().all(|k| *k));
+    // The pool notices the dead connections and opens new ones.
+    assert_eq!(
+        store.get_organization("org_1").await.unwrap().map(|o| o.id),
+        Some("org_1".to_owned())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scan_quota_is_exact_across_instances() {
+    let stores = two_instances().await;
+    let limit = 7;
+    let mut tasks = Vec::new();
+    for i in 0..40 {
+        let store = stores[i % 2].clone();
+        tasks.push(tokio::spawn(async move {
+            store
+                .insert_job_counted(
+                    &job(&format!("job_{i:02}"), "org_1", t0()),
+                    "2026-11",
+                    limit,
+                )
+                .await
+        }));
+    }
+    let mut accepted = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(()) => accepted += 1,
+            Err(error) => assert_eq!(error, StoreError::LimitReached("scansPerMonth")),
+        }
+    }
+    assert_eq!(accepted, limit);
+    assert_eq!(
+        stores[0].get_usage("org_1", "2026-11").await.unwrap().scans,
+        limit
+    );
+    let jobs = stores[1]
+        .list_jobs("org_1", &JobFilter::default(), &page(100))
+        .await
+        .unwrap();
+    assert_eq!(jobs.len() as u64, limit);
+    // Another month and another organization have their own meters.
+    stores[0]
+        .insert_job_counted(&job("job_next", "org_1", t0()), "2026-12", limit)
+        .await
+        .unwrap();
+    stores[0]
+        .insert_job_counted(&job("job_other", "org_2", t0()), "2026-11", limit)
+        .await
+        .unwrap();
+    // A limit of zero admits nothing, even on a fresh meter.
+    assert_eq!(
+        stores[0]
+            .insert_job_counted(&job("job_zero", "org_3", t0()), "2026-11", 0)
+            .await,
+        Err(StoreError::LimitReached("scansPerMonth"))
+    );
+    assert_eq!(
+        stores[0].get_usage("org_3", "2026-11").await.unwrap(),
+        UsageCounters::default()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_key_cap_is_exact_across_instances() {
+    let stores = two_instances().await;
+    stores[0]
+        .insert_organization(&organization("org_1"))
+        .await
+        .unwrap();
+    let revoked = ApiKey {
+        revoked_at: Some(t0()),
+        ..api_key("key_revoked", "org_1")
+    };
+    stores[0].insert_api_key(&revoked, 3).await.unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..12 {
+        let store = stores[i % 2].clone();
+        tasks.push(tokio::spawn(async move {
+            store
+                .insert_api_key(&api_key(&format!("key_{i:02}"), "org_1"), 3)
+                .await
+        }));
+    }
+    let mut accepted = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(()) => accepted += 1,
+            Err(error) => assert_eq!(error, StoreError::LimitReached("maxActiveKeys")),
+        }
+    }
+    // The revoked key does not count.
+    assert_eq!(accepted, 3);
+    let keys = stores[1].list_api_keys("org_1").await.unwrap();
+    assert_eq!(keys.len(), 4);
+    assert_eq!(keys.iter().filter(|k| k.revoked_at.is_none()).count(), 3);
+    // Revoking one frees a place.
+    let active = keys.iter().find(|k| k.revoked_at.is_none()).unwrap();
+    stores[1].revoke_api_key(&active.id, t0()).await.unwrap();
+    stores[0]
+        .insert_api_key(&api_key("key_after", "org_1"), 3)
+        .await
+        .unwrap();
+}
+
+fn bucket(name: &str, limit: u64, consume: bool) -> RateBucket {
+    RateBucket {
+        name: name.to_owned(),
+        window_start: t0().start_of_hour(),
+        limit,
+        consume,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limits_are_exact_and_all_or_nothing_across_instances() {
+    let stores = two_instances().await;
+    let mut tasks = Vec::new();
+    for i in 0..30 {
+        let store = stores[i % 2].clone();
+        // Half the requests name the counters in the other order: locks are still taken in
+        // one order, so nothing deadlocks.
+        let buckets = if i % 3 == 0 {
+            vec![bucket("org:daily", 25, true), bucket("key:write", 10, true)]
+        } else {
+            vec![bucket("key:write", 10, true), bucket("org:daily", 25, true)]
+        };
+        tasks.push(tokio::spawn(async move {
+            let outcome = store.hit_rate_limits(&buckets).await.expect("no error");
+            (buckets[0].name.clone(), outcome)
+        }));
+    }
+    let mut accepted = 0;
+    for task in tasks {
+        let (first, outcome) = task.await.unwrap();
+        let write_index = usize::from(first != "key:write");
+        if outcome.exceeded.is_empty() {
+            accepted += 1;
+        } else {
+            // Only the write counter can be full; the rejected request reports the counts as
+            // they were: the write counter at its limit.
+            assert_eq!(outcome.exceeded, vec![write_index]);
+            assert_eq!(outcome.counts[write_index], 10);
+        }
+    }
+    assert_eq!(accepted, 10);
+    // Rejected requests counted nowhere: the daily counter saw only the accepted ten.
+    let peek = stores[0]
+        .hit_rate_limits(&[
+            bucket("key:write", 10, false),
+            bucket("org:daily", 25, false),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(peek.counts, vec![10, 10]);
+    assert!(peek.exceeded.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_counts_one_window_and_peeks_at_the_others() {
+    let stores = two_instances().await;
+    for _ in 0..3 {
+        stores[1]
+            .hit_rate_limits(&[
+                bucket("key:write", 100, true),
+                bucket("org:daily", 100, true),
+            ])
+            .await
+            .unwrap();
+    }
+    let outcome = stores[0]
+        .hit_rate_limits(&[
+            bucket("key:read", 100, true),
+            bucket("key:write", 100, false),
+            bucket("org:daily", 100, false),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(outcome.counts, vec![1, 3, 3]);
+    // Another window of the same counter starts from zero.
+    let next_hour = RateBucket {
+        window_start: later(3_600).start_of_hour(),
+        ..bucket("key:read", 100, true)
+    };
+    let outcome = stores[1].hit_rate_limits(&[next_hour]).await.unwrap();
+    assert_eq!(outcome.counts, vec![1]);
+}
+
+fn claim(fingerprint: &str, now: Timestamp) -> IdempotencyRequest {
+    IdempotencyRequest {
+        scope: "org_1:live:key-1".to_owned(),
+        fingerprint: fingerprint.to_owned(),
+        now,
+        expired_before: now.plus(chrono::Duration::hours(-24)),
+        stale_before: now.plus(chrono::Duration::seconds(-60)),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idempotency_key_is_claimed_by_exactly_one_instance() {
+    let stores = two_instances().await;
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let store = stores[i % 2].clone();
+        tasks.push(tokio::spawn(async move {
+            store.claim_idempotency_key(&claim("fp-a", t0())).await
+        }));
+    }
+    let mut acquired = 0;
+    for task in tasks {
+        match task.await.unwrap().unwrap() {
+            IdempotencyClaim::Acquired => acquired += 1,
+            other => assert_eq!(other, IdempotencyClaim::InUse),
+        }
+    }
+    assert_eq!(acquired, 1);
+    assert_eq!(
+        stores[1]
+            .claim_idempotency_key(&claim("fp-b", later(1)))
+            .await,
+        Ok(IdempotencyClaim::Mismatch)
+    );
+    let response = StoredResponse {
+        status: 201,
+        body: r#"{"id":"prop_1"}"#.to_owned(),
+    };
+    stores[0]
+        .complete_idempotency_key("org_1:live:key-1", "fp-a", &response)
+        .await
+        .unwrap();
+    assert_eq!(
+        stores[1]
+            .claim_idempotency_key(&claim("fp-a", later(2)))
+            .await,
+        Ok(IdempotencyClaim::Replay(response.clone()))
+    );
+    // A finished record is never taken over as stale, only replaced once expired.
+    assert_eq!(
+        stores[0]
+            .claim_idempotency_key(&claim("fp-a", later(600)))
+            .await,
+        Ok(IdempotencyClaim::Replay(response))
+    );
+    assert_eq!(
+        stores[0]
+            .claim_idempotency_key(&claim("fp-b", later(24 * 3_600 + 1)))
+            .await,
+        Ok(IdempotencyClaim::Acquired)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_claim_is_taken_over_by_exactly_one_instance() {
+    let stores = two_instances().await;
+    assert_eq!(
+        stores[0].claim_idempotency_key(&claim("fp-a", t0())).await,
+        Ok(IdempotencyClaim::Acquired)
+    );
+    // 61 s later the first request is presumed dead: one retry takes over, the rest wait.
+    let mut tasks = Vec::new();
+    for i in 0..10 {
+        let store = stores[i % 2].clone();
+        tasks.push(tokio::spawn(async move {
+            store.claim_idempotency_key(&claim("fp-a", later(61))).await
+        }));
+    }
+    let mut outcomes = Vec::new();
+    for task in tasks {
+        outcomes.push(task.await.unwrap().unwrap());
+    }
+    let acquired = outcomes
+        .iter()
+        .filter(|o| **o == IdempotencyClaim::Acquired)
+        .count();
+    assert_eq!(acquired, 1);
+    assert!(outcomes
+        .iter()
+        .all(|o| matches!(o, IdempotencyClaim::Acquired | IdempotencyClaim::InUse)));
+    // Released, the key is free at once.
+    stores[1]
+        .release_idempotency_key("org_1:live:key-1", "fp-a")
+        .await
+        .unwrap();
+    assert_eq!(
+        stores[0]
+            .claim_idempotency_key(&claim("fp-c", later(62)))
+            .await,
+        Ok(IdempotencyClaim::Acquired)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_and_finish_race_has_one_winner_per_job() {
+    let stores = two_instances().await;
+    let count = 16;
+    for i in 0..count {
+        let id = format!("job_{i:02}");
+        stores[0]
+            .insert_job_counted(&job(&id, "org_1", t0()), "2026-11", 100)
+            .await
+            .unwrap();
+        assert!(stores[0].start_job(&id, later(1)).await.unwrap().is_some());
+    }
+    let mut tasks = Vec::new();
+    for i in 0..count {
+        let id = format!("job_{i:02}");
+        let canceller = stores[i % 2].clone();
+        let worker = stores[(i + 1) % 2].clone();
+        let cancel_id = id.clone();
+        tasks.push(tokio::spawn(async move {
+            let cancel =
+                tokio::spawn(async move { canceller.cancel_job(&cancel_id, later(2)).await });
+            let outcome = JobOutcome::Completed(JobResult {
+                score: 90,
+                pages_scanned: 4,
+                issues_count: 1,
+            });
+            let finished = worker.finish_job(&id, &outcome, later(3)).await.unwrap();
+            (id, cancel.await.unwrap().unwrap(), finished)
+        }));
+    }
+    for task in tasks {
+        let (id, cancelled, finished) = task.await.unwrap();
+        let stored = stores[0].get_job(&id).await.unwrap().unwrap();
+        match (cancelled, finished) {
+            (CancelOutcome::Cancelled(job), None) => {
+                assert_eq!(stored.status, JobStatus::Cancelled);
+                assert_eq!(stored, job);
+                assert_eq!(stored.completed_at, Some(later(2)));
+            }
+            (CancelOutcome::NotCancellable(job), Some(done)) => {
+                assert_eq!(job.status, JobStatus::Completed);
+                assert_eq!(stored, done);
+                assert_eq!(stored.progress, 100);
+            }
+            other => panic!("{id}: both or neither won: {other:?}"),
+        }
+    }
+    assert_eq!(stores[1].count_active_jobs("org_1").await.unwrap(), 0);
+    assert_eq!(
+        stores[1].cancel_job("job_missing", later(4)).await,
+        Ok(CancelOutcome::NotFound)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_usage_additions_all_count() {
+    let stores = two_instances().await;
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let store = stores[i % 2].clone();
+        tasks.push(tokio::spawn(async move {
+            store
+                .add_usage(
+                    "org_1",
+                    "2026-11",
+                    &UsageCounters {
+                        ai_input_tokens: 100,
+                        images_optimized: 1,
+                        ..UsageCounters::default()
+                    },
+                )
+                .await
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap().unwrap();
+    }
+    let usage = stores[0].get_usage("org_1", "2026-11").await.unwrap();
+    assert_eq!(usage.ai_input_tokens, 2_000);
+    assert_eq!(usage.images_optimized, 20);
+    // Sums saturate instead of failing.
+    let huge = UsageCounters {
+        redirects_created: u64::MAX,
+        ..UsageCounters::default()
+    };
+    stores[1]
+        .add_usage("org_1", "2026-11", &huge)
+        .await
+        .unwrap();
+    let usage = stores[1]
+        .add_usage("org_1", "2026-11", &huge)
+        .await
+        .unwrap();
+    assert_eq!(usage.redirects_created, i64::MAX as u64);
+    assert_eq!(usage.ai_input_tokens, 2_000);
+}
