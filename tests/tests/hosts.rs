@@ -1,0 +1,607 @@
+//! The host apps of `examples/` and the standalone server, each started on a real socket and
+//! called over HTTP/1.1: the host's own route, the mounted API (health, an authenticated
+//! endpoint with and without a key, a JSON body, a query string, unknown paths), and for
+//! `xf-server` its admin API, its flags and its PostgreSQL store.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use clap::Parser;
+use http::header::{AUTHORIZATION, CONTENT_TYPE, HOST};
+use http::{HeaderMap, Method, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+use sqlx::Executor;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+use xf_core::{CreatedOrganization, Xf};
+use xf_server::{Config, StartError, StoreConfig};
+use xf_storage_memory::MemoryStore;
+
+const DEMO_LIVE_KEY: &str = "xf_live_hostsTestLiveKey0123456789abcdefABCDEF";
+const DEMO_TEST_KEY: &str = "xf_test_hostsTestTestKey0123456789abcdefABCDEF";
+const ADMIN_TOKEN: &str = "hosts-test-admin-token";
+const SECRET_KEY: &str = "a secret of at least thirty-two bytes, for tests";
+
+/// A response as the client saw it.
+#[derive(Debug)]
+struct Reply {
+    status: StatusCode,
+    headers: HeaderMap,
+    text: String,
+}
+
+impl Reply {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.text)
+            .unwrap_or_else(|error| panic!("not JSON ({error}): {:?}", self.text))
+    }
+
+    fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_else(|| panic!("no {name} header in {:?}", self.headers))
+    }
+
+    /// Asserts a success envelope with `status`, and returns `data`.
+    #[track_caller]
+    fn data(&self, status: u16) -> Value {
+        assert_eq!(self.status.as_u16(), status, "body: {}", self.text);
+        let body = self.json();
+        assert_eq!(
+            body["meta"]["requestId"].as_str(),
+            Some(self.header("x-request-id")),
+            "body: {body}"
+        );
+        body["data"].clone()
+    }
+
+    /// Asserts an error envelope with `status` and `code`.
+    #[track_caller]
+    fn error(&self, status: u16, code: &str) {
+        assert_eq!(self.status.as_u16(), status, "body: {}", self.text);
+        assert!(
+            self.headers[CONTENT_TYPE]
+                .to_str()
+                .unwrap()
+                .starts_with("application/json"),
+            "content type of {:?}",
+            self.headers
+        );
+        let body = self.json();
+        assert_eq!(body["error"]["code"], code, "body: {body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "body: {body}"
+        );
+        assert_eq!(
+            body["meta"]["requestId"].as_str(),
+            Some(self.header("x-request-id")),
+            "body: {body}"
+        );
+    }
+}
+
+/// A request on a fresh HTTP/1.1 connection to `address`.
+async fn send(
+    address: SocketAddr,
+    method: Method,
+    path: &str,
+    bearer: Option<&str>,
+    body: Option<Value>,
+    extra_headers: &[(&str, &str)],
+) -> Reply {
+    let stream = TcpStream::connect(address).await.expect("connect");
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .expect("HTTP/1.1 handshake");
+    tokio::spawn(connection);
+    let mut request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header(HOST, address.to_string());
+    if let Some(token) = bearer {
+        request = request.header(AUTHORIZATION, format!("Bearer {token}"));
+    }
+    for (name, value) in extra_headers {
+        request = request.header(*name, *value);
+    }
+    let body = match body {
+        Some(json) => {
+            request = request.header(CONTENT_TYPE, "application/json");
+            Full::new(Bytes::from(json.to_string()))
+        }
+        None => Full::new(Bytes::new()),
+    };
+    let response = sender
+        .send_request(request.body(body).expect("valid request"))
+        .await
+        .expect("response");
+    let (parts, body) = response.into_parts();
+    let bytes = body.collect().await.expect("response body").to_bytes();
+    Reply {
+        status: parts.status,
+        headers: parts.headers,
+        text: String::from_utf8(bytes.to_vec()).expect("UTF-8 body"),
+    }
+}
+
+async fn get(address: SocketAddr, path: &str, bearer: Option<&str>) -> Reply {
+    send(address, Method::GET, path, bearer, None, &[]).await
+}
+
+/// A task serving one of the host apps on a free port, over a memory store with the demo
+/// organization; aborted when dropped.
+struct Host {
+    address: SocketAddr,
+    demo: CreatedOrganization,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn start_host<F, Fut>(serve: F) -> Host
+where
+    F: FnOnce(TcpListener, Xf) -> Fut,
+    Fut: Future + Send + 'static,
+{
+    let xf = Xf::builder(Arc::new(MemoryStore::new())).build();
+    let demo = xf
+        .ensure_demo_organization(None, None)
+        .await
+        .expect("demo organization");
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let address = listener.local_addr().expect("local address");
+    let serving = serve(listener, xf);
+    let task = tokio::spawn(async move {
+        serving.await;
+    });
+    Host {
+        address,
+        demo,
+        task,
+    }
+}
+
+/// What every host must do: its own route next to the mounted API, which sees the path
+/// without the prefix, the query string, the headers and the body.
+async fn check_host(host: Host) {
+    let address = host.address;
+
+    let home = get(address, "/", None).await;
+    assert_eq!(home.status, StatusCode::OK);
+    assert_eq!(home.text, "hello from the host");
+
+    let health = get(address, "/api/v1/health", None).await;
+    let data = health.data(200);
+    assert_eq!(data["status"], "ok");
+    assert_eq!(data["version"], "v1");
+    assert!(health.json()["meta"]["requestId"]
+        .as_str()
+        .unwrap()
+        .starts_with("req_"));
+
+    let echoed = send(
+        address,
+        Method::GET,
+        "/api/v1/health?unknown=ignored",
+        None,
+        None,
+        &[("x-request-id", "host-check-1")],
+    )
+    .await;
+    echoed.data(200);
+    assert_eq!(echoed.header("x-request-id"), "host-check-1");
+
+    let live = host.demo.live_key.as_str();
+    let organization = get(address, "/api/v1/organization", Some(live)).await;
+    let data = organization.data(200);
+    assert_eq!(data["organization"]["name"], "Demo organization");
+    assert_eq!(data["organization"]["id"], host.demo.organization.id);
+    assert_eq!(data["organization"]["plan"], "growth");
+    assert!(organization
+        .header("x-developer-api-ratelimit-read-remaining")
+        .parse::<u64>()
+        .is_ok());
+
+    get(address, "/api/v1/organization", None)
+        .await
+        .error(401, "api_key_invalid");
+    get(address, "/api/v1/organization", Some("xf_live_not_a_key"))
+        .await
+        .error(401, "api_key_invalid");
+
+    let created = send(
+        address,
+        Method::POST,
+        "/api/v1/properties",
+        Some(live),
+        Some(json!({ "url": "https://Example.com/shop", "name": "Shop" })),
+        &[("idempotency-key", "host-check-property")],
+    )
+    .await;
+    let property = created.data(201)["property"].clone();
+    assert_eq!(property["url"], "https://example.com/shop");
+    assert_eq!(property["name"], "Shop");
+
+    let listed = get(address, "/api/v1/properties?limit=1", Some(live)).await;
+    let data = listed.data(200);
+    assert_eq!(data["properties"][0]["id"], property["id"]);
+    assert_eq!(listed.json()["meta"]["hasMore"], false);
+    get(address, "/api/v1/properties?limit=0", Some(live))
+        .await
+        .error(400, "validation_error");
+
+    get(address, "/api/v1/no-such-endpoint", Some(live))
+        .await
+        .error(404, "not_found");
+}
+
+#[tokio::test]
+async fn axum_host_mounts_the_api() {
+    check_host(start_host(axum_host::serve).await).await;
+}
+
+#[tokio::test]
+async fn hyper_host_mounts_the_api() {
+    check_host(start_host(hyper_host::serve).await).await;
+}
+
+#[tokio::test]
+async fn warp_host_mounts_the_api() {
+    check_host(start_host(warp_host::serve).await).await;
+}
+
+#[test]
+fn hyper_host_strips_only_its_prefix() {
+    let strip = |uri: &str| {
+        let mut request = Request::get(uri).body(()).unwrap();
+        let stripped = hyper_host::strip_prefix(&mut request, "/api/v1");
+        (stripped, request.uri().to_string())
+    };
+    assert_eq!(strip("/api/v1"), (true, "/".to_owned()));
+    assert_eq!(strip("/api/v1/"), (true, "/".to_owned()));
+    assert_eq!(
+        strip("/api/v1/jobs?status=pending&limit=5"),
+        (true, "/jobs?status=pending&limit=5".to_owned())
+    );
+    assert_eq!(strip("/api/v10/jobs"), (false, "/api/v10/jobs".to_owned()));
+    assert_eq!(strip("/other"), (false, "/other".to_owned()));
+}
+
+fn config(args: &[&str]) -> Config {
+    Config::try_parse_from(std::iter::once("xf-server").chain(args.iter().copied()))
+        .expect("valid flags")
+}
+
+/// A running `xf-server` app and the means to stop it.
+struct Server {
+    address: SocketAddr,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: JoinHandle<std::io::Result<()>>,
+}
+
+async fn start_server(app: xf_server::App) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let address = listener.local_addr().expect("local address");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(xf_server::serve(listener, app.router, async move {
+        let _ = stopped.await;
+    }));
+    Server {
+        address,
+        stop,
+        task,
+    }
+}
+
+impl Server {
+    /// Triggers the graceful shutdown and waits for the server to finish.
+    async fn shut_down(self) {
+        self.stop.send(()).expect("server still running");
+        tokio::time::timeout(Duration::from_secs(10), self.task)
+            .await
+            .expect("the server stops after the shutdown signal")
+            .expect("server task")
+            .expect("server ended without an I/O error");
+    }
+}
+
+#[tokio::test]
+async fn xf_server_serves_the_api_and_the_admin_api() {
+    let config = config(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--demo",
+        "--demo-live-key",
+        DEMO_LIVE_KEY,
+        "--demo-test-key",
+        DEMO_TEST_KEY,
+        "--admin-token",
+        ADMIN_TOKEN,
+    ]);
+    assert_eq!(config.store, StoreConfig::Memory);
+    let app = xf_server::build_app(&config).await.expect("app");
+    let demo = app
+        .demo
+        .clone()
+        .expect("--demo creates the demo organization");
+    assert_eq!(demo.live_key, DEMO_LIVE_KEY);
+    assert_eq!(demo.test_key, DEMO_TEST_KEY);
+    assert_eq!(demo.organization.plan, "growth");
+    let banner = xf_server::demo_banner(&demo, "127.0.0.1:8080".parse().unwrap());
+    for shown in [demo.organization.id.as_str(), DEMO_LIVE_KEY, DEMO_TEST_KEY] {
+        assert!(banner.contains(shown), "{shown} not in {banner}");
+    }
+
+    let server = start_server(app).await;
+    let address = server.address;
+
+    let health = get(address, "/api/v1/health", None).await;
+    assert_eq!(health.data(200)["status"], "ok");
+
+    let organization = get(address, "/api/v1/organization", Some(DEMO_LIVE_KEY)).await;
+    let data = organization.data(200);
+    assert_eq!(data["organization"]["id"], demo.organization.id);
+    assert_eq!(data["organization"]["name"], "Demo organization");
+    let with_test_key = get(address, "/api/v1/organization", Some(DEMO_TEST_KEY)).await;
+    assert_eq!(
+        with_test_key.data(200)["organization"]["id"],
+        demo.organization.id
+    );
+
+    let new_org = json!({ "name": "Acme", "plan": "starter" });
+    let created = send(
+        address,
+        Method::POST,
+        "/admin/organizations",
+        Some(ADMIN_TOKEN),
+        Some(new_org.clone()),
+        &[],
+    )
+    .await;
+    let data = created.data(201);
+    assert_eq!(data["organization"]["name"], "Acme");
+    assert_eq!(data["organization"]["plan"], "starter");
+    let acme_key = data["liveKey"].as_str().expect("liveKey").to_owned();
+    assert!(acme_key.starts_with("xf_live_"));
+    assert!(data["testKey"].as_str().unwrap().starts_with("xf_test_"));
+    let acme = get(address, "/api/v1/organization", Some(&acme_key)).await;
+    assert_eq!(acme.data(200)["organization"]["name"], "Acme");
+
+    send(
+        address,
+        Method::POST,
+        "/admin/organizations",
+        None,
+        Some(new_org.clone()),
+        &[],
+    )
+    .await
+    .error(401, "admin_token_invalid");
+    send(
+        address,
+        Method::POST,
+        "/admin/organizations",
+        Some("not-the-admin-token"),
+        Some(new_org.clone()),
+        &[],
+    )
+    .await
+    .error(401, "admin_token_invalid");
+    // An API key is not an admin token.
+    send(
+        address,
+        Method::POST,
+        "/admin/organizations",
+        Some(DEMO_LIVE_KEY),
+        Some(new_org),
+        &[],
+    )
+    .await
+    .error(401, "admin_token_invalid");
+
+    get(address, "/api/v1/no-such-endpoint", None)
+        .await
+        .error(404, "not_found");
+    let outside = send(
+        address,
+        Method::GET,
+        "/no-such-page",
+        None,
+        None,
+        &[("x-request-id", "outside-1")],
+    )
+    .await;
+    outside.error(404, "not_found");
+    assert_eq!(outside.header("x-request-id"), "outside-1");
+    get(address, "/", None).await.error(404, "not_found");
+
+    server.shut_down().await;
+    assert!(
+        TcpStream::connect(address).await.is_err(),
+        "the listener is closed after the shutdown"
+    );
+}
+
+#[tokio::test]
+async fn xf_server_without_an_admin_token_serves_no_admin_api() {
+    let app = xf_server::build_app(&config(&["--listen", "127.0.0.1:0"]))
+        .await
+        .expect("app");
+    assert!(app.demo.is_none(), "no demo organization without --demo");
+    let server = start_server(app).await;
+    send(
+        server.address,
+        Method::POST,
+        "/admin/organizations",
+        Some(ADMIN_TOKEN),
+        Some(json!({ "name": "Acme", "plan": "starter" })),
+        &[],
+    )
+    .await
+    .error(404, "not_found");
+    server.shut_down().await;
+}
+
+#[tokio::test]
+async fn xf_server_refuses_unsafe_configurations() {
+    let start = |args: &[&str]| {
+        let config = config(args);
+        async move { xf_server::build_app(&config).await.map(|_| ()) }
+    };
+    assert!(matches!(
+        start(&["--store", "postgres://xf@127.0.0.1:1/xf"]).await,
+        Err(StartError::SecretKeyRequired)
+    ));
+    assert!(matches!(
+        start(&["--secret-key", "too short"]).await,
+        Err(StartError::SecretKeyTooShort)
+    ));
+    assert!(matches!(
+        start(&["--admin-token", " "]).await,
+        Err(StartError::EmptyAdminToken)
+    ));
+    match start(&["--demo", "--demo-live-key", "xf_live_short"]).await {
+        Err(StartError::Demo(error)) => {
+            assert_eq!(error.code(), "validation_error");
+            assert!(error.to_string().contains("XF_DEMO_LIVE_KEY"), "{error}");
+        }
+        other => panic!("expected a demo key error, got {other:?}"),
+    }
+    match start(&["--demo", "--demo-test-key", DEMO_LIVE_KEY]).await {
+        Err(StartError::Demo(error)) => assert_eq!(error.code(), "validation_error"),
+        other => panic!("a live key is no test key, got {other:?}"),
+    }
+
+    let rejected = Config::try_parse_from(["xf-server", "--store", "mysql://xf@db/xf"])
+        .expect_err("only memory and PostgreSQL stores exist");
+    assert!(rejected.to_string().contains("postgres://"), "{rejected}");
+    assert!(Config::try_parse_from(["xf-server", "--store", "postgresql://db/xf"]).is_ok());
+    assert!(Config::try_parse_from(["xf-server", "--log-format", "xml"]).is_err());
+}
+
+#[test]
+fn xf_server_config_debug_hides_secrets() {
+    let config = config(&[
+        "--store",
+        "postgres://xf:db-password@db.internal/xf",
+        "--secret-key",
+        SECRET_KEY,
+        "--admin-token",
+        ADMIN_TOKEN,
+        "--demo-live-key",
+        DEMO_LIVE_KEY,
+    ]);
+    let shown = format!("{config:?}");
+    for secret in ["db-password", SECRET_KEY, ADMIN_TOKEN, DEMO_LIVE_KEY] {
+        assert!(!shown.contains(secret), "{secret} in {shown}");
+    }
+    assert!(shown.contains("db.internal"), "{shown}");
+}
+
+/// A new, empty database on the test server, named so that the PostgreSQL test support's
+/// clean-up drops it if this test dies before dropping it itself.
+async fn empty_database() -> (String, String) {
+    let server = xf_storage_postgres::testing::server_url();
+    let name = format!(
+        "{}{}_xf_server_{}",
+        xf_storage_postgres::testing::DATABASE_PREFIX,
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs(),
+        std::process::id()
+    );
+    let admin = connect_admin(&server).await;
+    admin
+        .execute(format!("CREATE DATABASE \"{name}\"").as_str())
+        .await
+        .expect("create database");
+    admin.close().await;
+    let mut url = url::Url::parse(&server).expect("DATABASE_URL is a URL");
+    url.set_path(&format!("/{name}"));
+    (url.to_string(), name)
+}
+
+/// A pool on the server's database, or on `postgres` when that one does not exist.
+async fn connect_admin(server: &str) -> sqlx::PgPool {
+    let options = sqlx::postgres::PgConnectOptions::from_str(server)
+        .unwrap_or_else(|error| panic!("{server:?} is not a PostgreSQL URL: {error}"));
+    match sqlx::PgPool::connect_with(options.clone()).await {
+        Ok(pool) => pool,
+        Err(_) => sqlx::PgPool::connect_with(options.database("postgres"))
+            .await
+            .unwrap_or_else(|error| panic!("no PostgreSQL server at {server}: {error}")),
+    }
+}
+
+async fn drop_database(name: &str) {
+    let admin = connect_admin(&xf_storage_postgres::testing::server_url()).await;
+    admin
+        .execute(format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)").as_str())
+        .await
+        .expect("drop database");
+    admin.close().await;
+}
+
+#[tokio::test]
+async fn xf_server_on_postgres_migrates_and_reuses_the_demo_organization() {
+    let (url, name) = empty_database().await;
+    let args = [
+        "--listen",
+        "127.0.0.1:0",
+        "--store",
+        url.as_str(),
+        "--secret-key",
+        SECRET_KEY,
+        "--demo",
+        "--demo-live-key",
+        DEMO_LIVE_KEY,
+        "--demo-test-key",
+        DEMO_TEST_KEY,
+    ];
+
+    let first = xf_server::build_app(&config(&args))
+        .await
+        .expect("first start");
+    let first_demo = first.demo.clone().expect("demo");
+    let server = start_server(first).await;
+    let created = send(
+        server.address,
+        Method::POST,
+        "/api/v1/properties",
+        Some(DEMO_LIVE_KEY),
+        Some(json!({ "url": "https://example.org" })),
+        &[],
+    )
+    .await;
+    let property_id = created.data(201)["property"]["id"].clone();
+    server.shut_down().await;
+
+    // A restart over the same database: migrations are skipped, the demo organization, its
+    // fixed keys and its data are still there.
+    let second = xf_server::build_app(&config(&args)).await.expect("restart");
+    let second_demo = second.demo.clone().expect("demo");
+    assert_eq!(second_demo.organization.id, first_demo.organization.id);
+    let server = start_server(second).await;
+    let listed = get(server.address, "/api/v1/properties", Some(DEMO_LIVE_KEY)).await;
+    let data = listed.data(200);
+    assert_eq!(data["properties"].as_array().map(Vec::len), Some(1));
+    assert_eq!(data["properties"][0]["id"], property_id);
+    server.shut_down().await;
+
+    drop_database(&name).await;
+}
