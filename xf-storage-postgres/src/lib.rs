@@ -78,7 +78,6 @@ mod rows;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -971,116 +970,29 @@ impl Store for PgStore {
     // ---- rate limits and idempotency ----
 
     async fn hit_rate_limits(&self, buckets: &[RateBucket]) -> StoreResult<RateOutcome> {
-        type Key = (String, DateTime<Utc>);
-        let key = |bucket: &RateBucket| (bucket.name.clone(), at(bucket.window_start));
-        // Distinct and sorted: the order in which the counter rows are locked, the same in
-        // every transaction, so two requests sharing counters can never deadlock.
-        let consumed: BTreeSet<Key> = buckets.iter().filter(|b| b.consume).map(key).collect();
-        let peeked: BTreeSet<Key> = buckets.iter().filter(|b| !b.consume).map(key).collect();
-        let (peek_names, peek_windows): (Vec<String>, Vec<DateTime<Utc>>) =
-            peeked.into_iter().unzip();
-
-        if consumed.is_empty() {
-            let rows = sqlx::query(
-                "SELECT r.name, r.window_start, r.count FROM rate_limit_counters r \
-                 WHERE (r.name, r.window_start) IN \
-                 (SELECT * FROM UNNEST($1::text[], $2::timestamptz[]))",
-            )
-            .bind(&peek_names)
-            .bind(&peek_windows)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(store_error)?;
-            let mut peeked_counts: HashMap<Key, u64> = HashMap::new();
-            for row in &rows {
-                peeked_counts.insert(
-                    (row.col("name")?, row.col("window_start")?),
-                    row.count("count")?,
-                );
-            }
-            let counts = buckets
-                .iter()
-                .map(|b| peeked_counts.get(&key(b)).copied().unwrap_or(0))
-                .collect();
-            return Ok(RateOutcome {
-                counts,
-                exceeded: Vec::new(),
-            });
-        }
-
-        let (names, windows): (Vec<String>, Vec<DateTime<Utc>>) = consumed.into_iter().unzip();
-        // Counters are bookkeeping in an unlogged table: no durable commit per request.
-        let mut tx = self
-            .pool
-            .begin_with("BEGIN; SET LOCAL synchronous_commit = off")
-            .await
-            .map_err(store_error)?;
-        // Optimistically counts the request in every consumed window; the upsert locks each
-        // counter row (in the sorted order) and returns its new value. If any was already at
-        // its limit, the transaction rolls back and nothing was counted. Peeked counters are
-        // read from the statement's snapshot, without locks.
-        let rows = sqlx::query(
-            "WITH hit AS ( \
-                 INSERT INTO rate_limit_counters AS c (name, window_start, count) \
-                 SELECT k.name, k.window_start, 1 \
-                 FROM UNNEST($1::text[], $2::timestamptz[]) AS k(name, window_start) \
-                 ORDER BY k.name COLLATE \"C\", k.window_start \
-                 ON CONFLICT (name, window_start) DO UPDATE SET count = c.count + 1 \
-                 RETURNING c.name, c.window_start, c.count \
-             ) \
-             SELECT true AS consumed, name, window_start, count FROM hit \
-             UNION ALL \
-             SELECT false, r.name, r.window_start, r.count FROM rate_limit_counters r \
-             WHERE (r.name, r.window_start) IN \
-             (SELECT * FROM UNNEST($3::text[], $4::timestamptz[]))",
+        // One call of the function of migration 0002: see its comment for how it stays exact
+        // and all-or-nothing across instances.
+        let names: Vec<&str> = buckets.iter().map(|b| b.name.as_str()).collect();
+        let windows: Vec<DateTime<Utc>> = buckets.iter().map(|b| at(b.window_start)).collect();
+        let limits: Vec<i64> = buckets.iter().map(|b| big(b.limit)).collect();
+        let consume: Vec<bool> = buckets.iter().map(|b| b.consume).collect();
+        let row = sqlx::query(
+            "SELECT counts, exceeded FROM xf_hit_rate_limits($1::text[], $2::timestamptz[], \
+             $3::bigint[], $4::boolean[])",
         )
         .bind(&names)
         .bind(&windows)
-        .bind(&peek_names)
-        .bind(&peek_windows)
-        .fetch_all(&mut *tx)
+        .bind(&limits)
+        .bind(&consume)
+        .fetch_one(&self.pool)
         .await
         .map_err(store_error)?;
-
-        let mut after_hit: HashMap<Key, u64> = HashMap::new();
-        let mut peeked_counts: HashMap<Key, u64> = HashMap::new();
-        for row in &rows {
-            let entry = (row.col("name")?, row.col("window_start")?);
-            let count = row.count("count")?;
-            if row.col::<bool>("consumed")? {
-                after_hit.insert(entry, count);
-            } else {
-                peeked_counts.insert(entry, count);
-            }
-        }
-        let mut counts = Vec::with_capacity(buckets.len());
-        let mut exceeded = Vec::new();
-        for (index, bucket) in buckets.iter().enumerate() {
-            if bucket.consume {
-                let after = after_hit.get(&key(bucket)).copied().ok_or_else(|| {
-                    StoreError::Internal(format!("rate counter {} not returned", bucket.name))
-                })?;
-                let before = after.saturating_sub(1);
-                if before >= bucket.limit {
-                    exceeded.push(index);
-                }
-                counts.push(after);
-            } else {
-                counts.push(peeked_counts.get(&key(bucket)).copied().unwrap_or(0));
-            }
-        }
-        if exceeded.is_empty() {
-            tx.commit().await.map_err(store_error)?;
-        } else {
-            tx.rollback().await.map_err(store_error)?;
-            // Nothing was counted: report the counts as they were.
-            for (count, bucket) in counts.iter_mut().zip(buckets) {
-                if bucket.consume {
-                    *count = count.saturating_sub(1);
-                }
-            }
-        }
-        Ok(RateOutcome { counts, exceeded })
+        let counts: Vec<i64> = row.col("counts")?;
+        let exceeded: Vec<i32> = row.col("exceeded")?;
+        Ok(RateOutcome {
+            counts: counts.into_iter().map(|c| c.max(0) as u64).collect(),
+            exceeded: exceeded.into_iter().map(|i| i.max(0) as usize).collect(),
+        })
     }
 
     async fn claim_idempotency_key(
