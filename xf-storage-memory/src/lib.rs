@@ -35,15 +35,15 @@ struct State {
     organizations: BTreeMap<String, Organization>,
     api_keys: BTreeMap<String, ApiKey>,
     key_ids_by_hash: HashMap<String, String>,
-    properties: BTreeMap<String, Property>,
-    properties_by_org: BTreeSet<IndexKey>,
+    /// Indexed by organization.
+    properties: Indexed<Property>,
     property_urls: HashMap<(String, String), String>,
-    jobs: BTreeMap<String, Job>,
-    jobs_by_org: BTreeSet<IndexKey>,
-    issues: BTreeMap<String, Issue>,
-    issues_by_property: BTreeSet<IndexKey>,
-    reports: BTreeMap<String, Report>,
-    reports_by_org: BTreeSet<IndexKey>,
+    /// Indexed by organization.
+    jobs: Indexed<Job>,
+    /// Indexed by property.
+    issues: Indexed<Issue>,
+    /// Indexed by organization; keyed by token.
+    reports: Indexed<Report>,
     usage: BTreeMap<(String, String), UsageCounters>,
     rate_counters: HashMap<(String, Timestamp), u64>,
     idempotency: HashMap<String, IdempotencyRecord>,
@@ -72,38 +72,91 @@ impl MemoryStore {
     // A panic while holding the lock cannot leave a half-applied operation behind (each
     // operation validates before it mutates), so a poisoned lock is safe to keep using.
     fn read(&self) -> RwLockReadGuard<'_, State> {
-        self.state.read().unwrap_or_else(|poison| poison.into_inner())
+        self.state
+            .read()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 
     fn write(&self) -> RwLockWriteGuard<'_, State> {
-        self.state.write().unwrap_or_else(|poison| poison.into_inner())
+        self.state
+            .write()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 }
 
-/// Walks `index` newest first for `owner`, starting after `page.after`, and collects up to
-/// `page.limit` items that `pick` accepts.
-fn page_of<T: Clone>(
-    index: &BTreeSet<IndexKey>,
-    owner: &str,
-    page: &PageRequest,
-    mut pick: impl FnMut(&str) -> Option<T>,
-) -> Vec<T> {
-    let low = (owner.to_owned(), Timestamp::MIN, String::new());
-    let high = match &page.after {
-        Some(After { created_at, id }) => (owner.to_owned(), *created_at, id.clone()),
-        None => (owner.to_owned(), Timestamp::MAX, String::new()),
-    };
-    index
-        .range(low..high)
-        .rev()
-        .filter_map(|(_, _, id)| pick(id))
-        .take(page.limit)
-        .collect()
+/// Records by id, with a newest-first index per owner (an organization or a property).
+#[derive(Debug)]
+struct Indexed<T> {
+    rows: BTreeMap<String, T>,
+    by_owner: BTreeSet<IndexKey>,
+}
+
+impl<T> Default for Indexed<T> {
+    fn default() -> Self {
+        Self {
+            rows: BTreeMap::new(),
+            by_owner: BTreeSet::new(),
+        }
+    }
+}
+
+impl<T: Clone> Indexed<T> {
+    /// Adds a record; `false` (and nothing stored) when the id is taken.
+    fn insert(&mut self, owner: &str, created_at: Timestamp, id: &str, row: &T) -> bool {
+        if self.rows.contains_key(id) {
+            return false;
+        }
+        self.by_owner
+            .insert((owner.to_owned(), created_at, id.to_owned()));
+        self.rows.insert(id.to_owned(), row.clone());
+        true
+    }
+
+    fn get(&self, id: &str) -> Option<T> {
+        self.rows.get(id).cloned()
+    }
+
+    /// Applies `change` to the record and returns the result.
+    fn update(&mut self, id: &str, change: impl FnOnce(&mut T)) -> Option<T> {
+        self.rows.get_mut(id).map(|row| {
+            change(row);
+            row.clone()
+        })
+    }
+
+    fn get_mut(&mut self, id: &str) -> Option<&mut T> {
+        self.rows.get_mut(id)
+    }
+
+    fn values(&self) -> impl Iterator<Item = &T> {
+        self.rows.values()
+    }
+
+    /// The owner's records newest first, starting after `page.after`, that `keep` accepts;
+    /// at most `page.limit`.
+    fn page(&self, owner: &str, page: &PageRequest, keep: impl Fn(&T) -> bool) -> Vec<T> {
+        let low = (owner.to_owned(), Timestamp::MIN, String::new());
+        let high = match &page.after {
+            Some(After { created_at, id }) => (owner.to_owned(), *created_at, id.clone()),
+            None => (owner.to_owned(), Timestamp::MAX, String::new()),
+        };
+        self.by_owner
+            .range(low..high)
+            .rev()
+            .filter_map(|(_, _, id)| self.rows.get(id))
+            .filter(|row| keep(row))
+            .take(page.limit)
+            .cloned()
+            .collect()
+    }
 }
 
 fn job_matches(job: &Job, filter: &JobFilter) -> bool {
     filter.status.is_none_or(|s| job.status == s)
-        && filter.property_id.as_deref().is_none_or(|p| job.property_id == p)
+        && filter
+            .property_id
+            .as_deref()
+            .is_none_or(|p| job.property_id == p)
         && filter.job_type.as_deref().is_none_or(|t| job.job_type == t)
 }
 
@@ -159,7 +212,8 @@ impl Store for MemoryStore {
 
     async fn insert_api_key(&self, key: &ApiKey, max_active: u64) -> StoreResult<()> {
         let mut state = self.write();
-        if state.key_ids_by_hash.contains_key(&key.key_hash) || state.api_keys.contains_key(&key.id) {
+        if state.key_ids_by_hash.contains_key(&key.key_hash) || state.api_keys.contains_key(&key.id)
+        {
             return Err(StoreError::Duplicate("api key"));
         }
         let active = state
@@ -215,21 +269,16 @@ impl Store for MemoryStore {
         if state.property_urls.contains_key(&url_key) {
             return Err(StoreError::Duplicate("property url"));
         }
-        if state.properties.contains_key(&property.id) {
+        let (owner, at, id) = (&property.organization_id, property.created_at, &property.id);
+        if !state.properties.insert(owner, at, id, property) {
             return Err(StoreError::Duplicate("property id"));
         }
         state.property_urls.insert(url_key, property.id.clone());
-        state.properties_by_org.insert((
-            property.organization_id.clone(),
-            property.created_at,
-            property.id.clone(),
-        ));
-        state.properties.insert(property.id.clone(), property.clone());
         Ok(())
     }
 
     async fn get_property(&self, id: &str) -> StoreResult<Option<Property>> {
-        Ok(self.read().properties.get(id).cloned())
+        Ok(self.read().properties.get(id))
     }
 
     async fn find_property_by_url(
@@ -241,8 +290,7 @@ impl Store for MemoryStore {
         Ok(state
             .property_urls
             .get(&(organization_id.to_owned(), url.to_owned()))
-            .and_then(|id| state.properties.get(id))
-            .cloned())
+            .and_then(|id| state.properties.get(id)))
     }
 
     async fn list_properties(
@@ -251,9 +299,7 @@ impl Store for MemoryStore {
         page: &PageRequest,
     ) -> StoreResult<Vec<Property>> {
         let state = self.read();
-        Ok(page_of(&state.properties_by_org, organization_id, page, |id| {
-            state.properties.get(id).cloned()
-        }))
+        Ok(state.properties.page(organization_id, page, |_| true))
     }
 
     async fn count_properties(&self, organization_id: &str) -> StoreResult<u64> {
@@ -266,10 +312,7 @@ impl Store for MemoryStore {
     }
 
     async fn set_property_verified(&self, id: &str) -> StoreResult<Option<Property>> {
-        Ok(self.write().properties.get_mut(id).map(|p| {
-            p.verified = true;
-            p.clone()
-        }))
+        Ok(self.write().properties.update(id, |p| p.verified = true))
     }
 
     async fn set_property_gsc_site(
@@ -277,15 +320,20 @@ impl Store for MemoryStore {
         id: &str,
         site_url: Option<&str>,
     ) -> StoreResult<Option<Property>> {
-        Ok(self.write().properties.get_mut(id).map(|p| {
-            p.gsc_site_url = site_url.map(str::to_owned);
-            p.clone()
-        }))
+        Ok(self
+            .write()
+            .properties
+            .update(id, |p| p.gsc_site_url = site_url.map(str::to_owned)))
     }
 
-    async fn insert_job_counted(&self, job: &Job, month: &str, scans_limit: u64) -> StoreResult<()> {
+    async fn insert_job_counted(
+        &self,
+        job: &Job,
+        month: &str,
+        scans_limit: u64,
+    ) -> StoreResult<()> {
         let mut state = self.write();
-        if state.jobs.contains_key(&job.id) {
+        if state.jobs.get(&job.id).is_some() {
             return Err(StoreError::Duplicate("job id"));
         }
         let usage_key = (job.organization_id.clone(), month.to_owned());
@@ -295,14 +343,13 @@ impl Store for MemoryStore {
         }
         state.usage.entry(usage_key).or_default().scans = used + 1;
         state
-            .jobs_by_org
-            .insert((job.organization_id.clone(), job.created_at, job.id.clone()));
-        state.jobs.insert(job.id.clone(), job.clone());
+            .jobs
+            .insert(&job.organization_id, job.created_at, &job.id, job);
         Ok(())
     }
 
     async fn get_job(&self, id: &str) -> StoreResult<Option<Job>> {
-        Ok(self.read().jobs.get(id).cloned())
+        Ok(self.read().jobs.get(id))
     }
 
     async fn list_jobs(
@@ -312,9 +359,9 @@ impl Store for MemoryStore {
         page: &PageRequest,
     ) -> StoreResult<Vec<Job>> {
         let state = self.read();
-        Ok(page_of(&state.jobs_by_org, organization_id, page, |id| {
-            state.jobs.get(id).filter(|j| job_matches(j, filter)).cloned()
-        }))
+        Ok(state
+            .jobs
+            .page(organization_id, page, |j| job_matches(j, filter)))
     }
 
     async fn count_active_jobs(&self, organization_id: &str) -> StoreResult<u64> {
@@ -423,27 +470,23 @@ impl Store for MemoryStore {
 
     async fn insert_issue(&self, issue: &Issue) -> StoreResult<()> {
         let mut state = self.write();
-        if state.issues.contains_key(&issue.id) {
+        if !state
+            .issues
+            .insert(&issue.property_id, issue.created_at, &issue.id, issue)
+        {
             return Err(StoreError::Duplicate("issue id"));
         }
-        state.issues_by_property.insert((
-            issue.property_id.clone(),
-            issue.created_at,
-            issue.id.clone(),
-        ));
-        state.issues.insert(issue.id.clone(), issue.clone());
         Ok(())
     }
 
     async fn get_issue(&self, id: &str) -> StoreResult<Option<Issue>> {
-        Ok(self.read().issues.get(id).cloned())
+        Ok(self.read().issues.get(id))
     }
 
     async fn set_issue_fixed(&self, id: &str, now: Timestamp) -> StoreResult<Option<Issue>> {
-        Ok(self.write().issues.get_mut(id).map(|issue| {
+        Ok(self.write().issues.update(id, |issue| {
             issue.status = IssueStatus::Fixed;
             issue.fixed_at.get_or_insert(now);
-            issue.clone()
         }))
     }
 
@@ -454,22 +497,20 @@ impl Store for MemoryStore {
         page: &PageRequest,
     ) -> StoreResult<Vec<Issue>> {
         let state = self.read();
-        Ok(page_of(&state.issues_by_property, property_id, page, |id| {
-            state
-                .issues
-                .get(id)
-                .filter(|i| {
-                    filter.scan_kind.is_none_or(|k| i.scan_kind == k)
-                        && filter.status.is_none_or(|s| i.status == s)
-                })
-                .cloned()
+        Ok(state.issues.page(property_id, page, |i| {
+            filter.scan_kind.is_none_or(|k| i.scan_kind == k)
+                && filter.status.is_none_or(|s| i.status == s)
         }))
     }
 
     async fn issue_summary(&self, property_id: &str) -> StoreResult<IssueSummary> {
         let state = self.read();
         let mut summary = IssueSummary::default();
-        for issue in state.issues.values().filter(|i| i.property_id == property_id) {
+        for issue in state
+            .issues
+            .values()
+            .filter(|i| i.property_id == property_id)
+        {
             match issue.status {
                 IssueStatus::Open => summary.open += 1,
                 IssueStatus::Resolved => summary.resolved += 1,
@@ -482,20 +523,15 @@ impl Store for MemoryStore {
 
     async fn insert_report(&self, report: &Report) -> StoreResult<()> {
         let mut state = self.write();
-        if state.reports.contains_key(&report.token) {
+        let (owner, at, token) = (&report.organization_id, report.created_at, &report.token);
+        if !state.reports.insert(owner, at, token, report) {
             return Err(StoreError::Duplicate("report token"));
         }
-        state.reports_by_org.insert((
-            report.organization_id.clone(),
-            report.created_at,
-            report.token.clone(),
-        ));
-        state.reports.insert(report.token.clone(), report.clone());
         Ok(())
     }
 
     async fn get_report(&self, token: &str) -> StoreResult<Option<Report>> {
-        Ok(self.read().reports.get(token).cloned())
+        Ok(self.read().reports.get(token))
     }
 
     async fn list_live_reports(
@@ -505,16 +541,13 @@ impl Store for MemoryStore {
         page: &PageRequest,
     ) -> StoreResult<Vec<Report>> {
         let state = self.read();
-        Ok(page_of(&state.reports_by_org, organization_id, page, |token| {
-            state.reports.get(token).filter(|r| r.expires_at > now).cloned()
-        }))
+        Ok(state
+            .reports
+            .page(organization_id, page, |r| r.expires_at > now))
     }
 
     async fn increment_report_views(&self, token: &str) -> StoreResult<Option<Report>> {
-        Ok(self.write().reports.get_mut(token).map(|r| {
-            r.view_count += 1;
-            r.clone()
-        }))
+        Ok(self.write().reports.update(token, |r| r.view_count += 1))
     }
 
     async fn get_usage(&self, organization_id: &str, month: &str) -> StoreResult<UsageCounters> {
