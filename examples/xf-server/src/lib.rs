@@ -157,14 +157,17 @@ impl fmt::Debug for StoreConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Memory => f.write_str("memory"),
-            Self::Postgres(url) => {
-                let mut shown = url::Url::parse(url).map_err(|_| fmt::Error)?;
-                if shown.password().is_some() {
-                    // Cannot fail: a URL with a password has a host.
-                    let _ = shown.set_password(Some("***"));
+            Self::Postgres(url) => match url::Url::parse(url) {
+                Ok(mut shown) => {
+                    if shown.password().is_some() {
+                        // Cannot fail: a URL with a password has a host.
+                        let _ = shown.set_password(Some("***"));
+                    }
+                    write!(f, "{shown}")
                 }
-                write!(f, "{shown}")
-            }
+                // Not from `parse` (which validates); show nothing that could be a secret.
+                Err(_) => f.write_str("postgres://<malformed URL>"),
+            },
         }
     }
 }
