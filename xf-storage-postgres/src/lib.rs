@@ -59,8 +59,9 @@
 //!
 //! Every API request increments a rate-limit counter. If each increment cost a WAL flush (a
 //! durable commit), the database's disk would cap the API's throughput. So
-//! `rate_limit_counters` is an `UNLOGGED` table (no WAL at all) and the transactions that
-//! count run with `SET LOCAL synchronous_commit = off`. The price: PostgreSQL empties an
+//! `rate_limit_counters` is an `UNLOGGED` table (no WAL at all), and counting is one call of
+//! the function `xf_hit_rate_limits` (migration 0002), whose transaction runs with
+//! `synchronous_commit = off`: one round trip per request, no flush. The price: PostgreSQL empties an
 //! unlogged table after a crash (not after a clean shutdown), which at worst hands callers a
 //! fresh window once; likewise a standby promoted after a failover starts with empty counters,
 //! since unlogged tables are not replicated. Domain writes (organizations, keys, properties,
@@ -71,7 +72,8 @@
 //! With the feature `testing`, `testing::fresh_database()` creates a new database on a
 //! PostgreSQL server (`DATABASE_URL`, or `postgres://postgres@127.0.0.1:5432/test`), migrates
 //! it and returns a store on it; it panics when no server answers. This crate's own tests
-//! need it: `cargo test -p xf-storage-postgres --features testing`.
+//! use it (the crate's dev-dependency on itself turns the feature on):
+//! `cargo test -p xf-storage-postgres`.
 
 mod error;
 mod rows;
