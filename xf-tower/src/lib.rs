@@ -108,6 +108,13 @@ impl XfService {
     }
 }
 
+/// A service that answers every request with the API's `404 not_found` envelope (request id
+/// included), for a host's paths outside the mounted services:
+/// `Router::new().nest_service("/api/v1", api).fallback_service(xf_tower::not_found_service())`.
+pub fn not_found_service() -> Router {
+    with_common_layers(Router::new().fallback(middleware::not_found))
+}
+
 /// The layers every service shares, innermost first: a panic becomes a `500` envelope (and
 /// a log line with the request id) instead of a dropped connection; axum's bare 405 gets the
 /// envelope; request ids wrap everything.

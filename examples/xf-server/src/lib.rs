@@ -30,11 +30,9 @@ use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::response::{IntoResponse, Response};
 use axum::Router;
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Parser, ValueEnum};
-use http::{HeaderMap, HeaderValue, StatusCode};
 use tokio::net::TcpListener;
 use tracing_subscriber::filter::{EnvFilter, LevelFilter};
 use xf_core::store::Store;
@@ -309,7 +307,9 @@ pub async fn build_app(config: &Config) -> Result<App, StartError> {
     if let Some(token) = &config.admin_token {
         router = router.nest_service(ADMIN_PREFIX, AdminService::new(xf.clone(), token.clone()));
     }
-    let router = router.fallback(not_found);
+    // Paths outside the mounted services get the API's own 404 envelope, so a client with a
+    // wrong base URL reads a JSON error like any other.
+    let router = router.fallback_service(xf_tower::not_found_service());
     Ok(App { router, xf, demo })
 }
 
@@ -394,32 +394,4 @@ async fn shutdown_signal() {
         () = interrupt => tracing::info!("SIGINT received: finishing the requests in flight"),
         () = terminate => tracing::info!("SIGTERM received: finishing the requests in flight"),
     }
-}
-
-/// Paths outside the mounted services get the API's own 404 envelope, so a client with a
-/// wrong base URL reads a JSON error like any other. The request id follows the API's rule:
-/// a sent `X-Request-Id` of 1 to 128 visible ASCII characters is echoed, else one is made.
-async fn not_found(headers: HeaderMap) -> Response {
-    let request_id = headers
-        .get("x-request-id")
-        .filter(|value| {
-            let bytes = value.as_bytes();
-            (1..=128).contains(&bytes.len()) && bytes.iter().all(|b| (0x21..=0x7e).contains(b))
-        })
-        .cloned()
-        .unwrap_or_else(|| {
-            HeaderValue::from_str(&xf_core::ids::new_id("req"))
-                .expect("generated ids are visible ASCII")
-        });
-    let error = xf_core::Error::NotFound("route");
-    let body = serde_json::json!({
-        "error": { "code": error.code(), "message": error.to_string() },
-        "meta": { "requestId": request_id.to_str().unwrap_or_default() },
-    });
-    (
-        StatusCode::NOT_FOUND,
-        [("x-request-id", request_id)],
-        axum::Json(body),
-    )
-        .into_response()
 }
