@@ -44,7 +44,7 @@ pub enum Error {
     #[error("this path does not accept the method; the Allow header lists the ones it does")]
     MethodNotAllowed,
     /// 400 `job_not_cancellable`: the job already finished.
-    #[error("job is {status} and can no longer be cancelled")]
+    #[error("the job is already {status}; only pending or processing jobs can be cancelled")]
     JobNotCancellable {
         /// The job's current status.
         status: &'static str,

@@ -80,13 +80,14 @@ impl XfService {
             .merge(authenticated)
             .split_for_parts();
         let openapi = Arc::new(openapi::finish(doc));
-        let served = Arc::clone(&openapi);
+        // Serialized once: the document never changes while the service lives.
+        let served = Bytes::from(openapi.to_string());
         let router = router
             .route(
                 "/openapi.json",
                 get(move || {
-                    let doc = Arc::clone(&served);
-                    async move { axum::Json(doc.as_ref().clone()) }
+                    let body = served.clone();
+                    async move { ([(http::header::CONTENT_TYPE, "application/json")], body) }
                 }),
             )
             .fallback(middleware::not_found)
