@@ -203,6 +203,10 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// The property with this id (any organization: the caller checks ownership).
     async fn get_property(&self, id: &str) -> StoreResult<Option<Property>>;
 
+    /// The properties with these ids that exist (any organization), in no particular order.
+    /// One call for the properties of a whole page of reports.
+    async fn get_properties(&self, ids: &[String]) -> StoreResult<Vec<Property>>;
+
     /// The organization's property with exactly this normalised URL.
     async fn find_property_by_url(
         &self,
@@ -252,9 +256,10 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// How many of the organization's jobs are pending or processing.
     async fn count_active_jobs(&self, organization_id: &str) -> StoreResult<u64>;
 
-    /// The property's most recently created job, in any state (equal creation times: the
-    /// greatest id, as first in a newest-first list).
-    async fn latest_job_for_property(&self, property_id: &str) -> StoreResult<Option<Job>>;
+    /// For each of these properties that has jobs, its most recently created job in any
+    /// state (on equal creation times, the greatest id: the job that heads a newest-first
+    /// list); in no particular order. One call for a whole page of properties.
+    async fn latest_jobs_for_properties(&self, property_ids: &[String]) -> StoreResult<Vec<Job>>;
 
     /// Cancels the job if it is pending or processing, keeping its progress and setting
     /// `completedAt` to `now`. Atomic: a job cannot be both cancelled and finished.

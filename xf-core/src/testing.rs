@@ -968,6 +968,30 @@ pub async fn property_concurrent_duplicate_url_single_winner(store: Arc<dyn Stor
     assert_eq!(store.count_properties(&org.id).await.unwrap(), 1);
 }
 
+/// `get_properties` returns each existing property asked for once, whatever its
+/// organization; unknown ids give nothing.
+pub async fn property_get_many(store: Arc<dyn Store>) {
+    let org = seed_organization(&*store, "Many").await;
+    let elsewhere = seed_organization(&*store, "Elsewhere").await;
+    let a = seed_property(&*store, &org, minutes(0)).await;
+    let b = seed_property(&*store, &org, minutes(1)).await;
+    let c = seed_property(&*store, &elsewhere, minutes(2)).await;
+    seed_property(&*store, &org, minutes(3)).await;
+    let ids = vec![
+        c.id.clone(),
+        a.id.clone(),
+        "prop_unknown".to_owned(),
+        a.id.clone(),
+        b.id.clone(),
+    ];
+    let mut found = store.get_properties(&ids).await.unwrap();
+    found.sort_by(|x, y| x.id.cmp(&y.id));
+    let mut expected = vec![a, b, c];
+    expected.sort_by(|x, y| x.id.cmp(&y.id));
+    assert_eq!(found, expected);
+    assert_eq!(store.get_properties(&[]).await.unwrap(), vec![]);
+}
+
 /// `find_property_by_url` matches the exact URL within the given organization only.
 pub async fn property_find_by_url(store: Arc<dyn Store>) {
     let org = seed_organization(&*store, "Finder").await;
@@ -1609,27 +1633,45 @@ pub async fn job_count_active(store: Arc<dyn Store>) {
     assert_eq!(store.count_active_jobs(&org.id).await.unwrap(), 2);
 }
 
-/// `latest_job_for_property` is the property's most recently created job in any state (equal
-/// creation times: the greatest id), or `None` when it has none.
-pub async fn job_latest_for_property(store: Arc<dyn Store>) {
+/// `latest_jobs_for_properties` gives, for each asked property that has jobs, its most
+/// recently created job in any state (equal times: the greatest id); properties without jobs,
+/// and properties not asked for, give nothing.
+pub async fn job_latest_for_properties(store: Arc<dyn Store>) {
     let org = seed_organization(&*store, "Latest").await;
     let site = seed_property(&*store, &org, minutes(0)).await;
     let quiet = seed_property(&*store, &org, minutes(0)).await;
     let busy = seed_property(&*store, &org, minutes(0)).await;
+    let other = seed_property(&*store, &org, minutes(0)).await;
     let s = &*store;
-    assert_eq!(store.latest_job_for_property(&site.id).await.unwrap(), None);
+    let latest = |ids: Vec<String>| {
+        let store = Arc::clone(&store);
+        async move {
+            let mut jobs = store.latest_jobs_for_properties(&ids).await.unwrap();
+            jobs.sort_by(|a, b| a.id.cmp(&b.id));
+            jobs
+        }
+    };
+    assert_eq!(latest(vec![site.id.clone()]).await, vec![]);
+    assert_eq!(latest(vec![]).await, vec![]);
 
     let newest = seed_job(s, &org, &site, minutes(30), JobStatus::Cancelled).await;
     seed_job(s, &org, &site, minutes(10), JobStatus::Completed).await;
     seed_job(s, &org, &site, minutes(20), JobStatus::Pending).await;
-    seed_job(s, &org, &busy, minutes(40), JobStatus::Pending).await;
+    let busy_job = seed_job(s, &org, &busy, minutes(40), JobStatus::Pending).await;
+    seed_job(s, &org, &other, minutes(45), JobStatus::Pending).await;
+    assert_eq!(latest(vec![site.id.clone()]).await, vec![newest.clone()]);
+    assert_eq!(latest(vec![quiet.id.clone()]).await, vec![]);
+    let mut expected = vec![newest, busy_job];
+    expected.sort_by(|a, b| a.id.cmp(&b.id));
     assert_eq!(
-        store.latest_job_for_property(&site.id).await.unwrap(),
-        Some(newest)
-    );
-    assert_eq!(
-        store.latest_job_for_property(&quiet.id).await.unwrap(),
-        None
+        latest(vec![
+            site.id.clone(),
+            quiet.id.clone(),
+            busy.id.clone(),
+            "prop_unknown".into()
+        ])
+        .await,
+        expected
     );
 
     let tie_small = job(&org, &quiet, minutes(50));
@@ -1641,10 +1683,7 @@ pub async fn job_latest_for_property(store: Arc<dyn Store>) {
             .await
             .unwrap();
     }
-    assert_eq!(
-        store.latest_job_for_property(&quiet.id).await.unwrap(),
-        Some(tie_large)
-    );
+    assert_eq!(latest(vec![quiet.id.clone()]).await, vec![tie_large]);
 }
 
 /// `cancel_job` cancels pending and processing jobs (keeping progress and `startedAt`,
@@ -3373,6 +3412,7 @@ macro_rules! store_conformance {
             property_insert_and_get,
             property_duplicate_url_rejected_per_organization,
             property_concurrent_duplicate_url_single_winner,
+            property_get_many,
             property_find_by_url,
             property_list_newest_first,
             property_list_pages_with_keyset,
@@ -3385,7 +3425,7 @@ macro_rules! store_conformance {
             job_get_and_list_with_filters,
             job_list_pages_with_keyset,
             job_count_active,
-            job_latest_for_property,
+            job_latest_for_properties,
             job_cancel,
             job_cancel_concurrent_single_winner,
             job_cancel_races_finish,

@@ -11,7 +11,7 @@
 //! # let _ = xf;
 //! ```
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use async_trait::async_trait;
@@ -281,6 +281,15 @@ impl Store for MemoryStore {
         Ok(self.read().properties.get(id))
     }
 
+    async fn get_properties(&self, ids: &[String]) -> StoreResult<Vec<Property>> {
+        let unique: BTreeSet<&String> = ids.iter().collect();
+        let state = self.read();
+        Ok(unique
+            .into_iter()
+            .filter_map(|id| state.properties.get(id))
+            .collect())
+    }
+
     async fn find_property_by_url(
         &self,
         organization_id: &str,
@@ -373,14 +382,21 @@ impl Store for MemoryStore {
             .count() as u64)
     }
 
-    async fn latest_job_for_property(&self, property_id: &str) -> StoreResult<Option<Job>> {
-        Ok(self
-            .read()
+    async fn latest_jobs_for_properties(&self, property_ids: &[String]) -> StoreResult<Vec<Job>> {
+        let wanted: HashSet<&str> = property_ids.iter().map(String::as_str).collect();
+        let state = self.read();
+        let mut latest: HashMap<&str, &Job> = HashMap::new();
+        for job in state
             .jobs
             .values()
-            .filter(|j| j.property_id == property_id)
-            .max_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)))
-            .cloned())
+            .filter(|j| wanted.contains(j.property_id.as_str()))
+        {
+            let entry = latest.entry(job.property_id.as_str()).or_insert(job);
+            if (job.created_at, &job.id) > (entry.created_at, &entry.id) {
+                *entry = job;
+            }
+        }
+        Ok(latest.into_values().cloned().collect())
     }
 
     async fn cancel_job(&self, id: &str, now: Timestamp) -> StoreResult<CancelOutcome> {

@@ -468,6 +468,17 @@ impl Store for PgStore {
         one(row, rows::property)
     }
 
+    async fn get_properties(&self, ids: &[String]) -> StoreResult<Vec<Property>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {PROPERTY_COLUMNS} FROM properties WHERE id = ANY($1::text[])"
+        ))
+        .bind(ids)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(store_error)?;
+        all(rows, rows::property)
+    }
+
     async fn find_property_by_url(
         &self,
         organization_id: &str,
@@ -638,16 +649,20 @@ impl Store for PgStore {
         rows::unsigned(count, "job count")
     }
 
-    async fn latest_job_for_property(&self, property_id: &str) -> StoreResult<Option<Job>> {
-        let row = sqlx::query(&format!(
-            "SELECT {JOB_COLUMNS} FROM jobs WHERE property_id = $1 \
-             ORDER BY created_at DESC, id DESC LIMIT 1"
+    async fn latest_jobs_for_properties(&self, property_ids: &[String]) -> StoreResult<Vec<Job>> {
+        // One index probe (jobs_property_page_idx) per property, instead of one query each.
+        let rows = sqlx::query(&format!(
+            "SELECT j.* FROM UNNEST($1::text[]) AS p(id) \
+             CROSS JOIN LATERAL ( \
+                 SELECT {JOB_COLUMNS} FROM jobs WHERE property_id = p.id \
+                 ORDER BY created_at DESC, id DESC LIMIT 1 \
+             ) AS j"
         ))
-        .bind(property_id)
-        .fetch_optional(&self.pool)
+        .bind(property_ids)
+        .fetch_all(&self.pool)
         .await
         .map_err(store_error)?;
-        one(row, rows::job)
+        all(rows, rows::job)
     }
 
     async fn cancel_job(&self, id: &str, now: Timestamp) -> StoreResult<CancelOutcome> {

@@ -1,5 +1,7 @@
 //! Properties and their issues.
 
+use std::collections::HashMap;
+
 use super::{Caller, Fingerprint, Xf};
 use crate::api::{
     Includes, IssueListQuery, IssuePage, LastScan, NewProperty, Page, PageParams, PropertyGsc,
@@ -7,7 +9,7 @@ use crate::api::{
 };
 use crate::error::{Error, Result, StoreError};
 use crate::ids;
-use crate::model::{IssueStatus, Property, ScanKind};
+use crate::model::{IssueStatus, Job, Property, ScanKind};
 use crate::store::{After, IssueFilter};
 
 /// Longest accepted property URL.
@@ -149,12 +151,8 @@ impl Xf {
             created_at: p.created_at,
             id: p.id.clone(),
         });
-        let mut items = Vec::with_capacity(page.items.len());
-        for property in page.items {
-            items.push(self.property_view_with(property, includes).await?);
-        }
         Ok(Page {
-            items,
+            items: self.property_views(page.items, includes).await?,
             next_cursor: page.next_cursor,
         })
     }
@@ -228,31 +226,52 @@ impl Xf {
         property: Property,
         includes: Includes,
     ) -> Result<PropertyView> {
-        let gsc = includes.gsc.then(|| PropertyGsc {
-            linked: property.gsc_site_url.is_some(),
-            site_url: property.gsc_site_url.clone(),
-            last_synced_at: None,
-            clicks_28d: 0,
-            impressions_28d: 0,
-        });
-        let last_scan = if includes.last_scan {
-            let job = self.store().latest_job_for_property(&property.id).await?;
-            Some(job.map(|job| LastScan {
-                job_id: job.id,
-                status: job.status,
-                score: job.result.map(|r| r.score),
-                pages_scanned: job.result.map(|r| r.pages_scanned),
-                issues_count: job.result.map(|r| r.issues_count),
-                completed_at: job.completed_at,
-            }))
-        } else {
-            None
-        };
-        Ok(PropertyView {
-            property,
-            gsc,
-            last_scan,
-        })
+        let mut views = self.property_views(vec![property], includes).await?;
+        views
+            .pop()
+            .ok_or_else(|| Error::Internal("property view went missing".into()))
+    }
+
+    /// The views of a page of properties, with one store call for all their latest scans.
+    async fn property_views(
+        &self,
+        properties: Vec<Property>,
+        includes: Includes,
+    ) -> Result<Vec<PropertyView>> {
+        let mut latest: HashMap<String, Job> = HashMap::new();
+        if includes.last_scan && !properties.is_empty() {
+            let ids: Vec<String> = properties.iter().map(|p| p.id.clone()).collect();
+            for job in self.store().latest_jobs_for_properties(&ids).await? {
+                latest.insert(job.property_id.clone(), job);
+            }
+        }
+        Ok(properties
+            .into_iter()
+            .map(|property| {
+                let gsc = includes.gsc.then(|| PropertyGsc {
+                    linked: property.gsc_site_url.is_some(),
+                    site_url: property.gsc_site_url.clone(),
+                    last_synced_at: None,
+                    clicks_28d: 0,
+                    impressions_28d: 0,
+                });
+                let last_scan = includes.last_scan.then(|| {
+                    latest.remove(&property.id).map(|job| LastScan {
+                        job_id: job.id,
+                        status: job.status,
+                        score: job.result.map(|r| r.score),
+                        pages_scanned: job.result.map(|r| r.pages_scanned),
+                        issues_count: job.result.map(|r| r.issues_count),
+                        completed_at: job.completed_at,
+                    })
+                });
+                PropertyView {
+                    property,
+                    gsc,
+                    last_scan,
+                }
+            })
+            .collect())
     }
 }
 

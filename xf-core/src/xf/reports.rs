@@ -1,9 +1,11 @@
 //! Shared reports.
 
+use std::collections::HashMap;
+
 use super::{Caller, Xf};
 use crate::api::{Page, PageParams, ReportDetail, ReportItem};
 use crate::error::{Error, Result};
-use crate::model::Report;
+use crate::model::{Property, Report};
 use crate::store::After;
 
 impl Xf {
@@ -23,12 +25,8 @@ impl Xf {
             created_at: r.created_at,
             id: r.token.clone(),
         });
-        let mut items = Vec::with_capacity(page.items.len());
-        for report in page.items {
-            items.push(self.report_item(report).await?);
-        }
         Ok(Page {
-            items,
+            items: self.report_items(page.items).await?,
             next_cursor: page.next_cursor,
         })
     }
@@ -45,23 +43,47 @@ impl Xf {
     }
 
     pub(super) async fn report_item(&self, report: Report) -> Result<ReportItem> {
-        let property = self
+        let mut items = self.report_items(vec![report]).await?;
+        items
+            .pop()
+            .ok_or_else(|| Error::Internal("report item went missing".into()))
+    }
+
+    /// The items of a page of reports, with one store call for all their properties.
+    async fn report_items(&self, reports: Vec<Report>) -> Result<Vec<ReportItem>> {
+        if reports.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut ids: Vec<String> = reports.iter().map(|r| r.property_id.clone()).collect();
+        ids.sort();
+        ids.dedup();
+        let properties: HashMap<String, Property> = self
             .store()
-            .get_property(&report.property_id)
+            .get_properties(&ids)
             .await?
-            .ok_or_else(|| Error::Internal(format!("report {} lost its property", report.token)))?;
-        let public_url = format!("{}/r/{}", self.config().public_base_url, report.token);
-        Ok(ReportItem {
-            token: report.token,
-            property_id: report.property_id,
-            property_name: property.name,
-            property_url: property.url,
-            scan_id: report.scan_id,
-            expires_at: report.expires_at,
-            view_count: report.view_count,
-            created_at: report.created_at,
-            public_url,
-        })
+            .into_iter()
+            .map(|p| (p.id.clone(), p))
+            .collect();
+        reports
+            .into_iter()
+            .map(|report| {
+                let property = properties.get(&report.property_id).ok_or_else(|| {
+                    Error::Internal(format!("report {} lost its property", report.token))
+                })?;
+                let public_url = format!("{}/r/{}", self.config().public_base_url, report.token);
+                Ok(ReportItem {
+                    token: report.token,
+                    property_id: report.property_id,
+                    property_name: property.name.clone(),
+                    property_url: property.url.clone(),
+                    scan_id: report.scan_id,
+                    expires_at: report.expires_at,
+                    view_count: report.view_count,
+                    created_at: report.created_at,
+                    public_url,
+                })
+            })
+            .collect()
     }
 
     pub(super) async fn report_detail(&self, report: Report) -> Result<ReportDetail> {
