@@ -5,14 +5,17 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! # fn store() -> Arc<dyn xf_core::store::Store> { unimplemented!() }
-//! # fn main() {}
-//! # fn build() {
-//! let xf = xf_core::Xf::builder(store())
-//!     .secret_key(b"a long random secret from the host's configuration".to_vec())
-//!     .public_base_url("https://app.example.com")
-//!     .build();
-//! # }
+//!
+//! use xf_core::store::Store;
+//! use xf_core::Xf;
+//!
+//! /// The facade over whichever backend the host chose (`MemoryStore`, `PgStore`, ...).
+//! fn facade(store: Arc<dyn Store>, secret: Vec<u8>) -> Xf {
+//!     Xf::builder(store)
+//!         .secret_key(secret)
+//!         .public_base_url("https://app.example.com")
+//!         .build()
+//! }
 //! ```
 
 mod access;
