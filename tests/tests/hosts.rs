@@ -438,9 +438,11 @@ async fn xf_server_serves_the_api_and_the_admin_api() {
 
 #[tokio::test]
 async fn xf_server_without_an_admin_token_serves_no_admin_api() {
-    let app = xf_server::build_app(&config(&["--listen", "127.0.0.1:0"]))
-        .await
-        .expect("app");
+    let mut config = config(&["--listen", "127.0.0.1:0"]);
+    // Set explicitly: clap falls back to XF_ADMIN_TOKEN and XF_DEMO from the environment.
+    config.admin_token = None;
+    config.demo = false;
+    let app = xf_server::build_app(&config).await.expect("app");
     assert!(app.demo.is_none(), "no demo organization without --demo");
     let server = start_server(app).await;
     send(
