@@ -4,6 +4,7 @@ use chrono::Duration;
 use sha2::{Digest, Sha256};
 
 use super::{Caller, Xf};
+use crate::api::RateWindow;
 use crate::auth;
 use crate::error::{Error, Result};
 use crate::plans::Entitlement;
@@ -110,7 +111,7 @@ fn rate_buckets(caller: &Caller, now: Timestamp, kind: Option<RequestKind>) -> [
 }
 
 /// When window `bucket_index` of [`rate_buckets`] resets.
-pub(super) fn window_end(bucket_index: usize, now: Timestamp) -> Timestamp {
+fn window_end(bucket_index: usize, now: Timestamp) -> Timestamp {
     match bucket_index {
         2 => now.start_of_day().plus(Duration::days(1)),
         _ => now.start_of_hour().plus(Duration::hours(1)),
@@ -168,12 +169,18 @@ impl Xf {
         let now = self.now();
         let buckets = rate_buckets(caller, now, Some(kind));
         let outcome = self.store().hit_rate_limits(&buckets).await?;
+        let windows = windows(&buckets, &outcome.counts, now);
         let retry_after_secs = outcome
             .exceeded
             .iter()
-            .map(|&index| now.seconds_until(window_end(index, now)).max(1))
+            .map(|&index| now.seconds_until(windows[index].reset_at).max(1))
             .max();
-        Ok(remaining(&buckets, &outcome.counts, retry_after_secs))
+        let [read, write, org_write] = windows;
+        Ok(RateCheck {
+            read_remaining: read.remaining,
+            write_remaining: write.remaining.min(org_write.remaining),
+            retry_after_secs,
+        })
     }
 
     /// Starts an idempotent write: validates the key, then claims it for this request or says
@@ -234,31 +241,24 @@ impl Xf {
             .await?)
     }
 
-    /// The caller's live counters without counting anything.
-    pub(super) async fn peek_rate_limits(
-        &self,
-        caller: &Caller,
-    ) -> Result<([RateBucket; 3], Vec<u64>, Timestamp)> {
+    /// The caller's live windows (key reads, key writes, organization writes) without
+    /// counting anything.
+    pub(super) async fn peek_rate_limits(&self, caller: &Caller) -> Result<[RateWindow; 3]> {
         let now = self.now();
         let buckets = rate_buckets(caller, now, None);
         let outcome = self.store().hit_rate_limits(&buckets).await?;
-        Ok((buckets, outcome.counts, now))
+        Ok(windows(&buckets, &outcome.counts, now))
     }
 }
 
-fn remaining(
-    buckets: &[RateBucket; 3],
-    counts: &[u64],
-    retry_after_secs: Option<u64>,
-) -> RateCheck {
-    let left = |i: usize| {
-        buckets[i]
+/// Limit, remaining count and reset time of each bucket of [`rate_buckets`], from the counts
+/// the store reported for them.
+fn windows(buckets: &[RateBucket; 3], counts: &[u64], now: Timestamp) -> [RateWindow; 3] {
+    std::array::from_fn(|i| RateWindow {
+        limit: buckets[i].limit,
+        remaining: buckets[i]
             .limit
-            .saturating_sub(counts.get(i).copied().unwrap_or(0))
-    };
-    RateCheck {
-        read_remaining: left(0),
-        write_remaining: left(1).min(left(2)),
-        retry_after_secs,
-    }
+            .saturating_sub(counts.get(i).copied().unwrap_or(0)),
+        reset_at: window_end(i, now),
+    })
 }

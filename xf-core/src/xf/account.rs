@@ -2,12 +2,11 @@
 
 use std::collections::BTreeMap;
 
-use super::access::window_end;
 use super::{Caller, Xf, API_VERSION, API_VERSION_LABEL};
 use crate::api::{
     Activity, ActivityTotals, CrawlLimits, DeveloperApiLimits, Health, LimitsPeriod, LimitsReport,
     OrganizationOverview, OrganizationSummary, OverviewTotals, OverviewUsage, RateLimitHeaderNames,
-    RateLimitsReport, RateWindow, UsageLimits, UsageMeters, UsageReport, READ_REMAINING_HEADER,
+    RateLimitsReport, UsageLimits, UsageMeters, UsageReport, READ_REMAINING_HEADER,
     WRITE_REMAINING_HEADER,
 };
 use crate::error::Result;
@@ -119,18 +118,11 @@ impl Xf {
 
     /// `GET /rate-limits`: the caller's live counters (this request included).
     pub async fn rate_limits(&self, caller: &Caller) -> Result<RateLimitsReport> {
-        let (buckets, counts, now) = self.peek_rate_limits(caller).await?;
-        let window = |i: usize| RateWindow {
-            limit: buckets[i].limit,
-            remaining: buckets[i]
-                .limit
-                .saturating_sub(counts.get(i).copied().unwrap_or(0)),
-            reset_at: window_end(i, now),
-        };
+        let [read, write, org_write_daily] = self.peek_rate_limits(caller).await?;
         Ok(RateLimitsReport {
-            read: window(0),
-            write: window(1),
-            org_write_daily: window(2),
+            read,
+            write,
+            org_write_daily,
         })
     }
 }
