@@ -103,13 +103,17 @@ impl<T> Default for Indexed<T> {
 impl<T: Clone> Indexed<T> {
     /// Adds a record; `false` (and nothing stored) when the id is taken.
     fn insert(&mut self, owner: &str, created_at: Timestamp, id: &str, row: &T) -> bool {
-        if self.rows.contains_key(id) {
+        if self.contains(id) {
             return false;
         }
         self.by_owner
             .insert((owner.to_owned(), created_at, id.to_owned()));
         self.rows.insert(id.to_owned(), row.clone());
         true
+    }
+
+    fn contains(&self, id: &str) -> bool {
+        self.rows.contains_key(id)
     }
 
     fn get(&self, id: &str) -> Option<T> {
@@ -342,7 +346,7 @@ impl Store for MemoryStore {
         scans_limit: u64,
     ) -> StoreResult<()> {
         let mut state = self.write();
-        if state.jobs.get(&job.id).is_some() {
+        if state.jobs.contains(&job.id) {
             return Err(StoreError::Duplicate("job id"));
         }
         let usage_key = (job.organization_id.clone(), month.to_owned());
