@@ -6,9 +6,10 @@
 //! buckets and idempotency scopes with fresh ids, so behaviours may share one store and run in
 //! any order or at the same time, and never rely on the store being empty.
 //!
-//! A backend's test crate runs the whole suite with [`store_conformance!`](crate::store_conformance):
+//! A backend's test crate runs the whole suite with [`store_conformance!`](crate::store_conformance),
+//! as `xf-storage-memory/tests/conformance.rs` and `xf-storage-postgres/tests/conformance.rs` do:
 //!
-//! ```ignore
+//! ```text
 //! async fn make_store() -> std::sync::Arc<dyn xf_core::store::Store> {
 //!     std::sync::Arc::new(xf_storage_memory::MemoryStore::new())
 //! }
@@ -3386,9 +3387,10 @@ pub async fn dump_contains_inserted_records(store: Arc<dyn Store>) {
 
 /// Runs the whole conformance suite against a backend: expands to one `#[tokio::test]` (on a
 /// multi-threaded runtime) per behaviour of [`testing`](crate::testing), each calling it with
-/// a store from `make_store().await`, an `async fn() -> Arc<dyn Store>` in scope.
+/// a store from `make_store().await`, an `async fn() -> Arc<dyn Store>` in scope (compiled and
+/// run in each backend's `tests/conformance.rs`):
 ///
-/// ```ignore
+/// ```text
 /// async fn make_store() -> std::sync::Arc<dyn xf_core::store::Store> {
 ///     std::sync::Arc::new(xf_storage_memory::MemoryStore::new())
 /// }
