@@ -163,6 +163,17 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Inserts a new organization.
     async fn insert_organization(&self, organization: &Organization) -> StoreResult<()>;
 
+    /// Inserts a new organization together with its first keys, atomically: either the
+    /// organization and every key are stored, or nothing is. A key whose hash is already
+    /// stored (in any organization), or two keys sharing a hash, fail with
+    /// [`StoreError::Duplicate`], as in [`Store::insert_api_key`]. The key cap is not checked
+    /// here: the organization has no other keys, so the caller compares `keys.len()` with it.
+    async fn insert_organization_with_keys(
+        &self,
+        organization: &Organization,
+        keys: &[ApiKey],
+    ) -> StoreResult<()>;
+
     /// The organization with this id.
     async fn get_organization(&self, id: &str) -> StoreResult<Option<Organization>>;
 

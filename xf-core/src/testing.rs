@@ -92,7 +92,8 @@ pub fn organization(name: &str) -> Organization {
 /// A new, unrevoked API key of the organization whose secret is `key` (only its hash, as
 /// [`auth::hash_key`] computes it, is kept), with a fresh `key_` id. Use
 /// [`auth::generate_key`] for a random, well-formed `key`; a request authenticated with `key`
-/// then finds this record. Not stored: pass it to [`Store::insert_api_key`].
+/// then finds this record. Not stored: pass it to [`Store::insert_api_key`] (or, with its new
+/// organization, to [`Store::insert_organization_with_keys`]).
 pub fn api_key(organization_id: &str, mode: KeyMode, key: &str, created_at: Timestamp) -> ApiKey {
     ApiKey {
         id: new_id(ids::API_KEY),
@@ -886,6 +887,92 @@ pub async fn api_key_list_oldest_first(store: Arc<dyn Store>) {
             .await
             .unwrap(),
         vec![]
+    );
+}
+
+/// `insert_organization_with_keys` stores the organization and all its keys. When one key's
+/// hash is already stored it is [`StoreError::Duplicate`] and stores nothing: neither the
+/// organization nor any of its other keys.
+pub async fn organization_with_keys_inserted_atomically(store: Arc<dyn Store>) {
+    let org = organization(&unique("With keys"));
+    let live = api_key(
+        &org.id,
+        KeyMode::Live,
+        &auth::generate_key(KeyMode::Live),
+        minutes(0),
+    );
+    let test = api_key(
+        &org.id,
+        KeyMode::Test,
+        &auth::generate_key(KeyMode::Test),
+        minutes(1),
+    );
+    store
+        .insert_organization_with_keys(&org, &[live.clone(), test.clone()])
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get_organization(&org.id).await.unwrap(),
+        Some(org.clone())
+    );
+    assert_eq!(
+        store.find_api_key(&live.key_hash).await.unwrap(),
+        Some((live.clone(), org.clone()))
+    );
+    assert_eq!(
+        store.find_api_key(&test.key_hash).await.unwrap(),
+        Some((test.clone(), org.clone()))
+    );
+    assert_eq!(
+        store.list_api_keys(&org.id).await.unwrap(),
+        vec![live.clone(), test]
+    );
+
+    // The duplicate comes last, so a backend that writes key by key has stored the others
+    // (and the organization) before it fails.
+    let refused = organization(&unique("Refused with keys"));
+    let fresh = api_key(
+        &refused.id,
+        KeyMode::Test,
+        &auth::generate_key(KeyMode::Test),
+        minutes(2),
+    );
+    let mut duplicate = api_key(
+        &refused.id,
+        KeyMode::Live,
+        &auth::generate_key(KeyMode::Live),
+        minutes(3),
+    );
+    duplicate.key_hash = live.key_hash.clone();
+    assert!(matches!(
+        store
+            .insert_organization_with_keys(&refused, &[fresh.clone(), duplicate])
+            .await,
+        Err(StoreError::Duplicate(_))
+    ));
+    assert_eq!(store.get_organization(&refused.id).await.unwrap(), None);
+    assert_eq!(store.find_api_key(&fresh.key_hash).await.unwrap(), None);
+    assert_eq!(store.list_api_keys(&refused.id).await.unwrap(), vec![]);
+    assert_eq!(
+        store.find_api_key(&live.key_hash).await.unwrap(),
+        Some((live, org)),
+        "the stored key is untouched"
+    );
+
+    let twins = organization(&unique("Twin keys"));
+    let secret = auth::generate_key(KeyMode::Live);
+    let first = api_key(&twins.id, KeyMode::Live, &secret, minutes(4));
+    let second = api_key(&twins.id, KeyMode::Live, &secret, minutes(5));
+    assert!(matches!(
+        store
+            .insert_organization_with_keys(&twins, &[first, second])
+            .await,
+        Err(StoreError::Duplicate(_))
+    ));
+    assert_eq!(store.get_organization(&twins.id).await.unwrap(), None);
+    assert_eq!(
+        store.find_api_key(&auth::hash_key(&secret)).await.unwrap(),
+        None
     );
 }
 
@@ -3411,6 +3498,7 @@ macro_rules! store_conformance {
             api_key_concurrent_inserts_respect_max_active,
             api_key_revoke_keeps_first_time,
             api_key_list_oldest_first,
+            organization_with_keys_inserted_atomically,
             property_insert_and_get,
             property_duplicate_url_rejected_per_organization,
             property_concurrent_duplicate_url_single_winner,

@@ -24,6 +24,8 @@ impl Timestamp {
 
     /// Wraps `at`, dropping anything finer than a millisecond.
     pub fn from_datetime(at: DateTime<Utc>) -> Self {
+        // The millisecond floor of an instant is in range (chrono's range starts on a whole
+        // second), so `at` itself is never kept.
         Self::from_unix_millis(at.timestamp_millis()).unwrap_or(Self(at))
     }
 
@@ -51,7 +53,11 @@ impl Timestamp {
 
     /// This instant moved by `delta` (saturating at chrono's range).
     pub fn plus(&self, delta: Duration) -> Self {
-        Self(self.0.checked_add_signed(delta).unwrap_or(self.0))
+        match self.0.checked_add_signed(delta) {
+            Some(at) => Self(at),
+            None if delta < Duration::zero() => Self::MIN,
+            None => Self::MAX,
+        }
     }
 
     /// The start of the UTC hour containing this instant.
@@ -68,16 +74,17 @@ impl Timestamp {
 
     /// The first day of the UTC month containing this instant.
     pub fn month_start_date(&self) -> NaiveDate {
-        NaiveDate::from_ymd_opt(self.0.year(), self.0.month(), 1).unwrap_or_default()
+        self.start_of_month().0.date_naive()
     }
 
     /// The last day of the UTC month containing this instant.
     pub fn month_end_date(&self) -> NaiveDate {
+        // The last millisecond before the next month: also right in chrono's last month,
+        // where `next_month_start` saturates to `MAX`, the month's last instant.
         self.next_month_start()
+            .plus(Duration::milliseconds(-1))
             .0
             .date_naive()
-            .pred_opt()
-            .unwrap_or_default()
     }
 
     /// The start of the UTC month containing this instant.
@@ -85,7 +92,8 @@ impl Timestamp {
         Self::from_ymd_hms(self.0.year(), self.0.month(), 1, 0)
     }
 
-    /// The start of the UTC month after this instant's.
+    /// The start of the UTC month after this instant's ([`Timestamp::MAX`] in chrono's last
+    /// month).
     pub fn next_month_start(&self) -> Self {
         let (year, month) = match self.0.month() {
             12 => (self.0.year() + 1, 1),
@@ -109,12 +117,14 @@ impl Timestamp {
         }
     }
 
+    /// The instant at the start of that hour. Callers derive the fields from a valid instant,
+    /// so only the month after chrono's last one is out of range: it saturates like [`plus`].
+    ///
+    /// [`plus`]: Timestamp::plus
     fn from_ymd_hms(year: i32, month: u32, day: u32, hour: u32) -> Self {
-        Self(
-            Utc.with_ymd_and_hms(year, month, day, hour, 0, 0)
-                .single()
-                .unwrap_or_default(),
-        )
+        Utc.with_ymd_and_hms(year, month, day, hour, 0, 0)
+            .single()
+            .map_or(Self::MAX, Self)
     }
 }
 
@@ -231,5 +241,17 @@ mod tests {
         assert_eq!(at.month_end_date().to_string(), "2026-12-31");
         assert_eq!(at.month_key(), "2026-12");
         assert_eq!(at.seconds_until(at.next_month_start()), 1);
+        assert_eq!(at.month_start_date().to_string(), "2026-12-01");
+    }
+
+    #[test]
+    fn arithmetic_saturates_at_the_ends_of_the_range() {
+        assert_eq!(Timestamp::MAX.plus(Duration::days(1)), Timestamp::MAX);
+        assert_eq!(Timestamp::MIN.plus(Duration::days(-1)), Timestamp::MIN);
+        assert_eq!(Timestamp::MAX.next_month_start(), Timestamp::MAX);
+        assert_eq!(
+            Timestamp::MAX.month_end_date(),
+            Timestamp::MAX.as_datetime().date_naive()
+        );
     }
 }

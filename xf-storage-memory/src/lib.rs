@@ -7,7 +7,11 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! let xf = xf_core::Xf::builder(Arc::new(xf_storage_memory::MemoryStore::new())).build();
+//! let xf = xf_core::Xf::builder(Arc::new(xf_storage_memory::MemoryStore::new()))
+//!     .secret_key(xf_core::Xf::random_secret_key())
+//!     .public_base_url("https://app.example.com")
+//!     .build()
+//!     .expect("a complete configuration");
 //! # let _ = xf;
 //! ```
 
@@ -137,8 +141,13 @@ impl<T: Clone> Indexed<T> {
     }
 
     /// The owner's records newest first, starting after `page.after`, that `keep` accepts;
-    /// at most `page.limit`.
-    fn page(&self, owner: &str, page: &PageRequest, keep: impl Fn(&T) -> bool) -> Vec<T> {
+    /// at most `page.limit`. An index entry without its record is corrupt state, an error.
+    fn page(
+        &self,
+        owner: &str,
+        page: &PageRequest,
+        keep: impl Fn(&T) -> bool,
+    ) -> StoreResult<Vec<T>> {
         let low = (owner.to_owned(), Timestamp::MIN, String::new());
         let high = match &page.after {
             Some(After { created_at, id }) => (owner.to_owned(), *created_at, id.clone()),
@@ -147,10 +156,14 @@ impl<T: Clone> Indexed<T> {
         self.by_owner
             .range(low..high)
             .rev()
-            .filter_map(|(_, _, id)| self.rows.get(id))
-            .filter(|row| keep(row))
+            .map(|(_, _, id)| {
+                self.rows
+                    .get(id)
+                    .ok_or_else(|| StoreError::Internal(format!("index entry {id} has no record")))
+            })
+            .filter(|row| row.as_ref().map_or(true, |row| keep(row)))
             .take(page.limit)
-            .cloned()
+            .map(|row| row.cloned())
             .collect()
     }
 }
@@ -178,6 +191,37 @@ impl Store for MemoryStore {
         state
             .organizations
             .insert(organization.id.clone(), organization.clone());
+        Ok(())
+    }
+
+    async fn insert_organization_with_keys(
+        &self,
+        organization: &Organization,
+        keys: &[ApiKey],
+    ) -> StoreResult<()> {
+        let mut state = self.write();
+        if state.organizations.contains_key(&organization.id) {
+            return Err(StoreError::Duplicate("organization id"));
+        }
+        // Every check before the first write: a failure leaves nothing behind.
+        let mut hashes = HashSet::new();
+        let mut ids = HashSet::new();
+        for key in keys {
+            let taken = state.key_ids_by_hash.contains_key(&key.key_hash)
+                || state.api_keys.contains_key(&key.id);
+            if taken || !hashes.insert(&key.key_hash) || !ids.insert(&key.id) {
+                return Err(StoreError::Duplicate("api key"));
+            }
+        }
+        state
+            .organizations
+            .insert(organization.id.clone(), organization.clone());
+        for key in keys {
+            state
+                .key_ids_by_hash
+                .insert(key.key_hash.clone(), key.id.clone());
+            state.api_keys.insert(key.id.clone(), key.clone());
+        }
         Ok(())
     }
 
@@ -312,7 +356,7 @@ impl Store for MemoryStore {
         page: &PageRequest,
     ) -> StoreResult<Vec<Property>> {
         let state = self.read();
-        Ok(state.properties.page(organization_id, page, |_| true))
+        state.properties.page(organization_id, page, |_| true)
     }
 
     async fn count_properties(&self, organization_id: &str) -> StoreResult<u64> {
@@ -372,9 +416,9 @@ impl Store for MemoryStore {
         page: &PageRequest,
     ) -> StoreResult<Vec<Job>> {
         let state = self.read();
-        Ok(state
+        state
             .jobs
-            .page(organization_id, page, |j| job_matches(j, filter)))
+            .page(organization_id, page, |j| job_matches(j, filter))
     }
 
     async fn count_active_jobs(&self, organization_id: &str) -> StoreResult<u64> {
@@ -517,10 +561,10 @@ impl Store for MemoryStore {
         page: &PageRequest,
     ) -> StoreResult<Vec<Issue>> {
         let state = self.read();
-        Ok(state.issues.page(property_id, page, |i| {
+        state.issues.page(property_id, page, |i| {
             filter.scan_kind.is_none_or(|k| i.scan_kind == k)
                 && filter.status.is_none_or(|s| i.status == s)
-        }))
+        })
     }
 
     async fn issue_summary(&self, property_id: &str) -> StoreResult<IssueSummary> {
@@ -561,9 +605,9 @@ impl Store for MemoryStore {
         page: &PageRequest,
     ) -> StoreResult<Vec<Report>> {
         let state = self.read();
-        Ok(state
+        state
             .reports
-            .page(organization_id, page, |r| r.expires_at > now))
+            .page(organization_id, page, |r| r.expires_at > now)
     }
 
     async fn increment_report_views(&self, token: &str) -> StoreResult<Option<Report>> {

@@ -7,7 +7,7 @@
 //! ## Use
 //!
 //! ```no_run
-//! # async fn run() -> Result<(), xf_core::StoreError> {
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
 //! use xf_storage_postgres::PgStore;
 //!
@@ -18,7 +18,10 @@
 //! // Applies the embedded migrations of `migrations/`. Safe to run from every instance at
 //! // start-up: sqlx serialises concurrent runs with an advisory lock and skips applied ones.
 //! store.migrate().await?;
-//! let xf = xf_core::Xf::builder(Arc::new(store)).build();
+//! let xf = xf_core::Xf::builder(Arc::new(store))
+//!     .secret_key(std::env::var("XF_SECRET_KEY")?)
+//!     .public_base_url("https://app.example.com")
+//!     .build()?;
 //! # let _ = xf;
 //! # Ok(())
 //! # }
@@ -43,6 +46,9 @@
 //! * **The active-key cap** (`insert_api_key`): a transaction takes a per-organization
 //!   advisory transaction lock, inserts the key, counts the other unrevoked keys and rolls
 //!   back if there were already `max_active`.
+//! * **An organization and its first keys** (`insert_organization_with_keys`): one
+//!   transaction inserts them all; a duplicate key rolls it back, so no organization is left
+//!   without its keys.
 //! * **Job state changes** (cancel, start, progress, finish): single conditional `UPDATE …
 //!   WHERE status IN (…) RETURNING`, so a job cannot be both cancelled and finished, and a
 //!   cancelled job stays cancelled whichever instance's worker finishes it.
@@ -85,7 +91,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::migrate::Migrator;
-use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
+use sqlx::postgres::{PgArguments, PgPool, PgPoolOptions, PgRow};
+use sqlx::query::Query;
 use sqlx::types::Json;
 use sqlx::{Postgres, QueryBuilder};
 use xf_core::model::{
@@ -269,6 +276,34 @@ fn one<T>(row: Option<PgRow>, decode: impl Fn(&PgRow) -> StoreResult<T>) -> Stor
     row.as_ref().map(decode).transpose()
 }
 
+/// The `INSERT` of an organization.
+fn insert_organization_query(organization: &Organization) -> Query<'_, Postgres, PgArguments> {
+    sqlx::query(
+        "INSERT INTO organizations (id, name, plan, shop_domain, limits, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(&organization.id)
+    .bind(&organization.name)
+    .bind(&organization.plan)
+    .bind(&organization.shop_domain)
+    .bind(Json(organization.limits))
+    .bind(at(organization.created_at))
+}
+
+/// The `INSERT` of an API key.
+fn insert_api_key_query(key: &ApiKey) -> Query<'_, Postgres, PgArguments> {
+    sqlx::query(
+        "INSERT INTO api_keys (id, organization_id, mode, key_hash, created_at, revoked_at) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(&key.id)
+    .bind(&key.organization_id)
+    .bind(key.mode.as_str())
+    .bind(&key.key_hash)
+    .bind(at(key.created_at))
+    .bind(at_opt(key.revoked_at))
+}
+
 /// The organization columns of `find_api_key`'s join, prefixed with `org_`.
 fn prefixed_organization(row: &PgRow) -> StoreResult<Organization> {
     Ok(Organization {
@@ -294,20 +329,31 @@ impl Store for PgStore {
     // ---- organizations and keys ----
 
     async fn insert_organization(&self, organization: &Organization) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO organizations (id, name, plan, shop_domain, limits, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(&organization.id)
-        .bind(&organization.name)
-        .bind(&organization.plan)
-        .bind(&organization.shop_domain)
-        .bind(Json(organization.limits))
-        .bind(at(organization.created_at))
-        .execute(&self.pool)
-        .await
-        .map_err(store_error)?;
+        insert_organization_query(organization)
+            .execute(&self.pool)
+            .await
+            .map_err(store_error)?;
         Ok(())
+    }
+
+    async fn insert_organization_with_keys(
+        &self,
+        organization: &Organization,
+        keys: &[ApiKey],
+    ) -> StoreResult<()> {
+        // A failing insert returns early and drops the transaction, which rolls it back.
+        let mut tx = self.pool.begin().await.map_err(store_error)?;
+        insert_organization_query(organization)
+            .execute(&mut *tx)
+            .await
+            .map_err(store_error)?;
+        for key in keys {
+            insert_api_key_query(key)
+                .execute(&mut *tx)
+                .await
+                .map_err(store_error)?;
+        }
+        tx.commit().await.map_err(store_error)
     }
 
     async fn get_organization(&self, id: &str) -> StoreResult<Option<Organization>> {
@@ -364,19 +410,10 @@ impl Store for PgStore {
             .await
             .map_err(store_error)?;
         // Insert first, so a duplicate is reported as such even when the cap is also reached.
-        sqlx::query(
-            "INSERT INTO api_keys (id, organization_id, mode, key_hash, created_at, revoked_at) \
-             VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(&key.id)
-        .bind(&key.organization_id)
-        .bind(key.mode.as_str())
-        .bind(&key.key_hash)
-        .bind(at(key.created_at))
-        .bind(at_opt(key.revoked_at))
-        .execute(&mut *tx)
-        .await
-        .map_err(store_error)?;
+        insert_api_key_query(key)
+            .execute(&mut *tx)
+            .await
+            .map_err(store_error)?;
         let others_active: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM api_keys \
              WHERE organization_id = $1 AND revoked_at IS NULL AND id <> $2",
@@ -889,7 +926,7 @@ impl Store for PgStore {
         .bind(&report.property_id)
         .bind(&report.scan_id)
         .bind(at(report.expires_at))
-        .bind(big(report.view_count))
+        .bind(rows::signed(report.view_count, "view count")?)
         .bind(at(report.created_at))
         .execute(&self.pool)
         .await
@@ -1007,8 +1044,18 @@ impl Store for PgStore {
         let counts: Vec<i64> = row.col("counts")?;
         let exceeded: Vec<i32> = row.col("exceeded")?;
         Ok(RateOutcome {
-            counts: counts.into_iter().map(|c| c.max(0) as u64).collect(),
-            exceeded: exceeded.into_iter().map(|i| i.max(0) as usize).collect(),
+            counts: counts
+                .into_iter()
+                .map(|count| rows::unsigned(count, "rate limit count"))
+                .collect::<StoreResult<_>>()?,
+            exceeded: exceeded
+                .into_iter()
+                .map(|index| {
+                    usize::try_from(index).map_err(|_| {
+                        StoreError::Internal(format!("negative rate bucket index: {index}"))
+                    })
+                })
+                .collect::<StoreResult<_>>()?,
         })
     }
 

@@ -1,6 +1,6 @@
 //! Conversions between the domain records and table rows.
 
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{DateTime, NaiveDate, NaiveTime, Utc};
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use sqlx::{Decode, Postgres, Row, Type};
@@ -40,16 +40,16 @@ pub(crate) const USAGE_COLUMNS: &str =
 
 /// The earliest instant bound as a parameter. PostgreSQL's `timestamptz` starts in 4714 BC
 /// while `Timestamp::MIN` lies far before; clamping keeps "since the beginning of time"
-/// arguments valid without changing any comparison with a storable value.
-fn earliest() -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(-4712, 1, 1, 0, 0, 0)
-        .single()
-        .unwrap_or(DateTime::<Utc>::MIN_UTC)
-}
+/// arguments valid without changing any comparison with a storable value. A constant, so an
+/// invalid date would fail the build rather than need a fallback.
+const EARLIEST: DateTime<Utc> = match NaiveDate::from_ymd_opt(-4712, 1, 1) {
+    Some(day) => day.and_time(NaiveTime::MIN).and_utc(),
+    None => panic!("4713 BC is a valid date"),
+};
 
 /// A timestamp as a query parameter.
 pub(crate) fn at(timestamp: Timestamp) -> DateTime<Utc> {
-    timestamp.as_datetime().max(earliest())
+    timestamp.as_datetime().max(EARLIEST)
 }
 
 /// An optional timestamp as a query parameter.
@@ -57,10 +57,16 @@ pub(crate) fn at_opt(timestamp: Option<Timestamp>) -> Option<DateTime<Utc>> {
     timestamp.map(at)
 }
 
-/// A count or limit as a `bigint` parameter; values beyond `i64::MAX` saturate (no meter or
-/// limit of the service comes near).
+/// A limit or a meter increment as a `bigint` parameter. Values beyond `i64::MAX` saturate,
+/// which changes no outcome: no count reaches a limit of `i64::MAX`, and meters saturate at
+/// `i64::MAX` anyway (see `add_usage`). A value to store as it is goes through [`signed`].
 pub(crate) fn big(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// A count to store as a `bigint`; one beyond `i64::MAX` cannot be stored unchanged.
+pub(crate) fn signed(value: u64, what: &str) -> StoreResult<i64> {
+    i64::try_from(value).map_err(|_| StoreError::Internal(format!("{what} out of range: {value}")))
 }
 
 /// A non-negative `bigint` read back as `u64`.
@@ -237,17 +243,23 @@ mod tests {
 
     #[test]
     fn timestamps_before_postgres_range_are_clamped_and_later_ones_kept() {
-        assert_eq!(at(Timestamp::MIN), earliest());
+        assert_eq!(at(Timestamp::MIN), EARLIEST);
+        assert_eq!(EARLIEST.to_rfc3339(), "-4712-01-01T00:00:00+00:00");
         let now = Timestamp::from_unix_millis(1_790_000_000_123).expect("in range");
         assert_eq!(at(now), now.as_datetime());
         assert_eq!(at(Timestamp::MAX), Timestamp::MAX.as_datetime());
     }
 
     #[test]
-    fn counts_saturate_into_bigint_and_negative_ones_are_rejected() {
+    fn limits_saturate_into_bigint_and_unstorable_counts_are_rejected() {
         assert_eq!(big(7), 7);
         assert_eq!(big(u64::MAX), i64::MAX);
         assert_eq!(unsigned(5, "x"), Ok(5));
         assert!(matches!(unsigned(-1, "x"), Err(StoreError::Internal(_))));
+        assert_eq!(signed(7, "x"), Ok(7));
+        assert!(matches!(
+            signed(u64::MAX, "x"),
+            Err(StoreError::Internal(_))
+        ));
     }
 }

@@ -112,14 +112,7 @@ impl Xf {
         input: NewOrganization,
     ) -> Result<CreatedOrganization> {
         let organization = self.new_organization(input)?;
-        self.store().insert_organization(&organization).await?;
-        let live_key = self.issue_key(&organization, KeyMode::Live, None).await?.1;
-        let test_key = self.issue_key(&organization, KeyMode::Test, None).await?.1;
-        Ok(CreatedOrganization {
-            organization,
-            live_key,
-            test_key,
-        })
+        self.create_with_keys(organization, None, None).await
     }
 
     /// Changes an organization's plan and/or limit overrides.
@@ -283,7 +276,8 @@ impl Xf {
 
     /// The demo organization on the `growth` plan: created on first use, reused after (on a
     /// durable store). Keys fixed by the host are reused or added; otherwise fresh keys are
-    /// issued and the demo's earlier keys of that mode are revoked.
+    /// issued and the demo's earlier keys of that mode are revoked. A new demo organization is
+    /// stored together with its keys in one store operation.
     pub async fn ensure_demo_organization(
         &self,
         live_key: Option<String>,
@@ -306,33 +300,45 @@ impl Xf {
                 }
             }
         }
-        let organization = match self
+        if let Some(organization) = self
             .store()
             .find_organization_by_name(DEMO_ORGANIZATION_NAME)
             .await?
         {
-            Some(existing) => existing,
-            None => {
-                let organization = self.new_organization(NewOrganization {
-                    name: DEMO_ORGANIZATION_NAME.to_owned(),
-                    plan: "growth".to_owned(),
-                    shop_domain: None,
-                })?;
-                self.store().insert_organization(&organization).await?;
-                organization
+            let live_key = self
+                .demo_key(&organization, KeyMode::Live, live_key)
+                .await?;
+            let test_key = self
+                .demo_key(&organization, KeyMode::Test, test_key)
+                .await?;
+            return Ok(CreatedOrganization {
+                organization,
+                live_key,
+                test_key,
+            });
+        }
+        let organization = self.new_organization(NewOrganization {
+            name: DEMO_ORGANIZATION_NAME.to_owned(),
+            plan: "growth".to_owned(),
+            shop_domain: None,
+        })?;
+        // A new organization owns no keys yet, so a fixed key that is already stored belongs
+        // to another one (or is revoked). Checked first for the clear error; a key stored
+        // meanwhile still makes the insert fail, with nothing stored.
+        for (key, mode) in [(&live_key, KeyMode::Live), (&test_key, KeyMode::Test)] {
+            if let Some(key) = key {
+                if self
+                    .store()
+                    .find_api_key(&auth::hash_key(key))
+                    .await?
+                    .is_some()
+                {
+                    return Err(demo_key_in_use(mode));
+                }
             }
-        };
-        let live_key = self
-            .demo_key(&organization, KeyMode::Live, live_key)
-            .await?;
-        let test_key = self
-            .demo_key(&organization, KeyMode::Test, test_key)
-            .await?;
-        Ok(CreatedOrganization {
-            organization,
-            live_key,
-            test_key,
-        })
+        }
+        self.create_with_keys(organization, live_key, test_key)
+            .await
     }
 
     async fn demo_key(
@@ -350,10 +356,7 @@ impl Xf {
                 {
                     return Ok(key.clone());
                 }
-                return Err(Error::Conflict(format!(
-                    "the {} demo key is already in use elsewhere or revoked",
-                    mode.as_str()
-                )));
+                return Err(demo_key_in_use(mode));
             }
         }
         for key in self.store().list_api_keys(&organization.id).await? {
@@ -395,6 +398,39 @@ impl Xf {
         })
     }
 
+    /// Stores a new organization with one live and one test key (the given ones, or random
+    /// ones) in one store operation, so that no organization is ever left without its keys.
+    async fn create_with_keys(
+        &self,
+        organization: Organization,
+        live_key: Option<String>,
+        test_key: Option<String>,
+    ) -> Result<CreatedOrganization> {
+        let max_active = self.max_active_keys(&organization)?;
+        let (live, live_key) = self.new_key(&organization, KeyMode::Live, live_key);
+        let (test, test_key) = self.new_key(&organization, KeyMode::Test, test_key);
+        let keys = [live, test];
+        if keys.len() as u64 > max_active {
+            return Err(Error::Conflict(format!(
+                "a new organization gets {} keys but its plan allows at most {max_active} active keys (maxActiveKeys)",
+                keys.len()
+            )));
+        }
+        match self
+            .store()
+            .insert_organization_with_keys(&organization, &keys)
+            .await
+        {
+            Ok(()) => Ok(CreatedOrganization {
+                organization,
+                live_key,
+                test_key,
+            }),
+            Err(StoreError::Duplicate("api key")) => Err(key_in_use()),
+            Err(other) => Err(other.into()),
+        }
+    }
+
     /// Stores a key (the given one, or a random one) within `maxActiveKeys`; returns its id and
     /// the plain key.
     async fn issue_key(
@@ -403,11 +439,38 @@ impl Xf {
         mode: KeyMode,
         fixed: Option<String>,
     ) -> Result<(String, String)> {
-        let max_active = self
-            .plans()
-            .get(&organization.plan)
-            .map(|plan| plan.limits_with(&organization.limits).max_active_keys)
-            .unwrap_or(0);
+        let max_active = self.max_active_keys(organization)?;
+        let (record, key) = self.new_key(organization, mode, fixed);
+        match self.store().insert_api_key(&record, max_active).await {
+            Ok(()) => Ok((record.id, key)),
+            Err(StoreError::LimitReached(_)) => Err(Error::Conflict(format!(
+                "the organization already has its maximum of {max_active} active keys (maxActiveKeys); revoke one first"
+            ))),
+            Err(StoreError::Duplicate(_)) => Err(key_in_use()),
+            Err(other) => Err(other.into()),
+        }
+    }
+
+    /// The organization's `maxActiveKeys`. Organizations only get plans of the catalog, so a
+    /// plan it lacks is a broken invariant, not a cap of zero.
+    fn max_active_keys(&self, organization: &Organization) -> Result<u64> {
+        let plan = self.plans().get(&organization.plan).ok_or_else(|| {
+            Error::Internal(format!(
+                "organization {} has plan {:?}, which the plan catalog lacks",
+                organization.id, organization.plan
+            ))
+        })?;
+        Ok(plan.limits_with(&organization.limits).max_active_keys)
+    }
+
+    /// A new key record of the organization (for the given key, or a random one), not stored
+    /// yet, and the plain key.
+    fn new_key(
+        &self,
+        organization: &Organization,
+        mode: KeyMode,
+        fixed: Option<String>,
+    ) -> (ApiKey, String) {
         let key = fixed.unwrap_or_else(|| auth::generate_key(mode));
         let record = ApiKey {
             id: ids::new_id(ids::API_KEY),
@@ -417,13 +480,17 @@ impl Xf {
             created_at: self.now(),
             revoked_at: None,
         };
-        match self.store().insert_api_key(&record, max_active).await {
-            Ok(()) => Ok((record.id, key)),
-            Err(StoreError::LimitReached(_)) => Err(Error::Conflict(format!(
-                "the organization already has its maximum of {max_active} active keys (maxActiveKeys); revoke one first"
-            ))),
-            Err(StoreError::Duplicate(_)) => Err(Error::Conflict("that key is already in use".to_owned())),
-            Err(other) => Err(other.into()),
-        }
+        (record, key)
     }
+}
+
+fn key_in_use() -> Error {
+    Error::Conflict("that key is already in use".to_owned())
+}
+
+fn demo_key_in_use(mode: KeyMode) -> Error {
+    Error::Conflict(format!(
+        "the {} demo key is already in use elsewhere or revoked",
+        mode.as_str()
+    ))
 }
