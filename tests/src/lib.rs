@@ -13,6 +13,9 @@ use xf_core::store::Store;
 use xf_core::time::{ManualClock, Timestamp};
 use xf_core::{CreatedOrganization, NewOrganization, Xf};
 
+/// The secret key of test apps: 32 bytes, the least the builder accepts.
+pub const TEST_SECRET: &[u8; 32] = b"end-to-end test secret, 32 bytes";
+
 /// The admin token of test apps.
 pub const ADMIN_TOKEN: &str = "test-admin-token";
 
@@ -90,9 +93,11 @@ impl TestApp {
         let clock = ManualClock::new(start_time());
         let xf = Xf::builder(Arc::clone(&store))
             .clock(Arc::new(clock.clone()))
-            .secret_key(b"end-to-end test secret".to_vec())
+            .secret_key(TEST_SECRET.to_vec())
             .public_base_url("https://app.example.test")
-            .build();
+            .status_page_url("https://status.example.test")
+            .build()
+            .expect("a complete configuration");
         Self {
             service: xf_tower::XfService::new(xf.clone()),
             admin: xf_tower::AdminService::new(xf.clone(), ADMIN_TOKEN),
@@ -203,7 +208,7 @@ pub fn request(
         .expect("valid request")
 }
 
-async fn decode(response: http::Response<axum::body::Body>) -> Reply {
+async fn decode(response: http::Response<xf_tower::Body>) -> Reply {
     let (parts, body) = response.into_parts();
     let bytes = body.collect().await.expect("body").to_bytes();
     let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);

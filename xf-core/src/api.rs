@@ -4,9 +4,15 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
-use crate::model::{Issue, IssueSummary, Job, JobCounts, JobStatus, Property, UsageCounters};
+use crate::model::{
+    Issue, IssueStatus, IssueSummary, Job, JobCounts, JobStatus, Property, ScanKind, UsageCounters,
+};
+pub use crate::params::Includes;
+use crate::params::{
+    CrawlBudget, Cursor, JobTypeName, PageSize, PropertyId, PropertyName, PropertyUrl,
+};
 use crate::time::Timestamp;
 
 /// A page of a list and the cursor of the next one.
@@ -18,13 +24,16 @@ pub struct Page<T> {
     pub next_cursor: Option<String>,
 }
 
-/// `limit` and `cursor` of a list request.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// `limit` and `cursor` of a list request, as query parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct PageParams {
-    /// Requested page size; checked against 1..=100.
-    pub limit: Option<i64>,
-    /// `meta.nextCursor` of the previous page.
-    pub cursor: Option<String>,
+    /// Page size, 1 to 100 (default 40).
+    #[param(inline)]
+    pub limit: Option<PageSize>,
+    /// `meta.nextCursor` of the previous page. Bound to the list and its filters.
+    #[param(inline)]
+    pub cursor: Option<Cursor>,
 }
 
 /// `GET /health`.
@@ -39,8 +48,9 @@ pub struct Health {
     pub api_version: String,
     /// Now.
     pub timestamp: Timestamp,
-    /// The host's status page.
-    pub status_page: String,
+    /// The host's status page; left out when the host configured none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status_page: Option<String>,
 }
 
 /// `organization` of the overview.
@@ -87,21 +97,26 @@ pub struct OrganizationOverview {
 
 /// `POST /properties` body.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct NewProperty {
-    /// Absolute `http`/`https` URL.
-    pub url: String,
-    /// Display name; defaults to the URL's host.
+    /// Absolute `http`/`https` URL with a host name; normalised (lower-case host, no default
+    /// port, no fragment).
+    #[schema(inline)]
+    pub url: PropertyUrl,
+    /// Display name; defaults to the URL's host when left out or blank.
     #[serde(default)]
-    pub name: Option<String>,
+    #[schema(inline)]
+    pub name: Option<PropertyName>,
 }
 
-/// Enrichments asked for with `include`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Includes {
-    /// `gsc`
-    pub gsc: bool,
-    /// `lastScan`
-    pub last_scan: bool,
+/// `include` of `GET /properties` and `GET /properties/{propertyId}`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct IncludeParams {
+    /// Comma-separated enrichments: `gsc`, `lastScan`.
+    #[param(inline)]
+    #[serde(default)]
+    pub include: Includes,
 }
 
 /// The Search Console state added by `include=gsc`.
@@ -158,14 +173,16 @@ pub struct PropertyView {
 
 /// Body of `POST /properties/{id}/scans` and `/crawls`.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ScanOptions {
-    /// Page budget, at least 1; clamped to the plan's.
+    /// Page budget; clamped to the plan's.
     #[serde(default)]
-    pub max_pages: Option<i64>,
-    /// Depth budget (clicks from the start URL), at least 1; clamped to the plan's.
+    #[schema(inline)]
+    pub max_pages: Option<CrawlBudget>,
+    /// Depth budget (clicks from the start URL); clamped to the plan's.
     #[serde(default)]
-    pub max_depth: Option<i64>,
+    #[schema(inline)]
+    pub max_depth: Option<CrawlBudget>,
 }
 
 /// Which endpoint queued a scan (both run `seo-scan` jobs).
@@ -223,22 +240,27 @@ pub struct ScanQueued {
 
 /// One item of `POST /scans/batch`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BatchScanItem {
-    /// The property to scan.
+    /// The property to scan. Any string: an id that names no property of the organization
+    /// fails this item alone (`not_found` in its `error`), not the batch.
     pub property_id: String,
     /// As for a single scan.
     #[serde(default)]
-    pub max_pages: Option<i64>,
+    #[schema(inline)]
+    pub max_pages: Option<CrawlBudget>,
     /// As for a single scan.
     #[serde(default)]
-    pub max_depth: Option<i64>,
+    #[schema(inline)]
+    pub max_depth: Option<CrawlBudget>,
 }
 
 /// Body of `POST /scans/batch`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct BatchScanRequest {
     /// 1 to 25 items.
+    #[schema(min_items = 1, max_items = 25)]
     pub scans: Vec<BatchScanItem>,
 }
 
@@ -270,15 +292,21 @@ pub struct BatchScanResults {
     pub results: Vec<BatchItemResult>,
 }
 
-/// Filters of `GET /jobs`, as sent.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Filters of `GET /jobs`, as query parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(rename_all = "camelCase")]
 pub struct JobListQuery {
-    /// One of the job states.
-    pub status: Option<String>,
-    /// A property id.
-    pub property_id: Option<String>,
-    /// A job type.
-    pub job_type: Option<String>,
+    /// Only jobs in this state.
+    #[param(inline)]
+    pub status: Option<JobStatus>,
+    /// Only this property's jobs.
+    #[param(inline)]
+    pub property_id: Option<PropertyId>,
+    /// Only jobs of this type, e.g. `seo-scan`.
+    #[param(inline, rename = "type")]
+    #[serde(rename = "type")]
+    pub job_type: Option<JobTypeName>,
 }
 
 /// `200` of `POST /jobs/{id}/cancel`.
@@ -290,13 +318,17 @@ pub struct CancelledJob {
     pub message: String,
 }
 
-/// Filters of `GET /properties/{id}/issues`, as sent.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Filters of `GET /properties/{id}/issues`, as query parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(rename_all = "camelCase")]
 pub struct IssueListQuery {
-    /// `site` or `page`.
-    pub scan_kind: Option<String>,
-    /// `open`, `resolved` or `fixed`.
-    pub status: Option<String>,
+    /// Only page or only site issues.
+    #[param(inline)]
+    pub scan_kind: Option<ScanKind>,
+    /// Only issues in this state.
+    #[param(inline)]
+    pub status: Option<IssueStatus>,
 }
 
 /// A page of issues with the property's lifecycle summary.

@@ -148,6 +148,31 @@ impl Error {
         }
     }
 
+    /// Whether an idempotent request that failed with this error keeps its record, so that a
+    /// retry with the same key replays the failure. Outcomes that a retry could change are
+    /// not kept: bad input the client will correct, rate and quota limits that reset, and
+    /// outages and bugs. What the request found (a missing property, a conflict, a job that
+    /// can no longer be cancelled) is kept, like a success.
+    pub fn kept_by_idempotency(&self) -> bool {
+        match self {
+            Error::NotFound(_)
+            | Error::Conflict(_)
+            | Error::JobNotCancellable { .. }
+            | Error::PlanRequired { .. }
+            | Error::ApiKeyInvalid
+            | Error::AdminTokenInvalid
+            | Error::MethodNotAllowed
+            | Error::IdempotencyKeyInUse
+            | Error::IdempotencyKeyReused => true,
+            Error::Validation { .. }
+            | Error::PayloadTooLarge { .. }
+            | Error::RateLimited { .. }
+            | Error::QuotaExceeded { .. }
+            | Error::Unavailable { .. }
+            | Error::Internal(_) => false,
+        }
+    }
+
     /// The field details of a validation error.
     pub fn details(&self) -> Option<&[FieldError]> {
         match self {

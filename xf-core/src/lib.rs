@@ -9,7 +9,10 @@
 //! A host builds one `Xf` over a store and mounts the HTTP service of `xf-tower` on it:
 //!
 //! ```text
-//! let xf = xf_core::Xf::builder(Arc::new(xf_storage_memory::MemoryStore::new())).build();
+//! let xf = xf_core::Xf::builder(Arc::new(xf_storage_memory::MemoryStore::new()))
+//!     .secret_key(secret)
+//!     .public_base_url("https://app.example.com")
+//!     .build()?;
 //! let service = xf_tower::XfService::new(xf);
 //! ```
 
@@ -19,6 +22,7 @@ pub mod cursor;
 pub mod error;
 pub mod ids;
 pub mod model;
+pub mod params;
 pub mod plans;
 mod secret;
 pub mod store;

@@ -5,7 +5,6 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -21,7 +20,7 @@ use xf_core::{Error, NewOrganization, NewReport, OrganizationPatch, UsageDelta, 
 use crate::envelope;
 use crate::error::ApiError;
 use crate::extract::{bearer, Json, PathParam};
-use crate::{middleware, BoxError, ResponseFuture};
+use crate::{middleware, Body, BoxError, ResponseFuture};
 
 #[derive(Debug, Deserialize)]
 struct NewApiKey {
@@ -93,10 +92,11 @@ impl AdminService {
                 state.clone(),
                 authenticate,
             ))
+            .route_layer(axum::middleware::from_fn(crate::request_id::record_route))
             .fallback(middleware::not_found)
             .with_state(state);
         Self {
-            router: crate::with_common_layers(router),
+            router: crate::with_common_layers(router, crate::request_id::Service::Admin),
         }
     }
 
@@ -126,7 +126,7 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        self.router.call(request)
+        ResponseFuture::routed(self.router.call(request))
     }
 }
 

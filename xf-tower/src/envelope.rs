@@ -8,6 +8,7 @@ use axum::body::Body;
 use axum::response::{IntoResponse, Response};
 use http::{header, HeaderValue, StatusCode};
 use serde::Serialize;
+use serde_json::Value;
 use xf_core::api::Page;
 use xf_core::Error;
 
@@ -23,16 +24,34 @@ pub fn data_object<T: Serialize>(data: &T) -> Result<String, Error> {
     serde_json::to_string(&Wrapper { data }).map_err(|e| Error::Internal(e.to_string()))
 }
 
-/// Appends `meta` (the request id, plus `extra` fields) to an object without it.
-fn with_meta(object: &str, extra: &str) -> String {
-    let request_id = serde_json::to_string(&request_id::current()).unwrap_or_default();
-    let open = object.strip_suffix('}').unwrap_or(object);
-    format!(r#"{open},"meta":{{"requestId":{request_id}{extra}}}}}"#)
+/// Appends `meta` (the request id, plus `extra` fields) to a non-empty JSON object without
+/// it; `None` if `object` is not an object's text.
+fn with_meta(object: &str, extra: &str) -> Option<String> {
+    let request_id = Value::String(request_id::current());
+    let open = object.strip_suffix('}').filter(|open| {
+        // `{}` has no member to put a comma after; every object here has `data` or `error`.
+        open.starts_with('{') && open.len() > 1
+    })?;
+    Some(format!(
+        r#"{open},"meta":{{"requestId":{request_id}{extra}}}}}"#
+    ))
 }
 
-/// A JSON response from an object without `meta`.
+/// A JSON response from an object without `meta`: one this crate serialized, or one kept by
+/// an idempotency record. Anything else is a broken invariant, answered `500`.
 pub fn render(status: StatusCode, object: &str) -> Response {
-    json_response(status, with_meta(object, ""))
+    match with_meta(object, "") {
+        Some(body) => json_response(status, body),
+        None => broken(object),
+    }
+}
+
+fn broken(object: &str) -> Response {
+    let start: String = object.chars().take(40).collect();
+    ApiError(Error::Internal(format!(
+        "a response body is not a JSON object: {start:?}"
+    )))
+    .into_response()
 }
 
 fn json_response(status: StatusCode, body: String) -> Response {
@@ -59,7 +78,7 @@ pub fn page<T: Serialize>(key: &str, page: &Page<T>) -> Response {
         Ok(items) => items,
         Err(error) => return ApiError(Error::Internal(error.to_string())).into_response(),
     };
-    let key = serde_json::to_string(key).unwrap_or_default();
+    let key = Value::from(key);
     page_with(&format!("{{{key}:{items}}}"), page.next_cursor.as_deref())
 }
 
@@ -68,10 +87,11 @@ pub fn page_with(data_json: &str, next_cursor: Option<&str>) -> Response {
     let extra = format!(
         r#","hasMore":{},"nextCursor":{}"#,
         next_cursor.is_some(),
-        serde_json::to_string(&next_cursor).unwrap_or_default()
+        Value::from(next_cursor)
     );
-    json_response(
-        StatusCode::OK,
-        with_meta(&format!(r#"{{"data":{data_json}}}"#), &extra),
-    )
+    let object = format!(r#"{{"data":{data_json}}}"#);
+    match with_meta(&object, &extra) {
+        Some(body) => json_response(StatusCode::OK, body),
+        None => broken(&object),
+    }
 }

@@ -60,7 +60,9 @@ pub fn error_object(error: &Error) -> String {
             details: error.details(),
         },
     };
-    serde_json::to_string(&body).unwrap_or_else(|_| {
+    serde_json::to_string(&body).unwrap_or_else(|cause| {
+        // Strings and a slice of them always serialize; if that ever changes, say so.
+        tracing::error!(%cause, code = error.code(), "an error envelope does not serialize");
         r#"{"error":{"code":"internal_error","message":"internal error"}}"#.to_owned()
     })
 }

@@ -2,17 +2,18 @@
 //! failure is a core [`Error`] (400 or 413 in the error envelope), never axum's plain-text
 //! rejections.
 
-use axum::body::Body;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use bytes::Bytes;
 use http::request::Parts;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde::de::DeserializeOwned;
-use xf_core::api::PageParams;
 use xf_core::error::FieldError;
+use xf_core::params::IdempotencyKey;
 use xf_core::{Caller, Error, Fingerprint};
 
 use crate::error::ApiError;
+use crate::routes::IdempotencyHeader;
+use crate::Body;
 
 /// Largest JSON request body: 1 MiB.
 pub const MAX_JSON_BODY: usize = 1024 * 1024;
@@ -34,7 +35,9 @@ impl<S: Send + Sync> FromRequestParts<S> for Authed {
 }
 
 /// The one path parameter of a route (an id or a token). A parameter that is not valid
-/// percent-encoded UTF-8 is a 400 in the envelope rather than axum's plain-text rejection.
+/// percent-encoded UTF-8 is a 400 in the envelope rather than axum's plain-text rejection;
+/// one with a control character (a NUL, say) names nothing and is a 404 before any store
+/// sees it.
 #[derive(Debug)]
 pub struct PathParam(pub String);
 
@@ -42,63 +45,43 @@ impl<S: Send + Sync> FromRequestParts<S> for PathParam {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        axum::extract::Path::<String>::from_request_parts(parts, state)
-            .await
-            .map(|axum::extract::Path(value)| PathParam(value))
-            .map_err(|rejection| ApiError(Error::invalid("path", rejection.body_text())))
+        let axum::extract::Path(value) =
+            axum::extract::Path::<String>::from_request_parts(parts, state)
+                .await
+                .map_err(|rejection| ApiError(Error::invalid("path", rejection.body_text())))?;
+        if value.chars().any(char::is_control) {
+            return Err(ApiError(Error::NotFound("resource")));
+        }
+        Ok(PathParam(value))
     }
 }
 
-/// Query parameters by name (the first occurrence wins; unknown ones are ignored).
-#[derive(Debug, Default)]
-pub struct Query(Vec<(String, String)>);
+/// Query parameters parsed into `T`, whose `IntoParams` derive documents the same fields: the
+/// struct is the one statement of the parameters' names and rules. Unknown parameters are
+/// ignored; a known one with a bad value (an empty one included) is a 400 naming it, and so
+/// is a parameter sent twice.
+#[derive(Debug)]
+pub struct Query<T>(pub T);
 
-impl<S: Send + Sync> FromRequestParts<S> for Query {
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
         let raw = parts.uri.query().unwrap_or("");
-        serde_urlencoded::from_str(raw).map(Query).map_err(|_| {
-            ApiError(Error::invalid(
-                "query",
-                "is not a valid URL-encoded query string",
-            ))
-        })
-    }
-}
-
-impl Query {
-    /// The value of `name`, if sent.
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.as_str())
-    }
-
-    /// The value of `name` as an owned string.
-    pub fn string(&self, name: &str) -> Option<String> {
-        self.get(name).map(str::to_owned)
-    }
-
-    /// The integer value of `name`; a value that is not an integer is a 400.
-    pub fn integer(&self, name: &str) -> Result<Option<i64>, Error> {
-        self.get(name)
-            .map(|value| {
-                value
-                    .trim()
-                    .parse::<i64>()
-                    .map_err(|_| Error::invalid(name, "must be an integer"))
+        let pairs = form_urlencoded::parse(raw.as_bytes());
+        let deserializer = serde_urlencoded::Deserializer::new(pairs);
+        serde_path_to_error::deserialize(deserializer)
+            .map(Query)
+            .map_err(|error| {
+                let field = error.path().to_string();
+                let field = if field == "." {
+                    "query".to_owned()
+                } else {
+                    field
+                };
+                let message = error.into_inner().to_string();
+                ApiError(Error::invalid_fields(vec![FieldError { field, message }]))
             })
-            .transpose()
-    }
-
-    /// `limit` and `cursor`.
-    pub fn page(&self) -> Result<PageParams, Error> {
-        Ok(PageParams {
-            limit: self.integer("limit")?,
-            cursor: self.string("cursor"),
-        })
     }
 }
 
@@ -158,7 +141,7 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
 #[derive(Debug)]
 pub struct Write {
     /// `Idempotency-Key`, if sent.
-    pub idempotency_key: Option<String>,
+    pub idempotency: IdempotencyHeader,
     /// Method, path and body, hashed.
     pub fingerprint: Fingerprint,
     /// The raw body.
@@ -171,9 +154,10 @@ impl Write {
         parse_json(&self.body)
     }
 
-    /// The body as `T`, or `T::default()` when the body is empty.
+    /// The body as `T`, or `T::default()` when there is no body: an empty one, or JSON `null`.
     pub fn json_or_default<T: DeserializeOwned + Default>(&self) -> Result<T, Error> {
-        if self.body.iter().all(u8::is_ascii_whitespace) {
+        let text = self.body.trim_ascii();
+        if text.is_empty() || text == b"null" {
             Ok(T::default())
         } else {
             parse_json(&self.body)
@@ -191,14 +175,20 @@ impl<S: Send + Sync> FromRequest<S> for Write {
             Some(value) => Some(
                 value
                     .to_str()
-                    .map_err(|_| Error::invalid("Idempotency-Key", "must be visible ASCII"))?
-                    .to_owned(),
+                    .ok()
+                    .and_then(|text| IdempotencyKey::parse(text).ok())
+                    .ok_or_else(|| {
+                        Error::invalid(
+                            "Idempotency-Key",
+                            format!("must be {}", IdempotencyKey::EXPECTS),
+                        )
+                    })?,
             ),
         };
         let body = read_body(body, MAX_JSON_BODY).await?;
         let fingerprint = Fingerprint::of(parts.method.as_str(), parts.uri.path(), &body);
         Ok(Write {
-            idempotency_key,
+            idempotency: IdempotencyHeader { idempotency_key },
             fingerprint,
             body,
         })

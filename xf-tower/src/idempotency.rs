@@ -1,7 +1,8 @@
 //! Running a write under its `Idempotency-Key`.
 //!
 //! The response is kept as the envelope without `meta` and replayed with the new request id
-//! and `Idempotent-Replayed: true`. Validation failures, 429s and 5xx are not kept, so a
+//! and `Idempotent-Replayed: true`. Which failures are kept is the core's rule
+//! ([`Error::kept_by_idempotency`]): validation failures, 429s and 5xx are not, so a
 //! corrected or later retry runs for real.
 
 use std::future::Future;
@@ -29,7 +30,7 @@ where
     F: FnOnce() -> Fut,
     Fut: Future<Output = Result<T, Error>>,
 {
-    let ticket = match &write.idempotency_key {
+    let ticket = match &write.idempotency.idempotency_key {
         None => None,
         Some(key) => match xf.begin_idempotent(caller, key, &write.fingerprint).await {
             Ok(IdempotencyStart::Proceed(ticket)) => Some(ticket),
@@ -44,7 +45,7 @@ where
                 status: success.as_u16(),
                 body: object.clone(),
             }),
-            Err(error) if is_kept(error) => Some(StoredResponse {
+            Err(error) if error.kept_by_idempotency() => Some(StoredResponse {
                 status: status_of(error).as_u16(),
                 body: error_object(error),
             }),
@@ -65,15 +66,14 @@ where
     }
 }
 
-fn is_kept(error: &Error) -> bool {
-    let status = status_of(error);
-    !(matches!(error, Error::Validation { .. })
-        || status == StatusCode::TOO_MANY_REQUESTS
-        || status.is_server_error())
-}
-
 fn replay(stored: &StoredResponse) -> Response {
-    let status = StatusCode::from_u16(stored.status).unwrap_or(StatusCode::OK);
+    let Ok(status) = StatusCode::from_u16(stored.status) else {
+        return ApiError(Error::Internal(format!(
+            "the idempotency record holds the status {}, which is not an HTTP status",
+            stored.status
+        )))
+        .into_response();
+    };
     let mut response = envelope::render(status, &stored.body);
     response
         .headers_mut()

@@ -8,7 +8,11 @@
 //! use std::sync::Arc;
 //! # async fn run() {
 //! let store = Arc::new(xf_storage_memory::MemoryStore::new());
-//! let xf = xf_core::Xf::builder(store).build();
+//! let xf = xf_core::Xf::builder(store)
+//!     .secret_key(xf_core::Xf::random_secret_key())
+//!     .public_base_url("http://127.0.0.1:8080")
+//!     .build()
+//!     .unwrap();
 //! let app = axum::Router::new()
 //!     .route("/", axum::routing::get(|| async { "the host's own page" }))
 //!     .nest_service("/api/v1", xf_tower::XfService::new(xf));
@@ -31,15 +35,17 @@ mod error;
 mod extract;
 mod idempotency;
 mod middleware;
+mod mount;
 mod openapi;
 mod request_id;
 mod routes;
 
 use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use axum::body::Body;
 use axum::routing::get;
 use axum::Router;
 use bytes::Bytes;
@@ -50,17 +56,45 @@ use xf_core::Xf;
 
 pub use admin::AdminService;
 pub use error::status_of;
+pub use mount::{strip_prefix, StripPrefix};
 
-/// The future of [`XfService`] and [`AdminService`].
-pub type ResponseFuture = axum::routing::future::RouteFuture<Infallible>;
+/// The body of every response of this crate's services, and a body type a host can build
+/// requests from ([`Body::from_stream`], `Body::from(bytes)`, [`Body::empty`]). It implements
+/// [`http_body::Body`], so hosts need no web framework to read or produce it.
+pub type Body = axum::body::Body;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The future of [`XfService`], [`AdminService`] and [`StripPrefix`].
+pub struct ResponseFuture {
+    inner: axum::routing::future::RouteFuture<Infallible>,
+}
+
+impl std::fmt::Debug for ResponseFuture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResponseFuture").finish_non_exhaustive()
+    }
+}
+
+impl ResponseFuture {
+    fn routed(inner: axum::routing::future::RouteFuture<Infallible>) -> Self {
+        Self { inner }
+    }
+}
+
+impl Future for ResponseFuture {
+    type Output = Result<Response<Body>, Infallible>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.inner).poll(cx)
+    }
+}
 
 /// The developer API as a tower service. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct XfService {
     router: Router,
-    openapi: Arc<serde_json::Value>,
+    openapi: Arc<Result<serde_json::Value, String>>,
 }
 
 impl XfService {
@@ -79,28 +113,33 @@ impl XfService {
             .merge(routes::health::router())
             .merge(authenticated)
             .split_for_parts();
-        let openapi = Arc::new(openapi::finish(doc));
+        let openapi = openapi::finish(doc);
         // Serialized once: the document never changes while the service lives.
-        let served = Bytes::from(openapi.to_string());
+        let served = openapi
+            .as_ref()
+            .map(|doc| Bytes::from(doc.to_string()))
+            .map_err(Clone::clone);
         let router = router
             .route(
                 "/openapi.json",
                 get(move || {
-                    let body = served.clone();
-                    async move { ([(http::header::CONTENT_TYPE, "application/json")], body) }
+                    let served = served.clone();
+                    async move { openapi::respond(served) }
                 }),
             )
+            .route_layer(axum::middleware::from_fn(request_id::record_route))
             .fallback(middleware::not_found)
             .with_state(xf);
         Self {
-            router: with_common_layers(router),
-            openapi,
+            router: with_common_layers(router, request_id::Service::Api),
+            openapi: Arc::new(openapi),
         }
     }
 
-    /// The OpenAPI 3.1 document this service serves at `/openapi.json`.
-    pub fn openapi(&self) -> &serde_json::Value {
-        &self.openapi
+    /// The OpenAPI 3.1 document this service serves at `/openapi.json`; `None` only if it
+    /// could not be built, which is a bug (logged, and `/openapi.json` answers 500).
+    pub fn openapi(&self) -> Option<&serde_json::Value> {
+        self.openapi.as_ref().as_ref().ok()
     }
 
     /// The axum `Router` inside, to merge or layer it as a host sees fit.
@@ -113,13 +152,16 @@ impl XfService {
 /// included), for a host's paths outside the mounted services:
 /// `Router::new().nest_service("/api/v1", api).fallback_service(xf_tower::not_found_service())`.
 pub fn not_found_service() -> Router {
-    with_common_layers(Router::new().fallback(middleware::not_found))
+    with_common_layers(
+        Router::new().fallback(middleware::not_found),
+        request_id::Service::None,
+    )
 }
 
 /// The layers every service shares, innermost first: a panic becomes a `500` envelope (and
 /// a log line with the request id) instead of a dropped connection; axum's bare 405 gets the
-/// envelope; request ids wrap everything.
-fn with_common_layers(router: Router) -> Router {
+/// envelope; request ids and the request log wrap everything.
+fn with_common_layers(router: Router, service: request_id::Service) -> Router {
     router
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             middleware::panic_response,
@@ -127,7 +169,10 @@ fn with_common_layers(router: Router) -> Router {
         .layer(axum::middleware::from_fn(
             middleware::method_not_allowed_envelope,
         ))
-        .layer(axum::middleware::from_fn(request_id::layer))
+        .layer(axum::middleware::from_fn_with_state(
+            service,
+            request_id::layer,
+        ))
 }
 
 impl<B> Service<Request<B>> for XfService
@@ -144,7 +189,7 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        self.router.call(request)
+        ResponseFuture::routed(self.router.call(request))
     }
 }
 
@@ -159,7 +204,7 @@ mod tests {
     async fn a_panicking_handler_answers_500_without_its_detail() {
         let router =
             Router::new().route("/boom", get(|| async { panic!("secret detail") as &str }));
-        let response = with_common_layers(router)
+        let response = with_common_layers(router, request_id::Service::Api)
             .oneshot(Request::get("/boom").body(Body::empty()).unwrap())
             .await
             .unwrap();

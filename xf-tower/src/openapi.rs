@@ -5,10 +5,13 @@
 //! (the request-id and rate-limit headers, the errors every authenticated endpoint can
 //! answer) is added here once instead of on each handler.
 
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 use serde_json::{json, Map, Value};
 use utoipa::OpenApi;
+use xf_core::Error;
 
-use crate::error::ErrorBody;
+use crate::error::{ApiError, ErrorBody};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -39,7 +42,7 @@ fn header(description: &str, schema: Value) -> Value {
     json!({"description": description, "schema": schema})
 }
 
-fn error_response(description: &str, retry_after: bool) -> Value {
+fn error_response(description: &str, retry_after: bool) -> Map<String, Value> {
     let mut headers = Map::new();
     headers.insert(
         "X-Request-Id".into(),
@@ -57,20 +60,36 @@ fn error_response(description: &str, retry_after: bool) -> Value {
             ),
         );
     }
-    json!({
-        "description": description,
-        "headers": headers,
-        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}
-    })
+    let mut response = Map::new();
+    response.insert("description".into(), description.into());
+    response.insert("headers".into(), Value::Object(headers));
+    response.insert(
+        "content".into(),
+        json!({"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}),
+    );
+    response
 }
 
-/// Adds the shared headers, error responses, security scheme and envelope schemas.
-pub fn finish(doc: utoipa::openapi::OpenApi) -> Value {
-    let mut doc = serde_json::to_value(doc).unwrap_or_else(|_| json!({}));
-    let schemas = doc
-        .pointer_mut("/components/schemas")
-        .and_then(Value::as_object_mut);
-    if let Some(schemas) = schemas {
+/// `GET /openapi.json`: the document serialized once, or a logged `500` if it could not be
+/// built.
+pub fn respond(served: Result<Bytes, String>) -> Response {
+    match served {
+        Ok(body) => ([(http::header::CONTENT_TYPE, "application/json")], body).into_response(),
+        Err(cause) => ApiError(Error::Internal(cause)).into_response(),
+    }
+}
+
+/// Adds the shared headers, error responses, links, security scheme and envelope schemas.
+/// An `Err` is a bug in the document's construction, with what went wrong.
+pub fn finish(doc: utoipa::openapi::OpenApi) -> Result<Value, String> {
+    let mut doc = serde_json::to_value(doc)
+        .map_err(|error| format!("the OpenAPI document does not serialize: {error}"))?;
+    let missing = |what: &str| format!("the OpenAPI document has no {what}");
+    {
+        let schemas = doc
+            .pointer_mut("/components/schemas")
+            .and_then(Value::as_object_mut)
+            .ok_or_else(|| missing("components.schemas"))?;
         schemas.insert(
             "ErrorEnvelope".into(),
             json!({
@@ -83,32 +102,144 @@ pub fn finish(doc: utoipa::openapi::OpenApi) -> Value {
             }),
         );
     }
-    if let Some(components) = doc.get_mut("components").and_then(Value::as_object_mut) {
-        components.insert(
+    doc.get_mut("components")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| missing("components"))?
+        .insert(
             "securitySchemes".into(),
             json!({"bearer": {"type": "http", "scheme": "bearer", "description": "xf_live_… or xf_test_… API key"}}),
         );
-    }
-    let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else {
-        return doc;
-    };
+    let paths = doc
+        .get_mut("paths")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| missing("paths"))?;
     for (path, item) in paths.iter_mut() {
-        let Some(item) = item.as_object_mut() else {
-            continue;
-        };
+        let item = item
+            .as_object_mut()
+            .ok_or_else(|| format!("the path item {path} is not an object"))?;
         for (method, operation) in item.iter_mut() {
             let authenticated = path != "/health";
-            let has_body = operation.get("requestBody").is_some();
-            decorate(operation, method, authenticated, has_body);
+            decorate(operation, method, authenticated)?;
         }
     }
-    doc
+    add_links(paths)?;
+    Ok(doc)
 }
 
-fn decorate(operation: &mut Value, method: &str, authenticated: bool, has_body: bool) {
-    let Some(operation) = operation.as_object_mut() else {
-        return;
-    };
+/// The links of the stateful phase of the contract check, and of any client that follows
+/// them: from a created property to its detail, issues, scans, crawls and jobs; from a queued
+/// scan to its job and its cancellation. `(path, method, status, link name, operationId,
+/// parameter, runtime expression)`.
+const LINKS: &[(&str, &str, &str, &str, &str, &str, &str)] = &[
+    (
+        "/properties",
+        "post",
+        "201",
+        "GetProperty",
+        "get_property",
+        "propertyId",
+        "$response.body#/data/property/id",
+    ),
+    (
+        "/properties",
+        "post",
+        "201",
+        "ListIssues",
+        "list_issues",
+        "propertyId",
+        "$response.body#/data/property/id",
+    ),
+    (
+        "/properties",
+        "post",
+        "201",
+        "QueueScan",
+        "queue_scan",
+        "propertyId",
+        "$response.body#/data/property/id",
+    ),
+    (
+        "/properties",
+        "post",
+        "201",
+        "QueueCrawl",
+        "queue_crawl",
+        "propertyId",
+        "$response.body#/data/property/id",
+    ),
+    (
+        "/properties",
+        "post",
+        "201",
+        "ListPropertyJobs",
+        "list_jobs",
+        "propertyId",
+        "$response.body#/data/property/id",
+    ),
+    (
+        "/properties/{propertyId}/scans",
+        "post",
+        "202",
+        "GetJob",
+        "get_job",
+        "jobId",
+        "$response.body#/data/job/id",
+    ),
+    (
+        "/properties/{propertyId}/scans",
+        "post",
+        "202",
+        "CancelJob",
+        "cancel_job",
+        "jobId",
+        "$response.body#/data/job/id",
+    ),
+    (
+        "/properties/{propertyId}/crawls",
+        "post",
+        "202",
+        "GetJob",
+        "get_job",
+        "jobId",
+        "$response.body#/data/job/id",
+    ),
+    (
+        "/properties/{propertyId}/crawls",
+        "post",
+        "202",
+        "CancelJob",
+        "cancel_job",
+        "jobId",
+        "$response.body#/data/job/id",
+    ),
+];
+
+fn add_links(paths: &mut Map<String, Value>) -> Result<(), String> {
+    for (path, method, status, name, operation_id, parameter, expression) in LINKS {
+        let response = paths
+            .get_mut(*path)
+            .and_then(|item| item.get_mut(*method))
+            .and_then(|operation| operation.pointer_mut(&format!("/responses/{status}")))
+            .and_then(Value::as_object_mut)
+            .ok_or_else(|| format!("no {status} response of {method} {path} to link from"))?;
+        let links = response
+            .entry("links")
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+            .ok_or_else(|| format!("the links of {method} {path} are not an object"))?;
+        links.insert(
+            (*name).to_owned(),
+            json!({"operationId": operation_id, "parameters": {*parameter: expression}}),
+        );
+    }
+    Ok(())
+}
+
+fn decorate(operation: &mut Value, method: &str, authenticated: bool) -> Result<(), String> {
+    let operation = operation
+        .as_object_mut()
+        .ok_or_else(|| format!("an operation of {method} is not an object"))?;
+    let has_body = operation.contains_key("requestBody");
     if authenticated {
         operation.insert("security".into(), json!([{"bearer": []}]));
     } else {
@@ -118,19 +249,24 @@ fn decorate(operation: &mut Value, method: &str, authenticated: bool, has_body: 
         .remove("parameters")
         .and_then(|p| p.as_array().cloned())
         .unwrap_or_default();
+    let idempotent = parameters
+        .iter()
+        .any(|p| p["name"] == "Idempotency-Key" && p["in"] == "header");
     parameters.push(json!({
         "name": "X-Request-Id", "in": "header", "required": false,
-        "description": "1 to 128 visible ASCII characters, echoed in the response",
-        "schema": {"type": "string", "maxLength": 128}
+        "description": "Echoed in `meta.requestId` and the response header when it is 1 to 128 visible \
+            ASCII characters; any other value is replaced by a generated id, never refused.",
+        "schema": {"type": "string"}
     }));
     operation.insert("parameters".into(), Value::Array(parameters));
 
     let responses = operation
         .entry("responses")
         .or_insert_with(|| json!({}))
-        .as_object_mut();
-    let Some(responses) = responses else { return };
-    let mut shared: Vec<(&str, Value)> = vec![("500", error_response("`internal_error`", false))];
+        .as_object_mut()
+        .ok_or_else(|| format!("the responses of an operation of {method} are not an object"))?;
+    let mut shared: Vec<(&str, Map<String, Value>)> =
+        vec![("500", error_response("`internal_error`", false))];
     if authenticated {
         shared.extend([
             (
@@ -165,28 +301,25 @@ fn decorate(operation: &mut Value, method: &str, authenticated: bool, has_body: 
         ));
     }
     for (status, response) in shared {
-        responses.entry(status).or_insert(response);
+        responses.entry(status).or_insert(Value::Object(response));
     }
     for (status, response) in responses.iter_mut() {
-        let Some(response) = response.as_object_mut() else {
-            continue;
-        };
-        if !status.starts_with('2') && response.get("content").is_none() {
+        let response = response
+            .as_object_mut()
+            .ok_or_else(|| format!("the {status} response of {method} is not an object"))?;
+        if !status.starts_with('2') && !response.contains_key("content") {
+            // A handler's own error statuses name only their code; the envelope is shared.
             let description = response
                 .get("description")
                 .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned();
-            *response = error_response(&description, false)
-                .as_object()
-                .cloned()
-                .unwrap_or_default();
+                .ok_or_else(|| format!("the {status} response of {method} has no description"))?;
+            *response = error_response(description, false);
         }
         let headers = response
             .entry("headers")
             .or_insert_with(|| json!({}))
-            .as_object_mut();
-        let Some(headers) = headers else { continue };
+            .as_object_mut()
+            .ok_or_else(|| format!("the headers of a {status} response are not an object"))?;
         headers.entry("X-Request-Id").or_insert_with(|| {
             header(
                 "Echo of the request's X-Request-Id, or a generated id",
@@ -206,11 +339,12 @@ fn decorate(operation: &mut Value, method: &str, authenticated: bool, has_body: 
                 header("Writes left: the smaller of this key's hourly and the organization's daily remainder", json!({"type": "integer"})),
             );
         }
-        if status == "201" && method == "post" {
+        if idempotent && status.starts_with('2') {
             headers.insert(
                 "Idempotent-Replayed".into(),
                 header("`true` when this is a replay of an earlier request with the same Idempotency-Key", json!({"type": "string"})),
             );
         }
     }
+    Ok(())
 }

@@ -1,16 +1,15 @@
 //! Run with: cargo run -p hyper-host
 //!
-//! A hyper 1 server without a framework. Its one service routes by path: `/api/v1` and below
-//! go to xf with the prefix stripped (what axum's `nest_service` does for the axum host), the
-//! rest is the host's own. `TowerToHyperService` turns that tower service into the service
-//! hyper's connection builder wants.
+//! A hyper 1 server without a framework. Its one service routes by path:
+//! `xf_tower::strip_prefix` takes `/api/v1` off the requests below it (what axum's
+//! `nest_service` does for the axum host) and they go to xf; the rest is the host's own.
+//! `TowerToHyperService` turns that tower service into the service hyper's connection builder
+//! wants. No axum in sight: `xf_tower::Body` is the response body.
 
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::body::Body;
-use http::uri::PathAndQuery;
-use http::{Method, Request, Response, StatusCode, Uri};
+use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
@@ -18,7 +17,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tower::ServiceExt;
 use xf_core::Xf;
-use xf_tower::XfService;
+use xf_tower::{Body, XfService};
 
 /// Where the xf API is mounted.
 pub const API_PREFIX: &str = "/api/v1";
@@ -55,7 +54,7 @@ async fn route(
     api: XfService,
     mut request: Request<Incoming>,
 ) -> Result<Response<Body>, Infallible> {
-    if strip_prefix(&mut request, API_PREFIX) {
+    if xf_tower::strip_prefix(&mut request, API_PREFIX) {
         return api.oneshot(request).await;
     }
     if request.uri().path() == "/" && request.method() == Method::GET {
@@ -64,28 +63,4 @@ async fn route(
     let mut response = Response::new(Body::from("not found"));
     *response.status_mut() = StatusCode::NOT_FOUND;
     Ok(response)
-}
-
-/// When the path is `prefix` (which becomes `/`) or lies below it, takes `prefix` off the
-/// path, keeps the query string, and returns true. Otherwise leaves the request untouched
-/// and returns false.
-pub fn strip_prefix<B>(request: &mut Request<B>, prefix: &str) -> bool {
-    let rest = match request.uri().path().strip_prefix(prefix) {
-        Some("") => "/",
-        Some(rest) if rest.starts_with('/') => rest,
-        _ => return false,
-    };
-    let path_and_query = match request.uri().query() {
-        Some(query) => format!("{rest}?{query}"),
-        None => rest.to_owned(),
-    };
-    let mut parts = request.uri().clone().into_parts();
-    parts.path_and_query = PathAndQuery::try_from(path_and_query).ok();
-    match Uri::from_parts(parts) {
-        Ok(uri) if uri.path_and_query().is_some() => {
-            *request.uri_mut() = uri;
-            true
-        }
-        _ => false,
-    }
 }

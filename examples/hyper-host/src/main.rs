@@ -10,9 +10,11 @@ use xf_storage_memory::MemoryStore;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // One process over an in-memory store: a random secret is fine (see `Xf::builder`).
     let xf = Xf::builder(Arc::new(MemoryStore::new()))
+        .secret_key(Xf::random_secret_key())
         .public_base_url("http://127.0.0.1:3000")
-        .build();
+        .build()?;
     let demo = xf.ensure_demo_organization(None, None).await?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
     println!("hyper host on http://127.0.0.1:3000 (the xf API under /api/v1)");

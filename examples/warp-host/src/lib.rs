@@ -2,22 +2,24 @@
 //!
 //! A warp application. warp routes with filters, not tower services, so the xf API gets a
 //! filter of its own: it matches `/api/v1` and below, rebuilds an `http::Request` from the
-//! pieces warp extracts (method, the path without the prefix plus the query, the headers, the
-//! body), calls `XfService` with `oneshot`, and hands the response back to warp.
+//! pieces warp extracts (method, the full path and query, the headers, the body), and calls
+//! `xf_tower::StripPrefix` over `XfService` with `oneshot`, which takes the prefix off (the
+//! request log keeps the path as sent); the response goes back to warp. No axum in sight:
+//! `xf_tower::Body` is the body type on both sides.
 //!
 //! The request body is passed on as a stream rather than collected first, so xf's own size
 //! limit (413 over 1 MiB) applies before anything large is buffered.
 
-use axum::body::Body;
 use bytes::{Buf, Bytes};
 use futures::{Stream, TryStreamExt};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
+use http_body_util::BodyExt;
 use tokio::net::TcpListener;
 use tower::ServiceExt;
-use warp::filters::path::Tail;
+use warp::filters::path::FullPath;
 use warp::{Filter, Rejection, Reply};
 use xf_core::Xf;
-use xf_tower::XfService;
+use xf_tower::{Body, StripPrefix, XfService};
 
 /// The host's routes: its own `GET /` and the xf API under `/api/v1`.
 pub fn routes(xf: Xf) -> impl Filter<Extract = (impl Reply,), Error = Rejection> + Clone {
@@ -27,19 +29,23 @@ pub fn routes(xf: Xf) -> impl Filter<Extract = (impl Reply,), Error = Rejection>
     home.or(xf_api(XfService::new(xf)))
 }
 
-/// The filter that mounts `api` under `/api/v1`.
+/// Where the xf API is mounted.
+pub const API_PREFIX: &str = "/api/v1";
+
+/// The filter that mounts `api` under [`API_PREFIX`].
 pub fn xf_api(api: XfService) -> impl Filter<Extract = (impl Reply,), Error = Rejection> + Clone {
+    let api = StripPrefix::new(API_PREFIX, api);
     // `query::raw` rejects a request without a query string; this one yields "" instead.
     let query = warp::query::raw().or(warp::any().map(String::new)).unify();
     warp::path!("api" / "v1" / ..)
-        .and(warp::path::tail())
+        .and(warp::path::full())
         .and(query)
         .and(warp::method())
         .and(warp::header::headers_cloned())
         .and(warp::body::stream())
-        .then(move |tail: Tail, query: String, method: Method, headers: HeaderMap, body| {
+        .then(move |path: FullPath, query: String, method: Method, headers: HeaderMap, body| {
             let api = api.clone();
-            async move { call(api, method, tail.as_str(), &query, headers, streamed(body)).await }
+            async move { call(api, method, path.as_str(), &query, headers, streamed(body)).await }
         })
 }
 
@@ -57,20 +63,20 @@ pub async fn serve(listener: TcpListener, xf: Xf) {
     warp::serve(routes(xf)).incoming(listener).run().await;
 }
 
-/// Calls xf with the request rebuilt at `/{tail}?{query}`, and collects its (small, JSON)
+/// Calls xf with the request rebuilt at `{path}?{query}`, and collects its (small, JSON)
 /// response: warp 0.4 builds reply bodies from bytes, not from another body type.
 async fn call(
-    api: XfService,
+    api: StripPrefix<XfService>,
     method: Method,
-    tail: &str,
+    path: &str,
     query: &str,
     headers: HeaderMap,
     body: Body,
 ) -> Response<Bytes> {
     let uri = if query.is_empty() {
-        format!("/{tail}")
+        path.to_owned()
     } else {
-        format!("/{tail}?{query}")
+        format!("{path}?{query}")
     };
     let mut request = Request::new(body);
     *request.method_mut() = method;
@@ -84,8 +90,8 @@ async fn call(
         Err(never) => match never {},
     };
     let (parts, body) = response.into_parts();
-    match axum::body::to_bytes(body, usize::MAX).await {
-        Ok(bytes) => Response::from_parts(parts, bytes),
+    match body.collect().await {
+        Ok(collected) => Response::from_parts(parts, collected.to_bytes()),
         Err(_) => status_only(StatusCode::INTERNAL_SERVER_ERROR),
     }
 }

@@ -41,9 +41,7 @@ use xf_storage_memory::MemoryStore;
 use xf_storage_postgres::PgStore;
 use xf_tower::{AdminService, XfService};
 
-/// The shortest `--secret-key` accepted, in bytes: it signs cursors and derives test-mode ids,
-/// so it must be as hard to guess as a 256-bit key.
-pub const MIN_SECRET_KEY_LEN: usize = 32;
+pub use xf_core::MIN_SECRET_KEY_LEN;
 
 /// Where the API is mounted.
 pub const API_PREFIX: &str = "/api/v1";
@@ -94,6 +92,10 @@ pub struct Config {
     #[arg(long, env = "XF_PUBLIC_BASE_URL")]
     pub public_base_url: Option<String>,
 
+    /// The status page `GET /health` names as `statusPage`; without it, health names none.
+    #[arg(long, env = "XF_STATUS_PAGE_URL")]
+    pub status_page_url: Option<String>,
+
     /// Serve the admin API under /admin, accepting `Authorization: Bearer <this token>`.
     /// Without it, no admin API is served.
     #[arg(long, env = "XF_ADMIN_TOKEN", hide_env_values = true)]
@@ -117,6 +119,7 @@ impl fmt::Debug for Config {
             .field("demo_test_key", &redacted(&self.demo_test_key))
             .field("secret_key", &redacted(&self.secret_key))
             .field("public_base_url", &self.public_base_url)
+            .field("status_page_url", &self.status_page_url)
             .field("admin_token", &redacted(&self.admin_token))
             .field("log_format", &self.log_format)
             .finish()
@@ -189,9 +192,10 @@ pub enum StartError {
          Set it to at least {MIN_SECRET_KEY_LEN} random bytes, e.g. `openssl rand -hex 32`."
     )]
     SecretKeyRequired,
-    /// The secret key is too short to be safe.
-    #[error("XF_SECRET_KEY (--secret-key) must be at least {MIN_SECRET_KEY_LEN} bytes long")]
-    SecretKeyTooShort,
+    /// The facade refused the configuration: a secret key that is too short, or a malformed
+    /// base or status page URL.
+    #[error("invalid configuration (XF_SECRET_KEY, XF_PUBLIC_BASE_URL, XF_STATUS_PAGE_URL): {0}")]
+    Config(#[from] xf_core::BuildError),
     /// `--admin-token ""`.
     #[error("XF_ADMIN_TOKEN (--admin-token) is set but empty; unset it to serve no admin API")]
     EmptyAdminToken,
@@ -262,13 +266,6 @@ pub async fn build_app(config: &Config) -> Result<App, StartError> {
     {
         return Err(StartError::EmptyAdminToken);
     }
-    if config
-        .secret_key
-        .as_deref()
-        .is_some_and(|key| key.len() < MIN_SECRET_KEY_LEN)
-    {
-        return Err(StartError::SecretKeyTooShort);
-    }
     let store: Arc<dyn Store> = match &config.store {
         StoreConfig::Memory => Arc::new(MemoryStore::new()),
         StoreConfig::Postgres(url) => {
@@ -285,13 +282,24 @@ pub async fn build_app(config: &Config) -> Result<App, StartError> {
         .public_base_url
         .clone()
         .unwrap_or_else(|| format!("http://{}", config.listen));
-    let mut builder = Xf::builder(store).public_base_url(public_base_url);
-    // Without a configured secret the builder draws a random one: right for the memory
-    // store, whose data (and so every cursor and mock id) dies with the process anyway.
-    if let Some(secret) = &config.secret_key {
-        builder = builder.secret_key(secret.clone().into_bytes());
+    // Without a configured secret the memory store gets a random one: its data, and so every
+    // cursor and test-mode id, dies with the process anyway. PostgreSQL required one above.
+    let secret = match &config.secret_key {
+        Some(secret) => secret.clone().into_bytes(),
+        None => {
+            tracing::info!(
+                "no XF_SECRET_KEY: cursors and test-mode ids use a random secret until the server stops"
+            );
+            Xf::random_secret_key()
+        }
+    };
+    let mut builder = Xf::builder(store)
+        .secret_key(secret)
+        .public_base_url(public_base_url);
+    if let Some(url) = &config.status_page_url {
+        builder = builder.status_page_url(url.clone());
     }
-    let xf = builder.build();
+    let xf = builder.build()?;
 
     let demo = if config.demo {
         let created = xf

@@ -3,6 +3,8 @@
 
 mod access;
 mod basics;
+mod builder;
+mod contract;
 mod idempotency;
 mod jobs;
 mod openapi;

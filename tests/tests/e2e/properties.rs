@@ -68,9 +68,19 @@ async fn create_property_rejects_bad_input(app: TestApp) {
         (json!({"url": 42}).to_string(), "url"),
         (json!({"url": "not a url"}).to_string(), "url"),
         (json!({"url": "ftp://example.com"}).to_string(), "url"),
+        (json!({"url": " https://example.com"}).to_string(), "url"),
+        (json!({"url": "https://127.0.0.1/"}).to_string(), "url"),
         (
-            json!({"url": "https://example.com", "name": ""}).to_string(),
+            json!({"url": "https://user:pw@example.com/"}).to_string(),
+            "url",
+        ),
+        (
+            json!({"url": "https://example.com", "name": "tab\there"}).to_string(),
             "name",
+        ),
+        (
+            json!({"url": "https://example.com", "extra": true}).to_string(),
+            "extra",
         ),
         (
             json!({"url": "https://example.com", "name": 7}).to_string(),

@@ -56,7 +56,7 @@ async fn scan_and_crawl_queue_pending_jobs(app: TestApp) {
         .post(
             &format!("/properties/{pid}/crawls"),
             &org.live,
-            json!({"maxPages": 1_000_000_000_000i64, "maxDepth": 99}),
+            json!({"maxPages": 1_000_000_000, "maxDepth": 99}),
         )
         .await;
     let data = clamped.expect(202);
@@ -146,7 +146,7 @@ async fn batch_items_succeed_or_fail_separately(app: TestApp) {
             json!({"scans": [
                 {"propertyId": a, "maxPages": 10},
                 {"propertyId": "prop_missing"},
-                {"propertyId": b, "maxDepth": 0},
+                {"propertyId": "not an id at all"},
                 {"propertyId": b},
             ]}),
         )
@@ -162,7 +162,9 @@ async fn batch_items_succeed_or_fail_separately(app: TestApp) {
     assert_eq!(results[1]["job"], Value::Null);
     assert_eq!(results[1]["error"]["code"], "not_found");
     assert!(results[1]["error"]["message"].as_str().is_some());
-    assert_eq!(results[2]["error"]["code"], "validation_error");
+    // Any string names a property or not: a malformed id fails its item alone, like an
+    // unknown one.
+    assert_eq!(results[2]["error"]["code"], "not_found");
     assert_eq!(results[3]["job"]["propertyId"], b.as_str());
     let jobs = app.get("/jobs", &org.live).await;
     assert_eq!(jobs.expect(200)["jobs"].as_array().unwrap().len(), 2);
@@ -179,6 +181,20 @@ async fn batch_items_succeed_or_fail_separately(app: TestApp) {
             .await
             .expect_error(400, "validation_error");
     }
+    // An item that breaks the request's schema (a budget below 1) is bad input: the whole
+    // batch is refused, naming the item, and nothing is queued.
+    let reply = app
+        .post(
+            "/scans/batch",
+            &org.live,
+            json!({"scans": [{"propertyId": a}, {"propertyId": b, "maxDepth": 0}]}),
+        )
+        .await;
+    reply.expect_error(400, "validation_error");
+    assert_eq!(
+        reply.body["error"]["details"][0]["field"],
+        "scans[1].maxDepth"
+    );
     let jobs = app.get("/jobs", &org.live).await;
     assert_eq!(jobs.expect(200)["jobs"].as_array().unwrap().len(), 2);
 }

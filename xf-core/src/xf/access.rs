@@ -7,6 +7,7 @@ use super::{Caller, Xf};
 use crate::api::RateWindow;
 use crate::auth;
 use crate::error::{Error, Result};
+use crate::params::IdempotencyKey;
 use crate::plans::Entitlement;
 use crate::store::{IdempotencyClaim, IdempotencyRequest, RateBucket, StoredResponse};
 use crate::time::Timestamp;
@@ -15,8 +16,6 @@ use crate::time::Timestamp;
 const IDEMPOTENCY_TTL_HOURS: i64 = 24;
 /// An unfinished claim older than this belongs to a request that died; it may be taken over.
 const IDEMPOTENCY_STALE_SECS: i64 = 60;
-/// Longest accepted `Idempotency-Key`.
-const IDEMPOTENCY_KEY_MAX: usize = 128;
 
 /// Whether a request reads or writes, for rate limiting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,7 +168,7 @@ impl Xf {
         let now = self.now();
         let buckets = rate_buckets(caller, now, Some(kind));
         let outcome = self.store().hit_rate_limits(&buckets).await?;
-        let windows = windows(&buckets, &outcome.counts, now);
+        let windows = windows(&buckets, &outcome.counts, now)?;
         let retry_after_secs = outcome
             .exceeded
             .iter()
@@ -189,18 +188,17 @@ impl Xf {
     pub async fn begin_idempotent(
         &self,
         caller: &Caller,
-        key: &str,
+        key: &IdempotencyKey,
         request: &Fingerprint,
     ) -> Result<IdempotencyStart> {
-        if key.is_empty() || key.chars().count() > IDEMPOTENCY_KEY_MAX {
-            return Err(Error::invalid(
-                "Idempotency-Key",
-                format!("must be 1 to {IDEMPOTENCY_KEY_MAX} characters"),
-            ));
-        }
         let now = self.now();
         let ticket = IdempotencyTicket {
-            scope: format!("{}:{}:{key}", caller.organization.id, caller.mode.as_str()),
+            scope: format!(
+                "{}:{}:{}",
+                caller.organization.id,
+                caller.mode.as_str(),
+                key.as_str()
+            ),
             fingerprint: request.hex(),
         };
         let claim = self
@@ -247,18 +245,22 @@ impl Xf {
         let now = self.now();
         let buckets = rate_buckets(caller, now, None);
         let outcome = self.store().hit_rate_limits(&buckets).await?;
-        Ok(windows(&buckets, &outcome.counts, now))
+        windows(&buckets, &outcome.counts, now)
     }
 }
 
 /// Limit, remaining count and reset time of each bucket of [`rate_buckets`], from the counts
-/// the store reported for them.
-fn windows(buckets: &[RateBucket; 3], counts: &[u64], now: Timestamp) -> [RateWindow; 3] {
-    std::array::from_fn(|i| RateWindow {
+/// the store reported for them: one per bucket, or the store broke its contract.
+fn windows(buckets: &[RateBucket; 3], counts: &[u64], now: Timestamp) -> Result<[RateWindow; 3]> {
+    let counts: &[u64; 3] = counts.try_into().map_err(|_| {
+        Error::Internal(format!(
+            "the store reported {} rate-limit counts for 3 buckets",
+            counts.len()
+        ))
+    })?;
+    Ok(std::array::from_fn(|i| RateWindow {
         limit: buckets[i].limit,
-        remaining: buckets[i]
-            .limit
-            .saturating_sub(counts.get(i).copied().unwrap_or(0)),
+        remaining: buckets[i].limit.saturating_sub(counts[i]),
         reset_at: window_end(i, now),
-    })
+    }))
 }

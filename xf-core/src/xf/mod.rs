@@ -10,13 +10,18 @@
 //! use xf_core::Xf;
 //!
 //! /// The facade over whichever backend the host chose (`MemoryStore`, `PgStore`, ...).
-//! fn facade(store: Arc<dyn Store>, secret: Vec<u8>) -> Xf {
+//! fn facade(store: Arc<dyn Store>, secret: Vec<u8>) -> Result<Xf, xf_core::BuildError> {
 //!     Xf::builder(store)
 //!         .secret_key(secret)
 //!         .public_base_url("https://app.example.com")
+//!         .status_page_url("https://status.example.com")
 //!         .build()
 //! }
 //! ```
+//!
+//! The secret and the public base URL have no defaults: a random secret would break cursors
+//! and test-mode ids as soon as a second instance shares the store, and a made-up base URL
+//! would print report links that lead nowhere. [`XfBuilder::build`] says what is missing.
 
 mod access;
 mod account;
@@ -29,9 +34,10 @@ use std::sync::Arc;
 
 use crate::api::{Page, PageParams};
 use crate::cursor::CursorCodec;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ids;
 use crate::model::{KeyMode, Organization};
+use crate::params::PageSize;
 use crate::plans::{Limits, Plan, PlanCatalog};
 use crate::secret::{derive_key, keyed_digest};
 use crate::store::{After, PageRequest, Store};
@@ -43,15 +49,16 @@ pub use admin::{
     RevokedApiKey, UsageDelta,
 };
 pub use properties::normalize_property_url;
+pub use scans::MAX_BATCH;
 
-/// Default page size of lists.
-pub const DEFAULT_PAGE_SIZE: i64 = 40;
-/// Largest page size of lists.
-pub const MAX_PAGE_SIZE: i64 = 100;
 /// The path version label.
 pub const API_VERSION_LABEL: &str = "v1";
 /// The semantic version of the API.
 pub const API_VERSION: &str = "1.0.0";
+
+/// The shortest secret key accepted, in bytes: it signs cursors and derives test-mode ids,
+/// so it must be as hard to guess as a 256-bit key.
+pub const MIN_SECRET_KEY_LEN: usize = 32;
 
 /// Host configuration.
 #[derive(Clone)]
@@ -59,10 +66,40 @@ pub struct XfConfig {
     /// The host's secret: signs cursors and derives test-mode ids. Instances sharing a store
     /// must share it.
     pub secret_key: Vec<u8>,
-    /// Public base URL of the host app; report links are `{base}/r/{token}`.
+    /// Public base URL of the host app, without a trailing slash; report links are
+    /// `{base}/r/{token}`.
     pub public_base_url: String,
-    /// The status page named by `GET /health`.
-    pub status_page_url: String,
+    /// The status page named by `GET /health`, if the host has one.
+    pub status_page_url: Option<String>,
+}
+
+/// What [`XfBuilder::build`] refuses to build without.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BuildError {
+    /// No [`XfBuilder::secret_key`].
+    #[error(
+        "a secret key is required (XfBuilder::secret_key, at least {MIN_SECRET_KEY_LEN} random \
+         bytes): it signs pagination cursors and derives test-mode ids, and every instance that \
+         shares a store must use the same one"
+    )]
+    SecretKeyMissing,
+    /// A secret shorter than [`MIN_SECRET_KEY_LEN`].
+    #[error("the secret key must be at least {MIN_SECRET_KEY_LEN} bytes long")]
+    SecretKeyTooShort,
+    /// No [`XfBuilder::public_base_url`].
+    #[error(
+        "a public base URL is required (XfBuilder::public_base_url): report links are \
+         {{base}}/r/{{token}}"
+    )]
+    PublicBaseUrlMissing,
+    /// A base or status page URL that is not an absolute `http`/`https` URL.
+    #[error("{field} must be an absolute http or https URL, got {value:?}")]
+    InvalidUrl {
+        /// Which setting.
+        field: &'static str,
+        /// What was given.
+        value: String,
+    },
 }
 
 impl std::fmt::Debug for XfConfig {
@@ -91,13 +128,38 @@ struct Inner {
     mock_key: [u8; 32],
 }
 
-/// Builds an [`Xf`].
-#[derive(Debug)]
+/// Builds an [`Xf`]. The secret key and the public base URL are required.
 pub struct XfBuilder {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     plans: PlanCatalog,
-    config: XfConfig,
+    secret_key: Option<Vec<u8>>,
+    public_base_url: Option<String>,
+    status_page_url: Option<String>,
+}
+
+impl std::fmt::Debug for XfBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("XfBuilder")
+            .field("store", &self.store)
+            .field("clock", &self.clock)
+            .field(
+                "secret_key",
+                &self.secret_key.as_ref().map(|_| "<redacted>"),
+            )
+            .field("public_base_url", &self.public_base_url)
+            .field("status_page_url", &self.status_page_url)
+            .finish_non_exhaustive()
+    }
+}
+
+fn absolute_http_url(field: &'static str, value: String) -> Result<String, BuildError> {
+    match url::Url::parse(&value) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => {
+            Ok(value.trim_end_matches('/').to_owned())
+        }
+        _ => Err(BuildError::InvalidUrl { field, value }),
+    }
 }
 
 impl XfBuilder {
@@ -113,39 +175,54 @@ impl XfBuilder {
         self
     }
 
-    /// Sets the host's secret (see [`XfConfig::secret_key`]). Without one, a random secret is
-    /// drawn: fine for one process, wrong for several instances sharing a store.
-    pub fn secret_key(mut self, secret: Vec<u8>) -> Self {
-        self.config.secret_key = secret;
+    /// Sets the host's secret (see [`XfConfig::secret_key`]): at least
+    /// [`MIN_SECRET_KEY_LEN`] random bytes, the same on every instance sharing a store.
+    pub fn secret_key(mut self, secret: impl Into<Vec<u8>>) -> Self {
+        self.secret_key = Some(secret.into());
         self
     }
 
-    /// Sets the public base URL used in report links (no trailing slash needed).
+    /// Sets the public base URL used in report links (a trailing slash is dropped).
     pub fn public_base_url(mut self, url: impl Into<String>) -> Self {
-        self.config.public_base_url = url.into().trim_end_matches('/').to_owned();
+        self.public_base_url = Some(url.into());
         self
     }
 
-    /// Sets the status page named by `GET /health`.
+    /// Sets the status page named by `GET /health`; without one, health shows none.
     pub fn status_page_url(mut self, url: impl Into<String>) -> Self {
-        self.config.status_page_url = url.into();
+        self.status_page_url = Some(url.into());
         self
     }
 
-    /// The facade.
-    pub fn build(self) -> Xf {
-        let cursors = CursorCodec::new(&self.config.secret_key);
-        let mock_key = derive_key(&self.config.secret_key, b"xf/test-mode/v1");
-        Xf {
+    /// The facade, or what is missing or malformed in its configuration.
+    pub fn build(self) -> Result<Xf, BuildError> {
+        let secret_key = self.secret_key.ok_or(BuildError::SecretKeyMissing)?;
+        if secret_key.len() < MIN_SECRET_KEY_LEN {
+            return Err(BuildError::SecretKeyTooShort);
+        }
+        let public_base_url = self
+            .public_base_url
+            .ok_or(BuildError::PublicBaseUrlMissing)?;
+        let config = XfConfig {
+            public_base_url: absolute_http_url("public_base_url", public_base_url)?,
+            status_page_url: self
+                .status_page_url
+                .map(|url| absolute_http_url("status_page_url", url))
+                .transpose()?,
+            secret_key,
+        };
+        let cursors = CursorCodec::new(&config.secret_key);
+        let mock_key = derive_key(&config.secret_key, b"xf/test-mode/v1");
+        Ok(Xf {
             inner: Arc::new(Inner {
                 store: self.store,
                 clock: self.clock,
                 plans: self.plans,
-                config: self.config,
+                config,
                 cursors,
                 mock_key,
             }),
-        }
+        })
     }
 }
 
@@ -174,19 +251,24 @@ impl Caller {
 impl Xf {
     /// Starts building a facade over `store`.
     pub fn builder(store: Arc<dyn Store>) -> XfBuilder {
-        use rand::RngCore;
-        let mut secret = vec![0u8; 32];
-        rand::rngs::OsRng.fill_bytes(&mut secret);
         XfBuilder {
             store,
             clock: Arc::new(SystemClock),
             plans: PlanCatalog::default(),
-            config: XfConfig {
-                secret_key: secret,
-                public_base_url: "http://localhost:8080".to_owned(),
-                status_page_url: "https://status.example.com".to_owned(),
-            },
+            secret_key: None,
+            public_base_url: None,
+            status_page_url: None,
         }
+    }
+
+    /// A fresh random secret of [`MIN_SECRET_KEY_LEN`] bytes, for a host that knowingly runs
+    /// a single process over a store that dies with it (the in-memory store): cursors and
+    /// test-mode ids then change with every start.
+    pub fn random_secret_key() -> Vec<u8> {
+        use rand::RngCore;
+        let mut secret = vec![0u8; MIN_SECRET_KEY_LEN];
+        rand::rngs::OsRng.fill_bytes(&mut secret);
+        secret
     }
 
     /// The store.
@@ -209,28 +291,20 @@ impl Xf {
         self.inner.clock.now()
     }
 
-    /// Validates `limit` and `cursor` and makes the store request for list `list` with the
-    /// canonical `filters` (a cursor is only valid for the same list and filters). The store
-    /// is asked for one extra item to learn whether another page exists.
+    /// Checks the cursor and makes the store request for list `list` with the canonical
+    /// `filters` (a cursor is only valid for the same list and filters). The store is asked
+    /// for one extra item to learn whether another page exists.
     fn page_request(
         &self,
         list: &str,
         filters: &str,
         params: &PageParams,
-        default_limit: i64,
     ) -> Result<(PageRequest, usize)> {
-        let limit = params.limit.unwrap_or(default_limit);
-        if !(1..=MAX_PAGE_SIZE).contains(&limit) {
-            return Err(Error::invalid(
-                "limit",
-                format!("must be an integer from 1 to {MAX_PAGE_SIZE}"),
-            ));
-        }
-        let after = match params.cursor.as_deref() {
+        let limit = params.limit.unwrap_or(PageSize::DEFAULT).get();
+        let after = match &params.cursor {
             None => None,
-            Some(cursor) => Some(self.inner.cursors.decode(list, filters, cursor)?),
+            Some(cursor) => Some(self.inner.cursors.decode(list, filters, cursor.as_str())?),
         };
-        let limit = limit as usize;
         Ok((
             PageRequest {
                 limit: limit + 1,

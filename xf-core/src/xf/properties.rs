@@ -9,71 +9,26 @@ use crate::api::{
 };
 use crate::error::{Error, Result, StoreError};
 use crate::ids;
-use crate::model::{IssueStatus, Job, Property, ScanKind};
+use crate::model::{Job, Property};
+use crate::params::{PropertyId, PropertyUrl};
 use crate::store::{After, IssueFilter};
 
-/// Longest accepted property URL.
-const MAX_URL_LEN: usize = 2048;
-/// Longest accepted property name, in characters.
-const MAX_NAME_LEN: usize = 200;
-
-/// Checks and normalises a property URL: absolute `http`/`https` with a host and no
-/// credentials; lower-case host, no default port, no fragment; path and query kept.
-pub fn normalize_property_url(raw: &str) -> Result<(String, String)> {
-    let raw = raw.trim();
-    if raw.is_empty() {
-        return Err(Error::invalid("url", "must not be empty"));
-    }
-    if raw.len() > MAX_URL_LEN {
-        return Err(Error::invalid(
-            "url",
-            format!("must be at most {MAX_URL_LEN} characters"),
-        ));
-    }
-    let mut url = url::Url::parse(raw).map_err(|e| {
-        Error::invalid(
-            "url",
-            format!("must be an absolute http or https URL ({e})"),
-        )
+/// Normalises a property URL that matched [`PropertyUrl`]'s pattern: lower-case host, no
+/// default port, no fragment; path and query kept. Returns the URL and its host.
+pub fn normalize_property_url(url: &PropertyUrl) -> Result<(String, String)> {
+    let mut parsed = url::Url::parse(url.as_str()).map_err(|e| {
+        // The pattern admits only URLs the parser accepts; one that slips through is a bug in
+        // the pattern, answered as bad input rather than with a 500.
+        Error::invalid("url", format!("must be {} ({e})", PropertyUrl::EXPECTS))
     })?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(Error::invalid("url", "must use http or https"));
-    }
-    let host = match url.host_str() {
-        Some(host) if !host.is_empty() => host.to_owned(),
-        _ => return Err(Error::invalid("url", "must have a host")),
-    };
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(Error::invalid("url", "must not contain credentials"));
-    }
+    let host = parsed
+        .host_str()
+        .filter(|host| !host.is_empty())
+        .ok_or_else(|| Error::invalid("url", format!("must be {}", PropertyUrl::EXPECTS)))?
+        .to_owned();
     // `Url` already lower-cases the host and drops the scheme's default port.
-    url.set_fragment(None);
-    Ok((url.to_string(), host))
-}
-
-impl Includes {
-    /// Parses `include`: a comma-separated list of `gsc` and `lastScan`.
-    pub fn parse(raw: Option<&str>) -> Result<Includes> {
-        let mut includes = Includes::default();
-        for part in raw
-            .unwrap_or("")
-            .split(',')
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-        {
-            match part {
-                "gsc" => includes.gsc = true,
-                "lastScan" => includes.last_scan = true,
-                other => {
-                    return Err(Error::invalid(
-                        "include",
-                        format!("unknown enrichment `{other}`; allowed: gsc, lastScan"),
-                    ))
-                }
-            }
-        }
-        Ok(includes)
-    }
+    parsed.set_fragment(None);
+    Ok((parsed.to_string(), host))
 }
 
 impl Xf {
@@ -85,19 +40,11 @@ impl Xf {
         input: NewProperty,
     ) -> Result<Property> {
         let (url, host) = normalize_property_url(&input.url)?;
-        let name = match input.name {
-            None => host,
-            Some(name) => {
-                let name = name.trim();
-                if name.is_empty() || name.chars().count() > MAX_NAME_LEN {
-                    return Err(Error::invalid(
-                        "name",
-                        format!("must be 1 to {MAX_NAME_LEN} characters"),
-                    ));
-                }
-                name.to_owned()
-            }
-        };
+        let name = input
+            .name
+            .map(|name| name.as_str().trim().to_owned())
+            .filter(|name| !name.is_empty())
+            .unwrap_or(host);
         let conflict = || Error::Conflict(format!("a property with the URL {url} already exists"));
         if caller.is_test() {
             if self
@@ -141,8 +88,7 @@ impl Xf {
         params: &PageParams,
         includes: Includes,
     ) -> Result<Page<PropertyView>> {
-        let (request, limit) =
-            self.page_request("properties", "", params, super::DEFAULT_PAGE_SIZE)?;
+        let (request, limit) = self.page_request("properties", "", params)?;
         let properties = self
             .store()
             .list_properties(&caller.organization.id, &request)
@@ -177,18 +123,8 @@ impl Xf {
         params: &PageParams,
     ) -> Result<IssuePage> {
         let filter = IssueFilter {
-            scan_kind: parse_filter(
-                query.scan_kind.as_deref(),
-                "scanKind",
-                ScanKind::parse,
-                "site, page",
-            )?,
-            status: parse_filter(
-                query.status.as_deref(),
-                "status",
-                IssueStatus::parse,
-                "open, resolved, fixed",
-            )?,
+            scan_kind: query.scan_kind,
+            status: query.status,
         };
         let property = self.owned_property(caller, property_id).await?;
         let filters = format!(
@@ -197,8 +133,7 @@ impl Xf {
             filter.scan_kind.map_or("", |k| k.as_str()),
             filter.status.map_or("", |s| s.as_str()),
         );
-        let (request, limit) =
-            self.page_request("issues", &filters, params, super::DEFAULT_PAGE_SIZE)?;
+        let (request, limit) = self.page_request("issues", &filters, params)?;
         let issues = self
             .store()
             .list_issues(&property.id, &filter, &request)
@@ -214,6 +149,11 @@ impl Xf {
     /// The property `id` if it belongs to the caller's organization; `NotFound` otherwise,
     /// so that another organization's ids are indistinguishable from unknown ones.
     pub(super) async fn owned_property(&self, caller: &Caller, id: &str) -> Result<Property> {
+        // A malformed id names nothing; checking its form first also keeps arbitrary bytes
+        // (a NUL, say) away from the store.
+        if PropertyId::parse(id).is_err() {
+            return Err(Error::NotFound("property"));
+        }
         self.store()
             .get_property(id)
             .await?
@@ -275,64 +215,26 @@ impl Xf {
     }
 }
 
-/// Parses an optional filter value, naming the allowed values when it is not one of them.
-pub(super) fn parse_filter<T>(
-    raw: Option<&str>,
-    field: &str,
-    parse: impl Fn(&str) -> Option<T>,
-    allowed: &str,
-) -> Result<Option<T>> {
-    raw.map(|value| {
-        parse(value).ok_or_else(|| Error::invalid(field, format!("must be one of: {allowed}")))
-    })
-    .transpose()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn normalized(raw: &str) -> String {
+        normalize_property_url(&PropertyUrl::parse(raw).unwrap())
+            .unwrap()
+            .0
+    }
+
     #[test]
     fn normalises_urls() {
-        let (url, host) = normalize_property_url(" HTTPS://Example.COM:443/Shop?q=1#top ").unwrap();
+        let url = PropertyUrl::parse("HTTPS://Example.COM:443/Shop?q=1#top").unwrap();
+        let (url, host) = normalize_property_url(&url).unwrap();
         assert_eq!(url, "https://example.com/Shop?q=1");
         assert_eq!(host, "example.com");
+        assert_eq!(normalized("http://example.com:80"), "http://example.com/");
         assert_eq!(
-            normalize_property_url("http://example.com:80").unwrap().0,
-            "http://example.com/"
-        );
-        assert_eq!(
-            normalize_property_url("http://example.com:8080/")
-                .unwrap()
-                .0,
+            normalized("http://example.com:8080/"),
             "http://example.com:8080/"
         );
-    }
-
-    #[test]
-    fn rejects_bad_urls() {
-        for bad in [
-            "",
-            "example.com",
-            "ftp://example.com",
-            "https://user:pw@example.com",
-            "mailto:a@b.c",
-            "http://",
-        ] {
-            assert!(normalize_property_url(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn parses_includes() {
-        assert_eq!(
-            Includes::parse(Some("gsc,lastScan")).unwrap(),
-            Includes {
-                gsc: true,
-                last_scan: true
-            }
-        );
-        assert_eq!(Includes::parse(None).unwrap(), Includes::default());
-        assert!(Includes::parse(Some("gsc,owner")).is_err());
     }
 }

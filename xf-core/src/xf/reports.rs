@@ -6,6 +6,7 @@ use super::{Caller, Xf};
 use crate::api::{Page, PageParams, ReportDetail, ReportItem};
 use crate::error::{Error, Result};
 use crate::model::{Property, Report};
+use crate::params::ReportToken;
 use crate::store::After;
 
 impl Xf {
@@ -15,8 +16,7 @@ impl Xf {
         caller: &Caller,
         params: &PageParams,
     ) -> Result<Page<ReportItem>> {
-        let (request, limit) =
-            self.page_request("reports", "", params, super::DEFAULT_PAGE_SIZE)?;
+        let (request, limit) = self.page_request("reports", "", params)?;
         let reports = self
             .store()
             .list_live_reports(&caller.organization.id, self.now(), &request)
@@ -33,6 +33,9 @@ impl Xf {
 
     /// `GET /reports/{token}`: also an expired report, flagged `expired`.
     pub async fn get_report(&self, caller: &Caller, token: &str) -> Result<ReportDetail> {
+        if ReportToken::parse(token).is_err() {
+            return Err(Error::NotFound("report"));
+        }
         let report = self
             .store()
             .get_report(token)
@@ -92,16 +95,18 @@ impl Xf {
             .get_job(&report.scan_id)
             .await?
             .ok_or_else(|| Error::Internal(format!("report {} lost its scan", report.token)))?;
-        let result = job.result.unwrap_or(crate::model::JobResult {
-            score: 0,
-            pages_scanned: 0,
-            issues_count: 0,
-        });
+        // Reports are only made of completed scans, which always have both.
+        let (Some(result), Some(scanned_at)) = (job.result, job.completed_at) else {
+            return Err(Error::Internal(format!(
+                "report {} shows scan {}, which has no result or completion time",
+                report.token, job.id
+            )));
+        };
         let expired = report.expires_at <= self.now();
         Ok(ReportDetail {
             score: result.score,
             pages_scanned: result.pages_scanned,
-            scanned_at: job.completed_at.unwrap_or(job.created_at),
+            scanned_at,
             expired,
             item: self.report_item(report).await?,
         })

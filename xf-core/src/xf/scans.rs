@@ -1,6 +1,5 @@
 //! Scans, batches and jobs.
 
-use super::properties::parse_filter;
 use super::{Caller, Fingerprint, Xf};
 use crate::api::{
     BatchItemResult, BatchScanRequest, BatchScanResults, CancelledJob, CrawlLimits, ItemError,
@@ -9,6 +8,7 @@ use crate::api::{
 use crate::error::{Error, Result, StoreError};
 use crate::ids;
 use crate::model::{Job, JobStatus, Property, SEO_SCAN};
+use crate::params::{CrawlBudget, JobId};
 use crate::store::{After, CancelOutcome, JobFilter};
 
 /// Most items in one batch.
@@ -20,39 +20,26 @@ struct Budget {
     clamped: bool,
 }
 
-/// Checks requested budgets (integers of at least 1) and clamps them to the plan's.
-fn budget(caller: &Caller, options: &ScanOptions, field_prefix: &str) -> Result<Budget> {
-    let mut details = Vec::new();
+/// Clamps requested budgets (already checked to be 1 or more) to the plan's.
+fn budget(caller: &Caller, options: &ScanOptions) -> Budget {
     let mut clamped = false;
-    let mut pick = |requested: Option<i64>, max: u64, field: &str| -> u64 {
-        match requested {
-            None => max,
-            Some(value) if value < 1 => {
-                details.push(crate::error::FieldError {
-                    field: format!("{field_prefix}{field}"),
-                    message: "must be an integer of at least 1".to_owned(),
-                });
-                max
-            }
-            Some(value) if value as u64 > max => {
-                clamped = true;
-                max
-            }
-            Some(value) => value as u64,
+    let mut pick = |requested: Option<CrawlBudget>, max: u64| match requested {
+        None => max,
+        Some(value) if value.get() > max => {
+            clamped = true;
+            max
         }
+        Some(value) => value.get(),
     };
-    let max_pages = pick(options.max_pages, caller.limits.max_pages, "maxPages");
-    let max_depth = pick(options.max_depth, caller.limits.max_depth, "maxDepth");
-    if !details.is_empty() {
-        return Err(Error::invalid_fields(details));
-    }
-    Ok(Budget {
+    let max_pages = pick(options.max_pages, caller.limits.max_pages);
+    let max_depth = pick(options.max_depth, caller.limits.max_depth);
+    Budget {
         limits: CrawlLimits {
             max_pages,
             max_depth,
         },
         clamped,
-    })
+    }
 }
 
 impl Xf {
@@ -65,7 +52,7 @@ impl Xf {
         options: ScanOptions,
         endpoint: ScanEndpoint,
     ) -> Result<ScanQueued> {
-        let budget = budget(caller, &options, "")?;
+        let budget = budget(caller, &options);
         let property = self.owned_property(caller, property_id).await?;
         let job = self
             .queue_job(caller, request, &property, &budget, 0)
@@ -116,7 +103,7 @@ impl Xf {
                 max_depth: item.max_depth,
             };
             let outcome = async {
-                let budget = budget(caller, &options, "")?;
+                let budget = budget(caller, &options);
                 let property = self.owned_property(caller, &item.property_id).await?;
                 self.queue_job(caller, request, &property, &budget, index)
                     .await
@@ -205,14 +192,9 @@ impl Xf {
         params: &PageParams,
     ) -> Result<Page<Job>> {
         let filter = JobFilter {
-            status: parse_filter(
-                query.status.as_deref(),
-                "status",
-                JobStatus::parse,
-                "pending, processing, completed, failed, cancelled",
-            )?,
-            property_id: query.property_id.clone(),
-            job_type: query.job_type.clone(),
+            status: query.status,
+            property_id: query.property_id.as_ref().map(|id| id.as_str().to_owned()),
+            job_type: query.job_type.as_ref().map(|t| t.as_str().to_owned()),
         };
         let filters = format!(
             "status={}&propertyId={}&type={}",
@@ -220,8 +202,7 @@ impl Xf {
             filter.property_id.as_deref().unwrap_or(""),
             filter.job_type.as_deref().unwrap_or(""),
         );
-        let (request, limit) =
-            self.page_request("jobs", &filters, params, super::DEFAULT_PAGE_SIZE)?;
+        let (request, limit) = self.page_request("jobs", &filters, params)?;
         let jobs = self
             .store()
             .list_jobs(&caller.organization.id, &filter, &request)
@@ -234,6 +215,9 @@ impl Xf {
 
     /// `GET /jobs/{id}`.
     pub async fn get_job(&self, caller: &Caller, id: &str) -> Result<Job> {
+        if JobId::parse(id).is_err() {
+            return Err(Error::NotFound("job"));
+        }
         self.store()
             .get_job(id)
             .await?

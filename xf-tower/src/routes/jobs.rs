@@ -4,14 +4,15 @@ use axum::extract::State;
 use axum::response::Response;
 use http::StatusCode;
 use serde::Serialize;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
-use xf_core::api::{CancelledJob, JobListQuery};
+use xf_core::api::{CancelledJob, JobListQuery, PageParams};
 use xf_core::model::Job;
+use xf_core::params::JobId;
 use xf_core::Xf;
 
-use super::{Envelope, PageEnvelope, PageQuery};
+use super::{Envelope, PageEnvelope};
 use crate::envelope;
 use crate::error::ApiError;
 use crate::extract::{Authed, PathParam, Query};
@@ -30,21 +31,6 @@ pub struct JobDetail {
     pub job: Job,
 }
 
-/// Filters of the job list.
-#[derive(Debug, IntoParams)]
-#[into_params(parameter_in = Query)]
-#[allow(dead_code)] // Read by the OpenAPI derive only; `extract::Query` parses the request.
-pub struct JobFilters {
-    /// `pending`, `processing`, `completed`, `failed` or `cancelled`.
-    status: Option<String>,
-    /// Only this property's jobs.
-    #[param(rename = "propertyId")]
-    property_id: Option<String>,
-    /// Only jobs of this type, e.g. `seo-scan`.
-    #[param(rename = "type")]
-    job_type: Option<String>,
-}
-
 /// The routes of this module.
 pub fn router() -> OpenApiRouter<Xf> {
     OpenApiRouter::new()
@@ -54,25 +40,21 @@ pub fn router() -> OpenApiRouter<Xf> {
 }
 
 /// The organization's jobs, newest first.
-#[utoipa::path(get, path = "/jobs", tag = "jobs", params(PageQuery, JobFilters),
+#[utoipa::path(get, path = "/jobs", tag = "jobs", params(PageParams, JobListQuery),
     responses((status = 200, description = "A page of jobs", body = PageEnvelope<JobList>)))]
 async fn list_jobs(
     State(xf): State<Xf>,
     Authed(caller): Authed,
-    query: Query,
+    Query(page): Query<PageParams>,
+    Query(filters): Query<JobListQuery>,
 ) -> Result<Response, ApiError> {
-    let filters = JobListQuery {
-        status: query.string("status"),
-        property_id: query.string("propertyId"),
-        job_type: query.string("type"),
-    };
-    let page = xf.list_jobs(&caller, &filters, &query.page()?).await?;
+    let page = xf.list_jobs(&caller, &filters, &page).await?;
     Ok(envelope::page("jobs", &page))
 }
 
 /// One job; `result` is present once it completed.
 #[utoipa::path(get, path = "/jobs/{jobId}", tag = "jobs",
-    params(("jobId" = String, Path, description = "Job id")),
+    params(("jobId" = inline(JobId), Path, description = "Job id")),
     responses(
         (status = 200, description = "The job", body = Envelope<JobDetail>),
         (status = 404, description = "`not_found`"),
@@ -88,7 +70,7 @@ async fn get_job(
 
 /// Cancels a pending or processing job; it keeps its progress.
 #[utoipa::path(post, path = "/jobs/{jobId}/cancel", tag = "jobs",
-    params(("jobId" = String, Path, description = "Job id")),
+    params(("jobId" = inline(JobId), Path, description = "Job id")),
     responses(
         (status = 200, description = "Cancelled", body = Envelope<CancelledJob>),
         (status = 400, description = "`job_not_cancellable`: the job already finished"),

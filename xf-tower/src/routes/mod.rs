@@ -10,6 +10,7 @@ pub mod scans;
 
 use serde::Serialize;
 use utoipa::{IntoParams, ToSchema};
+use xf_core::params::IdempotencyKey;
 
 /// `meta` of a single-object response.
 #[derive(Debug, Serialize, ToSchema)]
@@ -49,34 +50,13 @@ pub struct PageEnvelope<T: ToSchema> {
     pub meta: PageMeta,
 }
 
-/// `limit` and `cursor`.
-#[derive(Debug, IntoParams)]
-#[into_params(parameter_in = Query)]
-#[allow(dead_code)] // Read by the OpenAPI derive only; `extract::Query` parses the request.
-pub struct PageQuery {
-    /// Page size, 1 to 100 (default 40).
-    #[param(minimum = 1, maximum = 100)]
-    pub limit: Option<i64>,
-    /// `meta.nextCursor` of the previous page. Bound to the list and its filters.
-    pub cursor: Option<String>,
-}
-
-/// `include`.
-#[derive(Debug, IntoParams)]
-#[into_params(parameter_in = Query)]
-#[allow(dead_code)] // Read by the OpenAPI derive only; `extract::Query` parses the request.
-pub struct IncludeQuery {
-    /// Comma-separated enrichments: `gsc`, `lastScan`.
-    pub include: Option<String>,
-}
-
-/// The optional `Idempotency-Key` header of writes that create things.
-#[derive(Debug, IntoParams)]
+/// The optional `Idempotency-Key` header of writes that create things, as the
+/// [`crate::extract::Write`] extractor reads it and the document states it.
+#[derive(Debug, Default, IntoParams)]
 #[into_params(parameter_in = Header)]
-#[allow(dead_code)] // Read by the OpenAPI derive only; `extract::Query` parses the request.
 pub struct IdempotencyHeader {
-    /// 1 to 128 characters; retained 24 hours. Same key and request: the first response is
-    /// replayed with `Idempotent-Replayed: true`.
-    #[param(rename = "Idempotency-Key")]
-    pub idempotency_key: Option<String>,
+    /// Retained 24 hours. The same key with the same request replays the first response with
+    /// `Idempotent-Replayed: true`; with another request it is a 422.
+    #[param(rename = "Idempotency-Key", inline)]
+    pub idempotency_key: Option<IdempotencyKey>,
 }

@@ -4,14 +4,15 @@ use axum::extract::State;
 use axum::response::Response;
 use http::StatusCode;
 use serde::Serialize;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
-use xf_core::api::{Includes, IssueListQuery, NewProperty, PropertyView};
+use xf_core::api::{IncludeParams, IssueListQuery, NewProperty, PageParams, PropertyView};
 use xf_core::model::{Issue, IssueSummary, Property};
+use xf_core::params::PropertyId;
 use xf_core::Xf;
 
-use super::{Envelope, IdempotencyHeader, IncludeQuery, PageEnvelope, PageQuery};
+use super::{Envelope, IdempotencyHeader, PageEnvelope};
 use crate::error::ApiError;
 use crate::extract::{Authed, PathParam, Query, Write};
 use crate::{envelope, idempotency};
@@ -39,18 +40,6 @@ pub struct IssueList {
     pub issues: Vec<Issue>,
 }
 
-/// Filters of the issue list.
-#[derive(Debug, IntoParams)]
-#[into_params(parameter_in = Query)]
-#[allow(dead_code)] // Read by the OpenAPI derive only; `extract::Query` parses the request.
-pub struct IssueFilters {
-    /// `site` or `page`.
-    #[param(rename = "scanKind")]
-    scan_kind: Option<String>,
-    /// `open`, `resolved` or `fixed`.
-    status: Option<String>,
-}
-
 /// The routes of this module.
 pub fn router() -> OpenApiRouter<Xf> {
     OpenApiRouter::new()
@@ -60,17 +49,15 @@ pub fn router() -> OpenApiRouter<Xf> {
 }
 
 /// The organization's properties, newest first.
-#[utoipa::path(get, path = "/properties", tag = "properties", params(PageQuery, IncludeQuery),
+#[utoipa::path(get, path = "/properties", tag = "properties", params(PageParams, IncludeParams),
     responses((status = 200, description = "A page of properties", body = PageEnvelope<PropertyList>)))]
 async fn list_properties(
     State(xf): State<Xf>,
     Authed(caller): Authed,
-    query: Query,
+    Query(page): Query<PageParams>,
+    Query(include): Query<IncludeParams>,
 ) -> Result<Response, ApiError> {
-    let includes = Includes::parse(query.get("include"))?;
-    let page = xf
-        .list_properties(&caller, &query.page()?, includes)
-        .await?;
+    let page = xf.list_properties(&caller, &page, include.include).await?;
     Ok(envelope::page("properties", &page))
 }
 
@@ -94,7 +81,7 @@ async fn create_property(State(xf): State<Xf>, Authed(caller): Authed, write: Wr
 
 /// One property, with optional enrichments.
 #[utoipa::path(get, path = "/properties/{propertyId}", tag = "properties",
-    params(("propertyId" = String, Path, description = "Property id"), IncludeQuery),
+    params(("propertyId" = inline(PropertyId), Path, description = "Property id"), IncludeParams),
     responses(
         (status = 200, description = "The property", body = Envelope<PropertyView>),
         (status = 404, description = "`not_found`"),
@@ -103,16 +90,17 @@ async fn get_property(
     State(xf): State<Xf>,
     Authed(caller): Authed,
     PathParam(property_id): PathParam,
-    query: Query,
+    Query(include): Query<IncludeParams>,
 ) -> Result<Response, ApiError> {
-    let includes = Includes::parse(query.get("include"))?;
-    let view = xf.get_property(&caller, &property_id, includes).await?;
+    let view = xf
+        .get_property(&caller, &property_id, include.include)
+        .await?;
     Ok(envelope::data(StatusCode::OK, &view))
 }
 
 /// The property's issues with their lifecycle summary.
 #[utoipa::path(get, path = "/properties/{propertyId}/issues", tag = "properties",
-    params(("propertyId" = String, Path, description = "Property id"), PageQuery, IssueFilters),
+    params(("propertyId" = inline(PropertyId), Path, description = "Property id"), PageParams, IssueListQuery),
     responses(
         (status = 200, description = "Summary and a page of issues", body = PageEnvelope<IssueList>),
         (status = 404, description = "`not_found`"),
@@ -121,14 +109,11 @@ async fn list_issues(
     State(xf): State<Xf>,
     Authed(caller): Authed,
     PathParam(property_id): PathParam,
-    query: Query,
+    Query(page): Query<PageParams>,
+    Query(filters): Query<IssueListQuery>,
 ) -> Result<Response, ApiError> {
-    let filters = IssueListQuery {
-        scan_kind: query.string("scanKind"),
-        status: query.string("status"),
-    };
     let result = xf
-        .list_issues(&caller, &property_id, &filters, &query.page()?)
+        .list_issues(&caller, &property_id, &filters, &page)
         .await?;
     let data = IssueList {
         summary: result.summary,

@@ -7,10 +7,11 @@ use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
-use xf_core::api::{ReportDetail, ReportItem};
+use xf_core::api::{PageParams, ReportDetail, ReportItem};
+use xf_core::params::ReportToken;
 use xf_core::Xf;
 
-use super::{Envelope, PageEnvelope, PageQuery};
+use super::{Envelope, PageEnvelope};
 use crate::envelope;
 use crate::error::ApiError;
 use crate::extract::{Authed, PathParam, Query};
@@ -37,20 +38,20 @@ pub fn router() -> OpenApiRouter<Xf> {
 }
 
 /// Unexpired share links, newest first.
-#[utoipa::path(get, path = "/reports", tag = "reports", params(PageQuery),
+#[utoipa::path(get, path = "/reports", tag = "reports", params(PageParams),
     responses((status = 200, description = "A page of reports", body = PageEnvelope<ReportList>)))]
 async fn list_reports(
     State(xf): State<Xf>,
     Authed(caller): Authed,
-    query: Query,
+    Query(page): Query<PageParams>,
 ) -> Result<Response, ApiError> {
-    let page = xf.list_reports(&caller, &query.page()?).await?;
+    let page = xf.list_reports(&caller, &page).await?;
     Ok(envelope::page("reports", &page))
 }
 
 /// One report with its scan's score.
 #[utoipa::path(get, path = "/reports/{token}", tag = "reports",
-    params(("token" = String, Path, description = "Report token")),
+    params(("token" = inline(ReportToken), Path, description = "Report token")),
     responses(
         (status = 200, description = "The report", body = Envelope<ReportData>),
         (status = 404, description = "`not_found`"),

@@ -6,6 +6,7 @@ use http::StatusCode;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use xf_core::api::{BatchScanRequest, BatchScanResults, ScanEndpoint, ScanOptions, ScanQueued};
+use xf_core::params::PropertyId;
 use xf_core::Xf;
 
 use super::{Envelope, IdempotencyHeader};
@@ -22,7 +23,7 @@ pub fn router() -> OpenApiRouter<Xf> {
 
 /// Queues a multi-page `seo-scan` job. Limits default to, and are clamped to, the plan's.
 #[utoipa::path(post, path = "/properties/{propertyId}/scans", tag = "scans",
-    params(("propertyId" = String, Path, description = "Property id"), IdempotencyHeader),
+    params(("propertyId" = inline(PropertyId), Path, description = "Property id"), IdempotencyHeader),
     request_body(content = Option<ScanOptions>, description = "Optional budgets"),
     responses(
         (status = 202, description = "Queued", body = Envelope<ScanQueued>),
@@ -41,7 +42,7 @@ async fn queue_scan(
 
 /// Alias of `scans`; crawls run as `seo-scan` jobs. The queued job also shows `progress`.
 #[utoipa::path(post, path = "/properties/{propertyId}/crawls", tag = "scans",
-    params(("propertyId" = String, Path, description = "Property id"), IdempotencyHeader),
+    params(("propertyId" = inline(PropertyId), Path, description = "Property id"), IdempotencyHeader),
     request_body(content = Option<ScanOptions>, description = "Optional budgets"),
     responses(
         (status = 202, description = "Queued", body = Envelope<ScanQueued>),
