@@ -121,7 +121,8 @@ pub async fn layer(State(service): State<Service>, request: Request, next: Next)
         %path,
         %route,
         status = response.status().as_u16(),
-        latency_ms = started.elapsed().as_secs_f64() * 1000.0,
+        // Whole microseconds, in milliseconds: `0.264`, not float noise.
+        latency_ms = started.elapsed().as_micros() as f64 / 1000.0,
         "request"
     );
     // `accepted` and `new_id` only yield visible ASCII, which is always a valid header value.
