@@ -98,6 +98,7 @@ pub struct OrganizationOverview {
 /// `POST /properties` body.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(examples(json!({"url": "https://www.example.com/", "name": "Example shop"})))]
 pub struct NewProperty {
     /// Absolute `http`/`https` URL with a host name; normalised (lower-case host, no default
     /// port, no fragment).
@@ -174,6 +175,7 @@ pub struct PropertyView {
 /// Body of `POST /properties/{id}/scans` and `/crawls`.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(examples(json!({"maxPages": 100, "maxDepth": 3})))]
 pub struct ScanOptions {
     /// Page budget; clamped to the plan's.
     #[serde(default)]
@@ -258,6 +260,10 @@ pub struct BatchScanItem {
 /// Body of `POST /scans/batch`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(examples(json!({"scans": [
+    {"propertyId": "prop_0193a1b2c3d4e5f60718293a4b5c6d7e", "maxPages": 50},
+    {"propertyId": "prop_0193a1b2c3d4e5f60718293a4b5c6d7f"}
+]})))]
 pub struct BatchScanRequest {
     /// 1 to 25 items.
     #[schema(min_items = 1, max_items = 25)]

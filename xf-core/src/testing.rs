@@ -208,6 +208,11 @@ pub fn report(
     }
 }
 
+/// A key of `mode` with a fresh random secret, for `organization_id`.
+pub fn random_key(organization_id: &str, mode: KeyMode, created_at: Timestamp) -> ApiKey {
+    api_key(organization_id, mode, &auth::generate_key(mode), created_at)
+}
+
 /// A rate-limit bucket for [`Store::hit_rate_limits`].
 pub fn rate_bucket(name: &str, window_start: Timestamp, limit: u64, consume: bool) -> RateBucket {
     RateBucket {
@@ -643,18 +648,8 @@ pub async fn organization_update_plan_and_limits(store: Arc<dyn Store>) {
 /// unknown hash is `None`.
 pub async fn api_key_insert_and_find_by_hash(store: Arc<dyn Store>) {
     let org = seed_organization(&*store, "Keys").await;
-    let live = api_key(
-        &org.id,
-        KeyMode::Live,
-        &auth::generate_key(KeyMode::Live),
-        minutes(1),
-    );
-    let test = api_key(
-        &org.id,
-        KeyMode::Test,
-        &auth::generate_key(KeyMode::Test),
-        minutes(2),
-    );
+    let live = random_key(&org.id, KeyMode::Live, minutes(1));
+    let test = random_key(&org.id, KeyMode::Test, minutes(2));
     store.insert_api_key(&live, 10).await.unwrap();
     store.insert_api_key(&test, 10).await.unwrap();
 
@@ -728,23 +723,11 @@ pub async fn api_key_max_active_enforced(store: Arc<dyn Store>) {
     let org = seed_organization(&*store, "Capped").await;
     let neighbour = seed_organization(&*store, "Neighbour").await;
     for n in 0..3 {
-        let key = api_key(
-            &neighbour.id,
-            KeyMode::Live,
-            &auth::generate_key(KeyMode::Live),
-            minutes(n),
-        );
+        let key = random_key(&neighbour.id, KeyMode::Live, minutes(n));
         store.insert_api_key(&key, 10).await.unwrap();
     }
 
-    let new_key = |n: i64| {
-        api_key(
-            &org.id,
-            KeyMode::Live,
-            &auth::generate_key(KeyMode::Live),
-            minutes(n),
-        )
-    };
+    let new_key = |n: i64| random_key(&org.id, KeyMode::Live, minutes(n));
     let first = new_key(1);
     let second = new_key(2);
     store.insert_api_key(&first, 2).await.unwrap();
@@ -778,12 +761,7 @@ pub async fn api_key_max_active_enforced(store: Arc<dyn Store>) {
     );
 
     let empty_org = seed_organization(&*store, "No keys allowed").await;
-    let refused = api_key(
-        &empty_org.id,
-        KeyMode::Test,
-        &auth::generate_key(KeyMode::Test),
-        minutes(6),
-    );
+    let refused = random_key(&empty_org.id, KeyMode::Test, minutes(6));
     assert!(matches!(
         store.insert_api_key(&refused, 0).await,
         Err(StoreError::LimitReached(_))
@@ -797,12 +775,7 @@ pub async fn api_key_concurrent_inserts_respect_max_active(store: Arc<dyn Store>
     let org = seed_organization(&*store, "Racing keys").await;
     let results = run_concurrently(10, |n| {
         let store = Arc::clone(&store);
-        let key = api_key(
-            &org.id,
-            KeyMode::Live,
-            &auth::generate_key(KeyMode::Live),
-            minutes(n as i64),
-        );
+        let key = random_key(&org.id, KeyMode::Live, minutes(n as i64));
         async move { store.insert_api_key(&key, 3).await }
     })
     .await;
@@ -819,12 +792,7 @@ pub async fn api_key_concurrent_inserts_respect_max_active(store: Arc<dyn Store>
 /// is `None`.
 pub async fn api_key_revoke_keeps_first_time(store: Arc<dyn Store>) {
     let org = seed_organization(&*store, "Revoker").await;
-    let key = api_key(
-        &org.id,
-        KeyMode::Live,
-        &auth::generate_key(KeyMode::Live),
-        minutes(0),
-    );
+    let key = random_key(&org.id, KeyMode::Live, minutes(0));
     store.insert_api_key(&key, 5).await.unwrap();
 
     let expected = ApiKey {
@@ -895,18 +863,8 @@ pub async fn api_key_list_oldest_first(store: Arc<dyn Store>) {
 /// organization nor any of its other keys.
 pub async fn organization_with_keys_inserted_atomically(store: Arc<dyn Store>) {
     let org = organization(&unique("With keys"));
-    let live = api_key(
-        &org.id,
-        KeyMode::Live,
-        &auth::generate_key(KeyMode::Live),
-        minutes(0),
-    );
-    let test = api_key(
-        &org.id,
-        KeyMode::Test,
-        &auth::generate_key(KeyMode::Test),
-        minutes(1),
-    );
+    let live = random_key(&org.id, KeyMode::Live, minutes(0));
+    let test = random_key(&org.id, KeyMode::Test, minutes(1));
     store
         .insert_organization_with_keys(&org, &[live.clone(), test.clone()])
         .await
@@ -931,18 +889,8 @@ pub async fn organization_with_keys_inserted_atomically(store: Arc<dyn Store>) {
     // The duplicate comes last, so a backend that writes key by key has stored the others
     // (and the organization) before it fails.
     let refused = organization(&unique("Refused with keys"));
-    let fresh = api_key(
-        &refused.id,
-        KeyMode::Test,
-        &auth::generate_key(KeyMode::Test),
-        minutes(2),
-    );
-    let mut duplicate = api_key(
-        &refused.id,
-        KeyMode::Live,
-        &auth::generate_key(KeyMode::Live),
-        minutes(3),
-    );
+    let fresh = random_key(&refused.id, KeyMode::Test, minutes(2));
+    let mut duplicate = random_key(&refused.id, KeyMode::Live, minutes(3));
     duplicate.key_hash = live.key_hash.clone();
     assert!(matches!(
         store
@@ -3402,12 +3350,7 @@ pub async fn purge_expired_removes_old_rows(store: Arc<dyn Store>) {
 /// by its key.
 pub async fn dump_contains_inserted_records(store: Arc<dyn Store>) {
     let org = seed_organization(&*store, "Dumped").await;
-    let key = api_key(
-        &org.id,
-        KeyMode::Live,
-        &auth::generate_key(KeyMode::Live),
-        minutes(1),
-    );
+    let key = random_key(&org.id, KeyMode::Live, minutes(1));
     store.insert_api_key(&key, 5).await.unwrap();
     let site = seed_property(&*store, &org, minutes(2)).await;
     let site = store

@@ -214,6 +214,18 @@ const LINKS: &[(&str, &str, &str, &str, &str, &str, &str)] = &[
     ),
 ];
 
+/// The object under `key`, created empty when absent; an `Err` when it is something else.
+fn object_entry<'a>(
+    object: &'a mut Map<String, Value>,
+    key: &str,
+) -> Result<&'a mut Map<String, Value>, String> {
+    object
+        .entry(key)
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+        .ok_or_else(|| format!("`{key}` in the OpenAPI document is not an object"))
+}
+
 fn add_links(paths: &mut Map<String, Value>) -> Result<(), String> {
     for (path, method, status, name, operation_id, parameter, expression) in LINKS {
         let response = paths
@@ -222,12 +234,7 @@ fn add_links(paths: &mut Map<String, Value>) -> Result<(), String> {
             .and_then(|operation| operation.pointer_mut(&format!("/responses/{status}")))
             .and_then(Value::as_object_mut)
             .ok_or_else(|| format!("no {status} response of {method} {path} to link from"))?;
-        let links = response
-            .entry("links")
-            .or_insert_with(|| json!({}))
-            .as_object_mut()
-            .ok_or_else(|| format!("the links of {method} {path} are not an object"))?;
-        links.insert(
+        object_entry(response, "links")?.insert(
             (*name).to_owned(),
             json!({"operationId": operation_id, "parameters": {*parameter: expression}}),
         );
@@ -260,11 +267,7 @@ fn decorate(operation: &mut Value, method: &str, authenticated: bool) -> Result<
     }));
     operation.insert("parameters".into(), Value::Array(parameters));
 
-    let responses = operation
-        .entry("responses")
-        .or_insert_with(|| json!({}))
-        .as_object_mut()
-        .ok_or_else(|| format!("the responses of an operation of {method} are not an object"))?;
+    let responses = object_entry(operation, "responses")?;
     let mut shared: Vec<(&str, Map<String, Value>)> =
         vec![("500", error_response("`internal_error`", false))];
     if authenticated {
@@ -315,11 +318,7 @@ fn decorate(operation: &mut Value, method: &str, authenticated: bool) -> Result<
                 .ok_or_else(|| format!("the {status} response of {method} has no description"))?;
             *response = error_response(description, false);
         }
-        let headers = response
-            .entry("headers")
-            .or_insert_with(|| json!({}))
-            .as_object_mut()
-            .ok_or_else(|| format!("the headers of a {status} response are not an object"))?;
+        let headers = object_entry(response, "headers")?;
         headers.entry("X-Request-Id").or_insert_with(|| {
             header(
                 "Echo of the request's X-Request-Id, or a generated id",
