@@ -126,93 +126,68 @@ pub fn finish(doc: utoipa::openapi::OpenApi) -> Result<Value, String> {
     Ok(doc)
 }
 
+/// Links from one response to operations that take one of its values as a parameter.
+struct LinkGroup {
+    /// The responses linked from: `(path, method)`, each at `status`.
+    from: &'static [(&'static str, &'static str)],
+    status: &'static str,
+    /// The parameter the targets take, and the runtime expression that fills it.
+    parameter: &'static str,
+    expression: &'static str,
+    /// `(link name, operationId)` of each target.
+    to: &'static [(&'static str, &'static str)],
+}
+
 /// The links of the stateful phase of the contract check, and of any client that follows
 /// them: from a created property to its detail, issues, scans, crawls and jobs; from a queued
-/// scan to its job and its cancellation. `(path, method, status, link name, operationId,
-/// parameter, runtime expression)`.
-const LINKS: &[(&str, &str, &str, &str, &str, &str, &str)] = &[
-    (
-        "/properties",
-        "post",
-        "201",
-        "GetProperty",
-        "get_property",
-        "propertyId",
-        "$response.body#/data/property/id",
-    ),
-    (
-        "/properties",
-        "post",
-        "201",
-        "ListIssues",
-        "list_issues",
-        "propertyId",
-        "$response.body#/data/property/id",
-    ),
-    (
-        "/properties",
-        "post",
-        "201",
-        "QueueScan",
-        "queue_scan",
-        "propertyId",
-        "$response.body#/data/property/id",
-    ),
-    (
-        "/properties",
-        "post",
-        "201",
-        "QueueCrawl",
-        "queue_crawl",
-        "propertyId",
-        "$response.body#/data/property/id",
-    ),
-    (
-        "/properties",
-        "post",
-        "201",
-        "ListPropertyJobs",
-        "list_jobs",
-        "propertyId",
-        "$response.body#/data/property/id",
-    ),
-    (
-        "/properties/{propertyId}/scans",
-        "post",
-        "202",
-        "GetJob",
-        "get_job",
-        "jobId",
-        "$response.body#/data/job/id",
-    ),
-    (
-        "/properties/{propertyId}/scans",
-        "post",
-        "202",
-        "CancelJob",
-        "cancel_job",
-        "jobId",
-        "$response.body#/data/job/id",
-    ),
-    (
-        "/properties/{propertyId}/crawls",
-        "post",
-        "202",
-        "GetJob",
-        "get_job",
-        "jobId",
-        "$response.body#/data/job/id",
-    ),
-    (
-        "/properties/{propertyId}/crawls",
-        "post",
-        "202",
-        "CancelJob",
-        "cancel_job",
-        "jobId",
-        "$response.body#/data/job/id",
-    ),
+/// scan or crawl to its job and its cancellation.
+const LINKS: &[LinkGroup] = &[
+    LinkGroup {
+        from: &[("/properties", "post")],
+        status: "201",
+        parameter: "propertyId",
+        expression: "$response.body#/data/property/id",
+        to: &[
+            ("GetProperty", "get_property"),
+            ("ListIssues", "list_issues"),
+            ("QueueScan", "queue_scan"),
+            ("QueueCrawl", "queue_crawl"),
+            ("ListPropertyJobs", "list_jobs"),
+        ],
+    },
+    LinkGroup {
+        from: &[
+            ("/properties/{propertyId}/scans", "post"),
+            ("/properties/{propertyId}/crawls", "post"),
+        ],
+        status: "202",
+        parameter: "jobId",
+        expression: "$response.body#/data/job/id",
+        to: &[("GetJob", "get_job"), ("CancelJob", "cancel_job")],
+    },
 ];
+
+fn add_links(paths: &mut Map<String, Value>) -> Result<(), String> {
+    for group in LINKS {
+        let status = group.status;
+        for (path, method) in group.from {
+            let response = paths
+                .get_mut(*path)
+                .and_then(|item| item.get_mut(*method))
+                .and_then(|operation| operation.pointer_mut(&format!("/responses/{status}")))
+                .and_then(Value::as_object_mut)
+                .ok_or_else(|| format!("no {status} response of {method} {path} to link from"))?;
+            let links = object_entry(response, "links")?;
+            for (name, operation_id) in group.to {
+                links.insert(
+                    (*name).to_owned(),
+                    json!({"operationId": operation_id, "parameters": {group.parameter: group.expression}}),
+                );
+            }
+        }
+    }
+    Ok(())
+}
 
 /// The object under `key`, created empty when absent; an `Err` when it is something else.
 fn object_entry<'a>(
@@ -224,22 +199,6 @@ fn object_entry<'a>(
         .or_insert_with(|| json!({}))
         .as_object_mut()
         .ok_or_else(|| format!("`{key}` in the OpenAPI document is not an object"))
-}
-
-fn add_links(paths: &mut Map<String, Value>) -> Result<(), String> {
-    for (path, method, status, name, operation_id, parameter, expression) in LINKS {
-        let response = paths
-            .get_mut(*path)
-            .and_then(|item| item.get_mut(*method))
-            .and_then(|operation| operation.pointer_mut(&format!("/responses/{status}")))
-            .and_then(Value::as_object_mut)
-            .ok_or_else(|| format!("no {status} response of {method} {path} to link from"))?;
-        object_entry(response, "links")?.insert(
-            (*name).to_owned(),
-            json!({"operationId": operation_id, "parameters": {*parameter: expression}}),
-        );
-    }
-    Ok(())
 }
 
 fn decorate(operation: &mut Value, method: &str, authenticated: bool) -> Result<(), String> {
