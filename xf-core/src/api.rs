@@ -244,9 +244,10 @@ pub struct ScanQueued {
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BatchScanItem {
-    /// The property to scan. Any string: an id that names no property of the organization
-    /// fails this item alone (`not_found` in its `error`), not the batch.
-    pub property_id: String,
+    /// The property to scan. An id that names no property of the organization fails this
+    /// item alone (`not_found` in its `error`); one of another form breaks the request.
+    #[schema(inline)]
+    pub property_id: PropertyId,
     /// As for a single scan.
     #[serde(default)]
     #[schema(inline)]
@@ -284,7 +285,8 @@ pub struct ItemError {
 #[serde(rename_all = "camelCase")]
 pub struct BatchItemResult {
     /// The item's property.
-    pub property_id: String,
+    #[schema(inline)]
+    pub property_id: PropertyId,
     /// The queued job, or null.
     pub job: Option<Job>,
     /// The failure, or null.

@@ -145,8 +145,8 @@ async fn batch_items_succeed_or_fail_separately(app: TestApp) {
             &org.live,
             json!({"scans": [
                 {"propertyId": a, "maxPages": 10},
-                {"propertyId": "prop_missing"},
-                {"propertyId": "not an id at all"},
+                {"propertyId": format!("prop_{}", "0".repeat(32))},
+                {"propertyId": format!("prop_{}", "f".repeat(32))},
                 {"propertyId": b},
             ]}),
         )
@@ -162,8 +162,6 @@ async fn batch_items_succeed_or_fail_separately(app: TestApp) {
     assert_eq!(results[1]["job"], Value::Null);
     assert_eq!(results[1]["error"]["code"], "not_found");
     assert!(results[1]["error"]["message"].as_str().is_some());
-    // Any string names a property or not: a malformed id fails its item alone, like an
-    // unknown one.
     assert_eq!(results[2]["error"]["code"], "not_found");
     assert_eq!(results[3]["job"]["propertyId"], b.as_str());
     let jobs = app.get("/jobs", &org.live).await;
@@ -181,20 +179,26 @@ async fn batch_items_succeed_or_fail_separately(app: TestApp) {
             .await
             .expect_error(400, "validation_error");
     }
-    // An item that breaks the request's schema (a budget below 1) is bad input: the whole
-    // batch is refused, naming the item, and nothing is queued.
-    let reply = app
-        .post(
-            "/scans/batch",
-            &org.live,
-            json!({"scans": [{"propertyId": a}, {"propertyId": b, "maxDepth": 0}]}),
-        )
-        .await;
-    reply.expect_error(400, "validation_error");
-    assert_eq!(
-        reply.body["error"]["details"][0]["field"],
-        "scans[1].maxDepth"
-    );
+    // An item that breaks the request's schema (a budget below 1, an id of another form) is
+    // bad input: the whole batch is refused, naming the item, and nothing is queued.
+    for (item, field) in [
+        (json!({"propertyId": b, "maxDepth": 0}), "scans[1].maxDepth"),
+        (
+            json!({"propertyId": "not an id at all"}),
+            "scans[1].propertyId",
+        ),
+        (json!({"propertyId": "prop_missing"}), "scans[1].propertyId"),
+    ] {
+        let reply = app
+            .post(
+                "/scans/batch",
+                &org.live,
+                json!({"scans": [{"propertyId": a}, item]}),
+            )
+            .await;
+        reply.expect_error(400, "validation_error");
+        assert_eq!(reply.body["error"]["details"][0]["field"], field);
+    }
     let jobs = app.get("/jobs", &org.live).await;
     assert_eq!(jobs.expect(200)["jobs"].as_array().unwrap().len(), 2);
 }

@@ -29,7 +29,7 @@ async fn test_key_writes_are_deterministic_and_change_nothing(app: TestApp) {
         (format!("/properties/{pid}/crawls"), json!({}), 202),
         (
             "/scans/batch".to_owned(),
-            json!({"scans": [{"propertyId": pid}, {"propertyId": "prop_nope"}]}),
+            json!({"scans": [{"propertyId": pid}, {"propertyId": format!("prop_{}", "0".repeat(32))}]}),
             202,
         ),
         (format!("/jobs/{pending}/cancel"), json!({}), 200),

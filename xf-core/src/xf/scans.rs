@@ -104,7 +104,9 @@ impl Xf {
             };
             let outcome = async {
                 let budget = budget(caller, &options);
-                let property = self.owned_property(caller, &item.property_id).await?;
+                let property = self
+                    .owned_property(caller, item.property_id.as_str())
+                    .await?;
                 self.queue_job(caller, request, &property, &budget, index)
                     .await
             }
