@@ -154,10 +154,10 @@ impl Write {
         parse_json(&self.body)
     }
 
-    /// The body as `T`, or `T::default()` when there is no body: an empty one, or JSON `null`.
+    /// The body as `T`, or `T::default()` when there is no body: none at all, or JSON `null`.
+    /// White space alone is not JSON, so it is a 400 like any other malformed body.
     pub fn json_or_default<T: DeserializeOwned + Default>(&self) -> Result<T, Error> {
-        let text = self.body.trim_ascii();
-        if text.is_empty() || text == b"null" {
+        if self.body.is_empty() || self.body.trim_ascii() == b"null" {
             Ok(T::default())
         } else {
             parse_json(&self.body)

@@ -157,6 +157,17 @@ async fn null_scan_body_means_defaults(app: TestApp) {
                 "{endpoint} {body:?}"
             );
         }
+        // White space alone is no JSON value, so it is not "no body" either.
+        let reply = app
+            .send(request(
+                Method::POST,
+                &format!("/properties/{pid}/{endpoint}"),
+                Some(&org.live),
+                Some("\n".to_owned()),
+                &[],
+            ))
+            .await;
+        reply.expect_error(400, "validation_error");
     }
     let doc = document(&app).await;
     for endpoint in ["scans", "crawls"] {
