@@ -10,6 +10,7 @@ use http_body_util::{BodyExt, Full};
 use serde_json::Value;
 use tower::ServiceExt;
 use xf_core::store::Store;
+use xf_core::testing::TestStore;
 use xf_core::time::{ManualClock, Timestamp};
 use xf_core::{CreatedOrganization, NewOrganization, Xf};
 
@@ -25,7 +26,7 @@ pub struct TestApp {
     /// The facade (for seeding through use cases).
     pub xf: Xf,
     /// The store (for seeding records the API cannot create, and dumps).
-    pub store: Arc<dyn Store>,
+    pub store: Arc<dyn TestStore>,
     /// The injected clock.
     pub clock: ManualClock,
     service: xf_tower::XfService,
@@ -89,9 +90,10 @@ pub fn start_time() -> Timestamp {
 
 impl TestApp {
     /// A test app over `store`.
-    pub fn over(store: Arc<dyn Store>) -> Self {
+    pub fn over(store: Arc<dyn TestStore>) -> Self {
         let clock = ManualClock::new(start_time());
-        let xf = Xf::builder(Arc::clone(&store))
+        let facade_store: Arc<dyn Store> = store.clone();
+        let xf = Xf::builder(facade_store)
             .clock(Arc::new(clock.clone()))
             .secret_key(TEST_SECRET.to_vec())
             .public_base_url("https://app.example.test")

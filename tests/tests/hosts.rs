@@ -213,7 +213,10 @@ async fn check_host(host: Host) {
     let organization = get(address, "/api/v1/organization", Some(live)).await;
     let data = organization.data(200);
     assert_eq!(data["organization"]["name"], "Demo organization");
-    assert_eq!(data["organization"]["id"], host.demo.organization.id);
+    assert_eq!(
+        data["organization"]["id"],
+        host.demo.organization.id.as_str()
+    );
     assert_eq!(data["organization"]["plan"], "growth");
     assert!(organization
         .header("x-developer-api-ratelimit-read-remaining")
@@ -341,12 +344,12 @@ async fn xf_server_serves_the_api_and_the_admin_api() {
 
     let organization = get(address, "/api/v1/organization", Some(DEMO_LIVE_KEY)).await;
     let data = organization.data(200);
-    assert_eq!(data["organization"]["id"], demo.organization.id);
+    assert_eq!(data["organization"]["id"], demo.organization.id.as_str());
     assert_eq!(data["organization"]["name"], "Demo organization");
     let with_test_key = get(address, "/api/v1/organization", Some(DEMO_TEST_KEY)).await;
     assert_eq!(
         with_test_key.data(200)["organization"]["id"],
-        demo.organization.id
+        demo.organization.id.as_str()
     );
 
     let new_org = json!({ "name": "Acme", "plan": "starter" });

@@ -20,7 +20,7 @@ async fn two_instances() -> (TestApp, TestApp, String, String) {
     let a = TestApp::over(Arc::new(first));
     let b = TestApp::over(Arc::new(PgStore::new(second_pool)));
     let org = a.organization("Acme", "growth").await;
-    (a, b, org.organization.id, org.live_key)
+    (a, b, org.organization.id.to_string(), org.live_key)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

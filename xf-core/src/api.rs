@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::ids::{JobId, OrganizationId};
 use crate::model::{
     Issue, IssueStatus, IssueSummary, Job, JobCounts, JobStatus, Property, ScanKind, UsageCounters,
 };
@@ -22,6 +23,16 @@ pub struct Page<T> {
     pub items: Vec<T>,
     /// `meta.nextCursor`; `None` on the last page.
     pub next_cursor: Option<String>,
+}
+
+impl<T> Page<T> {
+    /// The same page with each item converted.
+    pub fn map<U>(self, convert: impl FnMut(T) -> U) -> Page<U> {
+        Page {
+            items: self.items.into_iter().map(convert).collect(),
+            next_cursor: self.next_cursor,
+        }
+    }
 }
 
 /// `limit` and `cursor` of a list request, as query parameters.
@@ -57,7 +68,7 @@ pub struct Health {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct OrganizationSummary {
     /// `org_…`
-    pub id: String,
+    pub id: OrganizationId,
     /// Display name.
     pub name: String,
     /// Plan name.
@@ -143,7 +154,7 @@ pub struct PropertyGsc {
 #[serde(rename_all = "camelCase")]
 pub struct LastScan {
     /// The scan job.
-    pub job_id: String,
+    pub job_id: JobId,
     /// Its state.
     pub status: JobStatus,
     /// Score of a completed scan.
@@ -201,14 +212,14 @@ pub enum ScanEndpoint {
 #[serde(rename_all = "camelCase")]
 pub struct QueuedJob {
     /// `job_…`
-    pub id: String,
+    pub id: JobId,
     /// `pending`.
     pub status: JobStatus,
     /// `seo-scan`.
     #[serde(rename = "type")]
     pub job_type: String,
     /// The property.
-    pub property_id: String,
+    pub property_id: PropertyId,
     /// When it was queued.
     pub created_at: Timestamp,
     /// Crawls only: 0.
@@ -355,13 +366,13 @@ pub struct ReportItem {
     /// Secret token of the share link.
     pub token: String,
     /// The property.
-    pub property_id: String,
+    pub property_id: PropertyId,
     /// Its name.
     pub property_name: String,
     /// Its URL.
     pub property_url: String,
     /// The completed scan.
-    pub scan_id: String,
+    pub scan_id: JobId,
     /// Expiry of the link.
     pub expires_at: Timestamp,
     /// Views counted by the host.

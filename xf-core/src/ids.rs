@@ -1,31 +1,203 @@
-//! Opaque, prefixed, time-ordered identifiers (`prop_0193…`).
+//! Opaque, prefixed, time-ordered identifiers (`prop_0193…`), one type per kind of record.
+//!
+//! An id is its prefix, an underscore and a UUID in 32 lower-case hex digits. New ids use
+//! UUIDv7, so they sort by creation time; test-mode responses derive theirs from a digest
+//! ([`Id::derived`]), so the same request always yields the same id.
+//!
+//! The types keep the storage seam honest: a job id cannot be passed where a property id is
+//! expected, and a value that is not an id of the right form never reaches a store (a path
+//! segment that does not [`parse`](PropertyId::parse) is a 404 before any query runs).
 
+use std::fmt;
+
+use serde::de::{self, Deserializer};
+use serde::{Deserialize, Serialize, Serializer};
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::openapi::RefOr;
 use uuid::Uuid;
 
-/// Organization ids.
-pub const ORGANIZATION: &str = "org";
-/// Property ids.
-pub const PROPERTY: &str = "prop";
-/// Job ids.
-pub const JOB: &str = "job";
-/// Issue ids.
-pub const ISSUE: &str = "iss";
-/// API key ids.
-pub const API_KEY: &str = "key";
+/// What every id type offers beyond its inherent methods; lets code make ids generically.
+pub trait Id: Sized {
+    /// The prefix, without the underscore.
+    const PREFIX: &'static str;
 
-/// A new id: the type prefix and a UUIDv7 body in lower-case hex, so ids sort by creation time.
-pub fn new_id(prefix: &str) -> String {
-    format!("{prefix}_{}", Uuid::now_v7().simple())
+    /// Wraps a string already known to be an id of this kind (see [`PropertyId::from_trusted`]).
+    fn from_trusted(value: String) -> Self;
+
+    /// The id `value` is, if it is one of this kind.
+    fn parse_str(value: &str) -> Option<Self>;
+
+    /// A new, time-ordered id.
+    fn generate() -> Self {
+        Self::from_trusted(format!("{}_{}", Self::PREFIX, Uuid::now_v7().simple()))
+    }
+
+    /// An id whose body is the first 16 bytes of `digest` (zero-padded).
+    fn derived(digest: &[u8]) -> Self {
+        let mut bytes = [0u8; 16];
+        let len = digest.len().min(16);
+        bytes[..len].copy_from_slice(&digest[..len]);
+        Self::from_trusted(format!(
+            "{}_{}",
+            Self::PREFIX,
+            Uuid::from_bytes(bytes).simple()
+        ))
+    }
 }
 
-/// An id with the given prefix whose body is the first 16 bytes of `digest`.
-///
-/// Test-mode responses use it: the same request always yields the same id.
-pub fn derived_id(prefix: &str, digest: &[u8]) -> String {
-    let mut bytes = [0u8; 16];
-    let len = digest.len().min(16);
-    bytes[..len].copy_from_slice(&digest[..len]);
-    format!("{prefix}_{}", Uuid::from_bytes(bytes).simple())
+/// Whether `value` is `prefix`, `_` and 32 lower-case hex digits.
+fn is_id(prefix: &str, value: &str) -> bool {
+    value
+        .strip_prefix(prefix)
+        .and_then(|rest| rest.strip_prefix('_'))
+        .is_some_and(|body| {
+            body.len() == 32 && body.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        })
+}
+
+macro_rules! id_type {
+    ($(#[$doc:meta])* $name:ident, $prefix:literal, $what:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(String);
+
+        impl $name {
+            /// What a valid value looks like, for error messages.
+            pub const EXPECTS: &'static str =
+                concat!("a ", $what, " id: ", $prefix, "_ and 32 lower-case hex digits");
+            /// The pattern the OpenAPI document publishes.
+            pub const PATTERN: &'static str = concat!("^", $prefix, "_[0-9a-f]{32}$");
+
+            /// A new, time-ordered id.
+            pub fn new() -> Self {
+                <Self as Id>::generate()
+            }
+
+            /// Checks `value`; `Err` says what a valid value looks like.
+            pub fn parse(value: &str) -> Result<Self, &'static str> {
+                if is_id($prefix, value) {
+                    Ok(Self(value.to_owned()))
+                } else {
+                    Err(Self::EXPECTS)
+                }
+            }
+
+            /// Wraps a value without checking it: for a backend reading back the ids it
+            /// stored, which were checked on the way in.
+            pub fn from_trusted(value: String) -> Self {
+                debug_assert!(is_id($prefix, &value), "not a {} id: {value:?}", $what);
+                Self(value)
+            }
+
+            /// The id.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+
+            /// The id, owned.
+            pub fn into_string(self) -> String {
+                self.0
+            }
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        impl Id for $name {
+            const PREFIX: &'static str = $prefix;
+
+            fn from_trusted(value: String) -> Self {
+                $name::from_trusted(value)
+            }
+
+            fn parse_str(value: &str) -> Option<Self> {
+                $name::parse(value).ok()
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(&self.0)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let text = String::deserialize(deserializer)?;
+                Self::parse(&text).map_err(de::Error::custom)
+            }
+        }
+
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> RefOr<Schema> {
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .pattern(Some(Self::PATTERN))
+                    .max_length(Some($prefix.len() + 33))
+                    .description(Some(Self::EXPECTS))
+                    .into()
+            }
+        }
+
+        impl utoipa::ToSchema for $name {}
+    };
+}
+
+id_type!(
+    /// An organization: `org_…`.
+    OrganizationId, "org", "organization"
+);
+id_type!(
+    /// An API key (its record, not its secret): `key_…`.
+    ApiKeyId, "key", "key"
+);
+id_type!(
+    /// A property: `prop_…`.
+    PropertyId, "prop", "property"
+);
+id_type!(
+    /// A job: `job_…`.
+    JobId, "job", "job"
+);
+id_type!(
+    /// An issue: `iss_…`.
+    IssueId, "iss", "issue"
+);
+id_type!(
+    /// An event of the outbox: `evt_…`.
+    EventId, "evt", "event"
+);
+
+/// A new id with an ad-hoc prefix, for values that are not records (request ids).
+pub fn new_id(prefix: &str) -> String {
+    format!("{prefix}_{}", Uuid::now_v7().simple())
 }
 
 #[cfg(test)]
@@ -33,11 +205,50 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ids_are_prefixed_and_ordered() {
-        let first = new_id(PROPERTY);
-        let second = new_id(PROPERTY);
-        assert!(first.starts_with("prop_"));
-        assert_eq!(first.len(), "prop_".len() + 32);
+    fn ids_are_prefixed_ordered_and_checked() {
+        let first = PropertyId::new();
+        let second = PropertyId::new();
+        assert!(first.as_str().starts_with("prop_"));
+        assert_eq!(first.as_str().len(), "prop_".len() + 32);
         assert!(first < second);
+        assert_eq!(PropertyId::parse(first.as_str()), Ok(first.clone()));
+        assert!(PropertyId::parse("prop_").is_err());
+        assert!(JobId::parse(first.as_str()).is_err());
+        assert!(PropertyId::parse(&first.as_str().to_uppercase()).is_err());
+        assert!(PropertyId::parse(&format!("{first}0")).is_err());
+    }
+
+    #[test]
+    fn the_published_pattern_accepts_exactly_what_parse_accepts() {
+        let pattern = regex::Regex::new(JobId::PATTERN).unwrap();
+        let body = "0123456789abcdef0123456789abcdef";
+        for value in [
+            format!("job_{body}"),
+            format!("job_{}", body.to_uppercase()),
+            format!("job_{body}0"),
+            format!("job_{}", &body[1..]),
+            format!("prop_{body}"),
+            format!("jobs_{body}"),
+            format!("job-{body}"),
+            format!("job_{body}\n"),
+            String::new(),
+        ] {
+            assert_eq!(
+                pattern.is_match(&value),
+                JobId::parse(&value).is_ok(),
+                "{value:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn derived_ids_are_stable() {
+        let a = JobId::derived(b"0123456789abcdef-more");
+        assert_eq!(a, JobId::derived(b"0123456789abcdef-other"));
+        assert!(JobId::parse(a.as_str()).is_ok());
+        assert_eq!(
+            JobId::derived(b"").as_str(),
+            format!("job_{}", "0".repeat(32))
+        );
     }
 }

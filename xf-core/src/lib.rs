@@ -24,6 +24,7 @@ pub mod ids;
 pub mod model;
 pub mod params;
 pub mod plans;
+pub mod runtime;
 mod secret;
 pub mod store;
 #[cfg(feature = "testing")]

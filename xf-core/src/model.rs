@@ -1,9 +1,13 @@
-//! The records the API serves. They serialize to the spec's field names (camelCase); fields
-//! that are internal to the service are skipped.
+//! The records the API serves and the stores keep. Those the API shows serialize to the spec's
+//! field names (camelCase); a field internal to the service is skipped. The job is the
+//! exception to sharing one type: the engine's [`JobRecord`] carries the payload, attempts and
+//! lease that the API's [`Job`] never shows, so the two are separate types.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use utoipa::ToSchema;
 
+use crate::ids::{ApiKeyId, EventId, IssueId, JobId, OrganizationId, PropertyId};
 use crate::plans::LimitOverrides;
 use crate::time::Timestamp;
 
@@ -49,7 +53,7 @@ impl KeyMode {
 #[serde(rename_all = "camelCase")]
 pub struct Organization {
     /// `org_…`
-    pub id: String,
+    pub id: OrganizationId,
     /// Display name; the jobs' `tenantLabel`.
     pub name: String,
     /// The plan's name in the catalog.
@@ -67,9 +71,9 @@ pub struct Organization {
 #[serde(rename_all = "camelCase")]
 pub struct ApiKey {
     /// `key_…`
-    pub id: String,
+    pub id: ApiKeyId,
     /// The owning organization.
-    pub organization_id: String,
+    pub organization_id: OrganizationId,
     /// Live or test.
     pub mode: KeyMode,
     /// Lower-case hex SHA-256 of the full key.
@@ -86,10 +90,10 @@ pub struct ApiKey {
 #[serde(rename_all = "camelCase")]
 pub struct Property {
     /// `prop_…`
-    pub id: String,
+    pub id: PropertyId,
     /// The owning organization.
     #[serde(skip)]
-    pub organization_id: String,
+    pub organization_id: OrganizationId,
     /// Display name (defaults to the URL's host).
     pub name: String,
     /// The normalised URL; unique within the organization.
@@ -166,16 +170,149 @@ pub struct JobResult {
     pub issues_count: u32,
 }
 
-/// A background job (a scan).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+/// What a job is about, copied from its property and organization when it is queued, so the
+/// job reads the same after a rename.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobSubject {
+    /// The property.
+    pub property_id: PropertyId,
+    /// The property's name when the job was queued.
+    pub property_name: String,
+    /// The organization's name.
+    pub tenant_label: String,
+    /// The organization's shop domain, if the host set one.
+    pub shop_domain: Option<String>,
+}
+
+/// A job as the engine keeps it: everything the API shows, and the payload, attempts and
+/// lease that drive it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobRecord {
+    /// `job_…`
+    pub id: JobId,
+    /// The owning organization.
+    pub organization_id: OrganizationId,
+    /// The handler that runs it, e.g. `seo-scan`.
+    pub job_type: String,
+    /// The handler's input.
+    pub payload: Value,
+    /// Lifecycle state.
+    pub status: JobStatus,
+    /// 0 to 100; never goes down; kept when cancelled.
+    pub progress: u8,
+    /// What the job is about.
+    pub subject: JobSubject,
+    /// Attempts started so far.
+    pub attempts: u32,
+    /// After this many attempts a job that keeps failing (or whose worker keeps dying) fails.
+    pub max_attempts: u32,
+    /// Not claimed before this (a retry waits out its backoff).
+    pub run_at: Timestamp,
+    /// When it was queued.
+    pub created_at: Timestamp,
+    /// When a worker first picked it up.
+    pub started_at: Option<Timestamp>,
+    /// When it reached a final state.
+    pub completed_at: Option<Timestamp>,
+    /// Why it failed (or why its last attempt failed, while a retry waits).
+    pub error: Option<String>,
+    /// What the handler returned; completed jobs only.
+    pub result: Option<Value>,
+}
+
+impl JobRecord {
+    /// A new pending job that may run at once, with [`DEFAULT_MAX_ATTEMPTS`].
+    pub fn new(
+        organization_id: OrganizationId,
+        job_type: impl Into<String>,
+        payload: Value,
+        subject: JobSubject,
+        now: Timestamp,
+    ) -> Self {
+        JobRecord {
+            id: JobId::new(),
+            organization_id,
+            job_type: job_type.into(),
+            payload,
+            status: JobStatus::Pending,
+            progress: 0,
+            subject,
+            attempts: 0,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+            run_at: now,
+            created_at: now,
+            started_at: None,
+            completed_at: None,
+            error: None,
+            result: None,
+        }
+    }
+
+    /// The API's view of the job.
+    pub fn view(&self) -> Job {
+        Job {
+            id: self.id.clone(),
+            job_type: self.job_type.clone(),
+            status: self.status,
+            progress: self.progress,
+            property_id: self.subject.property_id.clone(),
+            property_name: self.subject.property_name.clone(),
+            tenant_type: TENANT_TYPE,
+            tenant_label: self.subject.tenant_label.clone(),
+            shop_domain: self.subject.shop_domain.clone(),
+            created_at: self.created_at,
+            started_at: self.started_at,
+            completed_at: self.completed_at,
+            error: self.error.clone(),
+            result: match self.status {
+                JobStatus::Completed => self.result.clone(),
+                _ => None,
+            },
+        }
+    }
+
+    /// The budgets of a scan job (`None` for other types or a malformed payload).
+    pub fn scan_payload(&self) -> Option<ScanPayload> {
+        (self.job_type == SEO_SCAN)
+            .then(|| serde_json::from_value(self.payload.clone()).ok())
+            .flatten()
+    }
+
+    /// The outcome of a completed scan job.
+    pub fn scan_result(&self) -> Option<JobResult> {
+        (self.job_type == SEO_SCAN && self.status == JobStatus::Completed)
+            .then(|| {
+                self.result
+                    .as_ref()
+                    .and_then(|value| serde_json::from_value(value.clone()).ok())
+            })
+            .flatten()
+    }
+}
+
+/// Attempts a job gets unless its producer says otherwise.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+
+/// The `tenantType` of every job.
+pub const TENANT_TYPE: &str = "organization";
+
+/// The payload of a `seo-scan` job: its budgets, clamped to the plan when it was queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScanPayload {
+    /// Page budget of the crawl.
+    pub max_pages: u32,
+    /// Depth budget of the crawl (clicks from the start URL).
+    pub max_depth: u32,
+}
+
+/// A background job, as the API shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Job {
     /// `job_…`
-    pub id: String,
-    /// The owning organization.
-    #[serde(skip)]
-    pub organization_id: String,
-    /// `seo-scan`.
+    pub id: JobId,
+    /// `seo-scan`, or the type of a host's own job.
     #[serde(rename = "type")]
     pub job_type: String,
     /// Lifecycle state.
@@ -183,21 +320,15 @@ pub struct Job {
     /// 0 to 100; kept when cancelled.
     pub progress: u8,
     /// The scanned property.
-    pub property_id: String,
+    pub property_id: PropertyId,
     /// The property's name when the job was queued.
     pub property_name: String,
     /// Always `organization`.
-    pub tenant_type: String,
+    pub tenant_type: &'static str,
     /// The organization's name.
     pub tenant_label: String,
     /// The organization's shop domain, if the host set one.
     pub shop_domain: Option<String>,
-    /// Page budget of the crawl.
-    #[serde(skip)]
-    pub max_pages: u32,
-    /// Depth budget of the crawl (clicks from the start URL).
-    #[serde(skip)]
-    pub max_depth: u32,
     /// When it was queued.
     pub created_at: Timestamp,
     /// When a worker picked it up.
@@ -206,18 +337,73 @@ pub struct Job {
     pub completed_at: Option<Timestamp>,
     /// Why it failed.
     pub error: Option<String>,
-    /// Present on completed jobs only.
+    /// Present on completed jobs only: for scans, `{score, pagesScanned, issuesCount}`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub result: Option<JobResult>,
+    #[schema(value_type = Option<JobResult>)]
+    pub result: Option<Value>,
 }
 
-/// How a job ended, as recorded by the job engine.
+/// The events of the outbox: a job reached a final state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+pub enum EventType {
+    /// `job.completed`
+    #[serde(rename = "job.completed")]
+    JobCompleted,
+    /// `job.failed`
+    #[serde(rename = "job.failed")]
+    JobFailed,
+    /// `job.cancelled`
+    #[serde(rename = "job.cancelled")]
+    JobCancelled,
+}
+
+impl EventType {
+    /// Every event, in the spec's order.
+    pub const ALL: [EventType; 3] = [
+        EventType::JobCompleted,
+        EventType::JobFailed,
+        EventType::JobCancelled,
+    ];
+
+    /// The wire name.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            EventType::JobCompleted => "job.completed",
+            EventType::JobFailed => "job.failed",
+            EventType::JobCancelled => "job.cancelled",
+        }
+    }
+
+    /// Parses a wire name.
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|e| e.as_str() == text)
+    }
+
+    /// The event of a job reaching `status`; `None` for states that are not final.
+    pub fn for_status(status: JobStatus) -> Option<Self> {
+        match status {
+            JobStatus::Completed => Some(EventType::JobCompleted),
+            JobStatus::Failed => Some(EventType::JobFailed),
+            JobStatus::Cancelled => Some(EventType::JobCancelled),
+            JobStatus::Pending | JobStatus::Processing => None,
+        }
+    }
+}
+
+/// A change worth telling the organization about, written to the outbox in the same
+/// transaction as the change itself. Webhook delivery reads the outbox.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum JobOutcome {
-    /// Completed with a result.
-    Completed(JobResult),
-    /// Failed with a message.
-    Failed(String),
+pub struct Event {
+    /// `evt_…`; ids sort in the order events were written.
+    pub id: EventId,
+    /// Whose event it is.
+    pub organization_id: OrganizationId,
+    /// What happened.
+    pub event_type: EventType,
+    /// The job it happened to.
+    pub job_id: JobId,
+    /// When.
+    pub created_at: Timestamp,
 }
 
 /// Whether an issue concerns one page or the whole site.
@@ -320,14 +506,14 @@ impl Severity {
 #[serde(rename_all = "camelCase")]
 pub struct Issue {
     /// `iss_…`
-    pub id: String,
+    pub id: IssueId,
     /// The owning organization.
     #[serde(skip)]
-    pub organization_id: String,
+    pub organization_id: OrganizationId,
     /// The property it was found on.
-    pub property_id: String,
+    pub property_id: PropertyId,
     /// The scan that last saw it.
-    pub job_id: String,
+    pub job_id: JobId,
     /// `page` or `site`.
     pub scan_kind: ScanKind,
     /// A stable identifier of the check, e.g. `missing_title`.
@@ -372,11 +558,11 @@ pub struct Report {
     pub token: String,
     /// The owning organization.
     #[serde(skip)]
-    pub organization_id: String,
+    pub organization_id: OrganizationId,
     /// The reported property.
-    pub property_id: String,
+    pub property_id: PropertyId,
     /// The completed scan job it shows.
-    pub scan_id: String,
+    pub scan_id: JobId,
     /// After this the link is expired.
     pub expires_at: Timestamp,
     /// Views counted by the host's public page.

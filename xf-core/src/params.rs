@@ -19,6 +19,7 @@ use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::RefOr;
 
 use crate::error::{Error, Result};
+pub use crate::ids::{JobId, PropertyId};
 
 /// A pattern and its compiled form.
 struct Rule {
@@ -122,8 +123,6 @@ macro_rules! checked_string {
 static IDEMPOTENCY_KEY: Rule = rule!(r"^[!-~]+$");
 static CURSOR: Rule = rule!(r"^[A-Za-z0-9_.-]+$");
 static JOB_TYPE: Rule = rule!(r"^[a-z0-9]+(-[a-z0-9]+)*$");
-static PROPERTY_ID: Rule = rule!(r"^prop_[0-9a-f]{32}$");
-static JOB_ID: Rule = rule!(r"^job_[0-9a-f]{32}$");
 static REPORT_TOKEN: Rule = rule!(r"^[A-Za-z0-9]{32}$");
 static INCLUDE: Rule = rule!(r"^(gsc|lastScan)(,(gsc|lastScan))*$");
 static PROPERTY_NAME: Rule = rule!(r"^[^\x00-\x1f\x7f]*$");
@@ -150,16 +149,6 @@ checked_string!(
 checked_string!(
     /// The `type` filter of `GET /jobs`: a job type such as `seo-scan`.
     JobTypeName, JOB_TYPE, max = 64, expects = "a job type such as seo-scan: lower-case letters, digits and single hyphens"
-);
-
-checked_string!(
-    /// A property id: `prop_` and 32 lower-case hex digits.
-    PropertyId, PROPERTY_ID, max = 37, expects = "a property id: prop_ and 32 lower-case hex digits"
-);
-
-checked_string!(
-    /// A job id: `job_` and 32 lower-case hex digits.
-    JobId, JOB_ID, max = 36, expects = "a job id: job_ and 32 lower-case hex digits"
 );
 
 checked_string!(
@@ -393,8 +382,6 @@ mod tests {
             &IDEMPOTENCY_KEY,
             &CURSOR,
             &JOB_TYPE,
-            &PROPERTY_ID,
-            &JOB_ID,
             &REPORT_TOKEN,
             &INCLUDE,
             &PROPERTY_NAME,

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use xf_core::store::Store;
+use xf_core::testing::TestStore;
 use xf_storage_memory::MemoryStore;
 
-async fn make_store() -> Arc<dyn Store> {
+async fn make_store() -> Arc<dyn TestStore> {
     Arc::new(MemoryStore::new())
 }
 

@@ -4,9 +4,10 @@ use chrono::{DateTime, NaiveDate, NaiveTime, Utc};
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use sqlx::{Decode, Postgres, Row, Type};
+use xf_core::ids::Id;
 use xf_core::model::{
-    ApiKey, Issue, IssueStatus, Job, JobResult, JobStatus, KeyMode, Organization, Property, Report,
-    ScanKind, Severity, UsageCounters,
+    ApiKey, Event, EventType, Issue, IssueStatus, JobRecord, JobStatus, JobSubject, KeyMode,
+    Organization, Property, Report, ScanKind, Severity, UsageCounters,
 };
 use xf_core::plans::LimitOverrides;
 use xf_core::store::StoreResult;
@@ -24,10 +25,11 @@ pub(crate) const API_KEY_COLUMNS: &str =
 pub(crate) const PROPERTY_COLUMNS: &str =
     "id, organization_id, name, url, verified, created_at, gsc_site_url";
 /// The columns [`job`] reads.
-pub(crate) const JOB_COLUMNS: &str = "id, organization_id, job_type, status, progress, \
-     property_id, property_name, tenant_type, tenant_label, shop_domain, max_pages, max_depth, \
-     created_at, started_at, completed_at, error, result_score, result_pages_scanned, \
-     result_issues_count";
+pub(crate) const JOB_COLUMNS: &str = "id, organization_id, job_type, payload, status, \
+     progress, property_id, property_name, tenant_label, shop_domain, attempts, max_attempts, \
+     run_at, created_at, started_at, completed_at, error, result";
+/// The columns [`event`] reads.
+pub(crate) const EVENT_COLUMNS: &str = "id, organization_id, event_type, job_id, created_at";
 /// The columns [`issue`] reads.
 pub(crate) const ISSUE_COLUMNS: &str = "id, organization_id, property_id, job_id, scan_kind, \
      issue_type, severity, url, message, status, created_at, last_seen_at, resolved_at, fixed_at";
@@ -93,16 +95,21 @@ pub(crate) trait RowExt {
             .map(Timestamp::from_datetime))
     }
 
+    /// A text column holding an id of type `T`, which the store wrote checked.
+    fn id<T: Id>(&self, name: &str) -> StoreResult<T> {
+        Ok(T::from_trusted(self.col::<String>(name)?))
+    }
+
+    /// A non-negative `integer` column holding a `u32`.
+    fn int(&self, name: &str) -> StoreResult<u32> {
+        let value = self.col::<i32>(name)?;
+        u32::try_from(value)
+            .map_err(|_| StoreError::Internal(format!("{name} out of range: {value}")))
+    }
+
     /// A non-negative `bigint` column.
     fn count(&self, name: &str) -> StoreResult<u64> {
         unsigned(self.col::<i64>(name)?, name)
-    }
-
-    /// A `bigint` column holding a `u32`.
-    fn small(&self, name: &str) -> StoreResult<u32> {
-        let value = self.col::<i64>(name)?;
-        u32::try_from(value)
-            .map_err(|_| StoreError::Internal(format!("{name} out of range: {value}")))
     }
 }
 
@@ -122,7 +129,7 @@ fn parsed<T>(value: String, parse: impl FnOnce(&str) -> Option<T>, what: &str) -
 /// An `organizations` row.
 pub(crate) fn organization(row: &PgRow) -> StoreResult<Organization> {
     Ok(Organization {
-        id: row.col("id")?,
+        id: row.id("id")?,
         name: row.col("name")?,
         plan: row.col("plan")?,
         shop_domain: row.col("shop_domain")?,
@@ -134,8 +141,8 @@ pub(crate) fn organization(row: &PgRow) -> StoreResult<Organization> {
 /// An `api_keys` row.
 pub(crate) fn api_key(row: &PgRow) -> StoreResult<ApiKey> {
     Ok(ApiKey {
-        id: row.col("id")?,
-        organization_id: row.col("organization_id")?,
+        id: row.id("id")?,
+        organization_id: row.id("organization_id")?,
         mode: parsed(row.col("mode")?, KeyMode::parse, "key mode")?,
         key_hash: row.col("key_hash")?,
         created_at: row.timestamp("created_at")?,
@@ -146,8 +153,8 @@ pub(crate) fn api_key(row: &PgRow) -> StoreResult<ApiKey> {
 /// A `properties` row.
 pub(crate) fn property(row: &PgRow) -> StoreResult<Property> {
     Ok(Property {
-        id: row.col("id")?,
-        organization_id: row.col("organization_id")?,
+        id: row.id("id")?,
+        organization_id: row.id("organization_id")?,
         name: row.col("name")?,
         url: row.col("url")?,
         verified: row.col("verified")?,
@@ -157,49 +164,53 @@ pub(crate) fn property(row: &PgRow) -> StoreResult<Property> {
 }
 
 /// A `jobs` row.
-pub(crate) fn job(row: &PgRow) -> StoreResult<Job> {
+pub(crate) fn job(row: &PgRow) -> StoreResult<JobRecord> {
     let progress = row.col::<i16>("progress")?;
-    let result = match (
-        row.col::<Option<i64>>("result_score")?,
-        row.col::<Option<i64>>("result_pages_scanned")?,
-        row.col::<Option<i64>>("result_issues_count")?,
-    ) {
-        (Some(_), Some(_), Some(_)) => Some(JobResult {
-            score: row.small("result_score")?,
-            pages_scanned: row.small("result_pages_scanned")?,
-            issues_count: row.small("result_issues_count")?,
-        }),
-        _ => None,
-    };
-    Ok(Job {
-        id: row.col("id")?,
-        organization_id: row.col("organization_id")?,
+    Ok(JobRecord {
+        id: row.id("id")?,
+        organization_id: row.id("organization_id")?,
         job_type: row.col("job_type")?,
+        payload: row.col::<Json<serde_json::Value>>("payload")?.0,
         status: parsed(row.col("status")?, JobStatus::parse, "job status")?,
         progress: u8::try_from(progress)
             .map_err(|_| StoreError::Internal(format!("progress out of range: {progress}")))?,
-        property_id: row.col("property_id")?,
-        property_name: row.col("property_name")?,
-        tenant_type: row.col("tenant_type")?,
-        tenant_label: row.col("tenant_label")?,
-        shop_domain: row.col("shop_domain")?,
-        max_pages: row.small("max_pages")?,
-        max_depth: row.small("max_depth")?,
+        subject: JobSubject {
+            property_id: row.id("property_id")?,
+            property_name: row.col("property_name")?,
+            tenant_label: row.col("tenant_label")?,
+            shop_domain: row.col("shop_domain")?,
+        },
+        attempts: row.int("attempts")?,
+        max_attempts: row.int("max_attempts")?,
+        run_at: row.timestamp("run_at")?,
         created_at: row.timestamp("created_at")?,
         started_at: row.timestamp_opt("started_at")?,
         completed_at: row.timestamp_opt("completed_at")?,
         error: row.col("error")?,
-        result,
+        result: row
+            .col::<Option<Json<serde_json::Value>>>("result")?
+            .map(|json| json.0),
+    })
+}
+
+/// An `events` row.
+pub(crate) fn event(row: &PgRow) -> StoreResult<Event> {
+    Ok(Event {
+        id: row.id("id")?,
+        organization_id: row.id("organization_id")?,
+        event_type: parsed(row.col("event_type")?, EventType::parse, "event type")?,
+        job_id: row.id("job_id")?,
+        created_at: row.timestamp("created_at")?,
     })
 }
 
 /// An `issues` row.
 pub(crate) fn issue(row: &PgRow) -> StoreResult<Issue> {
     Ok(Issue {
-        id: row.col("id")?,
-        organization_id: row.col("organization_id")?,
-        property_id: row.col("property_id")?,
-        job_id: row.col("job_id")?,
+        id: row.id("id")?,
+        organization_id: row.id("organization_id")?,
+        property_id: row.id("property_id")?,
+        job_id: row.id("job_id")?,
         scan_kind: parsed(row.col("scan_kind")?, ScanKind::parse, "scan kind")?,
         issue_type: row.col("issue_type")?,
         severity: parsed(row.col("severity")?, Severity::parse, "severity")?,
@@ -217,9 +228,9 @@ pub(crate) fn issue(row: &PgRow) -> StoreResult<Issue> {
 pub(crate) fn report(row: &PgRow) -> StoreResult<Report> {
     Ok(Report {
         token: row.col("token")?,
-        organization_id: row.col("organization_id")?,
-        property_id: row.col("property_id")?,
-        scan_id: row.col("scan_id")?,
+        organization_id: row.id("organization_id")?,
+        property_id: row.id("property_id")?,
+        scan_id: row.id("scan_id")?,
         expires_at: row.timestamp("expires_at")?,
         view_count: row.count("view_count")?,
         created_at: row.timestamp("created_at")?,

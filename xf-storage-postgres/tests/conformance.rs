@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
-use xf_core::store::Store;
+use xf_core::testing::TestStore;
 
-async fn make_store() -> Arc<dyn Store> {
+async fn make_store() -> Arc<dyn TestStore> {
     Arc::new(xf_storage_postgres::testing::fresh_database().await)
 }
 

@@ -4,16 +4,20 @@
 
 use std::sync::Arc;
 
+use serde_json::json;
 use sqlx::postgres::PgPoolOptions;
+use xf_core::ids::{ApiKeyId, Id, IssueId, JobId, OrganizationId, PropertyId};
 use xf_core::model::{
-    ApiKey, Issue, IssueStatus, Job, JobOutcome, JobResult, JobStatus, KeyMode, Organization,
+    ApiKey, EventType, Issue, IssueStatus, JobRecord, JobStatus, JobSubject, KeyMode, Organization,
     Property, Report, ScanKind, Severity, UsageCounters, SEO_SCAN,
 };
 use xf_core::plans::LimitOverrides;
+use xf_core::store::prelude::*;
 use xf_core::store::{
-    After, CancelOutcome, IdempotencyClaim, IdempotencyRequest, JobFilter, PageRequest, RateBucket,
-    Store, StoredResponse,
+    After, AttemptOutcome, CancelOutcome, ClaimRequest, ClaimedJob, Finish, IdempotencyClaim,
+    IdempotencyRequest, JobFilter, PageRequest, RateBucket, Store, StoredResponse,
 };
+use xf_core::testing::Dump;
 use xf_core::time::Timestamp;
 use xf_core::StoreError;
 use xf_storage_postgres::testing::fresh_database;
@@ -32,10 +36,31 @@ fn later(seconds: i64) -> Timestamp {
     t0().plus(chrono::Duration::seconds(seconds))
 }
 
-fn organization(id: &str) -> Organization {
+/// The id of kind `T` numbered `n`: the prefix and `n` in 32 hex digits.
+fn id<T: Id>(n: u128) -> T {
+    T::parse_str(&format!("{}_{n:032x}", T::PREFIX)).expect("a well-formed id")
+}
+
+fn org(n: u128) -> OrganizationId {
+    id(n)
+}
+
+fn prop(n: u128) -> PropertyId {
+    id(n)
+}
+
+fn jid(n: u128) -> JobId {
+    id(n)
+}
+
+fn key(n: u128) -> ApiKeyId {
+    id(n)
+}
+
+fn organization(id: OrganizationId) -> Organization {
     Organization {
-        id: id.to_owned(),
         name: format!("Org {id}"),
+        id,
         plan: "growth".to_owned(),
         shop_domain: None,
         limits: LimitOverrides::default(),
@@ -43,21 +68,26 @@ fn organization(id: &str) -> Organization {
     }
 }
 
-fn api_key(id: &str, organization_id: &str) -> ApiKey {
+fn api_key(id: ApiKeyId, organization_id: OrganizationId) -> ApiKey {
     ApiKey {
-        id: id.to_owned(),
-        organization_id: organization_id.to_owned(),
-        mode: KeyMode::Live,
         key_hash: format!("hash-of-{id}"),
+        id,
+        organization_id,
+        mode: KeyMode::Live,
         created_at: t0(),
         revoked_at: None,
     }
 }
 
-fn property(id: &str, organization_id: &str, url: &str, created_at: Timestamp) -> Property {
+fn property(
+    id: PropertyId,
+    organization_id: OrganizationId,
+    url: &str,
+    created_at: Timestamp,
+) -> Property {
     Property {
-        id: id.to_owned(),
-        organization_id: organization_id.to_owned(),
+        id,
+        organization_id,
         name: url.to_owned(),
         url: url.to_owned(),
         verified: false,
@@ -66,26 +96,31 @@ fn property(id: &str, organization_id: &str, url: &str, created_at: Timestamp) -
     }
 }
 
-fn job(id: &str, organization_id: &str, created_at: Timestamp) -> Job {
-    Job {
-        id: id.to_owned(),
-        organization_id: organization_id.to_owned(),
-        job_type: SEO_SCAN.to_owned(),
-        status: JobStatus::Pending,
-        progress: 0,
-        property_id: "prop_1".to_owned(),
+fn job(id: JobId, organization_id: OrganizationId, created_at: Timestamp) -> JobRecord {
+    let subject = JobSubject {
+        property_id: prop(1),
         property_name: "example.com".to_owned(),
-        tenant_type: "organization".to_owned(),
         tenant_label: "Org".to_owned(),
         shop_domain: None,
-        max_pages: 25,
-        max_depth: 2,
-        created_at,
-        started_at: None,
-        completed_at: None,
-        error: None,
-        result: None,
+    };
+    let payload = json!({"maxPages": 25, "maxDepth": 2});
+    JobRecord {
+        id,
+        ..JobRecord::new(organization_id, SEO_SCAN, payload, subject, created_at)
     }
+}
+
+/// Claims every due scan at `now` with a five-minute lease.
+async fn claim_scans(store: &dyn Store, now: Timestamp) -> Vec<ClaimedJob> {
+    store
+        .claim_jobs(&ClaimRequest {
+            job_types: vec![SEO_SCAN.to_owned()],
+            limit: 1_000,
+            now,
+            lease_expires_at: now.plus(chrono::Duration::minutes(5)),
+        })
+        .await
+        .expect("claim")
 }
 
 fn page(limit: usize) -> PageRequest {
@@ -121,66 +156,88 @@ async fn every_record_survives_a_round_trip_with_all_fields_set() {
             max_depth: Some(0),
             ..LimitOverrides::default()
         },
-        ..organization("org_1")
+        ..organization(org(1))
     };
     store.insert_organization(&org).await.unwrap();
     assert_eq!(
-        store.get_organization("org_1").await.unwrap(),
+        store.get_organization(&org.id).await.unwrap(),
         Some(org.clone())
     );
 
     let key = ApiKey {
         mode: KeyMode::Test,
         revoked_at: Some(later(5)),
-        ..api_key("key_1", "org_1")
+        ..api_key(key(1), org.id.clone())
     };
     store.insert_api_key(&key, 5).await.unwrap();
     assert_eq!(
-        store.find_api_key("hash-of-key_1").await.unwrap(),
+        store.find_api_key(&key.key_hash).await.unwrap(),
         Some((key.clone(), org.clone()))
     );
 
-    let prop = Property {
+    let site = Property {
         verified: true,
         gsc_site_url: Some("sc-domain:example.com".to_owned()),
-        ..property("prop_1", "org_1", "https://example.com/", t0())
+        ..property(prop(1), org.id.clone(), "https://example.com/", t0())
     };
-    store.insert_property(&prop).await.unwrap();
+    store.insert_property(&site).await.unwrap();
     assert_eq!(
-        store.get_property("prop_1").await.unwrap(),
-        Some(prop.clone())
+        store.get_property(&site.id).await.unwrap(),
+        Some(site.clone())
     );
 
-    let finished = Job {
-        status: JobStatus::Completed,
-        progress: 100,
-        shop_domain: Some("shop.example".to_owned()),
-        max_pages: u32::MAX,
-        max_depth: 9,
-        started_at: Some(later(1)),
-        completed_at: Some(later(2)),
-        error: Some("partial".to_owned()),
-        result: Some(JobResult {
-            score: 87,
-            pages_scanned: u32::MAX,
-            issues_count: 3,
-        }),
-        ..job("job_1", "org_1", t0())
+    // A job as queued, with every optional field set, then through an attempt to the end.
+    let queued = JobRecord {
+        payload: json!({"maxPages": u32::MAX, "maxDepth": 9, "note": "ünïcödé ✓"}),
+        subject: JobSubject {
+            shop_domain: Some("shop.example".to_owned()),
+            ..job(jid(1), org.id.clone(), t0()).subject
+        },
+        max_attempts: 7,
+        run_at: later(1),
+        ..job(jid(1), org.id.clone(), t0())
     };
     store
-        .insert_job_counted(&finished, "2026-11", 10)
+        .insert_job_counted(&queued, "2026-11", 10)
         .await
         .unwrap();
     assert_eq!(
-        store.get_job("job_1").await.unwrap(),
+        store.get_job(&queued.id).await.unwrap(),
+        Some(queued.clone())
+    );
+    let claimed = claim_scans(&store, later(2)).await;
+    assert_eq!(claimed.len(), 1);
+    let result = json!({"score": 87, "pagesScanned": u32::MAX, "issuesCount": 3});
+    let reached = store
+        .finish_jobs(
+            &[Finish {
+                attempt: claimed[0].attempt.clone(),
+                outcome: AttemptOutcome::Completed(result.clone()),
+            }],
+            later(3),
+        )
+        .await
+        .unwrap();
+    assert_eq!(reached, vec![Some(JobStatus::Completed)]);
+    let finished = JobRecord {
+        status: JobStatus::Completed,
+        progress: 100,
+        attempts: 1,
+        started_at: Some(later(2)),
+        completed_at: Some(later(3)),
+        result: Some(result),
+        ..queued.clone()
+    };
+    assert_eq!(
+        store.get_job(&queued.id).await.unwrap(),
         Some(finished.clone())
     );
 
     let issue = Issue {
-        id: "iss_1".to_owned(),
-        organization_id: "org_1".to_owned(),
-        property_id: "prop_1".to_owned(),
-        job_id: "job_1".to_owned(),
+        id: id::<IssueId>(1),
+        organization_id: org.id.clone(),
+        property_id: site.id.clone(),
+        job_id: finished.id.clone(),
         scan_kind: ScanKind::Page,
         issue_type: "missing_title".to_owned(),
         severity: Severity::Warning,
@@ -193,34 +250,37 @@ async fn every_record_survives_a_round_trip_with_all_fields_set() {
         fixed_at: Some(later(5)),
     };
     store.insert_issue(&issue).await.unwrap();
-    assert_eq!(store.get_issue("iss_1").await.unwrap(), Some(issue.clone()));
+    assert_eq!(
+        store.get_issue(&issue.id).await.unwrap(),
+        Some(issue.clone())
+    );
 
     let report = Report {
-        token: "rpt_token".to_owned(),
-        organization_id: "org_1".to_owned(),
-        property_id: "prop_1".to_owned(),
-        scan_id: "job_1".to_owned(),
+        token: "RptToken0123456789abcdefghijklmn".to_owned(),
+        organization_id: org.id.clone(),
+        property_id: site.id.clone(),
+        scan_id: finished.id.clone(),
         expires_at: later(86_400),
         view_count: 41,
         created_at: t0(),
     };
     store.insert_report(&report).await.unwrap();
     assert_eq!(
-        store.get_report("rpt_token").await.unwrap(),
+        store.get_report(&report.token).await.unwrap(),
         Some(report.clone())
     );
 
     let dump = store.dump().await.unwrap();
-    assert_eq!(dump.organizations, vec![org]);
+    assert_eq!(dump.organizations, vec![org.clone()]);
     assert_eq!(dump.api_keys, vec![key]);
-    assert_eq!(dump.properties, vec![prop]);
-    assert_eq!(dump.jobs, vec![finished]);
+    assert_eq!(dump.properties, vec![site]);
+    assert_eq!(dump.jobs, vec![finished.clone()]);
     assert_eq!(dump.issues, vec![issue]);
     assert_eq!(dump.reports, vec![report]);
     assert_eq!(
         dump.usage,
         vec![(
-            "org_1".to_owned(),
+            org.id.to_string(),
             "2026-11".to_owned(),
             UsageCounters {
                 scans: 1,
@@ -228,6 +288,18 @@ async fn every_record_survives_a_round_trip_with_all_fields_set() {
             }
         )]
     );
+    assert_eq!(dump.events.len(), 1);
+    let event = &dump.events[0];
+    assert_eq!(
+        (
+            &event.organization_id,
+            event.event_type,
+            &event.job_id,
+            event.created_at
+        ),
+        (&org.id, EventType::JobCompleted, &finished.id, later(3))
+    );
+    assert!(event.id.as_str().starts_with("evt_"));
 }
 
 #[tokio::test]
@@ -235,12 +307,12 @@ async fn timestamps_keep_milliseconds_and_extreme_bounds_are_accepted() {
     let store = fresh_database().await;
     let created = ms(1_795_342_530_999);
     store
-        .insert_property(&property("prop_1", "org_1", "https://a.example/", created))
+        .insert_property(&property(prop(1), org(1), "https://a.example/", created))
         .await
         .unwrap();
     assert_eq!(
         store
-            .get_property("prop_1")
+            .get_property(&prop(1))
             .await
             .unwrap()
             .unwrap()
@@ -248,18 +320,18 @@ async fn timestamps_keep_milliseconds_and_extreme_bounds_are_accepted() {
         created
     );
     store
-        .insert_job_counted(&job("job_1", "org_1", created), "2026-11", 5)
+        .insert_job_counted(&job(jid(1), org(1), created), "2026-11", 5)
         .await
         .unwrap();
     let counts = store
-        .job_counts_by_type("org_1", Timestamp::MIN, Timestamp::MAX)
+        .job_counts_by_type(&org(1), Timestamp::MIN, Timestamp::MAX)
         .await
         .unwrap();
     assert_eq!(counts.len(), 1);
     assert_eq!(counts[0].1.total, 1);
     let first_page = store
         .list_properties(
-            "org_1",
+            &org(1),
             &PageRequest {
                 limit: 10,
                 after: Some(After {
@@ -276,25 +348,25 @@ async fn timestamps_keep_milliseconds_and_extreme_bounds_are_accepted() {
 #[tokio::test]
 async fn keyset_pages_break_created_at_ties_by_id_in_byte_order() {
     let store = fresh_database().await;
-    // Same instant for all; byte order: "prop_B" < "prop_Z" < "prop_a" < "prop_b".
-    for id in ["prop_a", "prop_B", "prop_b", "prop_Z"] {
-        let url = format!("https://example.com/{id}");
+    // Ids break ties of equal creation times; newest-first lists go by id descending.
+    for n in [0xa, 0x2, 0xb, 0x1] {
+        let url = format!("https://example.com/{n}");
         store
-            .insert_property(&property(id, "org_1", &url, t0()))
+            .insert_property(&property(prop(n), org(1), &url, t0()))
             .await
             .unwrap();
     }
     store
         .insert_property(&property(
-            "prop_0",
-            "org_1",
+            prop(0xff),
+            org(1),
             "https://old.example/",
             later(-1),
         ))
         .await
         .unwrap();
     store
-        .insert_property(&property("prop_9", "org_2", "https://other.example/", t0()))
+        .insert_property(&property(prop(0x9), org(2), "https://other.example/", t0()))
         .await
         .unwrap();
 
@@ -302,7 +374,7 @@ async fn keyset_pages_break_created_at_ties_by_id_in_byte_order() {
     let mut after = None;
     loop {
         let items = store
-            .list_properties("org_1", &PageRequest { limit: 2, after })
+            .list_properties(&org(1), &PageRequest { limit: 2, after })
             .await
             .unwrap();
         if items.is_empty() {
@@ -310,12 +382,47 @@ async fn keyset_pages_break_created_at_ties_by_id_in_byte_order() {
         }
         after = items.last().map(|p| After {
             created_at: p.created_at,
-            id: p.id.clone(),
+            id: p.id.to_string(),
         });
         seen.extend(items.into_iter().map(|p| p.id));
     }
-    assert_eq!(seen, ["prop_b", "prop_a", "prop_Z", "prop_B", "prop_0"]);
-    assert_eq!(store.count_properties("org_1").await.unwrap(), 5);
+    assert_eq!(
+        seen,
+        [prop(0xb), prop(0xa), prop(0x2), prop(0x1), prop(0xff)]
+    );
+    assert_eq!(store.count_properties(&org(1)).await.unwrap(), 5);
+
+    // Report tokens mix cases: they compare as bytes ("B" < "Z" < "a" < "b"), not by a
+    // locale's collation.
+    for first in ["a", "B", "b", "Z"] {
+        let report = Report {
+            token: format!("{first}{}", "0".repeat(31)),
+            organization_id: org(1),
+            property_id: prop(1),
+            scan_id: jid(1),
+            expires_at: later(86_400),
+            view_count: 0,
+            created_at: t0(),
+        };
+        store.insert_report(&report).await.unwrap();
+    }
+    let mut tokens = Vec::new();
+    let mut after = None;
+    loop {
+        let items = store
+            .list_live_reports(&org(1), t0(), &PageRequest { limit: 3, after })
+            .await
+            .unwrap();
+        if items.is_empty() {
+            break;
+        }
+        after = items.last().map(|r| After {
+            created_at: r.created_at,
+            id: r.token.clone(),
+        });
+        tokens.extend(items.into_iter().map(|r| r.token[..1].to_owned()));
+    }
+    assert_eq!(tokens, ["b", "a", "Z", "B"]);
 }
 
 #[tokio::test]
@@ -351,6 +458,7 @@ async fn schema_is_migrated_once_with_unlogged_rate_counters() {
     .unwrap();
     let expected: Vec<(String, String)> = [
         ("api_keys", "p"),
+        ("events", "p"),
         ("idempotency_keys", "p"),
         ("issues", "p"),
         ("jobs", "p"),
@@ -370,20 +478,20 @@ async fn schema_is_migrated_once_with_unlogged_rate_counters() {
 async fn unique_rules_are_reported_as_duplicates_by_name() {
     let store = fresh_database().await;
     store
-        .insert_organization(&organization("org_1"))
+        .insert_organization(&organization(org(1)))
         .await
         .unwrap();
     assert_eq!(
-        store.insert_organization(&organization("org_1")).await,
+        store.insert_organization(&organization(org(1))).await,
         Err(StoreError::Duplicate("organization id"))
     );
 
-    let first = property("prop_1", "org_1", "https://example.com/", t0());
+    let first = property(prop(1), org(1), "https://example.com/", t0());
     store.insert_property(&first).await.unwrap();
     // Same URL under another id, and the very same row again: both are the URL rule.
     assert_eq!(
         store
-            .insert_property(&property("prop_2", "org_1", "https://example.com/", t0()))
+            .insert_property(&property(prop(2), org(1), "https://example.com/", t0()))
             .await,
         Err(StoreError::Duplicate("property url"))
     );
@@ -393,23 +501,23 @@ async fn unique_rules_are_reported_as_duplicates_by_name() {
     );
     assert_eq!(
         store
-            .insert_property(&property("prop_1", "org_1", "https://other.example/", t0()))
+            .insert_property(&property(prop(1), org(1), "https://other.example/", t0()))
             .await,
         Err(StoreError::Duplicate("property id"))
     );
     // The same URL in another organization is fine.
     store
-        .insert_property(&property("prop_3", "org_2", "https://example.com/", t0()))
+        .insert_property(&property(prop(3), org(2), "https://example.com/", t0()))
         .await
         .unwrap();
 
     store
-        .insert_api_key(&api_key("key_1", "org_1"), 5)
+        .insert_api_key(&api_key(key(1), org(1)), 5)
         .await
         .unwrap();
     let same_hash = ApiKey {
-        key_hash: "hash-of-key_1".to_owned(),
-        ..api_key("key_2", "org_1")
+        key_hash: api_key(key(1), org(1)).key_hash,
+        ..api_key(key(2), org(1))
     };
     assert_eq!(
         store.insert_api_key(&same_hash, 5).await,
@@ -422,17 +530,17 @@ async fn unique_rules_are_reported_as_duplicates_by_name() {
     );
 
     store
-        .insert_job_counted(&job("job_1", "org_1", t0()), "2026-11", 5)
+        .insert_job_counted(&job(jid(1), org(1), t0()), "2026-11", 5)
         .await
         .unwrap();
     assert_eq!(
         store
-            .insert_job_counted(&job("job_1", "org_1", t0()), "2026-11", 5)
+            .insert_job_counted(&job(jid(1), org(1), t0()), "2026-11", 5)
             .await,
         Err(StoreError::Duplicate("job id"))
     );
     // The rejected job was not counted.
-    assert_eq!(store.get_usage("org_1", "2026-11").await.unwrap().scans, 1);
+    assert_eq!(store.get_usage(&org(1), "2026-11").await.unwrap().scans, 1);
 }
 
 #[tokio::test]
@@ -457,7 +565,7 @@ async fn an_unreachable_database_is_unavailable_and_a_bad_url_is_not() {
 async fn the_store_recovers_by_itself_after_its_connections_are_killed() {
     let store = fresh_database().await;
     store
-        .insert_organization(&organization("org_1"))
+        .insert_organization(&organization(org(1)))
         .await
         .unwrap();
     // Open a few connections, then have another instance kill every session of this database
@@ -476,8 +584,8 @@ async fn the_store_recovers_by_itself_after_its_connections_are_killed() {
     assert!(!killed.is_empty() && killed.iter().all(|k| *k));
     // The pool notices the dead connections and opens new ones.
     assert_eq!(
-        store.get_organization("org_1").await.unwrap().map(|o| o.id),
-        Some("org_1".to_owned())
+        store.get_organization(&org(1)).await.unwrap().map(|o| o.id),
+        Some(org(1))
     );
 }
 
@@ -490,11 +598,7 @@ async fn the_scan_quota_is_exact_across_instances() {
         let store = stores[i % 2].clone();
         tasks.push(tokio::spawn(async move {
             store
-                .insert_job_counted(
-                    &job(&format!("job_{i:02}"), "org_1", t0()),
-                    "2026-11",
-                    limit,
-                )
+                .insert_job_counted(&job(jid(i as u128), org(1), t0()), "2026-11", limit)
                 .await
         }));
     }
@@ -507,32 +611,32 @@ async fn the_scan_quota_is_exact_across_instances() {
     }
     assert_eq!(accepted, limit);
     assert_eq!(
-        stores[0].get_usage("org_1", "2026-11").await.unwrap().scans,
+        stores[0].get_usage(&org(1), "2026-11").await.unwrap().scans,
         limit
     );
     let jobs = stores[1]
-        .list_jobs("org_1", &JobFilter::default(), &page(100))
+        .list_jobs(&org(1), &JobFilter::default(), &page(100))
         .await
         .unwrap();
     assert_eq!(jobs.len() as u64, limit);
     // Another month and another organization have their own meters.
     stores[0]
-        .insert_job_counted(&job("job_next", "org_1", t0()), "2026-12", limit)
+        .insert_job_counted(&job(jid(1_000), org(1), t0()), "2026-12", limit)
         .await
         .unwrap();
     stores[0]
-        .insert_job_counted(&job("job_other", "org_2", t0()), "2026-11", limit)
+        .insert_job_counted(&job(jid(1_001), org(2), t0()), "2026-11", limit)
         .await
         .unwrap();
     // A limit of zero admits nothing, even on a fresh meter.
     assert_eq!(
         stores[0]
-            .insert_job_counted(&job("job_zero", "org_3", t0()), "2026-11", 0)
+            .insert_job_counted(&job(jid(1_002), org(3), t0()), "2026-11", 0)
             .await,
         Err(StoreError::LimitReached("scansPerMonth"))
     );
     assert_eq!(
-        stores[0].get_usage("org_3", "2026-11").await.unwrap(),
+        stores[0].get_usage(&org(3), "2026-11").await.unwrap(),
         UsageCounters::default()
     );
 }
@@ -541,12 +645,12 @@ async fn the_scan_quota_is_exact_across_instances() {
 async fn the_key_cap_is_exact_across_instances() {
     let stores = two_instances().await;
     stores[0]
-        .insert_organization(&organization("org_1"))
+        .insert_organization(&organization(org(1)))
         .await
         .unwrap();
     let revoked = ApiKey {
         revoked_at: Some(t0()),
-        ..api_key("key_revoked", "org_1")
+        ..api_key(key(500), org(1))
     };
     stores[0].insert_api_key(&revoked, 3).await.unwrap();
     let mut tasks = Vec::new();
@@ -554,7 +658,7 @@ async fn the_key_cap_is_exact_across_instances() {
         let store = stores[i % 2].clone();
         tasks.push(tokio::spawn(async move {
             store
-                .insert_api_key(&api_key(&format!("key_{i:02}"), "org_1"), 3)
+                .insert_api_key(&api_key(key(100 + i as u128), org(1)), 3)
                 .await
         }));
     }
@@ -567,14 +671,14 @@ async fn the_key_cap_is_exact_across_instances() {
     }
     // The revoked key does not count.
     assert_eq!(accepted, 3);
-    let keys = stores[1].list_api_keys("org_1").await.unwrap();
+    let keys = stores[1].list_api_keys(&org(1)).await.unwrap();
     assert_eq!(keys.len(), 4);
     assert_eq!(keys.iter().filter(|k| k.revoked_at.is_none()).count(), 3);
     // Revoking one frees a place.
     let active = keys.iter().find(|k| k.revoked_at.is_none()).unwrap();
     stores[1].revoke_api_key(&active.id, t0()).await.unwrap();
     stores[0]
-        .insert_api_key(&api_key("key_after", "org_1"), 3)
+        .insert_api_key(&api_key(key(501), org(1)), 3)
         .await
         .unwrap();
 }
@@ -768,55 +872,117 @@ async fn a_stale_claim_is_taken_over_by_exactly_one_instance() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_and_finish_race_has_one_winner_per_job() {
     let stores = two_instances().await;
-    let count = 16;
-    for i in 0..count {
-        let id = format!("job_{i:02}");
+    for i in 0..16 {
         stores[0]
-            .insert_job_counted(&job(&id, "org_1", t0()), "2026-11", 100)
+            .insert_job_counted(&job(jid(i), org(1), t0()), "2026-11", 100)
             .await
             .unwrap();
-        assert!(stores[0].start_job(&id, later(1)).await.unwrap().is_some());
     }
+    let claimed = claim_scans(&*stores[0], later(1)).await;
+    assert_eq!(claimed.len(), 16);
     let mut tasks = Vec::new();
-    for i in 0..count {
-        let id = format!("job_{i:02}");
+    for (i, claim) in claimed.into_iter().enumerate() {
         let canceller = stores[i % 2].clone();
         let worker = stores[(i + 1) % 2].clone();
-        let cancel_id = id.clone();
+        let cancel_id = claim.job.id.clone();
         tasks.push(tokio::spawn(async move {
             let cancel =
                 tokio::spawn(async move { canceller.cancel_job(&cancel_id, later(2)).await });
-            let outcome = JobOutcome::Completed(JobResult {
-                score: 90,
-                pages_scanned: 4,
-                issues_count: 1,
-            });
-            let finished = worker.finish_job(&id, &outcome, later(3)).await.unwrap();
-            (id, cancel.await.unwrap().unwrap(), finished)
+            let finish = Finish {
+                attempt: claim.attempt.clone(),
+                outcome: AttemptOutcome::Completed(json!({"score": 90})),
+            };
+            let finished = worker.finish_jobs(&[finish], later(3)).await.unwrap();
+            (claim.job.id, cancel.await.unwrap().unwrap(), finished[0])
         }));
     }
     for task in tasks {
         let (id, cancelled, finished) = task.await.unwrap();
         let stored = stores[0].get_job(&id).await.unwrap().unwrap();
+        let events = stores[1].job_events(&id).await.unwrap();
+        assert_eq!(events.len(), 1, "{id}: one event for one final state");
         match (cancelled, finished) {
             (CancelOutcome::Cancelled(job), None) => {
                 assert_eq!(stored.status, JobStatus::Cancelled);
                 assert_eq!(stored, job);
                 assert_eq!(stored.completed_at, Some(later(2)));
+                assert_eq!(events[0].event_type, EventType::JobCancelled);
             }
-            (CancelOutcome::NotCancellable(job), Some(done)) => {
+            (CancelOutcome::NotCancellable(job), Some(JobStatus::Completed)) => {
                 assert_eq!(job.status, JobStatus::Completed);
-                assert_eq!(stored, done);
+                assert_eq!(stored, job);
                 assert_eq!(stored.progress, 100);
+                assert_eq!(events[0].event_type, EventType::JobCompleted);
             }
             other => panic!("{id}: both or neither won: {other:?}"),
         }
     }
-    assert_eq!(stores[1].count_active_jobs("org_1").await.unwrap(), 0);
+    assert_eq!(stores[1].count_active_jobs(&org(1)).await.unwrap(), 0);
     assert_eq!(
-        stores[1].cancel_job("job_missing", later(4)).await,
+        stores[1].cancel_job(&jid(9_999), later(4)).await,
         Ok(CancelOutcome::NotFound)
     );
+}
+
+/// Eight claimers on two instances empty one queue: every job is claimed exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_from_two_instances_never_overlap() {
+    let stores = two_instances().await;
+    let jobs: Vec<JobRecord> = (0..300).map(|i| job(jid(i), org(1), t0())).collect();
+    stores[0].insert_jobs(&jobs).await.unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let store = stores[i % 2].clone();
+        tasks.push(tokio::spawn(async move {
+            let mut mine = Vec::new();
+            loop {
+                let request = ClaimRequest {
+                    job_types: vec![SEO_SCAN.to_owned()],
+                    limit: 7,
+                    now: later(1),
+                    lease_expires_at: later(300),
+                };
+                let claimed = store.claim_jobs(&request).await.unwrap();
+                if claimed.is_empty() {
+                    return mine;
+                }
+                mine.extend(claimed.into_iter().map(|c| c.job.id));
+            }
+        }));
+    }
+    let mut all = Vec::new();
+    for task in tasks {
+        all.extend(task.await.unwrap());
+    }
+    let unique: std::collections::HashSet<&JobId> = all.iter().collect();
+    assert_eq!(all.len(), 300, "every job claimed");
+    assert_eq!(unique.len(), 300, "no job claimed twice");
+}
+
+/// The claim's pick can be served by the partial index of pending jobs in claim order (no
+/// sort), so its cost follows the queue, not the table of finished jobs. The planner is told
+/// to avoid the alternatives, which it takes on a table this small.
+#[tokio::test]
+async fn claims_read_only_the_pending_index() {
+    let store = fresh_database().await;
+    let jobs: Vec<JobRecord> = (0..50).map(|i| job(jid(i), org(1), t0())).collect();
+    store.insert_jobs(&jobs).await.unwrap();
+    let mut connection = store.pool().acquire().await.unwrap();
+    sqlx::raw_sql("SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_sort = off")
+        .execute(&mut *connection)
+        .await
+        .unwrap();
+    let plan: Vec<String> = sqlx::query_scalar(
+        "EXPLAIN SELECT id FROM jobs \
+         WHERE status = 'pending' AND run_at <= now() AND job_type = ANY('{seo-scan}') \
+         ORDER BY run_at, id LIMIT 8 FOR UPDATE SKIP LOCKED",
+    )
+    .fetch_all(&mut *connection)
+    .await
+    .unwrap();
+    let plan = plan.join("\n");
+    assert!(plan.contains("Index Scan using jobs_ready_idx"), "{plan}");
+    assert!(!plan.contains("Sort"), "{plan}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -828,7 +994,7 @@ async fn concurrent_usage_additions_all_count() {
         tasks.push(tokio::spawn(async move {
             store
                 .add_usage(
-                    "org_1",
+                    &org(1),
                     "2026-11",
                     &UsageCounters {
                         ai_input_tokens: 100,
@@ -842,7 +1008,7 @@ async fn concurrent_usage_additions_all_count() {
     for task in tasks {
         task.await.unwrap().unwrap();
     }
-    let usage = stores[0].get_usage("org_1", "2026-11").await.unwrap();
+    let usage = stores[0].get_usage(&org(1), "2026-11").await.unwrap();
     assert_eq!(usage.ai_input_tokens, 2_000);
     assert_eq!(usage.images_optimized, 20);
     // Sums saturate instead of failing.
@@ -851,11 +1017,11 @@ async fn concurrent_usage_additions_all_count() {
         ..UsageCounters::default()
     };
     stores[1]
-        .add_usage("org_1", "2026-11", &huge)
+        .add_usage(&org(1), "2026-11", &huge)
         .await
         .unwrap();
     let usage = stores[1]
-        .add_usage("org_1", "2026-11", &huge)
+        .add_usage(&org(1), "2026-11", &huge)
         .await
         .unwrap();
     assert_eq!(usage.redirects_created, i64::MAX as u64);

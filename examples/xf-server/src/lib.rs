@@ -29,12 +29,14 @@ use std::future::Future;
 use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Parser, ValueEnum};
 use tokio::net::TcpListener;
 use tracing_subscriber::filter::{EnvFilter, LevelFilter};
+use xf_core::runtime::WorkerOptions;
 use xf_core::store::Store;
 use xf_core::{CreatedOrganization, Xf};
 use xf_storage_memory::MemoryStore;
@@ -105,6 +107,43 @@ pub struct Config {
     /// (default `info`).
     #[arg(long, env = "XF_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+
+    /// What this process runs: `all` (the API and the background runtime), `api` (only the
+    /// API: run the workers elsewhere) or `workers` (only the background runtime, no
+    /// listener; PostgreSQL only, since a memory store is not shared).
+    #[arg(long, env = "XF_ROLE", value_enum, default_value_t = Role::All)]
+    pub role: Role,
+
+    /// Jobs the background runtime runs at once.
+    #[arg(long, env = "XF_WORKERS", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
+    pub workers: u16,
+
+    /// Seconds running jobs get to finish on SIGINT/SIGTERM before they go back to the queue.
+    #[arg(long, env = "XF_SHUTDOWN_GRACE", default_value_t = 20)]
+    pub shutdown_grace: u64,
+}
+
+/// What a process of xf-server runs (`--role`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Role {
+    /// The API and the background runtime: one process does everything.
+    All,
+    /// Only the API; jobs run in `workers` processes sharing the database.
+    Api,
+    /// Only the background runtime: job workers, lease rescue, retention purges.
+    Workers,
+}
+
+impl Role {
+    /// Whether this process serves HTTP.
+    pub fn serves_api(self) -> bool {
+        matches!(self, Role::All | Role::Api)
+    }
+
+    /// Whether this process runs jobs.
+    pub fn runs_jobs(self) -> bool {
+        matches!(self, Role::All | Role::Workers)
+    }
 }
 
 /// Secrets are left out: a config can be logged whole.
@@ -122,6 +161,9 @@ impl fmt::Debug for Config {
             .field("status_page_url", &self.status_page_url)
             .field("admin_token", &redacted(&self.admin_token))
             .field("log_format", &self.log_format)
+            .field("role", &self.role)
+            .field("workers", &self.workers)
+            .field("shutdown_grace", &self.shutdown_grace)
             .finish()
     }
 }
@@ -213,6 +255,9 @@ pub enum StartError {
         /// Why.
         source: std::io::Error,
     },
+    /// `--role workers` with the memory store: nothing else could ever see its jobs.
+    #[error("--role workers needs --store postgres://…: a memory store is not shared with any API process")]
+    WorkersNeedSharedStore,
     /// The server stopped with an I/O error.
     #[error("the server stopped: {0}")]
     Serve(#[source] std::io::Error),
@@ -333,10 +378,35 @@ pub async fn serve(
         .await
 }
 
-/// Runs the server: builds the app, listens, prints the demo keys, and serves until SIGINT
-/// or SIGTERM.
+/// The background runtime's settings for `config`. xf-server registers no job handler of its
+/// own yet (the crawler's `seo-scan` handler comes with it), so its runtime rescues expired
+/// leases and runs the retention purges; a host adds handlers through
+/// [`WorkerOptions::handler`].
+pub fn worker_options(config: &Config) -> WorkerOptions {
+    let options = WorkerOptions::new().concurrency(usize::from(config.workers));
+    if config.role.runs_jobs() {
+        options
+    } else {
+        options.without_jobs()
+    }
+}
+
+/// Runs the server: builds the app, starts the background runtime, listens, prints the demo
+/// keys, and serves until SIGINT or SIGTERM; then stops the runtime within the grace.
 pub async fn run(config: Config) -> Result<(), StartError> {
+    if config.role == Role::Workers && config.store == StoreConfig::Memory {
+        return Err(StartError::WorkersNeedSharedStore);
+    }
     let app = build_app(&config).await?;
+    let workers = app.xf.spawn_workers(worker_options(&config));
+    let grace = Duration::from_secs(config.shutdown_grace);
+    if !config.role.serves_api() {
+        tracing::info!(store = ?config.store, "xf-server running workers only");
+        shutdown_signal().await;
+        let report = workers.shutdown(grace).await;
+        tracing::info!(?report, "xf-server stopped");
+        return Ok(());
+    }
     let listener = TcpListener::bind(config.listen)
         .await
         .map_err(|source| StartError::Bind {
@@ -353,10 +423,10 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     if let Some(demo) = &app.demo {
         println!("{}", demo_banner(demo, address));
     }
-    serve(listener, app.router, shutdown_signal())
-        .await
-        .map_err(StartError::Serve)?;
-    tracing::info!("xf-server stopped");
+    let served = serve(listener, app.router, shutdown_signal()).await;
+    let report = workers.shutdown(grace).await;
+    served.map_err(StartError::Serve)?;
+    tracing::info!(?report, "xf-server stopped");
     Ok(())
 }
 

@@ -89,8 +89,14 @@ async fn cancel_pending_and_processing_only(app: TestApp) {
     let running = scan(&app, &org.live, &pid).await;
     let done = scan(&app, &org.live, &pid).await;
     complete(&app, &done, 70).await;
-    app.store.start_job(&running, app.xf.now()).await.unwrap();
-    app.store.set_job_progress(&running, 40).await.unwrap();
+    let attempt = crate::start(&app, &running).await;
+    let lease = app.xf.now().plus(chrono::Duration::minutes(5));
+    let state = app
+        .store
+        .heartbeat(&attempt, Some(40), lease)
+        .await
+        .unwrap();
+    assert_eq!(state, xf_core::store::AttemptState::Running);
 
     let reply = app
         .post(&format!("/jobs/{pending}/cancel"), &org.live, json!({}))
@@ -117,17 +123,25 @@ async fn cancel_pending_and_processing_only(app: TestApp) {
         .expect_error(404, "not_found");
     let detail = app.get(&format!("/jobs/{running}"), &org.live).await;
     assert_eq!(detail.expect(200)["job"]["status"], "cancelled");
-    // A cancelled job cannot be finished by a worker afterwards.
-    let finished = app
+    // The running attempt learns of the cancel, and cannot finish the job afterwards.
+    let state = app
         .store
-        .finish_job(
-            &running,
-            &xf_core::model::JobOutcome::Failed("late".into()),
-            app.xf.now(),
-        )
+        .heartbeat(&attempt, Some(50), lease)
         .await
         .unwrap();
-    assert!(finished.is_none());
+    assert_eq!(state, xf_core::store::AttemptState::Cancelled);
+    let finish = xf_core::store::Finish {
+        attempt,
+        outcome: xf_core::store::AttemptOutcome::Failed("late".into()),
+    };
+    let finished = app
+        .store
+        .finish_jobs(&[finish], app.xf.now())
+        .await
+        .unwrap();
+    assert_eq!(finished, vec![None]);
+    let detail = app.get(&format!("/jobs/{running}"), &org.live).await;
+    assert_eq!(detail.expect(200)["job"]["progress"], 40, "progress kept");
 }
 
 crate::backends!(

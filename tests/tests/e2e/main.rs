@@ -10,6 +10,7 @@ mod jobs;
 mod openapi;
 mod properties;
 mod reports;
+mod runtime;
 mod scans;
 mod test_mode;
 
@@ -42,7 +43,7 @@ macro_rules! backends {
 /// An organization on `growth` and its live and test keys.
 #[derive(Debug)]
 pub struct Org {
-    pub id: String,
+    pub id: xf_core::ids::OrganizationId,
     pub live: String,
     pub test: String,
 }
@@ -73,27 +74,47 @@ pub async fn scan(app: &TestApp, key: &str, property_id: &str) -> String {
         .to_owned()
 }
 
-/// Runs a queued job to completion in the store, as the job engine will.
-pub async fn complete(app: &TestApp, job_id: &str, score: u32) {
+/// Starts a queued scan in the store, as a worker would: claims the due scans, keeps this
+/// one running (its attempt is returned) and gives the others back.
+pub async fn start(app: &TestApp, job_id: &str) -> xf_core::store::Attempt {
+    use xf_core::store::ClaimRequest;
     let now = app.xf.now();
-    app.store
-        .start_job(job_id, now)
-        .await
-        .unwrap()
-        .expect("pending job");
-    app.store
-        .finish_job(
-            job_id,
-            &xf_core::model::JobOutcome::Completed(xf_core::model::JobResult {
-                score,
-                pages_scanned: 12,
-                issues_count: 3,
-            }),
+    let claimed = app
+        .store
+        .claim_jobs(&ClaimRequest {
+            job_types: vec![xf_core::model::SEO_SCAN.to_owned()],
+            limit: 1_000,
             now,
-        )
+            lease_expires_at: now.plus(chrono::Duration::minutes(5)),
+        })
         .await
-        .unwrap()
-        .expect("processing job");
+        .unwrap();
+    let mut started = None;
+    for job in claimed {
+        if job.job.id.as_str() == job_id {
+            started = Some(job.attempt);
+        } else {
+            assert!(app.store.release_job(&job.attempt, now).await.unwrap());
+        }
+    }
+    started.unwrap_or_else(|| panic!("job {job_id} was not pending"))
+}
+
+/// Runs a queued scan to completion in the store, as a worker would.
+pub async fn complete(app: &TestApp, job_id: &str, score: u32) {
+    use xf_core::store::{AttemptOutcome, Finish};
+    let attempt = start(app, job_id).await;
+    let result = json!({"score": score, "pagesScanned": 12, "issuesCount": 3});
+    let finish = Finish {
+        attempt,
+        outcome: AttemptOutcome::Completed(result),
+    };
+    let reached = app
+        .store
+        .finish_jobs(&[finish], app.xf.now())
+        .await
+        .unwrap();
+    assert_eq!(reached, vec![Some(xf_core::model::JobStatus::Completed)]);
 }
 
 /// Checks the `createdAt`-style format: RFC 3339 UTC with milliseconds.

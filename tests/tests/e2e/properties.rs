@@ -4,6 +4,7 @@ use std::collections::HashSet;
 
 use http::Method;
 use serde_json::{json, Value};
+use xf_core::ids::{JobId, OrganizationId, PropertyId};
 use xf_core::model::{Issue, IssueStatus, ScanKind, Severity};
 use xf_core::time::Timestamp;
 use xf_tests::{request, TestApp};
@@ -204,7 +205,7 @@ async fn pagination_walks_250_properties_once_newest_first(app: TestApp) {
     for i in 0..250u32 {
         let created_at = base.plus(chrono::Duration::milliseconds(i64::from(i / 3)));
         let property = xf_core::model::Property {
-            id: xf_core::ids::new_id("prop"),
+            id: xf_core::ids::PropertyId::new(),
             organization_id: org_id.clone(),
             name: format!("Site {i}"),
             url: format!("https://site{i}.example/"),
@@ -217,7 +218,7 @@ async fn pagination_walks_250_properties_once_newest_first(app: TestApp) {
     }
     expected.sort();
     expected.reverse();
-    let expected: Vec<String> = expected.into_iter().map(|(_, id)| id).collect();
+    let expected: Vec<String> = expected.into_iter().map(|(_, id)| id.to_string()).collect();
 
     let mut seen = Vec::new();
     let mut cursor: Option<String> = None;
@@ -289,7 +290,7 @@ async fn list_parameters_are_validated(app: TestApp) {
 }
 
 fn issue(
-    org_id: &str,
+    org_id: &OrganizationId,
     property_id: &str,
     job_id: &str,
     kind: ScanKind,
@@ -297,10 +298,10 @@ fn issue(
     at: Timestamp,
 ) -> Issue {
     Issue {
-        id: xf_core::ids::new_id("iss"),
-        organization_id: org_id.to_owned(),
-        property_id: property_id.to_owned(),
-        job_id: job_id.to_owned(),
+        id: xf_core::ids::IssueId::new(),
+        organization_id: org_id.clone(),
+        property_id: PropertyId::parse(property_id).expect("a property id"),
+        job_id: JobId::parse(job_id).expect("a job id"),
         scan_kind: kind,
         issue_type: if kind == ScanKind::Page {
             "missing_title"

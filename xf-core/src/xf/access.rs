@@ -13,7 +13,7 @@ use crate::store::{IdempotencyClaim, IdempotencyRequest, RateBucket, StoredRespo
 use crate::time::Timestamp;
 
 /// Idempotency records are kept this long.
-const IDEMPOTENCY_TTL_HOURS: i64 = 24;
+pub(crate) const IDEMPOTENCY_TTL_HOURS: i64 = 24;
 /// An unfinished claim older than this belongs to a request that died; it may be taken over.
 const IDEMPOTENCY_STALE_SECS: i64 = 60;
 

@@ -10,7 +10,7 @@ use super::Xf;
 use crate::api::{Includes, PropertyView, ReportItem};
 use crate::auth;
 use crate::error::{Error, Result, StoreError};
-use crate::ids;
+use crate::ids::{ApiKeyId, IssueId, JobId, OrganizationId, PropertyId};
 use crate::model::{ApiKey, Issue, JobStatus, KeyMode, Organization, Report, UsageCounters};
 use crate::plans::LimitOverrides;
 use crate::time::Timestamp;
@@ -61,7 +61,7 @@ pub struct OrganizationPatch {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct CreatedApiKey {
     /// `key_…`
-    pub id: String,
+    pub id: ApiKeyId,
     /// The full key.
     pub key: String,
 }
@@ -70,7 +70,7 @@ pub struct CreatedApiKey {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct RevokedApiKey {
     /// `key_…`
-    pub id: String,
+    pub id: ApiKeyId,
     /// Always true.
     pub revoked: bool,
 }
@@ -121,9 +121,10 @@ impl Xf {
         id: &str,
         patch: OrganizationPatch,
     ) -> Result<Organization> {
+        let id: OrganizationId = Self::path_id(id, "organization")?;
         let current = self
             .store()
-            .get_organization(id)
+            .get_organization(&id)
             .await?
             .ok_or(Error::NotFound("organization"))?;
         if let Some(plan) = &patch.plan {
@@ -131,7 +132,7 @@ impl Xf {
         }
         let limits = patch.limits.map(|l| current.limits.merged_with(&l));
         self.store()
-            .update_organization(id, patch.plan.as_deref(), limits.as_ref())
+            .update_organization(&id, patch.plan.as_deref(), limits.as_ref())
             .await?
             .ok_or(Error::NotFound("organization"))
     }
@@ -142,9 +143,10 @@ impl Xf {
         organization_id: &str,
         mode: KeyMode,
     ) -> Result<CreatedApiKey> {
+        let organization_id: OrganizationId = Self::path_id(organization_id, "organization")?;
         let organization = self
             .store()
-            .get_organization(organization_id)
+            .get_organization(&organization_id)
             .await?
             .ok_or(Error::NotFound("organization"))?;
         let (id, key) = self.issue_key(&organization, mode, None).await?;
@@ -153,9 +155,10 @@ impl Xf {
 
     /// Revokes a key; requests with it get `401` from now on.
     pub async fn admin_revoke_api_key(&self, id: &str) -> Result<RevokedApiKey> {
+        let id: ApiKeyId = Self::path_id(id, "API key")?;
         let key = self
             .store()
-            .revoke_api_key(id, self.now())
+            .revoke_api_key(&id, self.now())
             .await?
             .ok_or(Error::NotFound("API key"))?;
         Ok(RevokedApiKey {
@@ -166,9 +169,10 @@ impl Xf {
 
     /// Marks a property verified.
     pub async fn admin_verify_property(&self, id: &str) -> Result<PropertyView> {
+        let id: PropertyId = Self::path_id(id, "property")?;
         let property = self
             .store()
-            .set_property_verified(id)
+            .set_property_verified(&id)
             .await?
             .ok_or(Error::NotFound("property"))?;
         Ok(PropertyView {
@@ -180,8 +184,9 @@ impl Xf {
 
     /// Marks an issue fixed.
     pub async fn admin_mark_issue_fixed(&self, id: &str) -> Result<Issue> {
+        let id: IssueId = Self::path_id(id, "issue")?;
         self.store()
-            .set_issue_fixed(id, self.now())
+            .set_issue_fixed(&id, self.now())
             .await?
             .ok_or(Error::NotFound("issue"))
     }
@@ -189,16 +194,18 @@ impl Xf {
     /// Creates a share link for a completed scan of a property.
     pub async fn admin_create_report(&self, input: NewReport) -> Result<ReportItem> {
         let now = self.now();
+        let property_id: PropertyId = Self::path_id(&input.property_id, "property")?;
         let property = self
             .store()
-            .get_property(&input.property_id)
+            .get_property(&property_id)
             .await?
             .ok_or(Error::NotFound("property"))?;
+        let scan_id: JobId = Self::path_id(&input.scan_id, "scan")?;
         let job = self
             .store()
-            .get_job(&input.scan_id)
+            .get_job(&scan_id)
             .await?
-            .filter(|job| job.property_id == property.id)
+            .filter(|job| job.subject.property_id == property.id)
             .ok_or(Error::NotFound("scan"))?;
         if job.status != JobStatus::Completed {
             return Err(Error::invalid("scanId", "must be a completed scan"));
@@ -236,8 +243,9 @@ impl Xf {
         organization_id: &str,
         delta: UsageDelta,
     ) -> Result<UsageCounters> {
+        let organization_id: OrganizationId = Self::path_id(organization_id, "organization")?;
         self.store()
-            .get_organization(organization_id)
+            .get_organization(&organization_id)
             .await?
             .ok_or(Error::NotFound("organization"))?;
         let delta = UsageCounters {
@@ -249,7 +257,7 @@ impl Xf {
         };
         Ok(self
             .store()
-            .add_usage(organization_id, &self.now().month_key(), &delta)
+            .add_usage(&organization_id, &self.now().month_key(), &delta)
             .await?)
     }
 
@@ -259,9 +267,10 @@ impl Xf {
         if site_url.is_empty() || site_url.len() > 2048 {
             return Err(Error::invalid("siteUrl", "must be 1 to 2048 characters"));
         }
+        let id: PropertyId = Self::path_id(id, "property")?;
         let property = self
             .store()
-            .set_property_gsc_site(id, Some(site_url))
+            .set_property_gsc_site(&id, Some(site_url))
             .await?
             .ok_or(Error::NotFound("property"))?;
         self.property_view_with(
@@ -389,7 +398,7 @@ impl Xf {
             .map(|d| d.trim().to_owned())
             .filter(|d| !d.is_empty());
         Ok(Organization {
-            id: ids::new_id(ids::ORGANIZATION),
+            id: OrganizationId::new(),
             name: name.to_owned(),
             plan: input.plan,
             shop_domain,
@@ -438,7 +447,7 @@ impl Xf {
         organization: &Organization,
         mode: KeyMode,
         fixed: Option<String>,
-    ) -> Result<(String, String)> {
+    ) -> Result<(ApiKeyId, String)> {
         let max_active = self.max_active_keys(organization)?;
         let (record, key) = self.new_key(organization, mode, fixed);
         match self.store().insert_api_key(&record, max_active).await {
@@ -473,7 +482,7 @@ impl Xf {
     ) -> (ApiKey, String) {
         let key = fixed.unwrap_or_else(|| auth::generate_key(mode));
         let record = ApiKey {
-            id: ids::new_id(ids::API_KEY),
+            id: ApiKeyId::new(),
             organization_id: organization.id.clone(),
             mode,
             key_hash: auth::hash_key(&key),

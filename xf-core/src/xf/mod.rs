@@ -34,8 +34,9 @@ use std::sync::Arc;
 
 use crate::api::{Page, PageParams};
 use crate::cursor::CursorCodec;
+use crate::error::Error;
 use crate::error::Result;
-use crate::ids;
+use crate::ids::{ApiKeyId, Id};
 use crate::model::{KeyMode, Organization};
 use crate::params::PageSize;
 use crate::plans::{Limits, Plan, PlanCatalog};
@@ -43,6 +44,7 @@ use crate::secret::{derive_key, keyed_digest};
 use crate::store::{After, PageRequest, Store};
 use crate::time::{Clock, SystemClock, Timestamp};
 
+pub(crate) use access::IDEMPOTENCY_TTL_HOURS;
 pub use access::{Fingerprint, IdempotencyStart, IdempotencyTicket, RateCheck, RequestKind};
 pub use admin::{
     CreatedApiKey, CreatedOrganization, NewOrganization, NewReport, OrganizationPatch,
@@ -232,7 +234,7 @@ pub struct Caller {
     /// The key's organization.
     pub organization: Organization,
     /// The key's id.
-    pub key_id: String,
+    pub key_id: ApiKeyId,
     /// Live or test.
     pub mode: KeyMode,
     /// The organization's plan.
@@ -334,24 +336,30 @@ impl Xf {
         Page { items, next_cursor }
     }
 
-    /// An id for a test-mode response: an HMAC of the key, the request and the item's place.
-    fn mock_id(
+    /// The digest a test-mode response derives an id from ([`crate::ids::Id::derived`]): an
+    /// HMAC of the key, the request and the item's place.
+    fn mock_digest(
         &self,
         caller: &Caller,
         request: &Fingerprint,
         prefix: &str,
         index: usize,
-    ) -> String {
-        let digest = keyed_digest(
+    ) -> [u8; 32] {
+        keyed_digest(
             &self.inner.mock_key,
             &[
-                caller.key_id.as_bytes(),
+                caller.key_id.as_str().as_bytes(),
                 request.as_bytes(),
                 prefix.as_bytes(),
                 &(index as u64).to_be_bytes(),
             ],
-        );
-        ids::derived_id(prefix, &digest)
+        )
+    }
+
+    /// The id a path segment names; an id of the wrong form names nothing (`NotFound`), so it
+    /// never reaches the store.
+    fn path_id<T: Id>(value: &str, what: &'static str) -> Result<T> {
+        T::parse_str(value).ok_or(Error::NotFound(what))
     }
 
     /// The fixed time of test-mode responses: the start of the current UTC day.

@@ -8,9 +8,9 @@ use crate::api::{
     PropertyView,
 };
 use crate::error::{Error, Result, StoreError};
-use crate::ids;
-use crate::model::{Job, Property};
-use crate::params::{PropertyId, PropertyUrl};
+use crate::ids::{Id, PropertyId};
+use crate::model::{JobRecord, Property};
+use crate::params::PropertyUrl;
 use crate::store::{After, IssueFilter};
 
 /// Normalises a property URL that matched [`PropertyUrl`]'s pattern: lower-case host, no
@@ -56,7 +56,7 @@ impl Xf {
                 return Err(conflict());
             }
             return Ok(Property {
-                id: self.mock_id(caller, request, ids::PROPERTY, 0),
+                id: PropertyId::derived(&self.mock_digest(caller, request, PropertyId::PREFIX, 0)),
                 organization_id: caller.organization.id.clone(),
                 name,
                 url,
@@ -66,7 +66,7 @@ impl Xf {
             });
         }
         let property = Property {
-            id: ids::new_id(ids::PROPERTY),
+            id: PropertyId::new(),
             organization_id: caller.organization.id.clone(),
             name,
             url: url.clone(),
@@ -95,7 +95,7 @@ impl Xf {
             .await?;
         let page = self.finish_page("properties", "", properties, limit, |p| After {
             created_at: p.created_at,
-            id: p.id.clone(),
+            id: p.id.as_str().to_owned(),
         });
         Ok(Page {
             items: self.property_views(page.items, includes).await?,
@@ -141,7 +141,7 @@ impl Xf {
         let summary = self.store().issue_summary(&property.id).await?;
         let issues = self.finish_page("issues", &filters, issues, limit, |i| After {
             created_at: i.created_at,
-            id: i.id.clone(),
+            id: i.id.as_str().to_owned(),
         });
         Ok(IssuePage { summary, issues })
     }
@@ -151,11 +151,9 @@ impl Xf {
     pub(super) async fn owned_property(&self, caller: &Caller, id: &str) -> Result<Property> {
         // A malformed id names nothing; checking its form first also keeps arbitrary bytes
         // (a NUL, say) away from the store.
-        if PropertyId::parse(id).is_err() {
-            return Err(Error::NotFound("property"));
-        }
+        let id: PropertyId = Self::path_id(id, "property")?;
         self.store()
-            .get_property(id)
+            .get_property(&id)
             .await?
             .filter(|p| p.organization_id == caller.organization.id)
             .ok_or(Error::NotFound("property"))
@@ -178,11 +176,11 @@ impl Xf {
         properties: Vec<Property>,
         includes: Includes,
     ) -> Result<Vec<PropertyView>> {
-        let mut latest: HashMap<String, Job> = HashMap::new();
+        let mut latest: HashMap<PropertyId, JobRecord> = HashMap::new();
         if includes.last_scan && !properties.is_empty() {
-            let ids: Vec<String> = properties.iter().map(|p| p.id.clone()).collect();
+            let ids: Vec<PropertyId> = properties.iter().map(|p| p.id.clone()).collect();
             for job in self.store().latest_jobs_for_properties(&ids).await? {
-                latest.insert(job.property_id.clone(), job);
+                latest.insert(job.subject.property_id.clone(), job);
             }
         }
         Ok(properties
@@ -196,13 +194,16 @@ impl Xf {
                     impressions_28d: 0,
                 });
                 let last_scan = includes.last_scan.then(|| {
-                    latest.remove(&property.id).map(|job| LastScan {
-                        job_id: job.id,
-                        status: job.status,
-                        score: job.result.map(|r| r.score),
-                        pages_scanned: job.result.map(|r| r.pages_scanned),
-                        issues_count: job.result.map(|r| r.issues_count),
-                        completed_at: job.completed_at,
+                    latest.remove(&property.id).map(|job| {
+                        let result = job.scan_result();
+                        LastScan {
+                            score: result.map(|r| r.score),
+                            pages_scanned: result.map(|r| r.pages_scanned),
+                            issues_count: result.map(|r| r.issues_count),
+                            job_id: job.id,
+                            status: job.status,
+                            completed_at: job.completed_at,
+                        }
                     })
                 });
                 PropertyView {

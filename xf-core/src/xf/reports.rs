@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use super::{Caller, Xf};
 use crate::api::{Page, PageParams, ReportDetail, ReportItem};
 use crate::error::{Error, Result};
+use crate::ids::PropertyId;
 use crate::model::{Property, Report};
 use crate::params::ReportToken;
 use crate::store::After;
@@ -57,10 +58,10 @@ impl Xf {
         if reports.is_empty() {
             return Ok(Vec::new());
         }
-        let mut ids: Vec<String> = reports.iter().map(|r| r.property_id.clone()).collect();
+        let mut ids: Vec<PropertyId> = reports.iter().map(|r| r.property_id.clone()).collect();
         ids.sort();
         ids.dedup();
-        let properties: HashMap<String, Property> = self
+        let properties: HashMap<PropertyId, Property> = self
             .store()
             .get_properties(&ids)
             .await?
@@ -96,7 +97,7 @@ impl Xf {
             .await?
             .ok_or_else(|| Error::Internal(format!("report {} lost its scan", report.token)))?;
         // Reports are only made of completed scans, which always have both.
-        let (Some(result), Some(scanned_at)) = (job.result, job.completed_at) else {
+        let (Some(result), Some(scanned_at)) = (job.scan_result(), job.completed_at) else {
             return Err(Error::Internal(format!(
                 "report {} shows scan {}, which has no result or completion time",
                 report.token, job.id

@@ -6,9 +6,9 @@ use crate::api::{
     JobListQuery, Page, PageParams, QueuedJob, ScanEndpoint, ScanOptions, ScanQueued,
 };
 use crate::error::{Error, Result, StoreError};
-use crate::ids;
-use crate::model::{Job, JobStatus, Property, SEO_SCAN};
-use crate::params::{CrawlBudget, JobId};
+use crate::ids::{Id, JobId};
+use crate::model::{Job, JobRecord, JobStatus, JobSubject, Property, ScanPayload, SEO_SCAN};
+use crate::params::CrawlBudget;
 use crate::store::{After, CancelOutcome, JobFilter};
 
 /// Most items in one batch.
@@ -73,7 +73,7 @@ impl Xf {
                 id: job.id,
                 status: job.status,
                 job_type: job.job_type,
-                property_id: job.property_id,
+                property_id: job.subject.property_id,
                 created_at: job.created_at,
                 progress: (endpoint == ScanEndpoint::Crawl).then_some(job.progress),
             },
@@ -114,7 +114,7 @@ impl Xf {
             results.push(match outcome {
                 Ok(job) => BatchItemResult {
                     property_id: item.property_id,
-                    job: Some(job),
+                    job: Some(job.view()),
                     error: None,
                 },
                 // An outage fails the whole batch: the client must retry, not guess.
@@ -140,38 +140,33 @@ impl Xf {
         property: &Property,
         budget: &Budget,
         index: usize,
-    ) -> Result<Job> {
-        let (id, created_at) = if caller.is_test() {
-            (
-                self.mock_id(caller, request, ids::JOB, index),
-                self.mock_time(),
-            )
+    ) -> Result<JobRecord> {
+        let now = if caller.is_test() {
+            self.mock_time()
         } else {
-            (ids::new_id(ids::JOB), self.now())
+            self.now()
         };
-        let job = Job {
-            id,
-            organization_id: caller.organization.id.clone(),
-            job_type: SEO_SCAN.to_owned(),
-            status: JobStatus::Pending,
-            progress: 0,
+        let payload = ScanPayload {
+            max_pages: u32::try_from(budget.limits.max_pages).unwrap_or(u32::MAX),
+            max_depth: u32::try_from(budget.limits.max_depth).unwrap_or(u32::MAX),
+        };
+        let subject = JobSubject {
             property_id: property.id.clone(),
             property_name: property.name.clone(),
-            tenant_type: "organization".to_owned(),
             tenant_label: caller.organization.name.clone(),
             shop_domain: caller.organization.shop_domain.clone(),
-            max_pages: budget.limits.max_pages as u32,
-            max_depth: budget.limits.max_depth as u32,
-            created_at,
-            started_at: None,
-            completed_at: None,
-            error: None,
-            result: None,
         };
+        let mut job = JobRecord::new(
+            caller.organization.id.clone(),
+            SEO_SCAN,
+            serde_json::to_value(payload).map_err(|e| Error::Internal(e.to_string()))?,
+            subject,
+            now,
+        );
         if caller.is_test() {
+            job.id = JobId::derived(&self.mock_digest(caller, request, JobId::PREFIX, index));
             return Ok(job);
         }
-        let now = job.created_at;
         match self
             .store()
             .insert_job_counted(&job, &now.month_key(), caller.limits.scans_per_month)
@@ -195,13 +190,13 @@ impl Xf {
     ) -> Result<Page<Job>> {
         let filter = JobFilter {
             status: query.status,
-            property_id: query.property_id.as_ref().map(|id| id.as_str().to_owned()),
+            property_id: query.property_id.clone(),
             job_type: query.job_type.as_ref().map(|t| t.as_str().to_owned()),
         };
         let filters = format!(
             "status={}&propertyId={}&type={}",
             filter.status.map_or("", |s| s.as_str()),
-            filter.property_id.as_deref().unwrap_or(""),
+            filter.property_id.as_ref().map_or("", |id| id.as_str()),
             filter.job_type.as_deref().unwrap_or(""),
         );
         let (request, limit) = self.page_request("jobs", &filters, params)?;
@@ -209,19 +204,23 @@ impl Xf {
             .store()
             .list_jobs(&caller.organization.id, &filter, &request)
             .await?;
-        Ok(self.finish_page("jobs", &filters, jobs, limit, |j| After {
+        let page = self.finish_page("jobs", &filters, jobs, limit, |j| After {
             created_at: j.created_at,
-            id: j.id.clone(),
-        }))
+            id: j.id.as_str().to_owned(),
+        });
+        Ok(page.map(|job| job.view()))
     }
 
     /// `GET /jobs/{id}`.
     pub async fn get_job(&self, caller: &Caller, id: &str) -> Result<Job> {
-        if JobId::parse(id).is_err() {
-            return Err(Error::NotFound("job"));
-        }
+        Ok(self.owned_job(caller, id).await?.view())
+    }
+
+    /// The caller's job with this id (`NotFound` for an id of the wrong form, too).
+    async fn owned_job(&self, caller: &Caller, id: &str) -> Result<JobRecord> {
+        let id = JobId::parse(id).map_err(|_| Error::NotFound("job"))?;
         self.store()
-            .get_job(id)
+            .get_job(&id)
             .await?
             .filter(|job| job.organization_id == caller.organization.id)
             .ok_or(Error::NotFound("job"))
@@ -229,14 +228,14 @@ impl Xf {
 
     /// `POST /jobs/{id}/cancel`: pending or processing jobs only; progress is kept.
     pub async fn cancel_job(&self, caller: &Caller, id: &str) -> Result<CancelledJob> {
-        let job = self.get_job(caller, id).await?;
+        let job = self.owned_job(caller, id).await?;
         let job = if caller.is_test() {
             if !job.status.is_active() {
                 return Err(Error::JobNotCancellable {
                     status: job.status.as_str(),
                 });
             }
-            Job {
+            JobRecord {
                 status: JobStatus::Cancelled,
                 completed_at: Some(self.mock_time()),
                 ..job
@@ -256,6 +255,9 @@ impl Xf {
             "Job {} was cancelled at {}% progress.",
             job.id, job.progress
         );
-        Ok(CancelledJob { job, message })
+        Ok(CancelledJob {
+            job: job.view(),
+            message,
+        })
     }
 }

@@ -1,0 +1,93 @@
+//! The storage seam: one trait per aggregate, and [`Store`], their sum.
+//!
+//! Every rule that must hold across app instances sharing one store is an operation here that
+//! the backend performs atomically: property uniqueness, the scan quota, job claiming and
+//! cancellation, attempt tokens, rate-limit counters, idempotency claims and the key cap. The
+//! use cases in [`crate::Xf`] never read-then-write for those rules. The conformance suite in
+//! [`crate::testing`] pins down the behaviour of each operation; both backends run all of it.
+//!
+//! A part of the service that needs one aggregate holds just that trait: the job runtime
+//! holds an `Arc<dyn QueueStore>`, which an `Arc<dyn Store>` turns into by upcasting.
+
+mod events;
+mod guards;
+mod issues;
+mod jobs;
+mod organizations;
+mod properties;
+mod queue;
+mod reports;
+mod usage;
+
+use async_trait::async_trait;
+
+use crate::error::StoreError;
+use crate::time::Timestamp;
+
+pub use events::EventStore;
+pub use guards::{
+    GuardStore, IdempotencyClaim, IdempotencyRequest, RateBucket, RateOutcome, StoredResponse,
+};
+pub use issues::{IssueFilter, IssueStore};
+pub use jobs::{CancelOutcome, JobFilter, JobStore};
+pub use organizations::OrganizationStore;
+pub use properties::PropertyStore;
+pub use queue::{
+    lease_expired_error, Attempt, AttemptOutcome, AttemptState, AttemptToken, ClaimRequest,
+    ClaimedJob, Finish, QueueListener, QueueSignal, QueueStore, RescueReport, LEASE_EXPIRED_ERROR,
+};
+pub use reports::ReportStore;
+pub use usage::UsageStore;
+
+/// Every storage trait, to call store methods on a concrete backend (`use
+/// xf_core::store::prelude::*;`). Through `Arc<dyn Store>` they are callable without it.
+pub mod prelude {
+    pub use super::{
+        EventStore, GuardStore, IssueStore, JobStore, OrganizationStore, PropertyStore, QueueStore,
+        ReportStore, Store, UsageStore,
+    };
+}
+
+/// The result type of storage operations.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// A position in a newest-first list: items strictly older than this are next.
+///
+/// Ids (and report tokens) compare as byte strings, in Rust's `String` order; an SQL backend
+/// compares them with `COLLATE "C"`, so `Z` sorts before `a` everywhere.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct After {
+    /// The last item's `createdAt`.
+    pub created_at: Timestamp,
+    /// The last item's id (or token, for reports), the tie-breaker.
+    pub id: String,
+}
+
+/// One page request: ordered by `created_at` desc, then id desc.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageRequest {
+    /// At most this many items. Callers ask for one more than they show, to learn whether
+    /// another page exists.
+    pub limit: usize,
+    /// Start after this position; `None` for the first page.
+    pub after: Option<After>,
+}
+
+/// A storage backend: every aggregate's store. Object-safe: the facade holds an
+/// `Arc<dyn Store>`.
+#[async_trait]
+pub trait Store:
+    OrganizationStore
+    + PropertyStore
+    + JobStore
+    + QueueStore
+    + IssueStore
+    + ReportStore
+    + UsageStore
+    + GuardStore
+    + EventStore
+    + std::fmt::Debug
+{
+    /// Checks that the backend answers.
+    async fn ping(&self) -> StoreResult<()>;
+}

@@ -1,0 +1,173 @@
+//! Rate-limit counters and idempotency records.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use xf_core::store::{
+    GuardStore, IdempotencyClaim, IdempotencyRequest, RateBucket, RateOutcome, StoreResult,
+    StoredResponse,
+};
+use xf_core::time::Timestamp;
+use xf_core::StoreError;
+
+use crate::error::store_error;
+use crate::rows::{self, at, big, RowExt};
+use crate::PgStore;
+
+#[async_trait]
+impl GuardStore for PgStore {
+    async fn hit_rate_limits(&self, buckets: &[RateBucket]) -> StoreResult<RateOutcome> {
+        // One call of the function of migration 0002: see its comment for how it stays exact
+        // and all-or-nothing across instances.
+        let names: Vec<&str> = buckets.iter().map(|b| b.name.as_str()).collect();
+        let windows: Vec<DateTime<Utc>> = buckets.iter().map(|b| at(b.window_start)).collect();
+        let limits: Vec<i64> = buckets.iter().map(|b| big(b.limit)).collect();
+        let consume: Vec<bool> = buckets.iter().map(|b| b.consume).collect();
+        let row = sqlx::query(
+            "SELECT counts, exceeded FROM xf_hit_rate_limits($1::text[], $2::timestamptz[], \
+             $3::bigint[], $4::boolean[])",
+        )
+        .bind(&names)
+        .bind(&windows)
+        .bind(&limits)
+        .bind(&consume)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(store_error)?;
+        let counts: Vec<i64> = row.col("counts")?;
+        let exceeded: Vec<i32> = row.col("exceeded")?;
+        Ok(RateOutcome {
+            counts: counts
+                .into_iter()
+                .map(|count| rows::unsigned(count, "rate limit count"))
+                .collect::<StoreResult<_>>()?,
+            exceeded: exceeded
+                .into_iter()
+                .map(|index| {
+                    usize::try_from(index).map_err(|_| {
+                        StoreError::Internal(format!("negative rate bucket index: {index}"))
+                    })
+                })
+                .collect::<StoreResult<_>>()?,
+        })
+    }
+
+    async fn claim_idempotency_key(
+        &self,
+        request: &IdempotencyRequest,
+    ) -> StoreResult<IdempotencyClaim> {
+        let mut tx = self.pool.begin().await.map_err(store_error)?;
+        // Claims the key when it is new, when the record expired (then it is replaced), or when
+        // the same request's unfinished claim went stale (then only the claim time moves). In
+        // every other case the upsert updates nothing but still locks the existing row, so the
+        // read below sees the state that made it decline.
+        let acquired = sqlx::query(
+            "INSERT INTO idempotency_keys AS i (scope, fingerprint, created_at, claimed_at) \
+             VALUES ($1, $2, $3, $3) \
+             ON CONFLICT (scope) DO UPDATE SET \
+                 fingerprint = EXCLUDED.fingerprint, \
+                 created_at = CASE WHEN i.created_at < $4 THEN EXCLUDED.created_at \
+                                   ELSE i.created_at END, \
+                 claimed_at = EXCLUDED.claimed_at, \
+                 response_status = NULL, \
+                 response_body = NULL \
+             WHERE i.created_at < $4 \
+                OR (i.fingerprint = EXCLUDED.fingerprint \
+                    AND i.response_status IS NULL \
+                    AND i.claimed_at < $5) \
+             RETURNING i.scope",
+        )
+        .bind(&request.scope)
+        .bind(&request.fingerprint)
+        .bind(at(request.now))
+        .bind(at(request.expired_before))
+        .bind(at(request.stale_before))
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(store_error)?;
+        if acquired.is_some() {
+            tx.commit().await.map_err(store_error)?;
+            return Ok(IdempotencyClaim::Acquired);
+        }
+        let row = sqlx::query(
+            "SELECT fingerprint, response_status, response_body FROM idempotency_keys \
+             WHERE scope = $1",
+        )
+        .bind(&request.scope)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| {
+            StoreError::Internal("idempotency record vanished while locked".to_owned())
+        })?;
+        tx.rollback().await.map_err(store_error)?;
+        if row.col::<String>("fingerprint")? != request.fingerprint {
+            return Ok(IdempotencyClaim::Mismatch);
+        }
+        match (
+            row.col::<Option<i32>>("response_status")?,
+            row.col::<Option<String>>("response_body")?,
+        ) {
+            (Some(status), Some(body)) => Ok(IdempotencyClaim::Replay(StoredResponse {
+                status: u16::try_from(status).map_err(|_| {
+                    StoreError::Internal(format!("stored status out of range: {status}"))
+                })?,
+                body,
+            })),
+            _ => Ok(IdempotencyClaim::InUse),
+        }
+    }
+
+    async fn complete_idempotency_key(
+        &self,
+        scope: &str,
+        fingerprint: &str,
+        response: &StoredResponse,
+    ) -> StoreResult<()> {
+        sqlx::query(
+            "UPDATE idempotency_keys SET response_status = $3, response_body = $4 \
+             WHERE scope = $1 AND fingerprint = $2",
+        )
+        .bind(scope)
+        .bind(fingerprint)
+        .bind(i32::from(response.status))
+        .bind(&response.body)
+        .execute(&self.pool)
+        .await
+        .map_err(store_error)?;
+        Ok(())
+    }
+
+    async fn release_idempotency_key(&self, scope: &str, fingerprint: &str) -> StoreResult<()> {
+        sqlx::query(
+            "DELETE FROM idempotency_keys \
+             WHERE scope = $1 AND fingerprint = $2 AND response_status IS NULL",
+        )
+        .bind(scope)
+        .bind(fingerprint)
+        .execute(&self.pool)
+        .await
+        .map_err(store_error)?;
+        Ok(())
+    }
+
+    async fn purge_expired(
+        &self,
+        windows_before: Timestamp,
+        idempotency_before: Timestamp,
+    ) -> StoreResult<u64> {
+        let purged: i64 = sqlx::query_scalar(
+            "WITH windows AS ( \
+                 DELETE FROM rate_limit_counters WHERE window_start < $1 RETURNING 1 \
+             ), records AS ( \
+                 DELETE FROM idempotency_keys WHERE created_at < $2 RETURNING 1 \
+             ) \
+             SELECT (SELECT count(*) FROM windows) + (SELECT count(*) FROM records)",
+        )
+        .bind(at(windows_before))
+        .bind(at(idempotency_before))
+        .fetch_one(&self.pool)
+        .await
+        .map_err(store_error)?;
+        rows::unsigned(purged, "purged rows")
+    }
+}

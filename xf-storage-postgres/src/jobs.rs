@@ -1,0 +1,277 @@
+//! Jobs, the API's side: queueing, reading, listing, counting and cancelling.
+
+use async_trait::async_trait;
+use sqlx::postgres::PgArguments;
+use sqlx::query::Query;
+use sqlx::types::Json;
+use sqlx::{Postgres, QueryBuilder};
+use xf_core::ids::{JobId, OrganizationId, PropertyId};
+use xf_core::model::{JobCounts, JobRecord};
+use xf_core::store::{CancelOutcome, JobFilter, JobStore, PageRequest, StoreResult};
+use xf_core::time::Timestamp;
+use xf_core::StoreError;
+
+use crate::error::store_error;
+use crate::rows::{self, at, at_opt, big, RowExt, JOB_COLUMNS};
+use crate::{all, list_jobs_query, one, PgStore};
+
+/// The columns a new job is inserted with, in [`push_job`]'s order.
+const INSERT_COLUMNS: &str = "INSERT INTO jobs (id, organization_id, job_type, payload, status, \
+     progress, property_id, property_name, tenant_label, shop_domain, attempts, max_attempts, \
+     run_at, created_at)";
+
+/// Rows per `INSERT` of [`JobStore::insert_jobs`]: 14 parameters each, well under
+/// PostgreSQL's 65,535 per statement.
+const INSERT_CHUNK: usize = 1_000;
+
+/// The values of one new job, in [`INSERT_COLUMNS`] order.
+fn push_job(
+    mut row: sqlx::query_builder::Separated<'_, '_, Postgres, &'static str>,
+    job: &JobRecord,
+) {
+    row.push_bind(job.id.to_string())
+        .push_bind(job.organization_id.to_string())
+        .push_bind(job.job_type.clone())
+        .push_bind(Json(job.payload.clone()))
+        .push_bind(job.status.as_str())
+        .push_bind(i16::from(job.progress.min(100)))
+        .push_bind(job.subject.property_id.to_string())
+        .push_bind(job.subject.property_name.clone())
+        .push_bind(job.subject.tenant_label.clone())
+        .push_bind(job.subject.shop_domain.clone())
+        .push_bind(i32::try_from(job.attempts).unwrap_or(i32::MAX))
+        .push_bind(i32::try_from(job.max_attempts).unwrap_or(i32::MAX))
+        .push_bind(at(job.run_at))
+        .push_bind(at(job.created_at));
+}
+
+/// The `INSERT` of one job.
+fn insert_job_query(job: &JobRecord) -> Query<'_, Postgres, PgArguments> {
+    sqlx::query(
+        "INSERT INTO jobs (id, organization_id, job_type, payload, status, progress, property_id, \
+         property_name, tenant_label, shop_domain, attempts, max_attempts, run_at, created_at, \
+         started_at, completed_at, error) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+    )
+    .bind(job.id.as_str())
+    .bind(job.organization_id.as_str())
+    .bind(&job.job_type)
+    .bind(Json(&job.payload))
+    .bind(job.status.as_str())
+    .bind(i16::from(job.progress.min(100)))
+    .bind(job.subject.property_id.as_str())
+    .bind(&job.subject.property_name)
+    .bind(&job.subject.tenant_label)
+    .bind(&job.subject.shop_domain)
+    .bind(i32::try_from(job.attempts).unwrap_or(i32::MAX))
+    .bind(i32::try_from(job.max_attempts).unwrap_or(i32::MAX))
+    .bind(at(job.run_at))
+    .bind(at(job.created_at))
+    .bind(at_opt(job.started_at))
+    .bind(at_opt(job.completed_at))
+    .bind(&job.error)
+}
+
+/// Refuses a job that is not new: the queue's invariants (a lease exactly while processing)
+/// start from a pending job.
+fn check_new(job: &JobRecord) -> StoreResult<()> {
+    if job.status == xf_core::model::JobStatus::Pending {
+        Ok(())
+    } else {
+        Err(StoreError::Internal(format!(
+            "job {} must be inserted pending, not {}",
+            job.id,
+            job.status.as_str()
+        )))
+    }
+}
+
+#[async_trait]
+impl JobStore for PgStore {
+    async fn insert_job_counted(
+        &self,
+        job: &JobRecord,
+        month: &str,
+        scans_limit: u64,
+    ) -> StoreResult<()> {
+        check_new(job)?;
+        let mut tx = self.pool.begin().await.map_err(store_error)?;
+        // The job first, so a duplicate id is reported as such even when the quota is spent.
+        insert_job_query(job)
+            .execute(&mut *tx)
+            .await
+            .map_err(store_error)?;
+        // Raises the meter only while it is below the limit. The upsert locks the meter row, so
+        // concurrent scans of the organization (from any instance) queue here and each sees
+        // the count the previous one committed. No row back: the quota is spent.
+        let counted = sqlx::query(
+            "INSERT INTO usage_counters AS u (organization_id, month, scans) \
+             SELECT $1, $2, 1 WHERE $3 > 0 \
+             ON CONFLICT (organization_id, month) \
+             DO UPDATE SET scans = u.scans + 1 WHERE u.scans < $3 \
+             RETURNING u.scans",
+        )
+        .bind(job.organization_id.as_str())
+        .bind(month)
+        .bind(big(scans_limit))
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(store_error)?;
+        if counted.is_none() {
+            tx.rollback().await.map_err(store_error)?;
+            return Err(StoreError::LimitReached("scansPerMonth"));
+        }
+        tx.commit().await.map_err(store_error)
+    }
+
+    async fn insert_jobs(&self, jobs: &[JobRecord]) -> StoreResult<()> {
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        jobs.iter().try_for_each(check_new)?;
+        let mut tx = self.pool.begin().await.map_err(store_error)?;
+        for chunk in jobs.chunks(INSERT_CHUNK) {
+            let mut builder = QueryBuilder::new(INSERT_COLUMNS);
+            builder.push_values(chunk, |row, job| push_job(row, job));
+            builder
+                .build()
+                .execute(&mut *tx)
+                .await
+                .map_err(store_error)?;
+        }
+        tx.commit().await.map_err(store_error)
+    }
+
+    async fn get_job(&self, id: &JobId) -> StoreResult<Option<JobRecord>> {
+        let row = sqlx::query(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1"))
+            .bind(id.as_str())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(store_error)?;
+        one(row, rows::job)
+    }
+
+    async fn list_jobs(
+        &self,
+        organization_id: &OrganizationId,
+        filter: &JobFilter,
+        page: &PageRequest,
+    ) -> StoreResult<Vec<JobRecord>> {
+        let mut builder = QueryBuilder::new("");
+        list_jobs_query(&mut builder, organization_id.as_str(), filter, page);
+        let rows = builder
+            .build()
+            .fetch_all(&self.pool)
+            .await
+            .map_err(store_error)?;
+        all(rows, rows::job)
+    }
+
+    async fn count_active_jobs(&self, organization_id: &OrganizationId) -> StoreResult<u64> {
+        // The predicate repeats the partial index's, so only live jobs are read.
+        let count: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM jobs \
+             WHERE organization_id = $1 AND status IN ('pending', 'processing')",
+        )
+        .bind(organization_id.as_str())
+        .fetch_one(&self.pool)
+        .await
+        .map_err(store_error)?;
+        rows::unsigned(count, "job count")
+    }
+
+    async fn latest_jobs_for_properties(
+        &self,
+        property_ids: &[PropertyId],
+    ) -> StoreResult<Vec<JobRecord>> {
+        let ids: Vec<&str> = property_ids.iter().map(PropertyId::as_str).collect();
+        // One index probe (jobs_property_page_idx) per property, instead of one query each.
+        let rows = sqlx::query(&format!(
+            "SELECT j.* FROM UNNEST($1::text[]) AS p(id) \
+             CROSS JOIN LATERAL ( \
+                 SELECT {JOB_COLUMNS} FROM jobs WHERE property_id = p.id \
+                 ORDER BY created_at DESC, id DESC LIMIT 1 \
+             ) AS j"
+        ))
+        .bind(&ids)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(store_error)?;
+        all(rows, rows::job)
+    }
+
+    async fn cancel_job(&self, id: &JobId, now: Timestamp) -> StoreResult<CancelOutcome> {
+        // The conditional update is the decision: of a cancel and a finish racing on the same
+        // job, exactly one matches its WHERE. The same statement writes the event and, when
+        // an attempt was running (it has a token), tells its worker. When the update does not
+        // match, a job that exists is final, and final states never change, so the follow-up
+        // read cannot contradict it (unless the job was inserted in between, when the update
+        // is simply tried again).
+        for _ in 0..3 {
+            let cancelled = sqlx::query(&format!(
+                "WITH cancelled AS ( \
+                     UPDATE jobs SET status = 'cancelled', completed_at = $2, \
+                            lease_expires_at = NULL \
+                     WHERE id = $1 AND status IN ('pending', 'processing') \
+                     RETURNING {JOB_COLUMNS}, attempt_token IS NOT NULL AS was_running \
+                 ), outbox AS ( \
+                     INSERT INTO events (id, organization_id, event_type, job_id, created_at) \
+                     SELECT xf_new_id('evt'), organization_id, 'job.cancelled', id, $2 \
+                     FROM cancelled \
+                 ), told AS ( \
+                     SELECT pg_notify('xf_job_cancel', id) FROM cancelled WHERE was_running \
+                 ) \
+                 SELECT *, (SELECT count(*) FROM told) AS told FROM cancelled"
+            ))
+            .bind(id.as_str())
+            .bind(at(now))
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(store_error)?;
+            if let Some(row) = cancelled {
+                return Ok(CancelOutcome::Cancelled(rows::job(&row)?));
+            }
+            match self.get_job(id).await? {
+                None => return Ok(CancelOutcome::NotFound),
+                Some(job) if !job.status.is_active() => {
+                    return Ok(CancelOutcome::NotCancellable(job))
+                }
+                Some(_) => continue,
+            }
+        }
+        Err(StoreError::Internal(format!(
+            "job {id} neither cancellable nor final"
+        )))
+    }
+
+    async fn job_counts_by_type(
+        &self,
+        organization_id: &OrganizationId,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> StoreResult<Vec<(String, JobCounts)>> {
+        let rows = sqlx::query(
+            "SELECT job_type, count(*) AS total, \
+                    count(*) FILTER (WHERE status = 'completed') AS completed, \
+                    count(*) FILTER (WHERE status = 'failed') AS failed \
+             FROM jobs WHERE organization_id = $1 AND created_at >= $2 AND created_at < $3 \
+             GROUP BY job_type ORDER BY job_type",
+        )
+        .bind(organization_id.as_str())
+        .bind(at(from))
+        .bind(at(to))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(store_error)?;
+        all(rows, |row| {
+            Ok((
+                row.col("job_type")?,
+                JobCounts {
+                    total: row.count("total")?,
+                    completed: row.count("completed")?,
+                    failed: row.count("failed")?,
+                },
+            ))
+        })
+    }
+}
