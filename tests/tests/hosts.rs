@@ -466,6 +466,11 @@ async fn xf_server_refuses_unsafe_configurations() {
         start(&["--admin-token", " "]).await,
         Err(StartError::EmptyAdminToken)
     ));
+    // A workers-only process on a memory store would run jobs nobody else can see.
+    assert!(matches!(
+        start(&["--role", "workers"]).await,
+        Err(StartError::WorkersNeedSharedStore)
+    ));
     match start(&["--demo", "--demo-live-key", "xf_live_short"]).await {
         Err(StartError::Demo(error)) => {
             assert_eq!(error.code(), "validation_error");
@@ -483,6 +488,13 @@ async fn xf_server_refuses_unsafe_configurations() {
     assert!(rejected.to_string().contains("postgres://"), "{rejected}");
     assert!(Config::try_parse_from(["xf-server", "--store", "postgresql://db/xf"]).is_ok());
     assert!(Config::try_parse_from(["xf-server", "--log-format", "xml"]).is_err());
+    assert!(Config::try_parse_from(["xf-server", "--role", "cron"]).is_err());
+    assert!(Config::try_parse_from(["xf-server", "--workers", "0"]).is_err());
+    let workers = Config::try_parse_from(["xf-server", "--role", "workers", "--workers", "3"])
+        .expect("a workers-only configuration");
+    assert_eq!(workers.role, xf_server::Role::Workers);
+    assert!(!workers.role.serves_api() && workers.role.runs_jobs());
+    assert_eq!(workers.workers, 3);
 }
 
 #[test]

@@ -54,7 +54,7 @@
 //! runtimes, in any number of processes, can share one PostgreSQL database.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -290,6 +290,8 @@ struct Shared {
     slots: Arc<Semaphore>,
     running: Mutex<HashMap<JobId, watch::Sender<Option<Stop>>>>,
     wake: Notify,
+    /// The last claim came back short: wait for a wake-up before the next.
+    drained: AtomicBool,
     finishes: Mutex<Option<mpsc::UnboundedSender<(Finish, OwnedSemaphorePermit)>>>,
 }
 
@@ -326,6 +328,7 @@ impl Xf {
             options,
             running: Mutex::new(HashMap::new()),
             wake: Notify::new(),
+            drained: AtomicBool::new(false),
             finishes: Mutex::new(Some(finish_tx)),
         });
         let runs_jobs = shared.options.run_jobs && !shared.options.handlers.is_empty();
@@ -412,17 +415,30 @@ async fn until_stopped(stopped: &mut watch::Receiver<bool>) {
     let _ = stopped.wait_for(|stop| *stop).await;
 }
 
-/// Claims jobs whenever slots are free, and starts them.
+/// Claims jobs whenever slots are free, and starts them. Claims of up to
+/// [`WorkerOptions::claim_batch`] jobs each run side by side, as many at once as the slots
+/// allow (`concurrency / claim_batch`), so one-job claims are not held to one database round
+/// trip at a time. A claim that comes back short means the queue is drained: no new claim is
+/// made until a wake-up or the poll interval.
 async fn claim_loop(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
-    let job_types = shared.options.job_types();
+    let job_types = Arc::new(shared.options.job_types());
     let batch = shared.options.claim_batch.min(shared.options.concurrency);
+    let in_flight = (shared.options.concurrency / batch).max(1);
+    let mut claims = tokio::task::JoinSet::new();
     loop {
+        if claims.len() >= in_flight {
+            tokio::select! {
+                _ = claims.join_next() => continue,
+                _ = until_stopped(&mut stopped) => break,
+            }
+        }
         let first = tokio::select! {
             permit = Arc::clone(&shared.slots).acquire_owned() => match permit {
                 Ok(permit) => permit,
-                Err(_) => return,
+                Err(_) => break,
             },
-            _ = until_stopped(&mut stopped) => return,
+            Some(_) = claims.join_next(), if !claims.is_empty() => continue,
+            _ = until_stopped(&mut stopped) => break,
         };
         let mut permits = vec![first];
         while permits.len() < batch {
@@ -431,33 +447,45 @@ async fn claim_loop(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
                 Err(_) => break,
             }
         }
-        let now = shared.now();
-        let request = ClaimRequest {
-            job_types: job_types.clone(),
-            limit: permits.len(),
-            now,
-            lease_expires_at: shared.lease_end(now),
-        };
-        let claimed = match shared.store.claim_jobs(&request).await {
-            Ok(claimed) => claimed,
-            Err(error) => {
-                tracing::warn!(%error, "claiming jobs failed; retrying after the poll interval");
-                Vec::new()
-            }
-        };
-        let idle = claimed.is_empty();
-        for job in claimed {
-            let Some(permit) = permits.pop() else { break };
-            start_job(&shared, job, permit);
-        }
-        drop(permits);
-        if idle {
+        if shared.drained.swap(false, Ordering::AcqRel) {
             tokio::select! {
                 _ = shared.wake.notified() => {}
                 _ = tokio::time::sleep(shared.options.poll_interval) => {}
-                _ = until_stopped(&mut stopped) => return,
+                _ = until_stopped(&mut stopped) => break,
             }
         }
+        claims.spawn(claim(Arc::clone(&shared), Arc::clone(&job_types), permits));
+    }
+    // Claims in flight finish (starting what they took) before the shutdown waits for jobs.
+    while claims.join_next().await.is_some() {}
+}
+
+/// One claim: takes up to `permits.len()` jobs and starts each with one of the permits.
+async fn claim(
+    shared: Arc<Shared>,
+    job_types: Arc<Vec<String>>,
+    mut permits: Vec<OwnedSemaphorePermit>,
+) {
+    let now = shared.now();
+    let request = ClaimRequest {
+        job_types: job_types.to_vec(),
+        limit: permits.len(),
+        now,
+        lease_expires_at: shared.lease_end(now),
+    };
+    let claimed = match shared.store.claim_jobs(&request).await {
+        Ok(claimed) => claimed,
+        Err(error) => {
+            tracing::warn!(%error, "claiming jobs failed; retrying after the poll interval");
+            Vec::new()
+        }
+    };
+    if claimed.len() < permits.len() {
+        shared.drained.store(true, Ordering::Release);
+    }
+    for job in claimed {
+        let Some(permit) = permits.pop() else { break };
+        start_job(&shared, job, permit);
     }
 }
 

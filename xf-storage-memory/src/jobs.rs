@@ -11,9 +11,9 @@ use tokio::sync::broadcast;
 use xf_core::ids::{EventId, JobId, OrganizationId, PropertyId};
 use xf_core::model::{Event, EventType, JobCounts, JobRecord, JobStatus};
 use xf_core::store::{
-    lease_expired_error, Attempt, AttemptOutcome, AttemptState, AttemptToken, CancelOutcome,
-    ClaimRequest, ClaimedJob, Finish, JobFilter, JobStore, PageRequest, QueueListener, QueueSignal,
-    QueueStore, RescueReport, StoreResult,
+    check_new_job, lease_expired_error, Attempt, AttemptOutcome, AttemptState, AttemptToken,
+    CancelOutcome, ClaimRequest, ClaimedJob, Finish, JobFilter, JobStore, PageRequest,
+    QueueListener, QueueSignal, QueueStore, RescueReport, StoreResult,
 };
 use xf_core::time::Timestamp;
 use xf_core::StoreError;
@@ -36,22 +36,9 @@ fn job_matches(job: &JobRecord, filter: &JobFilter) -> bool {
         && filter.job_type.as_deref().is_none_or(|t| job.job_type == t)
 }
 
-/// Refuses a job that is not new: the queue's invariants start from a pending job.
-fn check_new(job: &JobRecord) -> StoreResult<()> {
-    if job.status == JobStatus::Pending {
-        Ok(())
-    } else {
-        Err(StoreError::Internal(format!(
-            "job {} must be inserted pending, not {}",
-            job.id,
-            job.status.as_str()
-        )))
-    }
-}
-
 impl State {
     fn insert_job(&mut self, job: &JobRecord) -> StoreResult<()> {
-        check_new(job)?;
+        check_new_job(job)?;
         let stored = StoredJob {
             record: job.clone(),
             lease: None,
@@ -168,7 +155,7 @@ impl JobStore for MemoryStore {
             let mut state = self.write();
             let mut ids = HashSet::new();
             for job in jobs {
-                check_new(job)?;
+                check_new_job(job)?;
                 if state.jobs.contains(job.id.as_str()) || !ids.insert(&job.id) {
                     return Err(StoreError::Duplicate("job id"));
                 }

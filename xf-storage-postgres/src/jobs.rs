@@ -7,7 +7,7 @@ use sqlx::types::Json;
 use sqlx::{Postgres, QueryBuilder};
 use xf_core::ids::{JobId, OrganizationId, PropertyId};
 use xf_core::model::{JobCounts, JobRecord};
-use xf_core::store::{CancelOutcome, JobFilter, JobStore, PageRequest, StoreResult};
+use xf_core::store::{check_new_job, CancelOutcome, JobFilter, JobStore, PageRequest, StoreResult};
 use xf_core::time::Timestamp;
 use xf_core::StoreError;
 
@@ -72,20 +72,6 @@ fn insert_job_query(job: &JobRecord) -> Query<'_, Postgres, PgArguments> {
     .bind(&job.error)
 }
 
-/// Refuses a job that is not new: the queue's invariants (a lease exactly while processing)
-/// start from a pending job.
-fn check_new(job: &JobRecord) -> StoreResult<()> {
-    if job.status == xf_core::model::JobStatus::Pending {
-        Ok(())
-    } else {
-        Err(StoreError::Internal(format!(
-            "job {} must be inserted pending, not {}",
-            job.id,
-            job.status.as_str()
-        )))
-    }
-}
-
 #[async_trait]
 impl JobStore for PgStore {
     async fn insert_job_counted(
@@ -94,7 +80,7 @@ impl JobStore for PgStore {
         month: &str,
         scans_limit: u64,
     ) -> StoreResult<()> {
-        check_new(job)?;
+        check_new_job(job)?;
         let mut tx = self.pool.begin().await.map_err(store_error)?;
         // The job first, so a duplicate id is reported as such even when the quota is spent.
         insert_job_query(job)
@@ -128,7 +114,7 @@ impl JobStore for PgStore {
         if jobs.is_empty() {
             return Ok(());
         }
-        jobs.iter().try_for_each(check_new)?;
+        jobs.iter().try_for_each(check_new_job)?;
         let mut tx = self.pool.begin().await.map_err(store_error)?;
         for chunk in jobs.chunks(INSERT_CHUNK) {
             let mut builder = QueryBuilder::new(INSERT_COLUMNS);
@@ -168,7 +154,7 @@ impl JobStore for PgStore {
     }
 
     async fn count_active_jobs(&self, organization_id: &OrganizationId) -> StoreResult<u64> {
-        // The predicate repeats the partial index's, so only live jobs are read.
+        // Two ranges of jobs_organization_status_page_idx: only live jobs are read.
         let count: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM jobs \
              WHERE organization_id = $1 AND status IN ('pending', 'processing')",

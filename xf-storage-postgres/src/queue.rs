@@ -40,25 +40,14 @@ impl QueueStore for PgStore {
         if request.limit == 0 || request.job_types.is_empty() {
             return Ok(Vec::new());
         }
-        // One statement: pick the oldest due jobs nobody else has locked (SKIP LOCKED: two
-        // workers claiming at once take different jobs instead of waiting for each other),
-        // and start an attempt on each. The partial index `jobs_ready_idx` serves the pick.
+        // One statement (the function `xf_claim_jobs` of migration 0003): pick the oldest due
+        // jobs nobody else has locked and start an attempt on each.
         let rows = sqlx::query(&format!(
-            "WITH picked AS ( \
-                 SELECT id AS picked_id FROM jobs \
-                 WHERE status = 'pending' AND run_at <= $1 AND job_type = ANY($2) \
-                 ORDER BY run_at, id LIMIT $3 \
-                 FOR UPDATE SKIP LOCKED \
-             ) \
-             UPDATE jobs SET status = 'processing', attempts = attempts + 1, \
-                    attempt_token = gen_random_uuid(), lease_expires_at = $4, \
-                    started_at = COALESCE(started_at, $1) \
-             FROM picked WHERE id = picked_id \
-             RETURNING {JOB_COLUMNS}, attempt_token"
+            "SELECT {JOB_COLUMNS}, attempt_token FROM xf_claim_jobs($1, $2, $3, $4)"
         ))
         .bind(at(request.now))
         .bind(&request.job_types)
-        .bind(i64::try_from(request.limit).unwrap_or(i64::MAX))
+        .bind(i32::try_from(request.limit).unwrap_or(i32::MAX))
         .bind(at(request.lease_expires_at))
         .fetch_all(&self.pool)
         .await

@@ -959,9 +959,9 @@ async fn claims_from_two_instances_never_overlap() {
     assert_eq!(unique.len(), 300, "no job claimed twice");
 }
 
-/// The claim's pick can be served by the partial index of pending jobs in claim order (no
-/// sort), so its cost follows the queue, not the table of finished jobs. The planner is told
-/// to avoid the alternatives, which it takes on a table this small.
+/// The pick of `xf_claim_jobs` can be served by the partial index of pending jobs in claim
+/// order (no sort), so its cost follows the queue, not the table of finished jobs. The
+/// function forbids the planner the alternatives, as this test does.
 #[tokio::test]
 async fn claims_read_only_the_pending_index() {
     let store = fresh_database().await;

@@ -311,6 +311,9 @@ pub async fn build_app(config: &Config) -> Result<App, StartError> {
     {
         return Err(StartError::EmptyAdminToken);
     }
+    if config.role == Role::Workers && config.store == StoreConfig::Memory {
+        return Err(StartError::WorkersNeedSharedStore);
+    }
     let store: Arc<dyn Store> = match &config.store {
         StoreConfig::Memory => Arc::new(MemoryStore::new()),
         StoreConfig::Postgres(url) => {
@@ -394,9 +397,6 @@ pub fn worker_options(config: &Config) -> WorkerOptions {
 /// Runs the server: builds the app, starts the background runtime, listens, prints the demo
 /// keys, and serves until SIGINT or SIGTERM; then stops the runtime within the grace.
 pub async fn run(config: Config) -> Result<(), StartError> {
-    if config.role == Role::Workers && config.store == StoreConfig::Memory {
-        return Err(StartError::WorkersNeedSharedStore);
-    }
     let app = build_app(&config).await?;
     let workers = app.xf.spawn_workers(worker_options(&config));
     let grace = Duration::from_secs(config.shutdown_grace);

@@ -8,6 +8,22 @@ use super::{PageRequest, StoreResult};
 use crate::ids::{JobId, OrganizationId, PropertyId};
 use crate::model::{JobCounts, JobRecord, JobStatus};
 use crate::time::Timestamp;
+use crate::StoreError;
+
+/// Refuses to insert a job that is not new: the queue's invariants (a lease exactly while
+/// processing, an event for each final state) start from a pending job. Backends call it in
+/// [`JobStore::insert_job_counted`] and [`JobStore::insert_jobs`] before writing anything.
+pub fn check_new_job(job: &JobRecord) -> StoreResult<()> {
+    if job.status == JobStatus::Pending {
+        Ok(())
+    } else {
+        Err(StoreError::Internal(format!(
+            "job {} must be inserted pending, not {}",
+            job.id,
+            job.status.as_str()
+        )))
+    }
+}
 
 /// Filters of `GET /jobs`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -37,7 +53,8 @@ pub trait JobStore: Send + Sync {
     /// Inserts a pending job and counts it in the organization's monthly `scans` meter,
     /// unless the meter for `month` already reached `scans_limit`: then nothing is written
     /// and it fails with [`StoreError::LimitReached`](crate::StoreError::LimitReached).
-    /// Atomic across instances. Idle workers are woken.
+    /// Atomic across instances. Idle workers are woken. A job that is not pending is refused
+    /// ([`check_new_job`]).
     async fn insert_job_counted(
         &self,
         job: &JobRecord,
@@ -46,7 +63,8 @@ pub trait JobStore: Send + Sync {
     ) -> StoreResult<()>;
 
     /// Inserts pending jobs that count against no meter (a host's own jobs, maintenance),
-    /// all or none. Idle workers are woken.
+    /// all or none. Idle workers are woken. A job that is not pending is refused
+    /// ([`check_new_job`]).
     async fn insert_jobs(&self, jobs: &[JobRecord]) -> StoreResult<()>;
 
     /// The job with this id (any organization: the caller checks ownership).

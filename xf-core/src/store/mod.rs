@@ -29,7 +29,7 @@ pub use guards::{
     GuardStore, IdempotencyClaim, IdempotencyRequest, RateBucket, RateOutcome, StoredResponse,
 };
 pub use issues::{IssueFilter, IssueStore};
-pub use jobs::{CancelOutcome, JobFilter, JobStore};
+pub use jobs::{check_new_job, CancelOutcome, JobFilter, JobStore};
 pub use organizations::OrganizationStore;
 pub use properties::PropertyStore;
 pub use queue::{
