@@ -1,10 +1,11 @@
 //! # xf-core
 //!
 //! The domain of the xf APIs, free of HTTP and SQL: models, the one [`Error`] type, API-key
-//! authentication, the plan catalog, rate limiting, idempotency, signed cursors, and every use
-//! case as a method of the [`Xf`] facade. Storage is a trait ([`store::Store`]) with an
-//! in-memory and a PostgreSQL implementation in sibling crates; [`testing`] (feature
-//! `testing`) holds the conformance suite both of them pass.
+//! authentication, the plan catalog, rate limiting, idempotency, signed cursors, every use
+//! case as a method of the [`Xf`] facade, and the background [`runtime`] that runs jobs.
+//! Storage is one trait per aggregate, summed up in [`store::Store`], with an in-memory and a
+//! PostgreSQL implementation in sibling crates; `testing` (feature `testing`) holds the
+//! conformance suite both of them pass.
 //!
 //! A host builds one `Xf` over a store and mounts the HTTP service of `xf-tower` on it:
 //!

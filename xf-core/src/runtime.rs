@@ -66,7 +66,8 @@ use tokio::task::JoinHandle;
 use crate::ids::JobId;
 use crate::model::JobRecord;
 use crate::store::{
-    Attempt, AttemptOutcome, AttemptState, ClaimRequest, ClaimedJob, Finish, QueueSignal, Store,
+    Attempt, AttemptOutcome, AttemptState, ClaimRequest, ClaimedJob, Finish, GuardStore,
+    QueueSignal, QueueStore, Store,
 };
 use crate::time::Timestamp;
 use crate::xf::{Xf, IDEMPOTENCY_TTL_HOURS};
@@ -282,9 +283,10 @@ pub struct WorkerHandle {
 }
 
 /// State shared by the runtime's tasks.
-#[derive(Debug)]
 struct Shared {
-    store: Arc<dyn Store>,
+    /// The queue: all the runtime needs of the store, with the guards for the purges.
+    queue: Arc<dyn QueueStore>,
+    guards: Arc<dyn GuardStore>,
     xf: Xf,
     options: WorkerOptions,
     slots: Arc<Semaphore>,
@@ -293,6 +295,16 @@ struct Shared {
     /// The last claim came back short: wait for a wake-up before the next.
     drained: AtomicBool,
     finishes: Mutex<Option<mpsc::UnboundedSender<(Finish, OwnedSemaphorePermit)>>>,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("options", &self.options)
+            .field("running", &self.running().len())
+            .field("free_slots", &self.slots.available_permits())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Shared {
@@ -321,8 +333,10 @@ impl Xf {
     pub fn spawn_workers(&self, options: WorkerOptions) -> WorkerHandle {
         let (stop, stopped) = watch::channel(false);
         let (finish_tx, finish_rx) = mpsc::unbounded_channel();
+        let store: Arc<dyn Store> = Arc::clone(self.store());
         let shared = Arc::new(Shared {
-            store: Arc::clone(self.store()),
+            queue: store.clone(),
+            guards: store,
             xf: self.clone(),
             slots: Arc::new(Semaphore::new(options.concurrency)),
             options,
@@ -473,7 +487,7 @@ async fn claim(
         now,
         lease_expires_at: shared.lease_end(now),
     };
-    let claimed = match shared.store.claim_jobs(&request).await {
+    let claimed = match shared.queue.claim_jobs(&request).await {
         Ok(claimed) => claimed,
         Err(error) => {
             tracing::warn!(%error, "claiming jobs failed; retrying after the poll interval");
@@ -528,7 +542,7 @@ async fn run_attempt(
             _ = beat.tick() => {
                 let now = shared.now();
                 let sent = Some(progress.load(Ordering::Relaxed));
-                match shared.store.heartbeat(&attempt, sent, shared.lease_end(now)).await {
+                match shared.queue.heartbeat(&attempt, sent, shared.lease_end(now)).await {
                     Ok(AttemptState::Running) => {}
                     Ok(state) => {
                         tracing::info!(job_id = %attempt.job_id, ?state, "attempt stopped by its heartbeat");
@@ -595,7 +609,7 @@ fn outcome_of(
 
 /// Gives an attempt back to the queue.
 async fn release(shared: &Shared, attempt: &Attempt) {
-    match shared.store.release_job(attempt, shared.now()).await {
+    match shared.queue.release_job(attempt, shared.now()).await {
         Ok(true) => tracing::info!(job_id = %attempt.job_id, "job released to the queue"),
         Ok(false) => {}
         Err(error) => {
@@ -632,7 +646,7 @@ async fn write_outcomes(shared: &Shared, finishes: &[Finish]) {
     let give_up = tokio::time::Instant::now() + shared.options.lease / 2;
     let mut pause = Duration::from_millis(50);
     loop {
-        match shared.store.finish_jobs(finishes, shared.now()).await {
+        match shared.queue.finish_jobs(finishes, shared.now()).await {
             Ok(reached) => {
                 for (finish, status) in finishes.iter().zip(reached) {
                     match status {
@@ -663,7 +677,7 @@ async fn write_outcomes(shared: &Shared, finishes: &[Finish]) {
 async fn listen_loop(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
     loop {
         let mut listener = tokio::select! {
-            listener = shared.store.listen() => match listener {
+            listener = shared.queue.listen() => match listener {
                 Ok(listener) => listener,
                 Err(error) => {
                     tracing::warn!(%error, "cannot listen for queue signals; polling meanwhile");
@@ -696,7 +710,7 @@ async fn listen_loop(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
 /// Takes up jobs whose lease expired.
 async fn rescue_loop(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
     loop {
-        match shared.store.rescue_expired(shared.now()).await {
+        match shared.queue.rescue_expired(shared.now()).await {
             Ok(report) if report.requeued + report.failed > 0 => {
                 tracing::info!(
                     requeued = report.requeued,
@@ -725,7 +739,7 @@ async fn purge_loop(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
         let windows_before = now.plus(-RATE_WINDOW_RETENTION);
         let idempotency_before = now.plus(chrono::Duration::hours(-IDEMPOTENCY_TTL_HOURS));
         match shared
-            .store
+            .guards
             .purge_expired(windows_before, idempotency_before)
             .await
         {

@@ -18,7 +18,7 @@ pub struct RateBucket {
     pub consume: bool,
 }
 
-/// The outcome of [`Store::hit_rate_limits`].
+/// The outcome of [`GuardStore::hit_rate_limits`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RateOutcome {
     /// Each bucket's count after the operation, in the order given.
@@ -37,7 +37,7 @@ pub struct StoredResponse {
     pub body: String,
 }
 
-/// The outcome of [`Store::claim_idempotency_key`].
+/// The outcome of [`GuardStore::claim_idempotency_key`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IdempotencyClaim {
     /// The caller now owns the key and must complete or release it.

@@ -4,10 +4,12 @@
 //! the backend performs atomically: property uniqueness, the scan quota, job claiming and
 //! cancellation, attempt tokens, rate-limit counters, idempotency claims and the key cap. The
 //! use cases in [`crate::Xf`] never read-then-write for those rules. The conformance suite in
-//! [`crate::testing`] pins down the behaviour of each operation; both backends run all of it.
+//! `xf_core::testing` (feature `testing`) pins down the behaviour of each operation; both
+//! backends run all of it.
 //!
 //! A part of the service that needs one aggregate holds just that trait: the job runtime
-//! holds an `Arc<dyn QueueStore>`, which an `Arc<dyn Store>` turns into by upcasting.
+//! holds an `Arc<dyn QueueStore>` and an `Arc<dyn GuardStore>` (for its purges), which an
+//! `Arc<dyn Store>` turns into by upcasting.
 
 mod events;
 mod guards;
