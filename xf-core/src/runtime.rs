@@ -418,6 +418,12 @@ impl WorkerHandle {
 impl Drop for WorkerHandle {
     fn drop(&mut self) {
         self.stop.send_replace(true);
+        // The completer writes what is waiting, then ends.
+        self.shared
+            .finishes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
         for id in self.shared.running().keys().cloned().collect::<Vec<_>>() {
             self.shared.stop_job(&id, Stop::Abandon);
         }
