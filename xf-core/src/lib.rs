@@ -19,6 +19,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod crawl;
 pub mod cursor;
 pub mod error;
 pub mod ids;

@@ -469,35 +469,43 @@ impl IssueStatus {
 }
 
 /// How serious an issue is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ToSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
-    /// Breaks indexing or the page.
-    Error,
-    /// Hurts ranking or users.
-    Warning,
-    /// Worth knowing.
-    Notice,
+    /// The site or a page is broken for visitors or search engines.
+    Critical,
+    /// Keeps pages out of search results or hurts them badly.
+    High,
+    /// Hurts ranking or visitors.
+    Medium,
+    /// Worth fixing when there is time.
+    Low,
 }
 
 impl Severity {
+    /// Every severity, most serious first.
+    pub const ALL: [Severity; 4] = [
+        Severity::Critical,
+        Severity::High,
+        Severity::Medium,
+        Severity::Low,
+    ];
+
     /// The wire name.
     pub fn as_str(&self) -> &'static str {
         match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Notice => "notice",
+            Severity::Critical => "critical",
+            Severity::High => "high",
+            Severity::Medium => "medium",
+            Severity::Low => "low",
         }
     }
 
     /// Parses a wire name.
     pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "error" => Some(Severity::Error),
-            "warning" => Some(Severity::Warning),
-            "notice" => Some(Severity::Notice),
-            _ => None,
-        }
+        Self::ALL.into_iter().find(|s| s.as_str() == text)
     }
 }
 
@@ -516,15 +524,23 @@ pub struct Issue {
     pub job_id: JobId,
     /// `page` or `site`.
     pub scan_kind: ScanKind,
-    /// A stable identifier of the check, e.g. `missing_title`.
+    /// The check's stable id, e.g. `title_missing` (see the catalogue).
     #[serde(rename = "type")]
     pub issue_type: String,
+    /// The check's title.
+    pub title: String,
     /// How serious it is.
     pub severity: Severity,
     /// The page, for page issues; null for site issues.
     pub url: Option<String>,
-    /// What was found, for people.
-    pub message: String,
+    /// What the scan found, briefly.
+    pub evidence: String,
+    /// How to fix it.
+    pub how_to_fix: String,
+    /// What identifies the issue across scans within its property and check: the page, or
+    /// what a site issue is about.
+    #[serde(skip)]
+    pub subject: String,
     /// Lifecycle state.
     pub status: IssueStatus,
     /// When it was first found.

@@ -1,9 +1,13 @@
 //! Issues.
 
 use async_trait::async_trait;
+use std::collections::HashSet;
+
 use xf_core::ids::{IssueId, PropertyId};
 use xf_core::model::{Issue, IssueStatus, IssueSummary};
-use xf_core::store::{IssueFilter, IssueStore, PageRequest, StoreResult};
+use xf_core::store::{
+    subject_is_address, IssueFilter, IssueStore, PageRequest, ScanFindings, StoreResult,
+};
 use xf_core::time::Timestamp;
 use xf_core::StoreError;
 
@@ -13,13 +17,96 @@ use crate::MemoryStore;
 impl IssueStore for MemoryStore {
     async fn insert_issue(&self, issue: &Issue) -> StoreResult<()> {
         let mut state = self.write();
+        if state.issues.contains(issue.id.as_str()) {
+            return Err(StoreError::Duplicate("issue id"));
+        }
+        let key = issue_key(issue);
+        if state.issue_keys.contains_key(&key) {
+            return Err(StoreError::Duplicate("issue"));
+        }
         let (owner, at, id) = (
             issue.property_id.as_str(),
             issue.created_at,
             issue.id.as_str(),
         );
-        if !state.issues.insert(owner, at, id, issue) {
-            return Err(StoreError::Duplicate("issue id"));
+        state.issues.insert(owner, at, id, issue);
+        state.issue_keys.insert(key, issue.id.to_string());
+        Ok(())
+    }
+
+    async fn record_scan_findings(&self, scan: &ScanFindings) -> StoreResult<()> {
+        let mut state = self.write();
+        let property = scan.property_id.as_str();
+        let mut found = HashSet::new();
+        for finding in &scan.findings {
+            let key = (
+                property.to_owned(),
+                finding.issue_type.clone(),
+                finding.subject.clone(),
+            );
+            let existing = state.issue_keys.get(&key).cloned();
+            let id = match existing {
+                Some(id) => {
+                    state.issues.update(&id, |issue| {
+                        issue.job_id = scan.job_id.clone();
+                        issue.last_seen_at = scan.now;
+                        issue.url = finding.url.clone();
+                        issue.evidence = finding.evidence.clone();
+                        issue.title = finding.title.clone();
+                        issue.severity = finding.severity;
+                        issue.how_to_fix = finding.how_to_fix.clone();
+                        issue.status = IssueStatus::Open;
+                        issue.resolved_at = None;
+                        issue.fixed_at = None;
+                    });
+                    id
+                }
+                None => {
+                    let issue = Issue {
+                        id: IssueId::new(),
+                        organization_id: scan.organization_id.clone(),
+                        property_id: scan.property_id.clone(),
+                        job_id: scan.job_id.clone(),
+                        scan_kind: finding.scan_kind,
+                        issue_type: finding.issue_type.clone(),
+                        title: finding.title.clone(),
+                        severity: finding.severity,
+                        url: finding.url.clone(),
+                        evidence: finding.evidence.clone(),
+                        how_to_fix: finding.how_to_fix.clone(),
+                        subject: finding.subject.clone(),
+                        status: IssueStatus::Open,
+                        created_at: scan.now,
+                        last_seen_at: scan.now,
+                        resolved_at: None,
+                        fixed_at: None,
+                    };
+                    let id = issue.id.to_string();
+                    state.issues.insert(property, scan.now, &id, &issue);
+                    state.issue_keys.insert(key, id.clone());
+                    id
+                }
+            };
+            found.insert(id);
+        }
+        let reached: HashSet<&str> = scan.reached.iter().map(String::as_str).collect();
+        let to_resolve: Vec<String> = state
+            .issues
+            .values()
+            .filter(|issue| {
+                issue.property_id == scan.property_id
+                    && issue.status == IssueStatus::Open
+                    && !found.contains(issue.id.as_str())
+                    && (!subject_is_address(&issue.subject)
+                        || reached.contains(issue.subject.as_str()))
+            })
+            .map(|issue| issue.id.to_string())
+            .collect();
+        for id in to_resolve {
+            state.issues.update(&id, |issue| {
+                issue.status = IssueStatus::Resolved;
+                issue.resolved_at = Some(scan.now);
+            });
         }
         Ok(())
     }
@@ -65,4 +152,13 @@ impl IssueStore for MemoryStore {
         }
         Ok(summary)
     }
+}
+
+/// The identity of an issue within its property: its check and subject.
+fn issue_key(issue: &Issue) -> (String, String, String) {
+    (
+        issue.property_id.to_string(),
+        issue.issue_type.clone(),
+        issue.subject.clone(),
+    )
 }

@@ -62,6 +62,8 @@ struct State {
     events: Vec<Event>,
     /// Indexed by property.
     issues: Indexed<Issue>,
+    /// Issue ids by (property, type, subject): one issue per check and subject.
+    issue_keys: HashMap<(String, String, String), String>,
     /// Indexed by organization; keyed by token.
     reports: Indexed<Report>,
     usage: BTreeMap<(String, String), UsageCounters>,

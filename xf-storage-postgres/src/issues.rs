@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use sqlx::QueryBuilder;
 use xf_core::ids::{IssueId, PropertyId};
 use xf_core::model::{Issue, IssueSummary};
-use xf_core::store::{IssueFilter, IssueStore, PageRequest, StoreResult};
+use xf_core::store::{IssueFilter, IssueStore, NewFinding, PageRequest, ScanFindings, StoreResult};
 use xf_core::time::Timestamp;
 
 use crate::error::store_error;
@@ -16,8 +16,9 @@ impl IssueStore for PgStore {
     async fn insert_issue(&self, issue: &Issue) -> StoreResult<()> {
         sqlx::query(
             "INSERT INTO issues (id, organization_id, property_id, job_id, scan_kind, issue_type, \
-             severity, url, message, status, created_at, last_seen_at, resolved_at, fixed_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+             title, severity, url, evidence, how_to_fix, subject, status, created_at, \
+             last_seen_at, resolved_at, fixed_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
         )
         .bind(issue.id.as_str())
         .bind(issue.organization_id.as_str())
@@ -25,9 +26,12 @@ impl IssueStore for PgStore {
         .bind(issue.job_id.as_str())
         .bind(issue.scan_kind.as_str())
         .bind(&issue.issue_type)
+        .bind(&issue.title)
         .bind(issue.severity.as_str())
         .bind(&issue.url)
-        .bind(&issue.message)
+        .bind(&issue.evidence)
+        .bind(&issue.how_to_fix)
+        .bind(&issue.subject)
         .bind(issue.status.as_str())
         .bind(at(issue.created_at))
         .bind(at(issue.last_seen_at))
@@ -37,6 +41,75 @@ impl IssueStore for PgStore {
         .await
         .map_err(store_error)?;
         Ok(())
+    }
+
+    async fn record_scan_findings(&self, scan: &ScanFindings) -> StoreResult<()> {
+        let findings = &scan.findings;
+        let ids: Vec<String> = findings
+            .iter()
+            .map(|_| IssueId::new().into_string())
+            .collect();
+        let column =
+            |get: fn(&NewFinding) -> String| -> Vec<String> { findings.iter().map(get).collect() };
+        let types = column(|f| f.issue_type.clone());
+        let titles = column(|f| f.title.clone());
+        let severities = column(|f| f.severity.as_str().to_owned());
+        let kinds = column(|f| f.scan_kind.as_str().to_owned());
+        let subjects = column(|f| f.subject.clone());
+        let evidence = column(|f| f.evidence.clone());
+        let fixes = column(|f| f.how_to_fix.clone());
+        let urls: Vec<Option<String>> = findings.iter().map(|f| f.url.clone()).collect();
+        let mut tx = self.pool.begin().await.map_err(store_error)?;
+        // Every finding in one upsert on (property, type, subject): new ones are inserted
+        // open, known ones take this scan's evidence and open again if they were resolved or
+        // fixed.
+        sqlx::query(
+            "INSERT INTO issues AS i (id, organization_id, property_id, job_id, scan_kind, \
+                 issue_type, title, severity, url, evidence, how_to_fix, subject, status, \
+                 created_at, last_seen_at) \
+             SELECT f.id, $1, $2, $3, f.kind, f.issue_type, f.title, f.severity, f.url, \
+                    f.evidence, f.fix, f.subject, 'open', $4, $4 \
+             FROM UNNEST($5::text[], $6::text[], $7::text[], $8::text[], $9::text[], \
+                         $10::text[], $11::text[], $12::text[], $13::text[]) \
+                 AS f(id, issue_type, title, severity, kind, url, subject, evidence, fix) \
+             ON CONFLICT (property_id, issue_type, subject) DO UPDATE SET \
+                 job_id = EXCLUDED.job_id, last_seen_at = EXCLUDED.last_seen_at, \
+                 url = EXCLUDED.url, evidence = EXCLUDED.evidence, title = EXCLUDED.title, \
+                 severity = EXCLUDED.severity, how_to_fix = EXCLUDED.how_to_fix, \
+                 status = 'open', resolved_at = NULL, fixed_at = NULL",
+        )
+        .bind(scan.organization_id.as_str())
+        .bind(scan.property_id.as_str())
+        .bind(scan.job_id.as_str())
+        .bind(at(scan.now))
+        .bind(&ids)
+        .bind(&types)
+        .bind(&titles)
+        .bind(&severities)
+        .bind(&kinds)
+        .bind(&urls)
+        .bind(&subjects)
+        .bind(&evidence)
+        .bind(&fixes)
+        .execute(&mut *tx)
+        .await
+        .map_err(store_error)?;
+        // What this scan did not find (the upsert gave everything it found this scan's id) is
+        // resolved, where the scan reached it.
+        sqlx::query(
+            "UPDATE issues SET status = 'resolved', resolved_at = $3 \
+             WHERE property_id = $1 AND status = 'open' AND job_id <> $2 \
+               AND (subject NOT LIKE 'http://%' AND subject NOT LIKE 'https://%' \
+                    OR subject = ANY($4::text[]))",
+        )
+        .bind(scan.property_id.as_str())
+        .bind(scan.job_id.as_str())
+        .bind(at(scan.now))
+        .bind(&scan.reached)
+        .execute(&mut *tx)
+        .await
+        .map_err(store_error)?;
+        tx.commit().await.map_err(store_error)
     }
 
     async fn get_issue(&self, id: &IssueId) -> StoreResult<Option<Issue>> {

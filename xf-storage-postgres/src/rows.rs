@@ -32,7 +32,8 @@ pub(crate) const JOB_COLUMNS: &str = "id, organization_id, job_type, payload, st
 pub(crate) const EVENT_COLUMNS: &str = "id, organization_id, event_type, job_id, created_at";
 /// The columns [`issue`] reads.
 pub(crate) const ISSUE_COLUMNS: &str = "id, organization_id, property_id, job_id, scan_kind, \
-     issue_type, severity, url, message, status, created_at, last_seen_at, resolved_at, fixed_at";
+     issue_type, title, severity, url, evidence, how_to_fix, subject, status, created_at, \
+     last_seen_at, resolved_at, fixed_at";
 /// The columns [`report`] reads.
 pub(crate) const REPORT_COLUMNS: &str =
     "token, organization_id, property_id, scan_id, expires_at, view_count, created_at";
@@ -213,9 +214,12 @@ pub(crate) fn issue(row: &PgRow) -> StoreResult<Issue> {
         job_id: row.id("job_id")?,
         scan_kind: parsed(row.col("scan_kind")?, ScanKind::parse, "scan kind")?,
         issue_type: row.col("issue_type")?,
+        title: row.col("title")?,
         severity: parsed(row.col("severity")?, Severity::parse, "severity")?,
         url: row.col("url")?,
-        message: row.col("message")?,
+        evidence: row.col("evidence")?,
+        how_to_fix: row.col("how_to_fix")?,
+        subject: row.col("subject")?,
         status: parsed(row.col("status")?, IssueStatus::parse, "issue status")?,
         created_at: row.timestamp("created_at")?,
         last_seen_at: row.timestamp("last_seen_at")?,

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use http::Method;
 use serde_json::{json, Value};
 use xf_core::ids::{JobId, OrganizationId, PropertyId};
-use xf_core::model::{Issue, IssueStatus, ScanKind, Severity};
+use xf_core::model::{Issue, IssueStatus, ScanKind};
 use xf_core::time::Timestamp;
 use xf_tests::{request, TestApp};
 
@@ -297,21 +297,27 @@ fn issue(
     status: IssueStatus,
     at: Timestamp,
 ) -> Issue {
+    // The check's catalogue entry supplies title, severity and fix, as the crawler's do.
+    let check = if kind == ScanKind::Page {
+        &xf_core::crawl::checks::TITLE_MISSING
+    } else {
+        &xf_core::crawl::checks::SITEMAP_MISSING
+    };
+    let id = xf_core::ids::IssueId::new();
+    let url = (kind == ScanKind::Page).then(|| format!("https://acme.example/about/{id}"));
     Issue {
-        id: xf_core::ids::IssueId::new(),
+        subject: url.clone().unwrap_or_else(|| format!("sitemap {id}")),
+        id,
         organization_id: org_id.clone(),
         property_id: PropertyId::parse(property_id).expect("a property id"),
         job_id: JobId::parse(job_id).expect("a job id"),
         scan_kind: kind,
-        issue_type: if kind == ScanKind::Page {
-            "missing_title"
-        } else {
-            "sitemap_missing"
-        }
-        .to_owned(),
-        severity: Severity::Warning,
-        url: (kind == ScanKind::Page).then(|| "https://acme.example/about".to_owned()),
-        message: "The page has no <title>.".to_owned(),
+        issue_type: check.id.to_owned(),
+        title: check.title.to_owned(),
+        severity: check.severity,
+        url,
+        evidence: "no <title>".to_owned(),
+        how_to_fix: check.fix.to_owned(),
         status,
         created_at: at,
         last_seen_at: at,
@@ -362,9 +368,11 @@ async fn issues_list_filters_and_summary(app: TestApp) {
         "jobId",
         "scanKind",
         "type",
+        "title",
         "severity",
         "url",
-        "message",
+        "evidence",
+        "howToFix",
         "status",
         "createdAt",
         "lastSeenAt",

@@ -3,9 +3,53 @@
 use async_trait::async_trait;
 
 use super::{PageRequest, StoreResult};
-use crate::ids::{IssueId, PropertyId};
-use crate::model::{Issue, IssueStatus, IssueSummary, ScanKind};
+use crate::ids::{IssueId, JobId, OrganizationId, PropertyId};
+use crate::model::{Issue, IssueStatus, IssueSummary, ScanKind, Severity};
 use crate::time::Timestamp;
+
+/// One finding of a completed scan, for [`IssueStore::record_scan_findings`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewFinding {
+    /// The check's id (the issue's `type`).
+    pub issue_type: String,
+    /// The check's title.
+    pub title: String,
+    /// The check's severity.
+    pub severity: Severity,
+    /// The check's scope.
+    pub scan_kind: ScanKind,
+    /// The page, for page checks.
+    pub url: Option<String>,
+    /// What identifies the finding across scans (see [`Issue::subject`]).
+    pub subject: String,
+    /// What was found.
+    pub evidence: String,
+    /// How to fix it.
+    pub how_to_fix: String,
+}
+
+/// A completed scan's findings and reach, for [`IssueStore::record_scan_findings`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanFindings {
+    /// The property's organization.
+    pub organization_id: OrganizationId,
+    /// The scanned property.
+    pub property_id: PropertyId,
+    /// The scan.
+    pub job_id: JobId,
+    /// When the scan completed.
+    pub now: Timestamp,
+    /// Everything it found; at most one per (check, subject).
+    pub findings: Vec<NewFinding>,
+    /// The addresses the scan reached (fetched, or read from its sitemaps and robots.txt): an
+    /// open issue whose subject is an address outside this set keeps its state.
+    pub reached: Vec<String>,
+}
+
+/// Whether a subject names an address (and so is only resolved by a scan that reached it).
+pub fn subject_is_address(subject: &str) -> bool {
+    subject.starts_with("http://") || subject.starts_with("https://")
+}
 
 /// Filters of `GET /properties/{id}/issues`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -19,7 +63,8 @@ pub struct IssueFilter {
 /// Issues.
 #[async_trait]
 pub trait IssueStore: Send + Sync {
-    /// Inserts an issue.
+    /// Inserts an issue; [`StoreError::Duplicate`](crate::StoreError::Duplicate) when the
+    /// property already has one of the same type and subject (or the id is taken).
     async fn insert_issue(&self, issue: &Issue) -> StoreResult<()>;
 
     /// The issue with this id (any organization: the caller checks ownership).
@@ -38,4 +83,14 @@ pub trait IssueStore: Send + Sync {
 
     /// Counts of all the property's issues by state.
     async fn issue_summary(&self, property_id: &PropertyId) -> StoreResult<IssueSummary>;
+
+    /// Applies a completed scan to the property's issues, atomically (CONTRACT.md's
+    /// lifecycle); a cancelled or failed scan records nothing. For each finding, the issue of
+    /// the same check and subject is updated (scan, last seen, evidence, url, title,
+    /// severity, fix) and opened again if it was resolved or fixed (`resolvedAt` and
+    /// `fixedAt` cleared); a finding without one becomes a new open issue. Then each open
+    /// issue of the property that the scan did not find is resolved at `now` if the scan
+    /// reached its subject (see [`ScanFindings::reached`]; a subject that is not an address
+    /// is always reached). Resolved and fixed issues not found stay as they are.
+    async fn record_scan_findings(&self, scan: &ScanFindings) -> StoreResult<()>;
 }

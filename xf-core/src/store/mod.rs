@@ -30,7 +30,7 @@ pub use events::EventStore;
 pub use guards::{
     GuardStore, IdempotencyClaim, IdempotencyRequest, RateBucket, RateOutcome, StoredResponse,
 };
-pub use issues::{IssueFilter, IssueStore};
+pub use issues::{subject_is_address, IssueFilter, IssueStore, NewFinding, ScanFindings};
 pub use jobs::{check_new_job, CancelOutcome, JobFilter, JobStore};
 pub use organizations::OrganizationStore;
 pub use properties::PropertyStore;

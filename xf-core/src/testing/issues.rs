@@ -8,7 +8,7 @@ use super::{
 };
 use crate::ids::IssueId;
 use crate::model::{Issue, IssueStatus, IssueSummary, JobStatus, ScanKind, Severity};
-use crate::store::{After, IssueFilter};
+use crate::store::{After, IssueFilter, NewFinding, ScanFindings};
 
 fn issue_position(issue: &Issue) -> After {
     After {
@@ -29,7 +29,7 @@ pub async fn issue_insert_and_get(store: Arc<dyn TestStore>) {
         IssueStatus::Resolved,
         minutes(2),
     );
-    page_issue.severity = Severity::Error;
+    page_issue.severity = Severity::Critical;
     page_issue.last_seen_at = minutes(3);
     page_issue.resolved_at = Some(minutes(4));
     let site_issue = issue(
@@ -372,4 +372,191 @@ pub async fn issue_set_fixed_keeps_first_fixed_at(store: Arc<dyn TestStore>) {
             .unwrap(),
         None
     );
+}
+
+/// A finding of a check for [`issue_scans_apply_the_lifecycle`].
+fn finding(check: &str, kind: ScanKind, subject: &str, evidence: &str) -> NewFinding {
+    NewFinding {
+        issue_type: check.to_owned(),
+        title: format!("Title of {check}"),
+        severity: Severity::High,
+        scan_kind: kind,
+        url: (kind == ScanKind::Page).then(|| subject.to_owned()),
+        subject: subject.to_owned(),
+        evidence: evidence.to_owned(),
+        how_to_fix: format!("Fix {check}"),
+    }
+}
+
+/// `record_scan_findings` applies CONTRACT.md's lifecycle: a new finding opens an issue; a
+/// known one is updated (and a fixed or resolved one reopens); an open issue a later scan
+/// reached and did not find is resolved; one whose address the scan did not reach keeps its
+/// state; fixed and resolved issues not found stay; other properties are untouched. Also: a
+/// second issue of the same check and subject is a duplicate.
+pub async fn issue_scans_apply_the_lifecycle(store: Arc<dyn TestStore>) {
+    let org = seed_organization(&*store, "Lifecycle").await;
+    let site = seed_property(&*store, &org, minutes(0)).await;
+    let other_site = seed_property(&*store, &org, minutes(0)).await;
+    let base = site.url.trim_end_matches('/').to_owned();
+    let (u1, u2, u3) = (
+        format!("{base}/one"),
+        format!("{base}/two"),
+        format!("{base}/three"),
+    );
+    let scan = |n: i64| ScanFindings {
+        organization_id: org.id.clone(),
+        property_id: site.id.clone(),
+        job_id: crate::ids::JobId::new(),
+        now: minutes(10 * n),
+        findings: Vec::new(),
+        reached: Vec::new(),
+    };
+    let list = |store: Arc<dyn TestStore>, property: crate::ids::PropertyId| async move {
+        store
+            .list_issues(&property, &IssueFilter::default(), &first_page(100))
+            .await
+            .unwrap()
+    };
+    let one = |issues: &[Issue], check: &str, subject: &str| -> Issue {
+        issues
+            .iter()
+            .find(|i| i.issue_type == check && i.subject == subject)
+            .unwrap_or_else(|| panic!("no {check} issue for {subject}"))
+            .clone()
+    };
+
+    // Scan 1 finds a, b (pages) and c (a site issue about no address).
+    let first = ScanFindings {
+        findings: vec![
+            finding("check_a", ScanKind::Page, &u1, "a, first"),
+            finding("check_b", ScanKind::Page, &u2, "b"),
+            finding("check_c", ScanKind::Site, "robots.txt", "c"),
+        ],
+        reached: vec![u1.clone(), u2.clone()],
+        ..scan(1)
+    };
+    store.record_scan_findings(&first).await.unwrap();
+    let issues = list(store.clone(), site.id.clone()).await;
+    assert_eq!(issues.len(), 3);
+    let a = one(&issues, "check_a", &u1);
+    assert_eq!(
+        (a.status, a.created_at, a.last_seen_at, &a.job_id),
+        (IssueStatus::Open, minutes(10), minutes(10), &first.job_id)
+    );
+    assert_eq!(
+        (a.url.as_deref(), a.evidence.as_str()),
+        (Some(u1.as_str()), "a, first")
+    );
+    assert_eq!(
+        (a.title.as_str(), a.how_to_fix.as_str()),
+        ("Title of check_a", "Fix check_a")
+    );
+    let c = one(&issues, "check_c", "robots.txt");
+    assert_eq!((c.scan_kind, c.url.as_deref()), (ScanKind::Site, None));
+
+    // The host marks b fixed; a duplicate of a is refused.
+    let b = one(&issues, "check_b", &u2);
+    store.set_issue_fixed(&b.id, minutes(15)).await.unwrap();
+    let mut copy = a.clone();
+    copy.id = IssueId::new();
+    assert!(matches!(
+        store.insert_issue(&copy).await,
+        Err(crate::StoreError::Duplicate(_))
+    ));
+
+    // Scan 2 finds a again and d; it reached every address.
+    let second = ScanFindings {
+        findings: vec![
+            finding("check_a", ScanKind::Page, &u1, "a, second"),
+            finding("check_d", ScanKind::Page, &u3, "d"),
+        ],
+        reached: vec![u1.clone(), u2.clone(), u3.clone()],
+        ..scan(2)
+    };
+    store.record_scan_findings(&second).await.unwrap();
+    let issues = list(store.clone(), site.id.clone()).await;
+    let a2 = one(&issues, "check_a", &u1);
+    assert_eq!(a2.id, a.id, "the same issue, updated");
+    assert_eq!(
+        (
+            a2.status,
+            a2.created_at,
+            a2.last_seen_at,
+            a2.evidence.as_str(),
+            &a2.job_id
+        ),
+        (
+            IssueStatus::Open,
+            minutes(10),
+            minutes(20),
+            "a, second",
+            &second.job_id
+        )
+    );
+    let b2 = one(&issues, "check_b", &u2);
+    assert_eq!(
+        (b2.status, b2.fixed_at),
+        (IssueStatus::Fixed, Some(minutes(15))),
+        "fixed stays fixed"
+    );
+    let c2 = one(&issues, "check_c", "robots.txt");
+    assert_eq!(
+        (c2.status, c2.resolved_at),
+        (IssueStatus::Resolved, Some(minutes(20)))
+    );
+    assert_eq!(c2.job_id, first.job_id, "the scan that last saw it");
+    let d = one(&issues, "check_d", &u3);
+    assert_eq!((d.status, d.created_at), (IssueStatus::Open, minutes(20)));
+
+    // Scan 3 reached only u2: it finds b again (fixed: it reopens); a and d were not reached
+    // and keep their state; c, resolved and not found, stays resolved.
+    let third = ScanFindings {
+        findings: vec![finding("check_b", ScanKind::Page, &u2, "b again")],
+        reached: vec![u2.clone()],
+        ..scan(3)
+    };
+    store.record_scan_findings(&third).await.unwrap();
+    let issues = list(store.clone(), site.id.clone()).await;
+    let b3 = one(&issues, "check_b", &u2);
+    assert_eq!(
+        (
+            b3.status,
+            b3.fixed_at,
+            b3.last_seen_at,
+            b3.evidence.as_str()
+        ),
+        (IssueStatus::Open, None, minutes(30), "b again")
+    );
+    assert_eq!(one(&issues, "check_a", &u1).status, IssueStatus::Open);
+    assert_eq!(one(&issues, "check_d", &u3).status, IssueStatus::Open);
+    assert_eq!(
+        one(&issues, "check_c", "robots.txt").status,
+        IssueStatus::Resolved
+    );
+
+    // Scan 4 finds c again: resolved issues reopen too. It reached u1 and found nothing there.
+    let fourth = ScanFindings {
+        findings: vec![finding("check_c", ScanKind::Site, "robots.txt", "c again")],
+        reached: vec![u1.clone()],
+        ..scan(4)
+    };
+    store.record_scan_findings(&fourth).await.unwrap();
+    let issues = list(store.clone(), site.id.clone()).await;
+    let c4 = one(&issues, "check_c", "robots.txt");
+    assert_eq!((c4.status, c4.resolved_at), (IssueStatus::Open, None));
+    let a4 = one(&issues, "check_a", &u1);
+    assert_eq!(
+        (a4.status, a4.resolved_at),
+        (IssueStatus::Resolved, Some(minutes(40)))
+    );
+    assert_eq!(
+        store.issue_summary(&site.id).await.unwrap(),
+        IssueSummary {
+            open: 3,
+            resolved: 1,
+            fixed: 0,
+            total: 4
+        }
+    );
+    assert!(list(store.clone(), other_site.id.clone()).await.is_empty());
 }

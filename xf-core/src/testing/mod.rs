@@ -246,24 +246,33 @@ pub fn issue(
     status: IssueStatus,
     created_at: Timestamp,
 ) -> Issue {
-    let (issue_type, url, message) = match scan_kind {
-        ScanKind::Page => (
-            "missing_title",
-            Some(format!("{}/about", property.url.trim_end_matches('/'))),
-            "The page has no <title> element.",
+    // Each issue gets a subject of its own, so any number of them can share a property.
+    let id = IssueId::new();
+    let (issue_type, url, subject, evidence) = match scan_kind {
+        ScanKind::Page => {
+            let url = format!("{}/about/{id}", property.url.trim_end_matches('/'));
+            ("title_missing", Some(url.clone()), url, "no <title>")
+        }
+        ScanKind::Site => (
+            "sitemap_missing",
+            None,
+            format!("sitemap {id}"),
+            "no Sitemap line in robots.txt and no /sitemap.xml",
         ),
-        ScanKind::Site => ("missing_sitemap", None, "No sitemap.xml was found."),
     };
     Issue {
-        id: IssueId::new(),
+        id,
         organization_id: property.organization_id.clone(),
         property_id: property.id.clone(),
         job_id: job_id.clone(),
         scan_kind,
         issue_type: issue_type.to_owned(),
-        severity: Severity::Warning,
+        title: "A check of the catalogue".to_owned(),
+        severity: Severity::Medium,
         url,
-        message: message.to_owned(),
+        evidence: evidence.to_owned(),
+        how_to_fix: "Fix it.".to_owned(),
+        subject,
         status,
         created_at,
         last_seen_at: created_at,
@@ -905,6 +914,7 @@ macro_rules! __with_conformance_behaviours {
             issue_list_pages_with_keyset,
             issue_summary_counts,
             issue_set_fixed_keeps_first_fixed_at,
+            issue_scans_apply_the_lifecycle,
             // Reports.
             report_insert_get_and_duplicate_token,
             report_list_live_excludes_expired_and_pages,

@@ -1,0 +1,1074 @@
+//! The issue catalogue, and the analysis that turns a crawl into findings.
+//!
+//! Every check has a stable id (the issue's `type`), a title, a severity, a scope (`page`: about
+//! one URL; `site`: about the site as a whole, as CONTRACT.md lists: robots.txt, sitemaps,
+//! duplicates across pages, broken internal links, redirect loops), a description and how to
+//! fix it. [`CATALOGUE`] is the one list; the README's table is generated from it
+//! ([`catalogue_markdown`]) and a test fails when the two differ.
+//!
+//! [`analyse`] is pure: it reads a [`CrawlRecord`] (what the crawler fetched and saw) and
+//! returns [`Finding`]s, each naming its check, the page (for page checks), a `subject` that
+//! identifies the finding across scans (the page's URL, or what a site finding is about) and a
+//! short evidence string.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use url::Url;
+
+use super::html::PageFacts;
+use super::urls;
+use crate::model::{ScanKind, Severity};
+
+/// One check of the catalogue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Check {
+    /// Stable id: the issue's `type`.
+    pub id: &'static str,
+    /// Short title.
+    pub title: &'static str,
+    /// How serious a finding is.
+    pub severity: Severity,
+    /// `page` or `site`.
+    pub scope: ScanKind,
+    /// What the check finds, and why it matters.
+    pub description: &'static str,
+    /// How to fix a finding.
+    pub fix: &'static str,
+}
+
+/// Thresholds of the checks.
+pub mod limits {
+    /// A title shorter than this (characters) is too short.
+    pub const TITLE_MIN: usize = 15;
+    /// A title longer than this (characters) is cut off in results.
+    pub const TITLE_MAX: usize = 60;
+    /// A meta description shorter than this (characters) is too short.
+    pub const DESCRIPTION_MIN: usize = 70;
+    /// A meta description longer than this (characters) is cut off in results.
+    pub const DESCRIPTION_MAX: usize = 160;
+    /// Fewer words of visible text than this is thin content.
+    pub const THIN_WORDS: u32 = 200;
+    /// Pages more clicks than this from the start page are too deep.
+    pub const MAX_DEPTH: u32 = 3;
+    /// A response slower than this (milliseconds, to the last byte) is slow.
+    pub const SLOW_MS: u64 = 1_000;
+    /// An HTML document larger than this (bytes) is too large.
+    pub const LARGE_PAGE_BYTES: u64 = 1024 * 1024;
+    /// More redirects than this before the final page make a chain.
+    pub const REDIRECT_CHAIN: usize = 1;
+}
+
+use ScanKind::{Page, Site};
+use Severity::{Critical, High, Low, Medium};
+
+macro_rules! catalogue {
+    ($($name:ident = $id:literal, $title:literal, $severity:ident, $scope:ident, $description:literal, $fix:literal;)+) => {
+        $(
+            #[doc = concat!("`", $id, "`: ", $title, ".")]
+            pub const $name: Check = Check {
+                id: $id,
+                title: $title,
+                severity: $severity,
+                scope: $scope,
+                description: $description,
+                fix: $fix,
+            };
+        )+
+        /// Every check, in the order of the documentation.
+        pub const CATALOGUE: &[Check] = &[$($name),+];
+    };
+}
+
+catalogue! {
+    HTTP_4XX = "http_4xx", "Page answers with a client error", High, Page,
+        "A page of the site answered with a 4xx status, so visitors and search engines get an error instead of content.",
+        "Restore the page, or redirect its address (301) to the closest live page and update links to it.";
+    HTTP_5XX = "http_5xx", "Page answers with a server error", Critical, Page,
+        "A page answered with a 5xx status: the server failed. Search engines drop pages that keep failing.",
+        "Look at the server's logs for the failing request and fix the error.";
+    UNREACHABLE = "unreachable", "Page could not be fetched", High, Page,
+        "The request for the page failed (connection refused or reset, timeout, or an invalid response).",
+        "Check that the server answers this address within a few seconds.";
+    REDIRECT_CHAIN = "redirect_chain", "Redirect chain", Medium, Page,
+        "Reaching the page takes more than one redirect, which wastes crawl budget and slows visitors down.",
+        "Redirect the first address straight to the final one, and link to the final address.";
+    REDIRECT_LOOP = "redirect_loop", "Redirect loop", High, Site,
+        "Following the redirects of an address comes back to an address already seen: the page can never load.",
+        "Break the loop so that the redirects end at a page that answers 200.";
+    TITLE_MISSING = "title_missing", "Missing title", High, Page,
+        "The page has no <title> element; search engines make one up for their results.",
+        "Add a <title> that says what the page is about.";
+    TITLE_EMPTY = "title_empty", "Empty title", High, Page,
+        "The page's <title> element is empty.",
+        "Write a title that says what the page is about.";
+    TITLE_TOO_SHORT = "title_too_short", "Title too short", Low, Page,
+        "The title has fewer than 15 characters, too few to describe the page.",
+        "Write a more descriptive title (about 30 to 60 characters).";
+    TITLE_TOO_LONG = "title_too_long", "Title too long", Low, Page,
+        "The title has more than 60 characters and is likely cut off in search results.",
+        "Shorten the title to 60 characters or fewer, most important words first.";
+    TITLE_MULTIPLE = "title_multiple", "Several titles", Medium, Page,
+        "The page has more than one <title> element; search engines pick one.",
+        "Keep a single <title> in the <head>.";
+    DESCRIPTION_MISSING = "meta_description_missing", "Missing meta description", Medium, Page,
+        "The page has no meta description; search engines take a snippet of their choice.",
+        "Add a <meta name=\"description\"> that summarises the page.";
+    DESCRIPTION_EMPTY = "meta_description_empty", "Empty meta description", Medium, Page,
+        "The page's meta description is empty.",
+        "Write a description of about 70 to 160 characters.";
+    DESCRIPTION_TOO_SHORT = "meta_description_too_short", "Meta description too short", Low, Page,
+        "The meta description has fewer than 70 characters.",
+        "Describe the page in about 70 to 160 characters.";
+    DESCRIPTION_TOO_LONG = "meta_description_too_long", "Meta description too long", Low, Page,
+        "The meta description has more than 160 characters and is likely cut off.",
+        "Shorten the description to 160 characters or fewer.";
+    DESCRIPTION_MULTIPLE = "meta_description_multiple", "Several meta descriptions", Medium, Page,
+        "The page has more than one meta description.",
+        "Keep a single <meta name=\"description\">.";
+    H1_MISSING = "h1_missing", "Missing h1", Medium, Page,
+        "The page has no <h1> heading.",
+        "Give the page one <h1> that states its topic.";
+    H1_EMPTY = "h1_empty", "Empty h1", Medium, Page,
+        "The page's <h1> has no text.",
+        "Put the page's topic in its <h1>.";
+    H1_MULTIPLE = "h1_multiple", "Several h1 headings", Low, Page,
+        "The page has more than one <h1>, which blurs its main topic.",
+        "Keep one <h1> and use <h2> to <h6> for sections.";
+    HEADING_ORDER = "heading_order", "Heading levels skipped", Low, Page,
+        "A heading jumps more than one level down (an <h2> followed by an <h4>), which breaks the outline.",
+        "Use heading levels in order without skipping.";
+    CANONICAL_MULTIPLE = "canonical_multiple", "Several canonical links", High, Page,
+        "The page declares more than one rel=canonical; search engines ignore them all.",
+        "Keep a single <link rel=\"canonical\">.";
+    CANONICAL_INVALID = "canonical_invalid", "Invalid canonical link", High, Page,
+        "The canonical link is empty or not an http(s) address.",
+        "Point rel=canonical to the absolute address of the preferred page.";
+    CANONICAL_OTHER_HOST = "canonical_other_host", "Canonical link to another host", Medium, Page,
+        "The canonical link points to another host, handing the page's ranking to it.",
+        "Make sure the other host is really the preferred copy; otherwise point the canonical to this site.";
+    CANONICAL_BROKEN = "canonical_broken", "Canonical link to an error", High, Page,
+        "The canonical link points to a page of the site that answers with an error.",
+        "Point the canonical to a page that answers 200.";
+    CANONICAL_REDIRECT = "canonical_redirect", "Canonical link to a redirect", Medium, Page,
+        "The canonical link points to an address that redirects.",
+        "Point the canonical to the final address.";
+    HREFLANG_INVALID = "hreflang_invalid", "Invalid hreflang", Medium, Page,
+        "An hreflang value is not a language code (optionally with a region) nor x-default.",
+        "Use codes such as en, en-GB or x-default.";
+    HREFLANG_NO_SELF = "hreflang_no_self_reference", "hreflang without self-reference", Low, Page,
+        "The page lists language alternates but not itself.",
+        "Add an hreflang link for the page's own language pointing to its own address.";
+    HREFLANG_NO_RETURN = "hreflang_no_return_link", "hreflang without return link", Medium, Page,
+        "An alternate the page lists does not list the page back, so search engines ignore the pair.",
+        "Make every alternate link back to this page with its own hreflang.";
+    IMAGE_ALT_MISSING = "image_alt_missing", "Images without alt text", Low, Page,
+        "Images on the page have no alt attribute, which screen readers and image search need.",
+        "Describe each image in an alt attribute (alt=\"\" for decorative images).";
+    THIN_CONTENT = "thin_content", "Thin content", Medium, Page,
+        "The page has fewer than 200 words of visible text.",
+        "Add useful content, or keep the page out of the index if it has none to offer.";
+    PAGE_TOO_DEEP = "page_too_deep", "Page deep in the site", Low, Page,
+        "The page is more than three clicks from the start page, so it is crawled less and seems less important.",
+        "Link to it from higher up: the home page, a category or the navigation.";
+    MIXED_CONTENT = "mixed_content", "Mixed content", High, Page,
+        "An https page loads resources over plain http, which browsers block or flag as insecure.",
+        "Load every resource over https.";
+    SLOW_RESPONSE = "slow_response", "Slow response", Medium, Page,
+        "The page took more than a second to download.",
+        "Speed up the server (caching, lighter pages, a CDN).";
+    LARGE_PAGE = "large_page", "Very large HTML", Low, Page,
+        "The HTML is larger than 1 MiB; the crawler reads at most 2 MiB of it.",
+        "Trim inline scripts, styles and markup; paginate long lists.";
+    LANG_MISSING = "html_lang_missing", "Missing language", Low, Page,
+        "The <html> element has no lang attribute.",
+        "Declare the page's language, e.g. <html lang=\"en\">.";
+    VIEWPORT_MISSING = "viewport_missing", "Missing viewport", Medium, Page,
+        "The page has no meta viewport, so phones render it as a zoomed-out desktop page.",
+        "Add <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">.";
+    LINKS_TO_REDIRECTS = "internal_link_to_redirect", "Links to redirects", Low, Page,
+        "The page links to addresses of the site that redirect.",
+        "Link to the final addresses directly.";
+    NOFOLLOW_INTERNAL = "nofollow_internal_links", "Nofollow internal links", Low, Page,
+        "The page marks links to its own site as nofollow, which keeps search engines from them.",
+        "Remove rel=nofollow from internal links.";
+    NOINDEX_LINKED = "noindex_page", "Page excluded from the index", Low, Page,
+        "The page asks search engines not to index it (meta robots or X-Robots-Tag noindex) although the site links to it.",
+        "Remove noindex if the page should be found; otherwise stop linking to it prominently.";
+    ROBOTS_MISSING = "robots_txt_missing", "No robots.txt", Low, Site,
+        "The site has no robots.txt.",
+        "Publish a robots.txt, at least naming the sitemap.";
+    ROBOTS_UNREACHABLE = "robots_txt_unreachable", "robots.txt unreachable", High, Site,
+        "robots.txt answered with a server error or could not be fetched; search engines then stop crawling the site.",
+        "Make robots.txt answer 200 (or 404 if there is none).";
+    START_BLOCKED = "start_blocked_by_robots", "Start page blocked by robots.txt", Critical, Site,
+        "robots.txt disallows the site's start page, so search engines cannot crawl the site.",
+        "Allow the start page (and the pages that should be found) in robots.txt.";
+    SITEMAP_MISSING = "sitemap_missing", "No sitemap", Medium, Site,
+        "Neither robots.txt nor /sitemap.xml leads to a sitemap.",
+        "Publish a sitemap and name it in robots.txt.";
+    SITEMAP_INVALID = "sitemap_invalid", "Invalid sitemap", High, Site,
+        "A sitemap could not be read as a sitemap (broken XML, wrong root element, or broken gzip).",
+        "Serve a valid sitemap per sitemaps.org.";
+    SITEMAP_NOT_INDEXABLE = "sitemap_url_not_indexable", "Non-indexable page in the sitemap", Medium, Site,
+        "The sitemap lists an address that answers with an error, redirects, is noindex or names another canonical.",
+        "List only the final, indexable addresses of pages in the sitemap.";
+    SITEMAP_BLOCKED = "sitemap_url_blocked", "Sitemap page blocked by robots.txt", Medium, Site,
+        "The sitemap lists an address that robots.txt disallows: the two contradict each other.",
+        "Remove the address from the sitemap, or allow it in robots.txt.";
+    ORPHAN_PAGE = "orphan_page", "Orphan page", Medium, Site,
+        "A page in the sitemap that no crawled page links to.",
+        "Link to the page from related pages or the navigation, or drop it from the sitemap.";
+    BROKEN_LINK = "broken_internal_link", "Broken internal link", High, Site,
+        "Pages of the site link to an address of the site that answers with an error.",
+        "Fix or remove the links, or redirect the address to a live page.";
+    DUPLICATE_TITLE = "duplicate_title", "Duplicate titles", Medium, Site,
+        "Several pages share the same title, so search engines cannot tell them apart.",
+        "Give every page a title of its own.";
+    DUPLICATE_DESCRIPTION = "duplicate_meta_description", "Duplicate meta descriptions", Low, Site,
+        "Several pages share the same meta description.",
+        "Give every page a description of its own.";
+    DUPLICATE_CONTENT = "duplicate_content", "Duplicate content", Medium, Site,
+        "Several pages have the same visible text.",
+        "Merge the copies, or point their rel=canonical to the preferred one.";
+}
+
+impl Check {
+    /// The check with this id.
+    pub fn by_id(id: &str) -> Option<&'static Check> {
+        CATALOGUE.iter().find(|check| check.id == id)
+    }
+}
+
+/// The catalogue as a Markdown table (the README's, generated from the code).
+pub fn catalogue_markdown() -> String {
+    let mut table = String::from(
+        "| id | title | severity | scope | what it finds | how to fix |\n|---|---|---|---|---|---|\n",
+    );
+    for check in CATALOGUE {
+        let escape = |text: &str| text.replace('|', "\\|");
+        table.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} |\n",
+            check.id,
+            escape(check.title),
+            check.severity.as_str(),
+            check.scope.as_str(),
+            escape(check.description),
+            escape(check.fix),
+        ));
+    }
+    table
+}
+
+/// A fetched address and what came of it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PageRecord {
+    /// The normalised address that was requested.
+    pub url: String,
+    /// Clicks from the start page (0 for the start page; sitemap-only pages get the depth
+    /// they were found at: one more than the deepest crawled page, at most `maxDepth`).
+    pub depth: u32,
+    /// The redirects followed, in order: each one's status and the address it pointed to.
+    pub redirects: Vec<(u16, String)>,
+    /// The redirects came back to an address already seen.
+    pub redirect_loop: bool,
+    /// The final status; `None` when the request failed (see `error`).
+    pub status: Option<u16>,
+    /// Why the request failed.
+    pub error: Option<String>,
+    /// The final address (after redirects).
+    pub final_url: String,
+    /// Milliseconds from the first request to the last byte.
+    pub elapsed_ms: u64,
+    /// Bytes of the body (all of it, even past the crawler's cap).
+    pub body_bytes: u64,
+    /// An `X-Robots-Tag: noindex` header.
+    pub header_noindex: bool,
+    /// The HTML's facts; `None` for non-HTML responses and errors.
+    pub facts: Option<PageFacts>,
+}
+
+impl PageRecord {
+    /// Answered 2xx after any redirects.
+    pub fn is_ok(&self) -> bool {
+        self.status.is_some_and(|s| (200..300).contains(&s)) && !self.redirect_loop
+    }
+
+    /// Answered with an error (4xx, 5xx, or no answer).
+    pub fn is_error(&self) -> bool {
+        self.redirect_loop || self.error.is_some() || self.status.is_some_and(|s| s >= 400)
+    }
+
+    fn noindex(&self) -> bool {
+        self.header_noindex
+            || self.facts.as_ref().is_some_and(|f| {
+                f.robots_directives
+                    .iter()
+                    .any(|d| d == "noindex" || d == "none")
+            })
+    }
+
+    /// The address relative links resolve against: `<base href>` or the final address.
+    fn link_base(&self) -> Option<Url> {
+        let page = Url::parse(&self.final_url).ok()?;
+        match self.facts.as_ref().and_then(|f| f.base_href.as_deref()) {
+            Some(base) => page.join(base).ok().or(Some(page)),
+            None => Some(page),
+        }
+    }
+}
+
+/// What fetching robots.txt gave.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum RobotsOutcome {
+    /// A robots.txt was read.
+    #[default]
+    Found,
+    /// It answered 4xx: there is none.
+    Missing,
+    /// It answered 5xx or failed.
+    Unreachable,
+}
+
+/// What fetching the sitemaps gave.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SitemapOutcome {
+    /// Sitemap files read successfully.
+    pub read: u32,
+    /// Sitemap files that could not be read: address and why.
+    pub invalid: Vec<(String, String)>,
+    /// The page addresses they list (normalised, same site only).
+    pub urls: BTreeSet<String>,
+}
+
+/// Everything a crawl saw, for [`analyse`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CrawlRecord {
+    /// The start page (normalised).
+    pub start_url: String,
+    /// robots.txt.
+    pub robots: RobotsOutcome,
+    /// robots.txt disallows the start page.
+    pub start_blocked: bool,
+    /// The sitemaps.
+    pub sitemaps: SitemapOutcome,
+    /// Addresses the crawl found but robots.txt disallowed.
+    pub disallowed: BTreeSet<String>,
+    /// Every fetched address, in crawl order.
+    pub pages: Vec<PageRecord>,
+}
+
+/// A problem the analysis found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The check.
+    pub check: &'static Check,
+    /// The page, for page checks.
+    pub url: Option<String>,
+    /// What identifies the finding across scans: the page for page checks, the address or
+    /// the text a site finding is about otherwise.
+    pub subject: String,
+    /// What was found, briefly.
+    pub evidence: String,
+}
+
+/// Evidence texts are kept short: at most this many characters.
+const EVIDENCE_MAX: usize = 300;
+
+fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_owned()
+    } else {
+        let mut clipped: String = text.chars().take(max.saturating_sub(1)).collect();
+        clipped.push('…');
+        clipped
+    }
+}
+
+/// "a, b and 3 more".
+fn list(items: &[String], show: usize) -> String {
+    let shown: Vec<&str> = items.iter().take(show).map(String::as_str).collect();
+    let mut text = shown.join(", ");
+    if items.len() > show {
+        text.push_str(&format!(" and {} more", items.len() - show));
+    }
+    text
+}
+
+struct Findings(Vec<Finding>);
+
+impl Findings {
+    fn page(&mut self, check: &'static Check, page: &PageRecord, evidence: String) {
+        self.0.push(Finding {
+            check,
+            url: Some(page.url.clone()),
+            subject: page.url.clone(),
+            evidence: clip(&evidence, EVIDENCE_MAX),
+        });
+    }
+
+    fn site(&mut self, check: &'static Check, subject: String, evidence: String) {
+        self.0.push(Finding {
+            check,
+            url: None,
+            subject: clip(&subject, 500),
+            evidence: clip(&evidence, EVIDENCE_MAX),
+        });
+    }
+}
+
+/// Whether `code` looks like a language code with an optional script or region, or is
+/// `x-default` (BCP 47's common shapes: `en`, `en-GB`, `zh-Hant`, `es-419`).
+fn valid_hreflang(code: &str) -> bool {
+    if code.eq_ignore_ascii_case("x-default") {
+        return true;
+    }
+    let mut parts = code.split('-');
+    let language = parts.next().unwrap_or_default();
+    if !(2..=3).contains(&language.len()) || !language.chars().all(|c| c.is_ascii_alphabetic()) {
+        return false;
+    }
+    parts.all(|part| {
+        matches!(part.len(), 2 | 4) && part.chars().all(|c| c.is_ascii_alphabetic())
+            || part.len() == 3 && part.chars().all(|c| c.is_ascii_digit())
+    })
+}
+
+/// The findings of a crawl.
+pub fn analyse(crawl: &CrawlRecord) -> Vec<Finding> {
+    let mut out = Findings(Vec::new());
+    let start = Url::parse(&crawl.start_url).ok();
+    let by_url: HashMap<&str, &PageRecord> =
+        crawl.pages.iter().map(|p| (p.url.as_str(), p)).collect();
+
+    // Internal links: target → the pages linking to it (followed or not).
+    let mut inlinks: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for page in &crawl.pages {
+        let (Some(facts), Some(base), Some(start)) = (&page.facts, page.link_base(), &start) else {
+            continue;
+        };
+        for link in &facts.links {
+            if let Some(target) = urls::resolve(&base, &link.href) {
+                if urls::same_site(start, &target) && target.as_str() != page.url {
+                    let sources = inlinks.entry(target.to_string()).or_default();
+                    if sources.last() != Some(&page.url) {
+                        sources.push(page.url.clone());
+                    }
+                }
+            }
+        }
+    }
+
+    site_checks(crawl, &by_url, &inlinks, &mut out);
+    for page in &crawl.pages {
+        page_checks(page, start.as_ref(), &by_url, &inlinks, &mut out);
+    }
+    duplicate_checks(crawl, &mut out);
+    out.0
+}
+
+fn site_checks(
+    crawl: &CrawlRecord,
+    by_url: &HashMap<&str, &PageRecord>,
+    inlinks: &BTreeMap<String, Vec<String>>,
+    out: &mut Findings,
+) {
+    match crawl.robots {
+        RobotsOutcome::Found => {}
+        RobotsOutcome::Missing => out.site(
+            &ROBOTS_MISSING,
+            "robots.txt".into(),
+            "/robots.txt answered 404".into(),
+        ),
+        RobotsOutcome::Unreachable => out.site(
+            &ROBOTS_UNREACHABLE,
+            "robots.txt".into(),
+            "/robots.txt answered with a server error or no answer".into(),
+        ),
+    }
+    if crawl.start_blocked {
+        out.site(
+            &START_BLOCKED,
+            crawl.start_url.clone(),
+            format!("robots.txt disallows {}", crawl.start_url),
+        );
+    }
+    if crawl.sitemaps.read == 0 && crawl.sitemaps.invalid.is_empty() {
+        out.site(
+            &SITEMAP_MISSING,
+            "sitemap".into(),
+            "no Sitemap line in robots.txt and no /sitemap.xml".into(),
+        );
+    }
+    for (address, why) in &crawl.sitemaps.invalid {
+        out.site(
+            &SITEMAP_INVALID,
+            address.clone(),
+            format!("{address}: {why}"),
+        );
+    }
+    for listed in &crawl.sitemaps.urls {
+        if crawl.disallowed.contains(listed) {
+            out.site(
+                &SITEMAP_BLOCKED,
+                listed.clone(),
+                format!("{listed} is in the sitemap and disallowed by robots.txt"),
+            );
+            continue;
+        }
+        let Some(page) = by_url.get(listed.as_str()) else {
+            continue;
+        };
+        let reason = if page.redirect_loop || !page.redirects.is_empty() {
+            Some(format!("redirects to {}", page.final_url))
+        } else if let Some(status) = page.status.filter(|s| *s >= 300) {
+            Some(format!("answers {status}"))
+        } else if page.error.is_some() {
+            Some("could not be fetched".to_owned())
+        } else if page.noindex() {
+            Some("is noindex".to_owned())
+        } else {
+            page.facts
+                .as_ref()
+                .and_then(|f| f.canonicals.first())
+                .and_then(|c| Url::parse(&page.final_url).ok()?.join(c).ok())
+                .filter(|canonical| canonical.as_str() != page.final_url)
+                .map(|canonical| format!("names {canonical} as canonical"))
+        };
+        if let Some(reason) = reason {
+            out.site(
+                &SITEMAP_NOT_INDEXABLE,
+                listed.clone(),
+                format!("{listed} {reason}"),
+            );
+        } else if page.is_ok() && page.url != crawl.start_url && !inlinks.contains_key(listed) {
+            out.site(
+                &ORPHAN_PAGE,
+                listed.clone(),
+                format!("{listed} is in the sitemap; no crawled page links to it"),
+            );
+        }
+    }
+    for (target, sources) in inlinks {
+        let Some(page) = by_url.get(target.as_str()) else {
+            continue;
+        };
+        if page.is_error() {
+            let status = match (page.redirect_loop, page.status) {
+                (true, _) => "a redirect loop".to_owned(),
+                (false, Some(status)) => format!("answers {status}"),
+                (false, None) => "could not be fetched".to_owned(),
+            };
+            out.site(
+                &BROKEN_LINK,
+                target.clone(),
+                format!("{target} {status}; linked from {}", list(sources, 3)),
+            );
+        }
+    }
+    for page in crawl.pages.iter().filter(|p| p.redirect_loop) {
+        let hops: Vec<String> = page.redirects.iter().map(|(_, to)| to.clone()).collect();
+        out.site(
+            &REDIRECT_LOOP,
+            page.url.clone(),
+            format!("{} → {}", page.url, list(&hops, 5)),
+        );
+    }
+}
+
+fn page_checks(
+    page: &PageRecord,
+    start: Option<&Url>,
+    by_url: &HashMap<&str, &PageRecord>,
+    inlinks: &BTreeMap<String, Vec<String>>,
+    out: &mut Findings,
+) {
+    if page.redirect_loop {
+        return;
+    }
+    match (page.status, &page.error) {
+        (_, Some(error)) => return out.page(&UNREACHABLE, page, error.clone()),
+        (Some(status), _) if status >= 500 => {
+            return out.page(&HTTP_5XX, page, format!("answered {status}"));
+        }
+        (Some(status), _) if status >= 400 => {
+            return out.page(&HTTP_4XX, page, format!("answered {status}"));
+        }
+        _ => {}
+    }
+    if page.redirects.len() > limits::REDIRECT_CHAIN {
+        let hops: Vec<String> = page
+            .redirects
+            .iter()
+            .map(|(status, to)| format!("{status} {to}"))
+            .collect();
+        out.page(
+            &REDIRECT_CHAIN,
+            page,
+            format!("{} redirects: {}", page.redirects.len(), hops.join(" → ")),
+        );
+    }
+    if page.elapsed_ms > limits::SLOW_MS {
+        out.page(&SLOW_RESPONSE, page, format!("{} ms", page.elapsed_ms));
+    }
+    if page.depth > limits::MAX_DEPTH {
+        out.page(
+            &PAGE_TOO_DEEP,
+            page,
+            format!("{} clicks from the start page", page.depth),
+        );
+    }
+    let Some(facts) = &page.facts else {
+        return;
+    };
+    if !page.is_ok() {
+        return;
+    }
+    if page.body_bytes > limits::LARGE_PAGE_BYTES || facts.truncated {
+        out.page(
+            &LARGE_PAGE,
+            page,
+            format!("{} bytes of HTML", page.body_bytes),
+        );
+    }
+    title_checks(page, facts, out);
+    description_checks(page, facts, out);
+    heading_checks(page, facts, out);
+    if page.noindex() && inlinks.contains_key(&page.url) {
+        out.page(
+            &NOINDEX_LINKED,
+            page,
+            "noindex, yet linked from the site".into(),
+        );
+    }
+    let page_url = Url::parse(&page.final_url).ok();
+    if let Some(page_url) = &page_url {
+        canonical_checks(page, facts, page_url, by_url, out);
+        hreflang_checks(page, facts, page_url, by_url, out);
+        if page_url.scheme() == "https" {
+            let insecure: Vec<String> = facts
+                .subresources
+                .iter()
+                .filter_map(|src| page_url.join(src).ok())
+                .filter(|src| src.scheme() == "http")
+                .map(|src| src.to_string())
+                .collect();
+            if !insecure.is_empty() {
+                out.page(
+                    &MIXED_CONTENT,
+                    page,
+                    format!("loads {}", list(&insecure, 3)),
+                );
+            }
+        }
+    }
+    if !facts.images_without_alt.is_empty() {
+        out.page(
+            &IMAGE_ALT_MISSING,
+            page,
+            format!(
+                "{} of {} images: {}",
+                facts.images_without_alt.len(),
+                facts.images,
+                list(&facts.images_without_alt, 3)
+            ),
+        );
+    }
+    if facts.word_count < limits::THIN_WORDS {
+        out.page(&THIN_CONTENT, page, format!("{} words", facts.word_count));
+    }
+    if facts.lang.as_deref().is_none_or(|lang| lang.is_empty()) {
+        out.page(&LANG_MISSING, page, "<html> has no lang".into());
+    }
+    if !facts.has_viewport {
+        out.page(
+            &VIEWPORT_MISSING,
+            page,
+            "no <meta name=\"viewport\">".into(),
+        );
+    }
+    if let (Some(base), Some(start)) = (page.link_base(), start) {
+        let mut to_redirects = Vec::new();
+        let mut nofollow = Vec::new();
+        for link in &facts.links {
+            let Some(target) = urls::resolve(&base, &link.href) else {
+                continue;
+            };
+            if !urls::same_site(start, &target) {
+                continue;
+            }
+            if link.nofollow {
+                nofollow.push(target.to_string());
+            }
+            if by_url
+                .get(target.as_str())
+                .is_some_and(|t| !t.redirects.is_empty() && !t.redirect_loop)
+            {
+                to_redirects.push(target.to_string());
+            }
+        }
+        to_redirects.dedup();
+        if !to_redirects.is_empty() {
+            out.page(
+                &LINKS_TO_REDIRECTS,
+                page,
+                format!("links to {}", list(&to_redirects, 3)),
+            );
+        }
+        if !nofollow.is_empty() {
+            out.page(
+                &NOFOLLOW_INTERNAL,
+                page,
+                format!("nofollow on {}", list(&nofollow, 3)),
+            );
+        }
+    }
+}
+
+fn title_checks(page: &PageRecord, facts: &PageFacts, out: &mut Findings) {
+    match facts.titles.as_slice() {
+        [] => out.page(&TITLE_MISSING, page, "no <title>".into()),
+        [title, ..] => {
+            if facts.titles.len() > 1 {
+                out.page(
+                    &TITLE_MULTIPLE,
+                    page,
+                    format!("{} titles", facts.titles.len()),
+                );
+            }
+            let length = title.chars().count();
+            if length == 0 {
+                out.page(&TITLE_EMPTY, page, "<title></title>".into());
+            } else if length < limits::TITLE_MIN {
+                out.page(
+                    &TITLE_TOO_SHORT,
+                    page,
+                    format!("{length} characters: \"{title}\""),
+                );
+            } else if length > limits::TITLE_MAX {
+                out.page(
+                    &TITLE_TOO_LONG,
+                    page,
+                    format!("{length} characters: \"{title}\""),
+                );
+            }
+        }
+    }
+}
+
+fn description_checks(page: &PageRecord, facts: &PageFacts, out: &mut Findings) {
+    match facts.meta_descriptions.as_slice() {
+        [] => out.page(&DESCRIPTION_MISSING, page, "no meta description".into()),
+        [description, ..] => {
+            if facts.meta_descriptions.len() > 1 {
+                out.page(
+                    &DESCRIPTION_MULTIPLE,
+                    page,
+                    format!("{} meta descriptions", facts.meta_descriptions.len()),
+                );
+            }
+            let length = description.chars().count();
+            if length == 0 {
+                out.page(&DESCRIPTION_EMPTY, page, "content=\"\"".into());
+            } else if length < limits::DESCRIPTION_MIN {
+                out.page(&DESCRIPTION_TOO_SHORT, page, format!("{length} characters"));
+            } else if length > limits::DESCRIPTION_MAX {
+                out.page(&DESCRIPTION_TOO_LONG, page, format!("{length} characters"));
+            }
+        }
+    }
+}
+
+fn heading_checks(page: &PageRecord, facts: &PageFacts, out: &mut Findings) {
+    match facts.h1s.as_slice() {
+        [] => out.page(&H1_MISSING, page, "no <h1>".into()),
+        h1s => {
+            if h1s.len() > 1 {
+                out.page(&H1_MULTIPLE, page, format!("{} <h1> headings", h1s.len()));
+            }
+            if h1s.iter().any(String::is_empty) {
+                out.page(&H1_EMPTY, page, "<h1> without text".into());
+            }
+        }
+    }
+    if let Some(pair) = facts
+        .heading_levels
+        .windows(2)
+        .find(|pair| pair[1] > pair[0] + 1)
+    {
+        out.page(
+            &HEADING_ORDER,
+            page,
+            format!("<h{}> followed by <h{}>", pair[0], pair[1]),
+        );
+    }
+}
+
+fn canonical_checks(
+    page: &PageRecord,
+    facts: &PageFacts,
+    page_url: &Url,
+    by_url: &HashMap<&str, &PageRecord>,
+    out: &mut Findings,
+) {
+    if facts.canonicals.len() > 1 {
+        out.page(
+            &CANONICAL_MULTIPLE,
+            page,
+            format!(
+                "{} canonical links: {}",
+                facts.canonicals.len(),
+                list(&facts.canonicals, 3)
+            ),
+        );
+        return;
+    }
+    let Some(canonical) = facts.canonicals.first() else {
+        return;
+    };
+    let Some(target) = urls::resolve(page_url, canonical).filter(|_| !canonical.is_empty()) else {
+        return out.page(&CANONICAL_INVALID, page, format!("href=\"{canonical}\""));
+    };
+    if !urls::same_site(page_url, &target) {
+        return out.page(
+            &CANONICAL_OTHER_HOST,
+            page,
+            format!("canonical is {target}"),
+        );
+    }
+    if let Some(linked) = by_url.get(target.as_str()) {
+        if linked.is_error() {
+            out.page(
+                &CANONICAL_BROKEN,
+                page,
+                format!("canonical {target} answers with an error"),
+            );
+        } else if !linked.redirects.is_empty() {
+            out.page(
+                &CANONICAL_REDIRECT,
+                page,
+                format!("canonical {target} redirects to {}", linked.final_url),
+            );
+        }
+    }
+}
+
+fn hreflang_checks(
+    page: &PageRecord,
+    facts: &PageFacts,
+    page_url: &Url,
+    by_url: &HashMap<&str, &PageRecord>,
+    out: &mut Findings,
+) {
+    if facts.hreflangs.is_empty() {
+        return;
+    }
+    let invalid: Vec<String> = facts
+        .hreflangs
+        .iter()
+        .filter(|(code, _)| !valid_hreflang(code))
+        .map(|(code, _)| format!("\"{code}\""))
+        .collect();
+    if !invalid.is_empty() {
+        out.page(
+            &HREFLANG_INVALID,
+            page,
+            format!("hreflang {}", list(&invalid, 3)),
+        );
+    }
+    let alternates: Vec<Url> = facts
+        .hreflangs
+        .iter()
+        .filter_map(|(_, href)| urls::resolve(page_url, href))
+        .collect();
+    if !alternates.iter().any(|a| a == page_url) {
+        out.page(
+            &HREFLANG_NO_SELF,
+            page,
+            "no hreflang link to the page itself".into(),
+        );
+    }
+    let missing: Vec<String> = alternates
+        .iter()
+        .filter(|a| *a != page_url)
+        .filter_map(|alternate| {
+            let other = by_url.get(alternate.as_str())?;
+            let other_facts = other.facts.as_ref()?;
+            let other_url = Url::parse(&other.final_url).ok()?;
+            let links_back = other_facts
+                .hreflangs
+                .iter()
+                .filter_map(|(_, href)| urls::resolve(&other_url, href))
+                .any(|back| &back == page_url);
+            (!links_back).then(|| alternate.to_string())
+        })
+        .collect();
+    if !missing.is_empty() {
+        out.page(
+            &HREFLANG_NO_RETURN,
+            page,
+            format!("{} does not link back", list(&missing, 3)),
+        );
+    }
+}
+
+fn duplicate_checks(crawl: &CrawlRecord, out: &mut Findings) {
+    let indexable = || {
+        crawl
+            .pages
+            .iter()
+            .filter(|p| p.is_ok() && p.redirects.is_empty() && !p.noindex())
+            .filter_map(|p| p.facts.as_ref().map(|f| (p, f)))
+    };
+    let mut titles: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    let mut descriptions: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    let mut texts: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    for (page, facts) in indexable() {
+        if let Some(title) = facts.titles.first().filter(|t| !t.is_empty()) {
+            titles.entry(title).or_default().push(page.url.clone());
+        }
+        if let Some(description) = facts.meta_descriptions.first().filter(|d| !d.is_empty()) {
+            descriptions
+                .entry(description)
+                .or_default()
+                .push(page.url.clone());
+        }
+        if facts.word_count > 0 {
+            texts
+                .entry(facts.text_fingerprint)
+                .or_default()
+                .push(page.url.clone());
+        }
+    }
+    for (title, pages) in titles.into_iter().filter(|(_, p)| p.len() > 1) {
+        out.site(
+            &DUPLICATE_TITLE,
+            format!("title: {title}"),
+            format!("\"{title}\" on {}", list(&pages, 5)),
+        );
+    }
+    for (description, pages) in descriptions.into_iter().filter(|(_, p)| p.len() > 1) {
+        out.site(
+            &DUPLICATE_DESCRIPTION,
+            format!("description: {description}"),
+            format!("the same description on {}", list(&pages, 5)),
+        );
+    }
+    for (_, pages) in texts.into_iter().filter(|(_, p)| p.len() > 1) {
+        // The first copy (in address order) names the group, stable across scans.
+        out.site(
+            &DUPLICATE_CONTENT,
+            format!("content: {}", pages[0]),
+            format!("the same text on {}", list(&pages, 5)),
+        );
+    }
+}
+
+/// The weight of one check's findings in the score, by severity.
+pub fn severity_weight(severity: Severity) -> f64 {
+    match severity {
+        Critical => 25.0,
+        High => 10.0,
+        Medium => 4.0,
+        Low => 1.5,
+    }
+}
+
+/// The score of a crawl, 0 to 100.
+///
+/// `score = 100 − Σ weight(check) × (0.5 + 0.5 × share)`, summed over the checks that found
+/// something, where `weight` is 25 for a critical check, 10 for high, 4 for medium and 1.5 for
+/// low, and `share` is the fraction of the scanned pages a page check found on (1 for site
+/// checks). So a problem counts half its weight for being there at all, and the other half in
+/// proportion to how much of the site it touches; the result is rounded and kept within 0 to
+/// 100. A site with no findings scores 100.
+pub fn score(findings: &[Finding], pages_scanned: usize) -> u32 {
+    let mut per_check: BTreeMap<&str, (Severity, ScanKind, BTreeSet<&str>)> = BTreeMap::new();
+    for finding in findings {
+        let entry = per_check.entry(finding.check.id).or_insert((
+            finding.check.severity,
+            finding.check.scope,
+            BTreeSet::new(),
+        ));
+        entry.2.insert(finding.subject.as_str());
+    }
+    let pages = pages_scanned.max(1) as f64;
+    let penalty: f64 = per_check
+        .values()
+        .map(|(severity, scope, subjects)| {
+            let share = match scope {
+                ScanKind::Site => 1.0,
+                ScanKind::Page => (subjects.len() as f64 / pages).min(1.0),
+            };
+            severity_weight(*severity) * (0.5 + 0.5 * share)
+        })
+        .sum();
+    (100.0 - penalty).round().clamp(0.0, 100.0) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_catalogue_has_unique_ids_and_complete_entries() {
+        assert!(CATALOGUE.len() >= 35, "{} checks", CATALOGUE.len());
+        let ids: BTreeSet<&str> = CATALOGUE.iter().map(|c| c.id).collect();
+        assert_eq!(ids.len(), CATALOGUE.len(), "ids are unique");
+        for check in CATALOGUE {
+            assert!(crate::params::JobTypeName::parse(&check.id.replace('_', "-")).is_ok());
+            assert!(
+                !check.title.is_empty() && !check.description.is_empty() && !check.fix.is_empty()
+            );
+            assert_eq!(Check::by_id(check.id), Some(check));
+        }
+    }
+
+    #[test]
+    fn hreflang_codes() {
+        for good in [
+            "en",
+            "en-GB",
+            "zh-Hant",
+            "es-419",
+            "x-default",
+            "EN-gb",
+            "sr-Latn-RS",
+        ] {
+            assert!(valid_hreflang(good), "{good}");
+        }
+        for bad in ["english", "e", "en_GB", "en-", "12", "en-GBR1"] {
+            assert!(!valid_hreflang(bad), "{bad}");
+        }
+    }
+
+    fn finding(check: &'static Check, subject: &str) -> Finding {
+        Finding {
+            check,
+            url: None,
+            subject: subject.to_owned(),
+            evidence: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_score_weighs_severity_and_share() {
+        assert_eq!(score(&[], 10), 100);
+        // A critical site finding: 25.
+        assert_eq!(score(&[finding(&START_BLOCKED, "x")], 10), 75);
+        // A high page finding on 1 page of 10: 10 × 0.55 = 5.5 → 94.5 → 95 (rounded half up).
+        assert_eq!(score(&[finding(&HTTP_4XX, "a")], 10), 95);
+        // On every page: 10.
+        let all: Vec<Finding> = (0..10)
+            .map(|i| finding(&HTTP_4XX, &i.to_string()))
+            .collect();
+        assert_eq!(score(&all, 10), 90);
+        // Repeated subjects count once.
+        assert_eq!(
+            score(&[finding(&HTTP_4XX, "a"), finding(&HTTP_4XX, "a")], 10),
+            95
+        );
+        // Never below zero.
+        let everything: Vec<Finding> = CATALOGUE.iter().map(|c| finding(c, "x")).collect();
+        assert_eq!(score(&everything, 1), 0);
+    }
+}

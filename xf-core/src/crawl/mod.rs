@@ -1,0 +1,9 @@
+//! The site crawler behind `seo-scan` jobs: what it fetches, how it reads pages, and the checks
+//! it runs. The parsing and analysis modules are pure (bytes in, facts out); the network lives
+//! in `fetch` (feature `net`).
+
+pub mod checks;
+pub mod html;
+pub mod robots;
+pub mod sitemap;
+pub mod urls;

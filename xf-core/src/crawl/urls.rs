@@ -1,0 +1,123 @@
+//! URL handling of the crawler: resolving links, normalising them so that one page has one
+//! address, and telling internal links from external ones.
+
+use url::Url;
+
+/// Resolves `href` against `base` and normalises it: `http`/`https` only, no fragment, no
+/// credentials, scheme and host in lower case, default ports dropped (the `url` crate's
+/// parsing), an empty path as `/`, and a `?` with nothing after it dropped. `None` for links
+/// that are not web pages (`mailto:`, `javascript:`, `tel:`, `data:`, ...) or do not parse.
+pub fn resolve(base: &Url, href: &str) -> Option<Url> {
+    let href = href.trim();
+    if href.is_empty() {
+        return None;
+    }
+    let mut url = base.join(href).ok()?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return None;
+    }
+    url.set_fragment(None);
+    if !url.username().is_empty() || url.password().is_some() {
+        // A link that embeds credentials: crawl the page without them.
+        url.set_username("").ok()?;
+        url.set_password(None).ok()?;
+    }
+    if url.query() == Some("") {
+        url.set_query(None);
+    }
+    Some(url)
+}
+
+/// Whether `url` belongs to the site that starts at `start`: the same host (ignoring a
+/// leading `www.` on either side) on `http` or `https`.
+pub fn same_site(start: &Url, url: &Url) -> bool {
+    fn bare(host: &str) -> &str {
+        host.strip_prefix("www.").unwrap_or(host)
+    }
+    match (start.host_str(), url.host_str()) {
+        (Some(a), Some(b)) => bare(a) == bare(b) && matches!(url.scheme(), "http" | "https"),
+        _ => false,
+    }
+}
+
+/// The part of `url` that robots.txt rules match: the path and the query.
+pub fn robots_path(url: &Url) -> String {
+    match url.query() {
+        Some(query) => format!("{}?{query}", url.path()),
+        None => url.path().to_owned(),
+    }
+}
+
+/// The site's root, where `robots.txt` and `sitemap.xml` live: scheme, host and port.
+pub fn origin_url(url: &Url, path: &str) -> Option<Url> {
+    let mut root = url.clone();
+    root.set_query(None);
+    root.set_fragment(None);
+    root.set_path(path);
+    Some(root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> Url {
+        Url::parse("https://Acme.Example:443/shop/index.html?x=1").unwrap()
+    }
+
+    #[test]
+    fn links_resolve_and_normalise() {
+        let cases = [
+            ("/about#team", Some("https://acme.example/about")),
+            ("item?id=2", Some("https://acme.example/shop/item?id=2")),
+            ("../", Some("https://acme.example/")),
+            ("HTTP://ACME.example:80", Some("http://acme.example/")),
+            (
+                "https://user:pw@acme.example/p",
+                Some("https://acme.example/p"),
+            ),
+            ("/search?", Some("https://acme.example/search")),
+            ("  /spaced  ", Some("https://acme.example/spaced")),
+            ("mailto:hi@acme.example", None),
+            ("javascript:void(0)", None),
+            ("tel:+123", None),
+            ("", None),
+            ("http://[::1", None),
+        ];
+        for (href, expected) in cases {
+            assert_eq!(
+                resolve(&base(), href).map(|u| u.to_string()).as_deref(),
+                expected,
+                "{href:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_site_is_one_host_with_or_without_www() {
+        let start = Url::parse("https://acme.example/").unwrap();
+        for inside in ["http://acme.example/a", "https://www.acme.example/b"] {
+            assert!(same_site(&start, &Url::parse(inside).unwrap()), "{inside}");
+        }
+        for outside in [
+            "https://shop.acme.example/",
+            "https://acme.example.evil/",
+            "ftp://acme.example/",
+        ] {
+            assert!(
+                !same_site(&start, &Url::parse(outside).unwrap()),
+                "{outside}"
+            );
+        }
+    }
+
+    #[test]
+    fn robots_paths_and_roots() {
+        let url = Url::parse("https://acme.example/a/b?q=1#x").unwrap();
+        assert_eq!(robots_path(&url), "/a/b?q=1");
+        assert_eq!(
+            origin_url(&url, "/robots.txt").unwrap().as_str(),
+            "https://acme.example/robots.txt"
+        );
+    }
+}
