@@ -330,7 +330,14 @@ impl Shared {
 
 impl Xf {
     /// Starts the background runtime on the current Tokio runtime. See [`crate::runtime`].
-    pub fn spawn_workers(&self, options: WorkerOptions) -> WorkerHandle {
+    /// Unless the options name a handler for `seo-scan` (or run no jobs), the facade's own
+    /// [`scan handler`](Xf::scan_handler) runs scans.
+    pub fn spawn_workers(&self, mut options: WorkerOptions) -> WorkerHandle {
+        if options.run_jobs && !options.handlers.contains_key(crate::model::SEO_SCAN) {
+            if let Some(scans) = self.scan_handler() {
+                options = options.handler(crate::model::SEO_SCAN, scans);
+            }
+        }
         let (stop, stopped) = watch::channel(false);
         let (finish_tx, finish_rx) = mpsc::unbounded_channel();
         let store: Arc<dyn Store> = Arc::clone(self.store());

@@ -121,6 +121,11 @@ pub struct Config {
     /// Seconds running jobs get to finish on SIGINT/SIGTERM before they go back to the queue.
     #[arg(long, env = "XF_SHUTDOWN_GRACE", default_value_t = 20)]
     pub shutdown_grace: u64,
+
+    /// Let scans reach loopback and private addresses (development and tests only: in
+    /// production it would let a customer scan your internal network).
+    #[arg(long, env = "XF_ALLOW_PRIVATE_TARGETS", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub allow_private_targets: bool,
 }
 
 /// What a process of xf-server runs (`--role`).
@@ -164,6 +169,7 @@ impl fmt::Debug for Config {
             .field("role", &self.role)
             .field("workers", &self.workers)
             .field("shutdown_grace", &self.shutdown_grace)
+            .field("allow_private_targets", &self.allow_private_targets)
             .finish()
     }
 }
@@ -342,6 +348,7 @@ pub async fn build_app(config: &Config) -> Result<App, StartError> {
         }
     };
     let mut builder = Xf::builder(store)
+        .allow_private_targets(config.allow_private_targets)
         .secret_key(secret)
         .public_base_url(public_base_url);
     if let Some(url) = &config.status_page_url {
@@ -381,10 +388,8 @@ pub async fn serve(
         .await
 }
 
-/// The background runtime's settings for `config`. xf-server registers no job handler of its
-/// own yet (the crawler's `seo-scan` handler comes with it), so its runtime rescues expired
-/// leases and runs the retention purges; a host adds handlers through
-/// [`WorkerOptions::handler`].
+/// The background runtime's settings for `config`: scans (the facade's `seo-scan` handler),
+/// lease rescue and retention purges; in the `api` role only the last two.
 pub fn worker_options(config: &Config) -> WorkerOptions {
     let options = WorkerOptions::new().concurrency(usize::from(config.workers));
     if config.role.runs_jobs() {

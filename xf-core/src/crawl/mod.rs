@@ -3,7 +3,10 @@
 //! in `fetch` (feature `net`).
 
 pub mod checks;
+pub mod crawler;
+pub mod fetch;
 pub mod html;
 pub mod robots;
+pub mod scan;
 pub mod sitemap;
 pub mod urls;

@@ -41,6 +41,7 @@ use crate::model::{KeyMode, Organization};
 use crate::params::PageSize;
 use crate::plans::{Limits, Plan, PlanCatalog};
 use crate::secret::{derive_key, keyed_digest};
+use crate::crawl::fetch::PageFetcher;
 use crate::store::{After, PageRequest, Store};
 use crate::time::{Clock, SystemClock, Timestamp};
 
@@ -124,6 +125,8 @@ pub struct Xf {
 struct Inner {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
+    /// What scans fetch pages with; `None` without the `net` feature and a host's fetcher.
+    fetcher: Option<Arc<dyn PageFetcher>>,
     plans: PlanCatalog,
     config: XfConfig,
     cursors: CursorCodec,
@@ -134,6 +137,8 @@ struct Inner {
 pub struct XfBuilder {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
+    fetcher: Option<Arc<dyn PageFetcher>>,
+    allow_private_targets: bool,
     plans: PlanCatalog,
     secret_key: Option<Vec<u8>>,
     public_base_url: Option<String>,
@@ -168,6 +173,20 @@ impl XfBuilder {
     /// Replaces the system clock.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// Replaces the HTTP fetcher of scans (tests, or a host's own egress).
+    pub fn page_fetcher(mut self, fetcher: Arc<dyn PageFetcher>) -> Self {
+        self.fetcher = Some(fetcher);
+        self
+    }
+
+    /// Lets scans reach loopback and private addresses (development and tests; CONTRACT.md's
+    /// `--allow-private-targets`). Off by default: a scan of a property whose host is or
+    /// resolves to such an address fails without a request there.
+    pub fn allow_private_targets(mut self, allow: bool) -> Self {
+        self.allow_private_targets = allow;
         self
     }
 
@@ -215,10 +234,23 @@ impl XfBuilder {
         };
         let cursors = CursorCodec::new(&config.secret_key);
         let mock_key = derive_key(&config.secret_key, b"xf/test-mode/v1");
+        #[cfg(feature = "net")]
+        let fetcher = self.fetcher.or_else(|| {
+            let agent = format!("{}/{API_VERSION} (+{})", crate::crawl::crawler::AGENT_TOKEN, config.public_base_url);
+            let http = crate::crawl::fetch::HttpFetcher::new(
+                &agent,
+                std::time::Duration::from_secs(10),
+                self.allow_private_targets,
+            );
+            Some(Arc::new(http) as Arc<dyn PageFetcher>)
+        });
+        #[cfg(not(feature = "net"))]
+        let fetcher = self.fetcher;
         Ok(Xf {
             inner: Arc::new(Inner {
                 store: self.store,
                 clock: self.clock,
+                fetcher,
                 plans: self.plans,
                 config,
                 cursors,
@@ -256,6 +288,8 @@ impl Xf {
         XfBuilder {
             store,
             clock: Arc::new(SystemClock),
+            fetcher: None,
+            allow_private_targets: false,
             plans: PlanCatalog::default(),
             secret_key: None,
             public_base_url: None,
@@ -276,6 +310,18 @@ impl Xf {
     /// The store.
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.inner.store
+    }
+
+    /// The `seo-scan` handler over this facade's store, clock and fetcher; `None` when there
+    /// is no fetcher (feature `net` off and none given).
+    pub fn scan_handler(&self) -> Option<crate::crawl::scan::ScanHandler> {
+        let fetcher = self.inner.fetcher.clone()?;
+        Some(crate::crawl::scan::ScanHandler::new(
+            Arc::clone(&self.inner.store),
+            fetcher,
+            Arc::clone(&self.inner.clock),
+            crate::crawl::crawler::CrawlOptions::default(),
+        ))
     }
 
     /// The plan catalog.

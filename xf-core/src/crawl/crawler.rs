@@ -1,0 +1,487 @@
+//! The crawl itself: robots.txt, sitemaps, then the site breadth first.
+//!
+//! The crawl goes level by level (all pages at depth `d`, then all at `d + 1`), so a page's
+//! depth is exactly its clicks from the start page, and the result does not depend on which
+//! answer came first. Within a level, up to [`CrawlOptions::concurrency`] requests run at once
+//! (one, spaced by the delay, when robots.txt sets a `Crawl-delay`). Redirects are followed
+//! hop by hop; a `429` waits out its `Retry-After` and is tried again. Only pages of the start
+//! page's host are fetched; sitemap pages no link reached are fetched last, within the same
+//! page budget, for the sitemap checks.
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use url::Url;
+
+use super::checks::{CrawlRecord, PageRecord, RobotsOutcome, SitemapOutcome};
+use super::fetch::{Answer, FetchError, PageFetcher};
+use super::html::PageScanner;
+use super::robots::Robots;
+use super::sitemap::{parse_sitemap, Sitemap};
+use super::urls;
+
+/// The crawler's product token in robots.txt and its user agent.
+pub const AGENT_TOKEN: &str = "xf-seo-bot";
+
+/// How a crawl behaves.
+#[derive(Debug, Clone)]
+pub struct CrawlOptions {
+    /// The most pages fetched (redirects and errors count; robots.txt and sitemaps do not).
+    pub max_pages: u32,
+    /// The deepest level followed, in clicks from the start page.
+    pub max_depth: u32,
+    /// Requests at once.
+    pub concurrency: usize,
+    /// The most bytes of a body read (more is not read; the page is reported as large).
+    pub body_limit: usize,
+    /// The most redirects followed from one address.
+    pub max_redirects: usize,
+    /// The most sitemap files read (indexes included).
+    pub max_sitemaps: usize,
+    /// The longest `Crawl-delay` honoured (a longer one is cut to this).
+    pub max_crawl_delay: Duration,
+    /// The longest `Retry-After` waited for, and how often a `429` is tried again.
+    pub max_retry_after: Duration,
+    /// Tries of an address answering `429` (the first included).
+    pub tries_on_429: u32,
+}
+
+impl Default for CrawlOptions {
+    fn default() -> Self {
+        CrawlOptions {
+            max_pages: 100,
+            max_depth: 5,
+            concurrency: 4,
+            body_limit: 2 * 1024 * 1024,
+            max_redirects: 10,
+            max_sitemaps: 10,
+            max_crawl_delay: Duration::from_secs(10),
+            max_retry_after: Duration::from_secs(30),
+            tries_on_429: 3,
+        }
+    }
+}
+
+/// Crawls sites through a [`PageFetcher`].
+#[derive(Debug, Clone)]
+pub struct Crawler {
+    fetcher: Arc<dyn PageFetcher>,
+    options: CrawlOptions,
+}
+
+/// A page to fetch and where it was found.
+#[derive(Debug, Clone)]
+struct Target {
+    url: Url,
+    depth: u32,
+}
+
+/// Whether a `Content-Type` is HTML (a missing one is sniffed as HTML, as browsers do for
+/// pages).
+fn is_html(content_type: Option<&str>) -> bool {
+    content_type.is_none_or(|ct| {
+        let ct = ct.to_ascii_lowercase();
+        ct.starts_with("text/html") || ct.starts_with("application/xhtml+xml")
+    })
+}
+
+impl Crawler {
+    /// A crawler over `fetcher`.
+    pub fn new(fetcher: Arc<dyn PageFetcher>, options: CrawlOptions) -> Self {
+        Crawler { fetcher, options }
+    }
+
+    /// Crawls the site of `start`, reporting progress (0 to 99) as pages are fetched. Fails
+    /// only when the site's host is an address scans may not reach
+    /// ([`FetchError::Forbidden`]): then nothing was requested from it.
+    pub async fn crawl(
+        &self,
+        start: &Url,
+        progress: &(dyn Fn(u8) + Send + Sync),
+    ) -> Result<CrawlRecord, FetchError> {
+        let mut record = CrawlRecord {
+            start_url: start.to_string(),
+            ..CrawlRecord::default()
+        };
+        let robots = self.robots(start, &mut record).await?;
+        record.sitemaps = self.sitemaps(start, &robots).await;
+        let delay = robots
+            .crawl_delay(AGENT_TOKEN)
+            .map(|d| d.min(self.options.max_crawl_delay));
+        let allowed = |url: &Url| robots.is_allowed(AGENT_TOKEN, &urls::robots_path(url));
+
+        if !allowed(start) {
+            record.start_blocked = true;
+            return Ok(record);
+        }
+        let budget = self.options.max_pages as usize;
+        let mut seen: HashSet<String> = HashSet::from([start.to_string()]);
+        let mut level = vec![Target {
+            url: start.clone(),
+            depth: 0,
+        }];
+        while !level.is_empty() && record.pages.len() < budget {
+            let mut fetchable = Vec::new();
+            for target in level {
+                if allowed(&target.url) {
+                    fetchable.push(target);
+                } else {
+                    record.disallowed.insert(target.url.to_string());
+                }
+            }
+            fetchable.truncate(budget - record.pages.len());
+            let pages = self.fetch_all(start, fetchable, delay, &record, progress).await;
+            let mut next = Vec::new();
+            for page in &pages {
+                if page.depth >= self.options.max_depth {
+                    continue;
+                }
+                for link in links_to_follow(start, page) {
+                    if seen.insert(link.to_string()) {
+                        next.push(Target {
+                            url: link,
+                            depth: page.depth + 1,
+                        });
+                    }
+                }
+            }
+            record.pages.extend(pages);
+            level = next;
+        }
+        // Sitemap pages no link led to: fetched for the sitemap checks, links not followed.
+        let unlinked: Vec<Target> = record
+            .sitemaps
+            .urls
+            .iter()
+            .filter(|u| !seen.contains(*u))
+            .filter_map(|u| Url::parse(u).ok())
+            .filter(|u| {
+                let ok = allowed(u);
+                if !ok {
+                    record.disallowed.insert(u.to_string());
+                }
+                ok
+            })
+            .map(|url| Target { url, depth: 0 })
+            .take(budget.saturating_sub(record.pages.len()))
+            .collect();
+        let pages = self.fetch_all(start, unlinked, delay, &record, progress).await;
+        record.pages.extend(pages);
+        Ok(record)
+    }
+
+    /// Fetches `targets`, `concurrency` at a time (or one at a time, `delay` apart), and
+    /// returns their records in the order given.
+    async fn fetch_all(
+        &self,
+        start: &Url,
+        targets: Vec<Target>,
+        delay: Option<Duration>,
+        record: &CrawlRecord,
+        progress: &(dyn Fn(u8) + Send + Sync),
+    ) -> Vec<PageRecord> {
+        let total = self.options.max_pages.max(1) as usize;
+        let done_before = record.pages.len();
+        let mut results: Vec<Option<PageRecord>> = vec![None; targets.len()];
+        let concurrency = if delay.is_some() { 1 } else { self.options.concurrency.max(1) };
+        let mut tasks = tokio::task::JoinSet::new();
+        let mut queue = targets.into_iter().enumerate();
+        let mut done = 0;
+        loop {
+            while tasks.len() < concurrency {
+                let Some((index, target)) = queue.next() else { break };
+                let crawler = self.clone();
+                let start = start.clone();
+                let pause = delay.filter(|_| index > 0 || done_before > 0);
+                tasks.spawn(async move {
+                    if let Some(pause) = pause {
+                        tokio::time::sleep(pause).await;
+                    }
+                    (index, crawler.fetch_page(&start, target).await)
+                });
+            }
+            let Some(joined) = tasks.join_next().await else { break };
+            if let Ok((index, page)) = joined {
+                results[index] = Some(page);
+                done += 1;
+                let fraction = (done_before + done) * 100 / total;
+                progress(u8::try_from(fraction.min(99)).unwrap_or(99));
+            }
+        }
+        results.into_iter().flatten().collect()
+    }
+
+    /// One `GET`, tried again after a `429` as its `Retry-After` says.
+    async fn get(&self, url: &Url) -> Result<Answer, FetchError> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let answer = self.fetcher.get(url).await?;
+            if answer.status != 429 || tries >= self.options.tries_on_429 {
+                return Ok(answer);
+            }
+            let wait = answer
+                .retry_after
+                .unwrap_or(Duration::from_secs(1))
+                .min(self.options.max_retry_after);
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// Fetches one address, following its redirects within the site.
+    async fn fetch_page(&self, start: &Url, target: Target) -> PageRecord {
+        let began = Instant::now();
+        let mut page = PageRecord {
+            url: target.url.to_string(),
+            depth: target.depth,
+            final_url: target.url.to_string(),
+            ..PageRecord::default()
+        };
+        let mut current = target.url;
+        let mut visited = vec![current.to_string()];
+        loop {
+            let answer = match self.get(&current).await {
+                Ok(answer) => answer,
+                Err(error) => {
+                    page.error = Some(error.to_string());
+                    break;
+                }
+            };
+            page.status = Some(answer.status);
+            let next = (300..400)
+                .contains(&answer.status)
+                .then(|| answer.location.as_deref().and_then(|l| urls::resolve(&current, l)))
+                .flatten();
+            if let Some(next) = next {
+                page.redirects.push((answer.status, next.to_string()));
+                page.final_url = next.to_string();
+                if visited.contains(&next.to_string()) {
+                    page.redirect_loop = true;
+                    break;
+                }
+                if page.redirects.len() > self.options.max_redirects {
+                    page.error = Some(format!("more than {} redirects", self.options.max_redirects));
+                    break;
+                }
+                if !urls::same_site(start, &next) {
+                    // Leaves the site: the crawl stops at the redirect.
+                    break;
+                }
+                visited.push(next.to_string());
+                current = next;
+                continue;
+            }
+            page.header_noindex = answer.robots_tag.as_deref().is_some_and(|tag| {
+                tag.split(',').any(|d| {
+                    let d = d.trim().to_ascii_lowercase();
+                    d == "noindex" || d == "none"
+                })
+            });
+            if (200..300).contains(&answer.status) && is_html(answer.content_type.as_deref()) {
+                let (facts, bytes, error) = self.read_html(answer).await;
+                page.facts = Some(facts);
+                page.body_bytes = bytes;
+                page.error = error;
+            }
+            break;
+        }
+        page.elapsed_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
+        page
+    }
+
+    /// Streams an HTML body through the scanner, up to the body limit.
+    async fn read_html(&self, mut answer: Answer) -> (super::html::PageFacts, u64, Option<String>) {
+        let mut scanner = PageScanner::new();
+        let mut read: usize = 0;
+        let mut error = None;
+        loop {
+            match answer.body.next_chunk().await {
+                Ok(Some(chunk)) => {
+                    let room = self.options.body_limit.saturating_sub(read);
+                    let take = chunk.len().min(room);
+                    scanner.write(&chunk[..take]);
+                    read += chunk.len();
+                    if take < chunk.len() {
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                Err(failure) => {
+                    error = Some(failure.to_string());
+                    break;
+                }
+            }
+        }
+        let mut facts = scanner.finish();
+        if read > self.options.body_limit {
+            facts.truncated = true;
+        }
+        (facts, read as u64, error)
+    }
+
+    /// Reads robots.txt (following redirects within the site, as Google does). The first
+    /// request of a crawl: a host scans may not reach fails it here.
+    async fn robots(&self, start: &Url, record: &mut CrawlRecord) -> Result<Robots, FetchError> {
+        let Some(address) = urls::origin_url(start, "/robots.txt") else {
+            return Ok(Robots::allow_all());
+        };
+        let (status, body) = match self.fetch_small(start, address, 1024 * 1024).await {
+            Err(forbidden @ FetchError::Forbidden(_)) => return Err(forbidden),
+            Err(_) => (None, Vec::new()),
+            Ok(answer) => answer,
+        };
+        Ok(match status {
+            Some(status) if (200..300).contains(&status) => {
+                record.robots = RobotsOutcome::Found;
+                Robots::parse(&body)
+            }
+            Some(status) if (400..500).contains(&status) => {
+                record.robots = RobotsOutcome::Missing;
+                Robots::allow_all()
+            }
+            _ => {
+                record.robots = RobotsOutcome::Unreachable;
+                Robots::disallow_all()
+            }
+        })
+    }
+
+    /// Fetches a small resource (robots.txt, a sitemap) with up to five redirects within the
+    /// site; returns its final status (`None` after too many redirects) and body (up to
+    /// `limit` bytes).
+    async fn fetch_small(
+        &self,
+        start: &Url,
+        mut address: Url,
+        limit: usize,
+    ) -> Result<(Option<u16>, Vec<u8>), FetchError> {
+        for _ in 0..=5 {
+            let mut answer = self.get(&address).await?;
+            if (300..400).contains(&answer.status) {
+                match answer.location.as_deref().and_then(|l| urls::resolve(&address, l)) {
+                    Some(next) if urls::same_site(start, &next) => {
+                        address = next;
+                        continue;
+                    }
+                    _ => return Ok((Some(answer.status), Vec::new())),
+                }
+            }
+            let mut body = Vec::new();
+            while let Ok(Some(chunk)) = answer.body.next_chunk().await {
+                body.extend_from_slice(&chunk);
+                if body.len() > limit {
+                    body.truncate(limit);
+                    break;
+                }
+            }
+            return Ok((Some(answer.status), body));
+        }
+        Ok((None, Vec::new()))
+    }
+
+    /// Reads the sitemaps robots.txt names, or `/sitemap.xml`, and the sitemaps their
+    /// indexes name, up to [`CrawlOptions::max_sitemaps`] files.
+    async fn sitemaps(&self, start: &Url, robots: &Robots) -> SitemapOutcome {
+        let mut outcome = SitemapOutcome::default();
+        let mut queue: Vec<Url> = robots
+            .sitemaps()
+            .iter()
+            .filter_map(|s| Url::parse(s).ok())
+            .filter(|s| urls::same_site(start, s))
+            .collect();
+        let declared = !queue.is_empty();
+        if !declared {
+            queue.extend(urls::origin_url(start, "/sitemap.xml"));
+        }
+        let mut read_files: BTreeSet<String> = BTreeSet::new();
+        let mut index = 0;
+        while index < queue.len() && read_files.len() < self.options.max_sitemaps {
+            let address = queue[index].clone();
+            index += 1;
+            if !read_files.insert(address.to_string()) {
+                continue;
+            }
+            let limit = super::sitemap::MAX_BYTES;
+            let (status, body) = self
+                .fetch_small(start, address.clone(), limit)
+                .await
+                .unwrap_or((None, Vec::new()));
+            match status {
+                Some(status) if (200..300).contains(&status) => match parse_sitemap(&body) {
+                    Ok(Sitemap::UrlSet(entries)) => {
+                        outcome.read += 1;
+                        for entry in entries {
+                            if let Some(url) = urls::resolve(&address, &entry.loc) {
+                                if urls::same_site(start, &url) {
+                                    outcome.urls.insert(url.to_string());
+                                }
+                            }
+                        }
+                    }
+                    Ok(Sitemap::Index(children)) => {
+                        outcome.read += 1;
+                        queue.extend(
+                            children
+                                .iter()
+                                .filter_map(|c| urls::resolve(&address, c))
+                                .filter(|c| urls::same_site(start, c)),
+                        );
+                    }
+                    Err(error) => outcome.invalid.push((address.to_string(), error.to_string())),
+                },
+                // `/sitemap.xml` guessed and absent: there is no sitemap.
+                Some(status) if (400..500).contains(&status) && !declared => {}
+                Some(status) => outcome
+                    .invalid
+                    .push((address.to_string(), format!("answered {status}"))),
+                None => outcome
+                    .invalid
+                    .push((address.to_string(), "could not be fetched".to_owned())),
+            }
+        }
+        outcome
+    }
+}
+
+/// The internal links of a page to follow: from a fetched HTML page that answered 2xx on the
+/// site, unless it says `nofollow` for robots.
+fn links_to_follow(start: &Url, page: &PageRecord) -> Vec<Url> {
+    let Some(facts) = &page.facts else {
+        return Vec::new();
+    };
+    if !page.is_ok() || facts.robots_directives.iter().any(|d| d == "nofollow" || d == "none") {
+        return Vec::new();
+    }
+    let Ok(final_url) = Url::parse(&page.final_url) else {
+        return Vec::new();
+    };
+    if !urls::same_site(start, &final_url) {
+        return Vec::new();
+    }
+    let base = facts
+        .base_href
+        .as_deref()
+        .and_then(|b| final_url.join(b).ok())
+        .unwrap_or(final_url);
+    facts
+        .links
+        .iter()
+        .filter_map(|link| urls::resolve(&base, &link.href))
+        .filter(|link| urls::same_site(start, link))
+        .collect()
+}
+
+/// Every address a crawl reached: fetched, redirected to, listed in its sitemaps, or
+/// disallowed by robots.txt; issues about other addresses keep their state.
+pub fn reached(record: &CrawlRecord) -> Vec<String> {
+    let mut reached: BTreeSet<String> = BTreeSet::new();
+    reached.insert(record.start_url.clone());
+    for page in &record.pages {
+        reached.insert(page.url.clone());
+        reached.insert(page.final_url.clone());
+    }
+    reached.extend(record.sitemaps.urls.iter().cloned());
+    reached.extend(record.disallowed.iter().cloned());
+    reached.into_iter().collect()
+}

@@ -1,0 +1,279 @@
+//! Fetching: the [`PageFetcher`] seam, and its HTTP implementation on reqwest (feature `net`).
+//!
+//! The crawler asks for one address at a time and follows redirects itself, so that chains
+//! and loops are findings and every hop passes the same checks. [`HttpFetcher`] refuses
+//! loopback, private, link-local, CGNAT, multicast, documentation and metadata addresses
+//! unless private targets are allowed: for a host name, on the addresses its resolver
+//! returns, which are the only ones the connection may use (so a DNS answer that changes
+//! between check and connect cannot sneak in, and neither can a redirect); for an IP literal,
+//! before any connection.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use url::Url;
+
+/// Why a fetch failed (no HTTP answer).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FetchError {
+    /// The address is, or resolves to, a private or otherwise forbidden network.
+    #[error("{0} is a private or reserved address; scans do not reach it")]
+    Forbidden(String),
+    /// No answer in time.
+    #[error("timed out")]
+    Timeout,
+    /// Anything else: DNS, connection, TLS, protocol.
+    #[error("{0}")]
+    Network(String),
+}
+
+/// The body of an answer, read chunk by chunk.
+#[async_trait]
+pub trait BodyStream: Send {
+    /// The next chunk, or `None` at the end.
+    async fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, FetchError>;
+}
+
+/// An answer to one request (redirects not followed).
+pub struct Answer {
+    /// The status code.
+    pub status: u16,
+    /// `Location`, for redirects.
+    pub location: Option<String>,
+    /// `Content-Type`.
+    pub content_type: Option<String>,
+    /// `Retry-After` in seconds, for 429 and 503.
+    pub retry_after: Option<Duration>,
+    /// `X-Robots-Tag`.
+    pub robots_tag: Option<String>,
+    /// The body.
+    pub body: Box<dyn BodyStream>,
+}
+
+impl fmt::Debug for Answer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Answer")
+            .field("status", &self.status)
+            .field("location", &self.location)
+            .field("content_type", &self.content_type)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the crawler needs of the network: one `GET`, redirects not followed.
+#[async_trait]
+pub trait PageFetcher: Send + Sync + fmt::Debug {
+    /// `GET url`.
+    async fn get(&self, url: &Url) -> Result<Answer, FetchError>;
+}
+
+/// Whether scans may reach this address: not loopback, private (RFC 1918, unique local),
+/// link-local (which holds the cloud metadata address 169.254.169.254), CGNAT
+/// (100.64.0.0/10), unspecified, broadcast, multicast, documentation, benchmarking or
+/// reserved ranges; IPv4 embedded in IPv6 (mapped, NAT64) is judged as IPv4.
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => is_public_v4(v4),
+        IpAddr::V6(v6) => is_public_v6(v6),
+    }
+}
+
+fn is_public_v4(ip: Ipv4Addr) -> bool {
+    let [a, b, c, _] = ip.octets();
+    !(ip.is_unspecified()
+        || ip.is_loopback()
+        || ip.is_private()
+        || ip.is_link_local()
+        || ip.is_broadcast()
+        || ip.is_multicast()
+        || ip.is_documentation()
+        || a == 0
+        || (a == 100 && (64..128).contains(&b))
+        || (a == 192 && b == 0 && c == 0)
+        || (a == 198 && (18..20).contains(&b))
+        || a >= 240)
+}
+
+fn is_public_v6(ip: Ipv6Addr) -> bool {
+    if let Some(v4) = ip.to_ipv4_mapped() {
+        return is_public_v4(v4);
+    }
+    let segments = ip.segments();
+    // NAT64 (64:ff9b::/96) carries an IPv4 address in its last 32 bits.
+    if segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        let [.., hi, lo] = segments;
+        return is_public_v4(Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo)));
+    }
+    !(ip.is_unspecified()
+        || ip.is_loopback()
+        || ip.is_multicast()
+        || (segments[0] & 0xfe00) == 0xfc00
+        || (segments[0] & 0xffc0) == 0xfe80
+        || (segments[0] == 0x2001 && segments[1] == 0x0db8))
+}
+
+#[cfg(feature = "net")]
+pub use http::HttpFetcher;
+
+#[cfg(feature = "net")]
+mod http {
+    use std::net::SocketAddr;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use async_trait::async_trait;
+    use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+    use url::Url;
+
+    use super::{is_public, Answer, BodyStream, FetchError, PageFetcher};
+
+    /// Resolves host names and keeps only the addresses scans may reach.
+    #[derive(Debug)]
+    struct PublicOnly;
+
+    impl Resolve for PublicOnly {
+        fn resolve(&self, name: Name) -> Resolving {
+            let host = name.as_str().to_owned();
+            Box::pin(async move {
+                let resolved: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
+                    .await?
+                    .collect();
+                let allowed: Vec<SocketAddr> =
+                    resolved.into_iter().filter(|a| is_public(a.ip())).collect();
+                if allowed.is_empty() {
+                    return Err(Box::new(FetchError::Forbidden(host)) as _);
+                }
+                Ok(Box::new(allowed.into_iter()) as Addrs)
+            })
+        }
+    }
+
+    /// The HTTP fetcher: reqwest with rustls, no redirects, no cookies, a user agent of its
+    /// own, and time limits.
+    #[derive(Debug, Clone)]
+    pub struct HttpFetcher {
+        client: reqwest::Client,
+        allow_private: bool,
+    }
+
+    impl HttpFetcher {
+        /// A fetcher that sends `user_agent`, gives each request `timeout` (connecting, and
+        /// the whole answer), and reaches private addresses only if `allow_private`.
+        pub fn new(user_agent: &str, timeout: Duration, allow_private: bool) -> Self {
+            let mut builder = reqwest::Client::builder()
+                .user_agent(user_agent)
+                .redirect(reqwest::redirect::Policy::none())
+                .connect_timeout(timeout.min(Duration::from_secs(5)))
+                .timeout(timeout)
+                .pool_max_idle_per_host(8)
+                .no_proxy();
+            if !allow_private {
+                builder = builder.dns_resolver(Arc::new(PublicOnly));
+            }
+            let client = builder.build().unwrap_or_else(|_| reqwest::Client::new());
+            HttpFetcher {
+                client,
+                allow_private,
+            }
+        }
+    }
+
+    /// The body of a reqwest response.
+    struct ReqwestBody(reqwest::Response);
+
+    #[async_trait]
+    impl BodyStream for ReqwestBody {
+        async fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, FetchError> {
+            match self.0.chunk().await {
+                Ok(chunk) => Ok(chunk.map(|bytes| bytes.to_vec())),
+                Err(error) => Err(classify(&error)),
+            }
+        }
+    }
+
+    fn classify(error: &reqwest::Error) -> FetchError {
+        if error.is_timeout() {
+            return FetchError::Timeout;
+        }
+        // The resolver's refusal arrives wrapped; find it in the chain of sources.
+        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+        while let Some(current) = source {
+            if let Some(forbidden) = current.downcast_ref::<FetchError>() {
+                return forbidden.clone();
+            }
+            source = current.source();
+        }
+        let mut text = error.to_string();
+        let mut cause = std::error::Error::source(error);
+        while let Some(inner) = cause {
+            text = format!("{text}: {inner}");
+            cause = inner.source();
+        }
+        FetchError::Network(text)
+    }
+
+    #[async_trait]
+    impl PageFetcher for HttpFetcher {
+        async fn get(&self, url: &Url) -> Result<Answer, FetchError> {
+            if !self.allow_private {
+                if let Some(host) = url.host() {
+                    let literal = match host {
+                        url::Host::Ipv4(ip) => Some(std::net::IpAddr::V4(ip)),
+                        url::Host::Ipv6(ip) => Some(std::net::IpAddr::V6(ip)),
+                        url::Host::Domain(_) => None,
+                    };
+                    if literal.is_some_and(|ip| !is_public(ip)) {
+                        return Err(FetchError::Forbidden(url.host_str().unwrap_or("").to_owned()));
+                    }
+                }
+            }
+            let response = self
+                .client
+                .get(url.as_str())
+                .header(reqwest::header::ACCEPT, "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.5")
+                .send()
+                .await
+                .map_err(|e| classify(&e))?;
+            let header = |name: reqwest::header::HeaderName| {
+                response
+                    .headers()
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            };
+            let retry_after = header(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(Duration::from_secs);
+            Ok(Answer {
+                status: response.status().as_u16(),
+                location: header(reqwest::header::LOCATION),
+                content_type: header(reqwest::header::CONTENT_TYPE),
+                retry_after,
+                robots_tag: header(reqwest::header::HeaderName::from_static("x-robots-tag")),
+                body: Box::new(ReqwestBody(response)),
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_and_reserved_addresses_are_not_public() {
+        for ip in [
+            "127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1",
+            "0.0.0.0", "255.255.255.255", "224.0.0.1", "192.0.2.1", "198.18.0.1", "240.0.0.1",
+            "::1", "::", "fc00::1", "fd00:ec2::254", "fe80::1", "::ffff:127.0.0.1",
+            "64:ff9b::a00:1", "2001:db8::1", "ff02::1",
+        ] {
+            assert!(!is_public(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in ["93.184.216.34", "8.8.8.8", "100.128.0.1", "2606:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808"] {
+            assert!(is_public(ip.parse().unwrap()), "{ip}");
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! The `seo-scan` job handler: crawls the property, analyses the crawl, records the findings
+//! with their lifecycle, and completes the job with `{score, pagesScanned, issuesCount}`.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{json, Value};
+use url::Url;
+
+use super::checks::{analyse, score, Finding};
+use super::crawler::{reached, CrawlOptions, Crawler};
+use super::fetch::{FetchError, PageFetcher};
+use crate::runtime::{JobContext, JobError, JobHandler};
+use crate::store::{NewFinding, ScanFindings, Store};
+
+/// Runs `seo-scan` jobs. [`crate::Xf::spawn_workers`] registers it unless the host gives a
+/// handler of its own for the type.
+#[derive(Debug, Clone)]
+pub struct ScanHandler {
+    store: Arc<dyn Store>,
+    fetcher: Arc<dyn PageFetcher>,
+    clock: Arc<dyn crate::time::Clock>,
+    options: CrawlOptions,
+}
+
+impl ScanHandler {
+    /// A handler crawling through `fetcher` with `options` (the job's budgets replace
+    /// `max_pages` and `max_depth`).
+    pub fn new(
+        store: Arc<dyn Store>,
+        fetcher: Arc<dyn PageFetcher>,
+        clock: Arc<dyn crate::time::Clock>,
+        options: CrawlOptions,
+    ) -> Self {
+        ScanHandler {
+            store,
+            fetcher,
+            clock,
+            options,
+        }
+    }
+}
+
+impl From<&Finding> for NewFinding {
+    fn from(finding: &Finding) -> Self {
+        NewFinding {
+            issue_type: finding.check.id.to_owned(),
+            title: finding.check.title.to_owned(),
+            severity: finding.check.severity,
+            scan_kind: finding.check.scope,
+            url: finding.url.clone(),
+            subject: finding.subject.clone(),
+            evidence: finding.evidence.clone(),
+            how_to_fix: finding.check.fix.to_owned(),
+        }
+    }
+}
+
+fn store_failure(error: crate::StoreError) -> JobError {
+    JobError::Retry(format!("the store failed: {error}"))
+}
+
+#[async_trait]
+impl JobHandler for ScanHandler {
+    async fn run(&self, job: JobContext) -> Result<Value, JobError> {
+        let record = job.job();
+        let budget = record
+            .scan_payload()
+            .ok_or_else(|| JobError::Fail("the scan's payload is not {maxPages, maxDepth}".into()))?;
+        let property = self
+            .store
+            .get_property(&record.subject.property_id)
+            .await
+            .map_err(store_failure)?
+            .ok_or_else(|| JobError::Fail("the property no longer exists".into()))?;
+        let start = Url::parse(&property.url)
+            .map_err(|e| JobError::Fail(format!("the property's URL does not parse: {e}")))?;
+        let crawler = Crawler::new(
+            Arc::clone(&self.fetcher),
+            CrawlOptions {
+                max_pages: budget.max_pages,
+                max_depth: budget.max_depth,
+                ..self.options.clone()
+            },
+        );
+        let crawl = match crawler.crawl(&start, &|p| job.set_progress(p)).await {
+            Ok(crawl) => crawl,
+            Err(forbidden @ FetchError::Forbidden(_)) => {
+                return Err(JobError::Fail(format!("the site cannot be scanned: {forbidden}")))
+            }
+            Err(other) => return Err(JobError::Retry(other.to_string())),
+        };
+        let findings = analyse(&crawl);
+        let result = json!({
+            "score": score(&findings, crawl.pages.len()),
+            "pagesScanned": crawl.pages.len(),
+            "issuesCount": findings.len(),
+        });
+        let scan = ScanFindings {
+            organization_id: record.organization_id.clone(),
+            property_id: record.subject.property_id.clone(),
+            job_id: record.id.clone(),
+            now: self.clock.now(),
+            findings: findings.iter().map(NewFinding::from).collect(),
+            reached: reached(&crawl),
+        };
+        self.store
+            .record_scan_findings(&scan)
+            .await
+            .map_err(store_failure)?;
+        Ok(result)
+    }
+}
