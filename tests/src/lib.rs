@@ -91,9 +91,19 @@ pub fn start_time() -> Timestamp {
 impl TestApp {
     /// A test app over `store`.
     pub fn over(store: Arc<dyn TestStore>) -> Self {
+        Self::configured(store, |builder| builder)
+    }
+
+    /// A test app over `store` whose facade builder `configure` adjusts (a page fetcher,
+    /// private targets for crawls of loopback sites, ...).
+    pub fn configured(
+        store: Arc<dyn TestStore>,
+        configure: impl FnOnce(xf_core::XfBuilder) -> xf_core::XfBuilder,
+    ) -> Self {
         let clock = ManualClock::new(start_time());
         let facade_store: Arc<dyn Store> = store.clone();
-        let xf = Xf::builder(facade_store)
+        let builder = configure(Xf::builder(facade_store));
+        let xf = builder
             .clock(Arc::new(clock.clone()))
             .secret_key(TEST_SECRET.to_vec())
             .public_base_url("https://app.example.test")

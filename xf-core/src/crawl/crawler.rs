@@ -100,10 +100,7 @@ impl Crawler {
         start: &Url,
         progress: &(dyn Fn(u8) + Send + Sync),
     ) -> Result<CrawlRecord, FetchError> {
-        let mut record = CrawlRecord {
-            start_url: start.to_string(),
-            ..CrawlRecord::default()
-        };
+        let mut record = CrawlRecord::new(start.to_string());
         let robots = self.robots(start, &mut record).await?;
         record.sitemaps = self.sitemaps(start, &robots).await;
         let delay = robots
@@ -131,13 +128,15 @@ impl Crawler {
                 }
             }
             fetchable.truncate(budget - record.pages.len());
-            let pages = self.fetch_all(start, fetchable, delay, &record, progress).await;
+            let first_new = record.pages.len();
+            self.fetch_all(start, fetchable, delay, &mut record, progress)
+                .await;
             let mut next = Vec::new();
-            for page in &pages {
+            for page in &record.pages[first_new..] {
                 if page.depth >= self.options.max_depth {
                     continue;
                 }
-                for link in links_to_follow(start, page) {
+                for link in links_to_follow(start, &record, page) {
                     if seen.insert(link.to_string()) {
                         next.push(Target {
                             url: link,
@@ -146,7 +145,6 @@ impl Crawler {
                     }
                 }
             }
-            record.pages.extend(pages);
             level = next;
         }
         // Sitemap pages no link led to: fetched for the sitemap checks, links not followed.
@@ -166,31 +164,37 @@ impl Crawler {
             .map(|url| Target { url, depth: 0 })
             .take(budget.saturating_sub(record.pages.len()))
             .collect();
-        let pages = self.fetch_all(start, unlinked, delay, &record, progress).await;
-        record.pages.extend(pages);
+        self.fetch_all(start, unlinked, delay, &mut record, progress)
+            .await;
         Ok(record)
     }
 
-    /// Fetches `targets`, `concurrency` at a time (or one at a time, `delay` apart), and
-    /// returns their records in the order given.
+    /// Fetches `targets`, `concurrency` at a time (or one at a time, `delay` apart), and adds
+    /// their records to `record` in the order given.
     async fn fetch_all(
         &self,
         start: &Url,
         targets: Vec<Target>,
         delay: Option<Duration>,
-        record: &CrawlRecord,
+        record: &mut CrawlRecord,
         progress: &(dyn Fn(u8) + Send + Sync),
-    ) -> Vec<PageRecord> {
+    ) {
         let total = self.options.max_pages.max(1) as usize;
         let done_before = record.pages.len();
         let mut results: Vec<Option<PageRecord>> = vec![None; targets.len()];
-        let concurrency = if delay.is_some() { 1 } else { self.options.concurrency.max(1) };
+        let concurrency = if delay.is_some() {
+            1
+        } else {
+            self.options.concurrency.max(1)
+        };
         let mut tasks = tokio::task::JoinSet::new();
         let mut queue = targets.into_iter().enumerate();
         let mut done = 0;
         loop {
             while tasks.len() < concurrency {
-                let Some((index, target)) = queue.next() else { break };
+                let Some((index, target)) = queue.next() else {
+                    break;
+                };
                 let crawler = self.clone();
                 let start = start.clone();
                 let pause = delay.filter(|_| index > 0 || done_before > 0);
@@ -201,15 +205,18 @@ impl Crawler {
                     (index, crawler.fetch_page(&start, target).await)
                 });
             }
-            let Some(joined) = tasks.join_next().await else { break };
-            if let Ok((index, page)) = joined {
+            let Some(joined) = tasks.join_next().await else {
+                break;
+            };
+            if let Ok((index, mut page)) = joined {
+                record.link(&mut page);
                 results[index] = Some(page);
                 done += 1;
                 let fraction = (done_before + done) * 100 / total;
                 progress(u8::try_from(fraction.min(99)).unwrap_or(99));
             }
         }
-        results.into_iter().flatten().collect()
+        record.pages.extend(results.into_iter().flatten());
     }
 
     /// One `GET`, tried again after a `429` as its `Retry-After` says.
@@ -251,7 +258,12 @@ impl Crawler {
             page.status = Some(answer.status);
             let next = (300..400)
                 .contains(&answer.status)
-                .then(|| answer.location.as_deref().and_then(|l| urls::resolve(&current, l)))
+                .then(|| {
+                    answer
+                        .location
+                        .as_deref()
+                        .and_then(|l| urls::resolve(&current, l))
+                })
                 .flatten();
             if let Some(next) = next {
                 page.redirects.push((answer.status, next.to_string()));
@@ -261,7 +273,10 @@ impl Crawler {
                     break;
                 }
                 if page.redirects.len() > self.options.max_redirects {
-                    page.error = Some(format!("more than {} redirects", self.options.max_redirects));
+                    page.error = Some(format!(
+                        "more than {} redirects",
+                        self.options.max_redirects
+                    ));
                     break;
                 }
                 if !urls::same_site(start, &next) {
@@ -359,7 +374,11 @@ impl Crawler {
         for _ in 0..=5 {
             let mut answer = self.get(&address).await?;
             if (300..400).contains(&answer.status) {
-                match answer.location.as_deref().and_then(|l| urls::resolve(&address, l)) {
+                match answer
+                    .location
+                    .as_deref()
+                    .and_then(|l| urls::resolve(&address, l))
+                {
                     Some(next) if urls::same_site(start, &next) => {
                         address = next;
                         continue;
@@ -428,7 +447,9 @@ impl Crawler {
                                 .filter(|c| urls::same_site(start, c)),
                         );
                     }
-                    Err(error) => outcome.invalid.push((address.to_string(), error.to_string())),
+                    Err(error) => outcome
+                        .invalid
+                        .push((address.to_string(), error.to_string())),
                 },
                 // `/sitemap.xml` guessed and absent: there is no sitemap.
                 Some(status) if (400..500).contains(&status) && !declared => {}
@@ -446,29 +467,24 @@ impl Crawler {
 
 /// The internal links of a page to follow: from a fetched HTML page that answered 2xx on the
 /// site, unless it says `nofollow` for robots.
-fn links_to_follow(start: &Url, page: &PageRecord) -> Vec<Url> {
+fn links_to_follow(start: &Url, record: &CrawlRecord, page: &PageRecord) -> Vec<Url> {
     let Some(facts) = &page.facts else {
         return Vec::new();
     };
-    if !page.is_ok() || facts.robots_directives.iter().any(|d| d == "nofollow" || d == "none") {
+    if !page.is_ok()
+        || facts
+            .robots_directives
+            .iter()
+            .any(|d| d == "nofollow" || d == "none")
+    {
         return Vec::new();
     }
-    let Ok(final_url) = Url::parse(&page.final_url) else {
-        return Vec::new();
-    };
-    if !urls::same_site(start, &final_url) {
+    if !Url::parse(&page.final_url).is_ok_and(|final_url| urls::same_site(start, &final_url)) {
         return Vec::new();
     }
-    let base = facts
-        .base_href
-        .as_deref()
-        .and_then(|b| final_url.join(b).ok())
-        .unwrap_or(final_url);
-    facts
-        .links
+    page.internal_links
         .iter()
-        .filter_map(|link| urls::resolve(&base, &link.href))
-        .filter(|link| urls::same_site(start, link))
+        .filter_map(|link| Url::parse(record.address(link.target)).ok())
         .collect()
 }
 

@@ -137,9 +137,8 @@ mod http {
         fn resolve(&self, name: Name) -> Resolving {
             let host = name.as_str().to_owned();
             Box::pin(async move {
-                let resolved: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
-                    .await?
-                    .collect();
+                let resolved: Vec<SocketAddr> =
+                    tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
                 let allowed: Vec<SocketAddr> =
                     resolved.into_iter().filter(|a| is_public(a.ip())).collect();
                 if allowed.is_empty() {
@@ -225,14 +224,19 @@ mod http {
                         url::Host::Domain(_) => None,
                     };
                     if literal.is_some_and(|ip| !is_public(ip)) {
-                        return Err(FetchError::Forbidden(url.host_str().unwrap_or("").to_owned()));
+                        return Err(FetchError::Forbidden(
+                            url.host_str().unwrap_or("").to_owned(),
+                        ));
                     }
                 }
             }
             let response = self
                 .client
                 .get(url.as_str())
-                .header(reqwest::header::ACCEPT, "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.5")
+                .header(
+                    reqwest::header::ACCEPT,
+                    "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.5",
+                )
                 .send()
                 .await
                 .map_err(|e| classify(&e))?;
@@ -265,14 +269,38 @@ mod tests {
     #[test]
     fn private_and_reserved_addresses_are_not_public() {
         for ip in [
-            "127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1",
-            "0.0.0.0", "255.255.255.255", "224.0.0.1", "192.0.2.1", "198.18.0.1", "240.0.0.1",
-            "::1", "::", "fc00::1", "fd00:ec2::254", "fe80::1", "::ffff:127.0.0.1",
-            "64:ff9b::a00:1", "2001:db8::1", "ff02::1",
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "255.255.255.255",
+            "224.0.0.1",
+            "192.0.2.1",
+            "198.18.0.1",
+            "240.0.0.1",
+            "::1",
+            "::",
+            "fc00::1",
+            "fd00:ec2::254",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "64:ff9b::a00:1",
+            "2001:db8::1",
+            "ff02::1",
         ] {
             assert!(!is_public(ip.parse().unwrap()), "{ip}");
         }
-        for ip in ["93.184.216.34", "8.8.8.8", "100.128.0.1", "2606:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808"] {
+        for ip in [
+            "93.184.216.34",
+            "8.8.8.8",
+            "100.128.0.1",
+            "2606:4700::1111",
+            "::ffff:8.8.8.8",
+            "64:ff9b::808:808",
+        ] {
             assert!(is_public(ip.parse().unwrap()), "{ip}");
         }
     }

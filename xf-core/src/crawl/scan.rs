@@ -64,9 +64,9 @@ fn store_failure(error: crate::StoreError) -> JobError {
 impl JobHandler for ScanHandler {
     async fn run(&self, job: JobContext) -> Result<Value, JobError> {
         let record = job.job();
-        let budget = record
-            .scan_payload()
-            .ok_or_else(|| JobError::Fail("the scan's payload is not {maxPages, maxDepth}".into()))?;
+        let budget = record.scan_payload().ok_or_else(|| {
+            JobError::Fail("the scan's payload is not {maxPages, maxDepth}".into())
+        })?;
         let property = self
             .store
             .get_property(&record.subject.property_id)
@@ -86,7 +86,9 @@ impl JobHandler for ScanHandler {
         let crawl = match crawler.crawl(&start, &|p| job.set_progress(p)).await {
             Ok(crawl) => crawl,
             Err(forbidden @ FetchError::Forbidden(_)) => {
-                return Err(JobError::Fail(format!("the site cannot be scanned: {forbidden}")))
+                return Err(JobError::Fail(format!(
+                    "the site cannot be scanned: {forbidden}"
+                )))
             }
             Err(other) => return Err(JobError::Retry(other.to_string())),
         };

@@ -33,6 +33,7 @@ mod scans;
 use std::sync::Arc;
 
 use crate::api::{Page, PageParams};
+use crate::crawl::fetch::PageFetcher;
 use crate::cursor::CursorCodec;
 use crate::error::Error;
 use crate::error::Result;
@@ -41,7 +42,6 @@ use crate::model::{KeyMode, Organization};
 use crate::params::PageSize;
 use crate::plans::{Limits, Plan, PlanCatalog};
 use crate::secret::{derive_key, keyed_digest};
-use crate::crawl::fetch::PageFetcher;
 use crate::store::{After, PageRequest, Store};
 use crate::time::{Clock, SystemClock, Timestamp};
 
@@ -236,7 +236,11 @@ impl XfBuilder {
         let mock_key = derive_key(&config.secret_key, b"xf/test-mode/v1");
         #[cfg(feature = "net")]
         let fetcher = self.fetcher.or_else(|| {
-            let agent = format!("{}/{API_VERSION} (+{})", crate::crawl::crawler::AGENT_TOKEN, config.public_base_url);
+            let agent = format!(
+                "{}/{API_VERSION} (+{})",
+                crate::crawl::crawler::AGENT_TOKEN,
+                config.public_base_url
+            );
             let http = crate::crawl::fetch::HttpFetcher::new(
                 &agent,
                 std::time::Duration::from_secs(10),

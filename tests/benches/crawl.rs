@@ -1,0 +1,227 @@
+//! Pages per second of a whole scan, and the memory it takes: a generated site of 10,000
+//! pages (about 14 KB and 60 links each) served on loopback by a child process (this binary
+//! again, with `XF_BENCH_SERVE` set), scanned through the API and the job runtime on the
+//! memory store. Not a test: it asserts nothing about speed and reports figures to quote.
+//!
+//! Run with: `cargo bench -p xf-tests --bench crawl`. `XF_BENCH_RUNS` (default 5) sets the
+//! runs and `XF_BENCH_PAGES` (default 10000) the site's size; the median is reported. Memory is
+//! the process's peak resident set during a run (reset before each run through
+//! `/proc/self/clear_refs`) minus its resident set before the run: the crawler, the analysis,
+//! the store and the runtime, without the site's server.
+
+use std::fmt::Write;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::{Path, State};
+use axum::response::{Html, IntoResponse};
+use axum::routing::get;
+use axum::Router;
+use http::Method;
+use serde_json::json;
+use xf_core::runtime::WorkerOptions;
+use xf_tests::TestApp;
+
+/// Links on each page.
+const LINKS: usize = 60;
+
+/// Page `n` of a site of `pages`: a unique title, description and heading, about 14 KB of
+/// text, and 60 links spread over the site (the next page among them, so every page is
+/// reachable).
+fn page(n: usize, pages: usize) -> String {
+    let mut html = String::with_capacity(15_000);
+    let _ = write!(
+        html,
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <title>Generated page number {n} of the benchmark</title>\
+         <meta name=\"description\" content=\"Page {n} of a generated site that the crawl benchmark reads; it has text, headings and sixty links.\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         </head><body><h1>Page {n}</h1><nav>"
+    );
+    for k in 0..LINKS {
+        let target = if k == 0 {
+            (n + 1) % pages
+        } else {
+            (n * 7919 + k * k * 104_729 + k) % pages
+        };
+        let _ = write!(html, "<a href=\"/p/{target}\">Page {target}</a> ");
+    }
+    html.push_str("</nav><main>");
+    let mut paragraph = 0;
+    while html.len() < 14_000 {
+        let _ = write!(
+            html,
+            "<h2>Section {paragraph}</h2><p>Paragraph {paragraph} of page {n}: generated words \
+             that give the page enough text to read like an article, so the crawler parses a \
+             realistic amount of markup and text for every page it fetches here.</p>"
+        );
+        paragraph += 1;
+    }
+    html.push_str("</main></body></html>");
+    html
+}
+
+/// Serves the site on 127.0.0.1 (in the child process); returns its address.
+async fn serve(pages: usize) -> std::net::SocketAddr {
+    let router = Router::new()
+        .route(
+            "/",
+            get(|State(pages): State<usize>| async move { Html(page(0, pages)) }),
+        )
+        .route(
+            "/p/{n}",
+            get(
+                |State(pages): State<usize>, Path(n): Path<usize>| async move {
+                    if n < pages {
+                        Html(page(n, pages)).into_response()
+                    } else {
+                        http::StatusCode::NOT_FOUND.into_response()
+                    }
+                },
+            ),
+        )
+        .with_state(pages);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    address
+}
+
+/// A field of `/proc/self/status` in KiB.
+fn status_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|line| line.starts_with(field))
+        .and_then(|line| line.split_whitespace().nth(1))
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(0)
+}
+
+struct Figures {
+    pages_per_second: f64,
+    pages: u64,
+    peak_mib_above_baseline: f64,
+}
+
+/// Starts the site's server as a child process; returns it and its port.
+fn spawn_site(pages: usize) -> (std::process::Child, u16) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(std::env::current_exe().expect("this binary"))
+        .env("XF_BENCH_SERVE", pages.to_string())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the site");
+    let stdout = child.stdout.take().expect("piped");
+    let mut line = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("the site's port");
+    (child, line.trim().parse().expect("a port"))
+}
+
+async fn run(pages: usize) -> Figures {
+    let (mut site_process, port) = spawn_site(pages);
+    let app = TestApp::configured(Arc::new(xf_storage_memory::MemoryStore::new()), |builder| {
+        builder.allow_private_targets(true)
+    });
+    let org = app.organization("Bench", "growth").await;
+    let limits = json!({"limits": {"maxPages": pages, "maxDepth": 100}});
+    app.admin(
+        Method::PATCH,
+        &format!("/organizations/{}", org.organization.id),
+        Some(limits),
+    )
+    .await
+    .expect(200);
+    let site = app
+        .post(
+            "/properties",
+            &org.live_key,
+            json!({"url": format!("http://localhost:{port}/")}),
+        )
+        .await;
+    let property = site.expect(201)["property"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let workers = app.xf.spawn_workers(WorkerOptions::new());
+
+    // Peak resident set from here on.
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let baseline = status_kib("VmRSS:");
+    let started = Instant::now();
+    let queued = app
+        .post(
+            &format!("/properties/{property}/scans"),
+            &org.live_key,
+            json!({"maxPages": pages, "maxDepth": 100}),
+        )
+        .await;
+    let job = queued.expect(202)["job"]["id"].as_str().unwrap().to_owned();
+    let result = loop {
+        let reply = app.get(&format!("/jobs/{job}"), &org.live_key).await;
+        let job = reply.expect(200)["job"].clone();
+        match job["status"].as_str() {
+            Some("completed") => break job["result"].clone(),
+            Some("failed" | "cancelled") => panic!("the scan ended {job}"),
+            _ => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    };
+    let elapsed = started.elapsed();
+    let peak = status_kib("VmHWM:");
+    workers.shutdown(Duration::from_secs(5)).await;
+    let _ = site_process.kill();
+    let _ = site_process.wait();
+    let scanned = result["pagesScanned"].as_u64().unwrap_or(0);
+    Figures {
+        pages_per_second: scanned as f64 / elapsed.as_secs_f64(),
+        pages: scanned,
+        peak_mib_above_baseline: peak.saturating_sub(baseline) as f64 / 1024.0,
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn env_number(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    if let Some(pages) = std::env::var("XF_BENCH_SERVE")
+        .ok()
+        .and_then(|p| p.parse().ok())
+    {
+        let address = serve(pages).await;
+        println!("{}", address.port());
+        return std::future::pending().await;
+    }
+    let runs = env_number("XF_BENCH_RUNS", 5).max(1);
+    let pages = env_number("XF_BENCH_PAGES", 10_000).max(2);
+    println!(
+        "a generated site of {pages} pages (~14 KB, {LINKS} links each), memory store, {runs} runs"
+    );
+    let mut speeds = Vec::new();
+    let mut memory = Vec::new();
+    for _ in 0..runs {
+        let figures = run(pages).await;
+        println!(
+            "  {} pages in the scan, {:.0} pages/s, peak {:.1} MiB above baseline",
+            figures.pages, figures.pages_per_second, figures.peak_mib_above_baseline
+        );
+        speeds.push(figures.pages_per_second);
+        memory.push(figures.peak_mib_above_baseline);
+    }
+    println!(
+        "median: {:.0} pages/s, peak {:.1} MiB above baseline",
+        median(speeds),
+        median(memory)
+    );
+}
