@@ -198,7 +198,7 @@ catalogue! {
         "The site has no robots.txt.",
         "Publish a robots.txt, at least naming the sitemap.";
     ROBOTS_UNREACHABLE = "robots_txt_unreachable", "robots.txt unreachable", High, Site,
-        "robots.txt answered with a server error or could not be fetched; search engines then stop crawling the site.",
+        "robots.txt answered with a server error (or redirected too often); search engines then stop crawling the site.",
         "Make robots.txt answer 200 (or 404 if there is none).";
     START_BLOCKED = "start_blocked_by_robots", "Start page blocked by robots.txt", Critical, Site,
         "robots.txt disallows the site's start page, so search engines cannot crawl the site.",
@@ -273,8 +273,8 @@ pub struct InternalLink {
 pub struct PageRecord {
     /// The normalised address that was requested.
     pub url: String,
-    /// Clicks from the start page (0 for the start page; sitemap-only pages get the depth
-    /// they were found at: one more than the deepest crawled page, at most `maxDepth`).
+    /// Clicks from the start page: 0 for the start page, and for pages only a sitemap led to,
+    /// which no click reaches (they are orphans, not deep pages).
     pub depth: u32,
     /// The redirects followed, in order: each one's status and the address it pointed to.
     pub redirects: Vec<(u16, String)>,
@@ -721,7 +721,9 @@ fn page_checks(
     let Some(facts) = &page.facts else {
         return;
     };
-    if !page.is_ok() {
+    // A redirected address has no content of its own: the page it leads to is crawled as
+    // itself and checked there.
+    if !page.is_ok() || !page.redirects.is_empty() {
         return;
     }
     if page.body_bytes > limits::LARGE_PAGE_BYTES || facts.truncated {
@@ -1049,8 +1051,10 @@ fn duplicate_checks(crawl: &CrawlRecord, out: &mut Findings) {
             format!("the same description on {}", list(&pages, 5)),
         );
     }
-    for (_, pages) in texts.into_iter().filter(|(_, p)| p.len() > 1) {
-        // The first copy (in address order) names the group, stable across scans.
+    for (_, mut pages) in texts.into_iter().filter(|(_, p)| p.len() > 1) {
+        // The first copy in address order names the group: stable across scans, whatever
+        // order the crawl found the copies in.
+        pages.sort_unstable();
         out.site(
             &DUPLICATE_CONTENT,
             format!("content: {}", pages[0]),

@@ -93,8 +93,10 @@ impl Crawler {
     }
 
     /// Crawls the site of `start`, reporting progress (0 to 99) as pages are fetched. Fails
-    /// only when the site's host is an address scans may not reach
-    /// ([`FetchError::Forbidden`]): then nothing was requested from it.
+    /// when the site cannot be reached at all: its host is an address scans may not reach
+    /// ([`FetchError::Forbidden`], and then nothing was requested from it), or robots.txt,
+    /// the first request, got no HTTP answer (DNS, connection, timeout). A robots.txt that
+    /// answers with a server error ends the crawl there, as it stops search engines.
     pub async fn crawl(
         &self,
         start: &Url,
@@ -108,6 +110,17 @@ impl Crawler {
             .map(|d| d.min(self.options.max_crawl_delay));
         let allowed = |url: &Url| robots.is_allowed(AGENT_TOKEN, &urls::robots_path(url));
 
+        if record.robots == RobotsOutcome::Unreachable {
+            return Ok(record);
+        }
+        let blocked: Vec<String> = record
+            .sitemaps
+            .urls
+            .iter()
+            .filter(|u| Url::parse(u).is_ok_and(|u| !allowed(&u)))
+            .cloned()
+            .collect();
+        record.disallowed.extend(blocked);
         if !allowed(start) {
             record.start_blocked = true;
             return Ok(record);
@@ -133,6 +146,20 @@ impl Crawler {
                 .await;
             let mut next = Vec::new();
             for page in &record.pages[first_new..] {
+                // A redirect inside the site: the page it leads to is crawled as itself, at
+                // the same depth (its links are followed there).
+                if !page.redirects.is_empty() && !page.redirect_loop {
+                    if let Ok(final_url) = Url::parse(&page.final_url) {
+                        if urls::same_site(start, &final_url) && seen.insert(page.final_url.clone())
+                        {
+                            next.push(Target {
+                                url: final_url,
+                                depth: page.depth,
+                            });
+                        }
+                    }
+                    continue;
+                }
                 if page.depth >= self.options.max_depth {
                     continue;
                 }
@@ -152,15 +179,8 @@ impl Crawler {
             .sitemaps
             .urls
             .iter()
-            .filter(|u| !seen.contains(*u))
+            .filter(|u| !seen.contains(*u) && !record.disallowed.contains(*u))
             .filter_map(|u| Url::parse(u).ok())
-            .filter(|u| {
-                let ok = allowed(u);
-                if !ok {
-                    record.disallowed.insert(u.to_string());
-                }
-                ok
-            })
             .map(|url| Target { url, depth: 0 })
             .take(budget.saturating_sub(record.pages.len()))
             .collect();
@@ -341,11 +361,7 @@ impl Crawler {
         let Some(address) = urls::origin_url(start, "/robots.txt") else {
             return Ok(Robots::allow_all());
         };
-        let (status, body) = match self.fetch_small(start, address, 1024 * 1024).await {
-            Err(forbidden @ FetchError::Forbidden(_)) => return Err(forbidden),
-            Err(_) => (None, Vec::new()),
-            Ok(answer) => answer,
-        };
+        let (status, body) = self.fetch_small(start, address, 1024 * 1024).await?;
         Ok(match status {
             Some(status) if (200..300).contains(&status) => {
                 record.robots = RobotsOutcome::Found;

@@ -90,7 +90,14 @@ impl JobHandler for ScanHandler {
                     "the site cannot be scanned: {forbidden}"
                 )))
             }
-            Err(other) => return Err(JobError::Retry(other.to_string())),
+            // No answer at all (DNS, connection, timeout): perhaps a passing outage, so the
+            // scan is tried again after a backoff, and fails with this error once its
+            // attempts are used up.
+            Err(other) => {
+                return Err(JobError::Retry(format!(
+                    "the site could not be reached: {other}"
+                )))
+            }
         };
         let findings = analyse(&crawl);
         let result = json!({

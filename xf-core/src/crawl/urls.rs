@@ -29,13 +29,19 @@ pub fn resolve(base: &Url, href: &str) -> Option<Url> {
 }
 
 /// Whether `url` belongs to the site that starts at `start`: the same host (ignoring a
-/// leading `www.` on either side) on `http` or `https`.
+/// leading `www.` on either side) and port, on `http` or `https`. Default ports count as the
+/// same on both schemes (a site that moves from http to https stays one site), but another
+/// explicit port is another site, with a robots.txt of its own (RFC 9309).
 pub fn same_site(start: &Url, url: &Url) -> bool {
     fn bare(host: &str) -> &str {
         host.strip_prefix("www.").unwrap_or(host)
     }
     match (start.host_str(), url.host_str()) {
-        (Some(a), Some(b)) => bare(a) == bare(b) && matches!(url.scheme(), "http" | "https"),
+        (Some(a), Some(b)) => {
+            bare(a) == bare(b)
+                && start.port() == url.port()
+                && matches!(url.scheme(), "http" | "https")
+        }
         _ => false,
     }
 }
@@ -103,6 +109,7 @@ mod tests {
             "https://shop.acme.example/",
             "https://acme.example.evil/",
             "ftp://acme.example/",
+            "https://acme.example:8443/",
         ] {
             assert!(
                 !same_site(&start, &Url::parse(outside).unwrap()),
