@@ -4,10 +4,11 @@
 //! memory store. Not a test: it asserts nothing about speed and reports figures to quote.
 //!
 //! Run with: `cargo bench -p xf-tests --bench crawl`. `XF_BENCH_RUNS` (default 5) sets the
-//! runs and `XF_BENCH_PAGES` (default 10000) the site's size; the median is reported. Memory is
-//! the process's peak resident set during a run (reset before each run through
-//! `/proc/self/clear_refs`) minus its resident set before the run: the crawler, the analysis,
-//! the store and the runtime, without the site's server.
+//! runs and `XF_BENCH_PAGES` (default 10000) the site's size; the median is reported. Each run
+//! is a fresh process (this binary again, with `XF_BENCH_ONE` set), so no run inherits memory
+//! an earlier one left with the allocator. Memory is that process's peak resident set during
+//! the scan (reset first through `/proc/self/clear_refs`) minus its resident set before it:
+//! the crawler, the analysis, the store and the runtime, without the site's server.
 
 use std::fmt::Write;
 use std::sync::Arc;
@@ -205,19 +206,37 @@ async fn main() {
     }
     let runs = env_number("XF_BENCH_RUNS", 5).max(1);
     let pages = env_number("XF_BENCH_PAGES", 10_000).max(2);
+    if std::env::var_os("XF_BENCH_ONE").is_some() {
+        let figures = run(pages).await;
+        println!(
+            "{} {} {}",
+            figures.pages, figures.pages_per_second, figures.peak_mib_above_baseline
+        );
+        return;
+    }
     println!(
         "a generated site of {pages} pages (~14 KB, {LINKS} links each), memory store, {runs} runs"
     );
     let mut speeds = Vec::new();
     let mut memory = Vec::new();
     for _ in 0..runs {
-        let figures = run(pages).await;
+        let output = std::process::Command::new(std::env::current_exe().expect("this binary"))
+            .env("XF_BENCH_ONE", "1")
+            .output()
+            .expect("a run");
+        let line = String::from_utf8_lossy(&output.stdout);
+        let fields: Vec<f64> = line
+            .split_whitespace()
+            .filter_map(|f| f.parse().ok())
+            .collect();
+        let [scanned, pages_per_second, peak] = fields[..] else {
+            panic!("a run printed {line:?}");
+        };
         println!(
-            "  {} pages in the scan, {:.0} pages/s, peak {:.1} MiB above baseline",
-            figures.pages, figures.pages_per_second, figures.peak_mib_above_baseline
+            "  {scanned} pages in the scan, {pages_per_second:.0} pages/s, peak {peak:.1} MiB above baseline"
         );
-        speeds.push(figures.pages_per_second);
-        memory.push(figures.peak_mib_above_baseline);
+        speeds.push(pages_per_second);
+        memory.push(peak);
     }
     println!(
         "median: {:.0} pages/s, peak {:.1} MiB above baseline",
