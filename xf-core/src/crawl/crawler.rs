@@ -164,6 +164,10 @@ impl Crawler {
                     continue;
                 }
                 for link in links_to_follow(start, &record, page) {
+                    // The queue holds no more than the budget can still fetch.
+                    if next.len() >= budget.saturating_sub(record.pages.len()) {
+                        break;
+                    }
                     if seen.insert(link.to_string()) {
                         next.push(Target {
                             url: link,
