@@ -230,3 +230,33 @@ async fn decode(response: http::Response<xf_tower::Body>) -> Reply {
         body,
     }
 }
+
+/// The fields of an issue item, as the API serves them.
+pub const ISSUE_ITEM_FIELDS: [&str; 15] = [
+    "id",
+    "propertyId",
+    "jobId",
+    "type",
+    "title",
+    "severity",
+    "scanKind",
+    "url",
+    "evidence",
+    "howToFix",
+    "status",
+    "createdAt",
+    "lastSeenAt",
+    "resolvedAt",
+    "fixedAt",
+];
+
+/// Asserts that `item` is an issue item: exactly [`ISSUE_ITEM_FIELDS`].
+#[track_caller]
+pub fn assert_issue_item_shape(item: &Value) {
+    let object = item.as_object().expect("an issue item is an object");
+    let mut fields: Vec<&str> = object.keys().map(String::as_str).collect();
+    fields.sort_unstable();
+    let mut expected = ISSUE_ITEM_FIELDS.to_vec();
+    expected.sort_unstable();
+    assert_eq!(fields, expected, "{item}");
+}

@@ -361,26 +361,7 @@ async fn issues_list_filters_and_summary(app: TestApp) {
     let issues = data["issues"].as_array().unwrap();
     assert_eq!(issues.len(), 4);
     assert_eq!(issues[0]["status"], "fixed");
-    let first = issues[3].as_object().unwrap();
-    for field in [
-        "id",
-        "propertyId",
-        "jobId",
-        "scanKind",
-        "type",
-        "title",
-        "severity",
-        "url",
-        "evidence",
-        "howToFix",
-        "status",
-        "createdAt",
-        "lastSeenAt",
-        "resolvedAt",
-        "fixedAt",
-    ] {
-        assert!(first.contains_key(field), "{field} missing in {first:?}");
-    }
+    xf_tests::assert_issue_item_shape(&issues[3]);
     assert_eq!(reply.body["meta"]["hasMore"], false);
 
     let site = app
