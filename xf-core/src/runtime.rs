@@ -88,8 +88,10 @@ pub enum JobError {
 #[derive(Debug)]
 pub struct JobContext {
     job: JobRecord,
+    attempt: Attempt,
     progress: Arc<AtomicU8>,
     stop: watch::Receiver<Option<Stop>>,
+    settled: Arc<AtomicBool>,
 }
 
 impl JobContext {
@@ -108,6 +110,19 @@ impl JobContext {
     pub fn set_progress(&self, progress: u8) {
         self.progress
             .fetch_max(progress.min(100), Ordering::Relaxed);
+    }
+
+    /// The attempt this run is, for a handler that writes its outcome itself (see
+    /// [`JobContext::settle`]).
+    pub fn attempt(&self) -> &Attempt {
+        &self.attempt
+    }
+
+    /// Tells the runtime that the handler wrote the attempt's outcome itself, in the same
+    /// transaction as its own data (the scan handler completes its job together with the
+    /// findings), so the value it returns is not written again.
+    pub fn settle(&self) {
+        self.settled.store(true, Ordering::Release);
     }
 
     /// Whether the attempt was told to stop. A handler that works in steps need not check:
@@ -539,11 +554,14 @@ async fn run_attempt(
         return;
     };
     let progress = Arc::new(AtomicU8::new(job.progress));
+    let settled = Arc::new(AtomicBool::new(false));
     let attempts = job.attempts;
     let context = JobContext {
         job,
+        attempt: attempt.clone(),
         progress: Arc::clone(&progress),
         stop: stop.clone(),
+        settled: Arc::clone(&settled),
     };
     let mut task = tokio::spawn(async move { handler.run(context).await });
     let mut beat = tokio::time::interval(shared.options.heartbeat_interval);
@@ -583,6 +601,7 @@ async fn run_attempt(
         }
     };
     shared.running().remove(&attempt.job_id);
+    let outcome = outcome.filter(|_| !settled.load(Ordering::Acquire));
     if let Some(outcome) = outcome {
         let sender = shared
             .finishes

@@ -3,15 +3,17 @@
 use async_trait::async_trait;
 use std::collections::HashSet;
 
+use serde_json::Value;
 use xf_core::ids::{IssueId, PropertyId};
+use xf_core::model::JobStatus;
 use xf_core::model::{Issue, IssueStatus, IssueSummary};
 use xf_core::store::{
-    subject_is_address, IssueFilter, IssueStore, PageRequest, ScanFindings, StoreResult,
+    subject_is_address, Attempt, IssueFilter, IssueStore, PageRequest, ScanFindings, StoreResult,
 };
 use xf_core::time::Timestamp;
 use xf_core::StoreError;
 
-use crate::MemoryStore;
+use crate::{MemoryStore, State};
 
 #[async_trait]
 impl IssueStore for MemoryStore {
@@ -35,80 +37,32 @@ impl IssueStore for MemoryStore {
     }
 
     async fn record_scan_findings(&self, scan: &ScanFindings) -> StoreResult<()> {
-        let mut state = self.write();
-        let property = scan.property_id.as_str();
-        let mut found = HashSet::new();
-        for finding in &scan.findings {
-            let key = (
-                property.to_owned(),
-                finding.issue_type.clone(),
-                finding.subject.clone(),
-            );
-            let existing = state.issue_keys.get(&key).cloned();
-            let id = match existing {
-                Some(id) => {
-                    state.issues.update(&id, |issue| {
-                        issue.job_id = scan.job_id.clone();
-                        issue.last_seen_at = scan.now;
-                        issue.url = finding.url.clone();
-                        issue.evidence = finding.evidence.clone();
-                        issue.title = finding.title.clone();
-                        issue.severity = finding.severity;
-                        issue.how_to_fix = finding.how_to_fix.clone();
-                        issue.status = IssueStatus::Open;
-                        issue.resolved_at = None;
-                        issue.fixed_at = None;
-                    });
-                    id
-                }
-                None => {
-                    let issue = Issue {
-                        id: IssueId::new(),
-                        organization_id: scan.organization_id.clone(),
-                        property_id: scan.property_id.clone(),
-                        job_id: scan.job_id.clone(),
-                        scan_kind: finding.scan_kind,
-                        issue_type: finding.issue_type.clone(),
-                        title: finding.title.clone(),
-                        severity: finding.severity,
-                        url: finding.url.clone(),
-                        evidence: finding.evidence.clone(),
-                        how_to_fix: finding.how_to_fix.clone(),
-                        subject: finding.subject.clone(),
-                        status: IssueStatus::Open,
-                        created_at: scan.now,
-                        last_seen_at: scan.now,
-                        resolved_at: None,
-                        fixed_at: None,
-                    };
-                    let id = issue.id.to_string();
-                    state.issues.insert(property, scan.now, &id, &issue);
-                    state.issue_keys.insert(key, id.clone());
-                    id
-                }
-            };
-            found.insert(id);
-        }
-        let reached: HashSet<&str> = scan.reached.iter().map(String::as_str).collect();
-        let to_resolve: Vec<String> = state
-            .issues
-            .values()
-            .filter(|issue| {
-                issue.property_id == scan.property_id
-                    && issue.status == IssueStatus::Open
-                    && !found.contains(issue.id.as_str())
-                    && (!subject_is_address(&issue.subject)
-                        || reached.contains(issue.subject.as_str()))
-            })
-            .map(|issue| issue.id.to_string())
-            .collect();
-        for id in to_resolve {
-            state.issues.update(&id, |issue| {
-                issue.status = IssueStatus::Resolved;
-                issue.resolved_at = Some(scan.now);
-            });
-        }
+        self.write().apply_findings(scan);
         Ok(())
+    }
+
+    async fn complete_scan(
+        &self,
+        scan: &ScanFindings,
+        attempt: &Attempt,
+        result: &Value,
+    ) -> StoreResult<bool> {
+        let mut state = self.write();
+        if state.current(attempt).is_none() {
+            return Ok(false);
+        }
+        state.apply_findings(scan);
+        state.finalize(
+            attempt.job_id.as_str(),
+            JobStatus::Completed,
+            scan.now,
+            |job| {
+                job.progress = 100;
+                job.result = Some(result.clone());
+                job.error = None;
+            },
+        );
+        Ok(true)
     }
 
     async fn get_issue(&self, id: &IssueId) -> StoreResult<Option<Issue>> {
@@ -161,4 +115,82 @@ fn issue_key(issue: &Issue) -> (String, String, String) {
         issue.issue_type.clone(),
         issue.subject.clone(),
     )
+}
+
+impl State {
+    /// The lifecycle of [`IssueStore::record_scan_findings`], under the caller's lock.
+    fn apply_findings(&mut self, scan: &ScanFindings) {
+        let property = scan.property_id.as_str();
+        let mut found = HashSet::new();
+        for finding in &scan.findings {
+            let key = (
+                property.to_owned(),
+                finding.issue_type.clone(),
+                finding.subject.clone(),
+            );
+            let existing = self.issue_keys.get(&key).cloned();
+            let id = match existing {
+                Some(id) => {
+                    self.issues.update(&id, |issue| {
+                        issue.job_id = scan.job_id.clone();
+                        issue.last_seen_at = scan.now;
+                        issue.url = finding.url.clone();
+                        issue.evidence = finding.evidence.clone();
+                        issue.title = finding.title.clone();
+                        issue.severity = finding.severity;
+                        issue.how_to_fix = finding.how_to_fix.clone();
+                        issue.status = IssueStatus::Open;
+                        issue.resolved_at = None;
+                        issue.fixed_at = None;
+                    });
+                    id
+                }
+                None => {
+                    let issue = Issue {
+                        id: IssueId::new(),
+                        organization_id: scan.organization_id.clone(),
+                        property_id: scan.property_id.clone(),
+                        job_id: scan.job_id.clone(),
+                        scan_kind: finding.scan_kind,
+                        issue_type: finding.issue_type.clone(),
+                        title: finding.title.clone(),
+                        severity: finding.severity,
+                        url: finding.url.clone(),
+                        evidence: finding.evidence.clone(),
+                        how_to_fix: finding.how_to_fix.clone(),
+                        subject: finding.subject.clone(),
+                        status: IssueStatus::Open,
+                        created_at: scan.now,
+                        last_seen_at: scan.now,
+                        resolved_at: None,
+                        fixed_at: None,
+                    };
+                    let id = issue.id.to_string();
+                    self.issues.insert(property, scan.now, &id, &issue);
+                    self.issue_keys.insert(key, id.clone());
+                    id
+                }
+            };
+            found.insert(id);
+        }
+        let reached: HashSet<&str> = scan.reached.iter().map(String::as_str).collect();
+        let to_resolve: Vec<String> = self
+            .issues
+            .values()
+            .filter(|issue| {
+                issue.property_id == scan.property_id
+                    && issue.status == IssueStatus::Open
+                    && !found.contains(issue.id.as_str())
+                    && (!subject_is_address(&issue.subject)
+                        || reached.contains(issue.subject.as_str()))
+            })
+            .map(|issue| issue.id.to_string())
+            .collect();
+        for id in to_resolve {
+            self.issues.update(&id, |issue| {
+                issue.status = IssueStatus::Resolved;
+                issue.resolved_at = Some(scan.now);
+            });
+        }
+    }
 }

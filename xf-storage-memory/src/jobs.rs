@@ -56,7 +56,7 @@ impl State {
     }
 
     /// Writes the event of a job that just reached a final state.
-    fn record_event(&mut self, job: &JobRecord, now: Timestamp) {
+    pub(crate) fn record_event(&mut self, job: &JobRecord, now: Timestamp) {
         if let Some(event_type) = EventType::for_status(job.status) {
             self.events.push(Event {
                 id: EventId::new(),
@@ -69,7 +69,7 @@ impl State {
     }
 
     /// The job if `attempt` is its current, running attempt.
-    fn current(&mut self, attempt: &Attempt) -> Option<&mut StoredJob> {
+    pub(crate) fn current(&mut self, attempt: &Attempt) -> Option<&mut StoredJob> {
         self.jobs.get_mut(attempt.job_id.as_str()).filter(|job| {
             job.record.status == JobStatus::Processing
                 && job.lease.is_some_and(|lease| lease.token == attempt.token)
@@ -78,7 +78,7 @@ impl State {
 
     /// Ends the running attempt of job `id`: its lease leaves the index. With `keep_token`,
     /// the attempt is remembered so that its heartbeat can learn it was cancelled.
-    fn end_attempt(&mut self, id: &str, keep_token: bool) {
+    pub(crate) fn end_attempt(&mut self, id: &str, keep_token: bool) {
         let Some(job) = self.jobs.get_mut(id) else {
             return;
         };
@@ -93,7 +93,7 @@ impl State {
 
     /// Puts job `id` back in the queue, due at `run_at`; `error` says why the attempt that
     /// ended failed (none for a release or a rescue).
-    fn requeue(&mut self, id: &str, run_at: Timestamp, error: Option<String>) {
+    pub(crate) fn requeue(&mut self, id: &str, run_at: Timestamp, error: Option<String>) {
         self.end_attempt(id, false);
         if let Some(job) = self.jobs.get_mut(id) {
             job.record.status = JobStatus::Pending;
@@ -106,7 +106,7 @@ impl State {
     }
 
     /// Moves job `id` to a final state, with its event.
-    fn finalize(
+    pub(crate) fn finalize(
         &mut self,
         id: &str,
         status: JobStatus,

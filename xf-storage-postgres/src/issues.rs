@@ -1,10 +1,14 @@
 //! Issues.
 
 use async_trait::async_trait;
-use sqlx::QueryBuilder;
+use serde_json::Value;
+use sqlx::types::Json;
+use sqlx::{PgConnection, QueryBuilder};
 use xf_core::ids::{IssueId, PropertyId};
 use xf_core::model::{Issue, IssueSummary};
-use xf_core::store::{IssueFilter, IssueStore, NewFinding, PageRequest, ScanFindings, StoreResult};
+use xf_core::store::{
+    Attempt, IssueFilter, IssueStore, NewFinding, PageRequest, ScanFindings, StoreResult,
+};
 use xf_core::time::Timestamp;
 
 use crate::error::store_error;
@@ -44,72 +48,51 @@ impl IssueStore for PgStore {
     }
 
     async fn record_scan_findings(&self, scan: &ScanFindings) -> StoreResult<()> {
-        let findings = &scan.findings;
-        let ids: Vec<String> = findings
-            .iter()
-            .map(|_| IssueId::new().into_string())
-            .collect();
-        let column =
-            |get: fn(&NewFinding) -> String| -> Vec<String> { findings.iter().map(get).collect() };
-        let types = column(|f| f.issue_type.clone());
-        let titles = column(|f| f.title.clone());
-        let severities = column(|f| f.severity.as_str().to_owned());
-        let kinds = column(|f| f.scan_kind.as_str().to_owned());
-        let subjects = column(|f| f.subject.clone());
-        let evidence = column(|f| f.evidence.clone());
-        let fixes = column(|f| f.how_to_fix.clone());
-        let urls: Vec<Option<String>> = findings.iter().map(|f| f.url.clone()).collect();
         let mut tx = self.pool.begin().await.map_err(store_error)?;
-        // Every finding in one upsert on (property, type, subject): new ones are inserted
-        // open, known ones take this scan's evidence and open again if they were resolved or
-        // fixed.
-        sqlx::query(
-            "INSERT INTO issues AS i (id, organization_id, property_id, job_id, scan_kind, \
-                 issue_type, title, severity, url, evidence, how_to_fix, subject, status, \
-                 created_at, last_seen_at) \
-             SELECT f.id, $1, $2, $3, f.kind, f.issue_type, f.title, f.severity, f.url, \
-                    f.evidence, f.fix, f.subject, 'open', $4, $4 \
-             FROM UNNEST($5::text[], $6::text[], $7::text[], $8::text[], $9::text[], \
-                         $10::text[], $11::text[], $12::text[], $13::text[]) \
-                 AS f(id, issue_type, title, severity, kind, url, subject, evidence, fix) \
-             ON CONFLICT (property_id, issue_type, subject) DO UPDATE SET \
-                 job_id = EXCLUDED.job_id, last_seen_at = EXCLUDED.last_seen_at, \
-                 url = EXCLUDED.url, evidence = EXCLUDED.evidence, title = EXCLUDED.title, \
-                 severity = EXCLUDED.severity, how_to_fix = EXCLUDED.how_to_fix, \
-                 status = 'open', resolved_at = NULL, fixed_at = NULL",
-        )
-        .bind(scan.organization_id.as_str())
-        .bind(scan.property_id.as_str())
-        .bind(scan.job_id.as_str())
-        .bind(at(scan.now))
-        .bind(&ids)
-        .bind(&types)
-        .bind(&titles)
-        .bind(&severities)
-        .bind(&kinds)
-        .bind(&urls)
-        .bind(&subjects)
-        .bind(&evidence)
-        .bind(&fixes)
-        .execute(&mut *tx)
-        .await
-        .map_err(store_error)?;
-        // What this scan did not find (the upsert gave everything it found this scan's id) is
-        // resolved, where the scan reached it.
-        sqlx::query(
-            "UPDATE issues SET status = 'resolved', resolved_at = $3 \
-             WHERE property_id = $1 AND status = 'open' AND job_id <> $2 \
-               AND (subject NOT LIKE 'http://%' AND subject NOT LIKE 'https://%' \
-                    OR subject = ANY($4::text[]))",
-        )
-        .bind(scan.property_id.as_str())
-        .bind(scan.job_id.as_str())
-        .bind(at(scan.now))
-        .bind(&scan.reached)
-        .execute(&mut *tx)
-        .await
-        .map_err(store_error)?;
+        apply_findings(&mut tx, scan).await?;
         tx.commit().await.map_err(store_error)
+    }
+
+    async fn complete_scan(
+        &self,
+        scan: &ScanFindings,
+        attempt: &Attempt,
+        result: &Value,
+    ) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await.map_err(store_error)?;
+        // The job's row stays locked to the end: a cancel waits, and then finds it completed.
+        let current = sqlx::query(
+            "SELECT 1 FROM jobs WHERE id = $1 AND attempt_token = $2 AND status = 'processing' \
+             FOR UPDATE",
+        )
+        .bind(attempt.job_id.as_str())
+        .bind(attempt.token.as_uuid())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(store_error)?;
+        if current.is_none() {
+            tx.rollback().await.map_err(store_error)?;
+            return Ok(false);
+        }
+        apply_findings(&mut tx, scan).await?;
+        sqlx::query(
+            "WITH done AS ( \
+                 UPDATE jobs SET status = 'completed', progress = 100, result = $2, \
+                        error = NULL, completed_at = $3, attempt_token = NULL, \
+                        lease_expires_at = NULL \
+                 WHERE id = $1 RETURNING id, organization_id \
+             ) \
+             INSERT INTO events (id, organization_id, event_type, job_id, created_at) \
+             SELECT xf_new_id('evt'), organization_id, 'job.completed', id, $3 FROM done",
+        )
+        .bind(attempt.job_id.as_str())
+        .bind(Json(result))
+        .bind(at(scan.now))
+        .execute(&mut *tx)
+        .await
+        .map_err(store_error)?;
+        tx.commit().await.map_err(store_error)?;
+        Ok(true)
     }
 
     async fn get_issue(&self, id: &IssueId) -> StoreResult<Option<Issue>> {
@@ -169,4 +152,73 @@ impl IssueStore for PgStore {
             total: row.count("total")?,
         })
     }
+}
+
+/// The lifecycle of [`IssueStore::record_scan_findings`], inside the caller's transaction.
+async fn apply_findings(tx: &mut PgConnection, scan: &ScanFindings) -> StoreResult<()> {
+    let findings = &scan.findings;
+    let ids: Vec<String> = findings
+        .iter()
+        .map(|_| IssueId::new().into_string())
+        .collect();
+    let column =
+        |get: fn(&NewFinding) -> String| -> Vec<String> { findings.iter().map(get).collect() };
+    let types = column(|f| f.issue_type.clone());
+    let titles = column(|f| f.title.clone());
+    let severities = column(|f| f.severity.as_str().to_owned());
+    let kinds = column(|f| f.scan_kind.as_str().to_owned());
+    let subjects = column(|f| f.subject.clone());
+    let evidence = column(|f| f.evidence.clone());
+    let fixes = column(|f| f.how_to_fix.clone());
+    let urls: Vec<Option<String>> = findings.iter().map(|f| f.url.clone()).collect();
+    // Every finding in one upsert on (property, type, subject): new ones are inserted
+    // open, known ones take this scan's evidence and open again if they were resolved or
+    // fixed.
+    sqlx::query(
+        "INSERT INTO issues AS i (id, organization_id, property_id, job_id, scan_kind, \
+                 issue_type, title, severity, url, evidence, how_to_fix, subject, status, \
+                 created_at, last_seen_at) \
+             SELECT f.id, $1, $2, $3, f.kind, f.issue_type, f.title, f.severity, f.url, \
+                    f.evidence, f.fix, f.subject, 'open', $4, $4 \
+             FROM UNNEST($5::text[], $6::text[], $7::text[], $8::text[], $9::text[], \
+                         $10::text[], $11::text[], $12::text[], $13::text[]) \
+                 AS f(id, issue_type, title, severity, kind, url, subject, evidence, fix) \
+             ON CONFLICT (property_id, issue_type, subject) DO UPDATE SET \
+                 job_id = EXCLUDED.job_id, last_seen_at = EXCLUDED.last_seen_at, \
+                 url = EXCLUDED.url, evidence = EXCLUDED.evidence, title = EXCLUDED.title, \
+                 severity = EXCLUDED.severity, how_to_fix = EXCLUDED.how_to_fix, \
+                 status = 'open', resolved_at = NULL, fixed_at = NULL",
+    )
+    .bind(scan.organization_id.as_str())
+    .bind(scan.property_id.as_str())
+    .bind(scan.job_id.as_str())
+    .bind(at(scan.now))
+    .bind(&ids)
+    .bind(&types)
+    .bind(&titles)
+    .bind(&severities)
+    .bind(&kinds)
+    .bind(&urls)
+    .bind(&subjects)
+    .bind(&evidence)
+    .bind(&fixes)
+    .execute(&mut *tx)
+    .await
+    .map_err(store_error)?;
+    // What this scan did not find (the upsert gave everything it found this scan's id) is
+    // resolved, where the scan reached it.
+    sqlx::query(
+        "UPDATE issues SET status = 'resolved', resolved_at = $3 \
+             WHERE property_id = $1 AND status = 'open' AND job_id <> $2 \
+               AND (subject NOT LIKE 'http://%' AND subject NOT LIKE 'https://%' \
+                    OR subject = ANY($4::text[]))",
+    )
+    .bind(scan.property_id.as_str())
+    .bind(scan.job_id.as_str())
+    .bind(at(scan.now))
+    .bind(&scan.reached)
+    .execute(&mut *tx)
+    .await
+    .map_err(store_error)?;
+    Ok(())
 }

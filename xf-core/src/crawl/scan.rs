@@ -1,5 +1,6 @@
-//! The `seo-scan` job handler: crawls the property, analyses the crawl, records the findings
-//! with their lifecycle, and completes the job with `{score, pagesScanned, issuesCount}`.
+//! The `seo-scan` job handler: crawls the property, analyses the crawl, and records the
+//! findings with their lifecycle together with the job's completion (`{score, pagesScanned,
+//! issuesCount}`), in one transaction.
 
 use std::sync::Arc;
 
@@ -113,10 +114,13 @@ impl JobHandler for ScanHandler {
             findings: findings.iter().map(NewFinding::from).collect(),
             reached: reached(&crawl),
         };
+        // Findings and completion in one transaction: a scan cancelled meanwhile records
+        // nothing (and then there is nothing left for the runtime to write either).
         self.store
-            .record_scan_findings(&scan)
+            .complete_scan(&scan, job.attempt(), &result)
             .await
             .map_err(store_failure)?;
+        job.settle();
         Ok(result)
     }
 }

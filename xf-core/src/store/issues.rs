@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 
-use super::{PageRequest, StoreResult};
+use super::{Attempt, PageRequest, StoreResult};
 use crate::ids::{IssueId, JobId, OrganizationId, PropertyId};
 use crate::model::{Issue, IssueStatus, IssueSummary, ScanKind, Severity};
 use crate::time::Timestamp;
@@ -93,4 +93,17 @@ pub trait IssueStore: Send + Sync {
     /// reached its subject (see [`ScanFindings::reached`]; a subject that is not an address
     /// is always reached). Resolved and fixed issues not found stay as they are.
     async fn record_scan_findings(&self, scan: &ScanFindings) -> StoreResult<()>;
+
+    /// Completes a scan job and records its findings, in one transaction: if `attempt` is the
+    /// job's current, running attempt, the findings are applied as
+    /// [`IssueStore::record_scan_findings`] does and the job completes with `result`
+    /// (progress 100, `completedAt` = `scan.now`, and its `job.completed` event); `true`.
+    /// Otherwise (the job was cancelled, or its lease lost) nothing is written; `false`. So a
+    /// cancelled scan never leaves findings behind.
+    async fn complete_scan(
+        &self,
+        scan: &ScanFindings,
+        attempt: &Attempt,
+        result: &serde_json::Value,
+    ) -> StoreResult<bool>;
 }

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use super::{
-    first_page, issue, minutes, seed_job, seed_organization, seed_property, sort_newest_first,
-    walk_pages, TestStore,
+    first_page, issue, minutes, seed_job, seed_organization, seed_property, seed_running_job,
+    sort_newest_first, walk_pages, TestStore,
 };
 use crate::ids::IssueId;
 use crate::model::{Issue, IssueStatus, IssueSummary, JobStatus, ScanKind, Severity};
@@ -559,4 +559,92 @@ pub async fn issue_scans_apply_the_lifecycle(store: Arc<dyn TestStore>) {
         }
     );
     assert!(list(store.clone(), other_site.id.clone()).await.is_empty());
+}
+
+/// `complete_scan` records the findings and completes the job together, for the job's
+/// current attempt only: the job is `completed` with the result, progress 100, `completedAt`
+/// and one `job.completed` event, and the findings are open issues. For an attempt that is
+/// not current (the job was cancelled) it writes nothing and answers `false`.
+pub async fn issue_scan_completes_with_its_findings_or_not_at_all(store: Arc<dyn TestStore>) {
+    let org = seed_organization(&*store, "Complete scans").await;
+    let site = seed_property(&*store, &org, minutes(0)).await;
+    let other_site = seed_property(&*store, &org, minutes(0)).await;
+    let page = format!("{}/page", site.url.trim_end_matches('/'));
+    let scan_of = |property: &crate::model::Property, job_id: &crate::ids::JobId| ScanFindings {
+        organization_id: org.id.clone(),
+        property_id: property.id.clone(),
+        job_id: job_id.clone(),
+        now: minutes(30),
+        findings: vec![finding("check_a", ScanKind::Page, &page, "found")],
+        reached: vec![page.clone()],
+    };
+    let result = serde_json::json!({"score": 95, "pagesScanned": 1, "issuesCount": 1});
+
+    let running = seed_running_job(&*store, &org, &site, minutes(1)).await;
+    let done = store
+        .complete_scan(&scan_of(&site, &running.job.id), &running.attempt, &result)
+        .await
+        .unwrap();
+    assert!(done);
+    let job = store.get_job(&running.job.id).await.unwrap().expect("job");
+    assert_eq!(
+        (
+            job.status,
+            job.progress,
+            job.completed_at,
+            job.result.as_ref()
+        ),
+        (JobStatus::Completed, 100, Some(minutes(30)), Some(&result))
+    );
+    let events = store.job_events(&running.job.id).await.unwrap();
+    assert_eq!(
+        events.iter().map(|e| e.event_type).collect::<Vec<_>>(),
+        vec![crate::model::EventType::JobCompleted]
+    );
+    let issues = store
+        .list_issues(&site.id, &IssueFilter::default(), &first_page(10))
+        .await
+        .unwrap();
+    assert_eq!(issues.len(), 1);
+    assert_eq!(
+        (issues[0].status, &issues[0].job_id),
+        (IssueStatus::Open, &running.job.id)
+    );
+    // The attempt is spent: a second completion writes nothing.
+    assert!(!store
+        .complete_scan(&scan_of(&site, &running.job.id), &running.attempt, &result)
+        .await
+        .unwrap());
+
+    // A scan cancelled while it ran: its findings are not recorded, the job stays cancelled.
+    let cancelled = seed_running_job(&*store, &org, &other_site, minutes(2)).await;
+    store
+        .cancel_job(&cancelled.job.id, minutes(20))
+        .await
+        .unwrap();
+    let done = store
+        .complete_scan(
+            &scan_of(&other_site, &cancelled.job.id),
+            &cancelled.attempt,
+            &result,
+        )
+        .await
+        .unwrap();
+    assert!(!done);
+    let job = store
+        .get_job(&cancelled.job.id)
+        .await
+        .unwrap()
+        .expect("job");
+    assert_eq!((job.status, job.result), (JobStatus::Cancelled, None));
+    assert!(store
+        .list_issues(&other_site.id, &IssueFilter::default(), &first_page(10))
+        .await
+        .unwrap()
+        .is_empty());
+    let events = store.job_events(&cancelled.job.id).await.unwrap();
+    assert_eq!(
+        events.iter().map(|e| e.event_type).collect::<Vec<_>>(),
+        vec![crate::model::EventType::JobCancelled]
+    );
 }

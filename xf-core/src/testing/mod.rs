@@ -915,6 +915,7 @@ macro_rules! __with_conformance_behaviours {
             issue_summary_counts,
             issue_set_fixed_keeps_first_fixed_at,
             issue_scans_apply_the_lifecycle,
+            issue_scan_completes_with_its_findings_or_not_at_all,
             // Reports.
             report_insert_get_and_duplicate_token,
             report_list_live_excludes_expired_and_pages,
