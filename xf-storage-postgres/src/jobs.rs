@@ -1,8 +1,6 @@
 //! Jobs, the API's side: queueing, reading, listing, counting and cancelling.
 
 use async_trait::async_trait;
-use sqlx::postgres::PgArguments;
-use sqlx::query::Query;
 use sqlx::types::Json;
 use sqlx::{Postgres, QueryBuilder};
 use xf_core::ids::{JobId, OrganizationId, PropertyId};
@@ -15,61 +13,39 @@ use crate::error::store_error;
 use crate::rows::{self, at, at_opt, big, RowExt, JOB_COLUMNS};
 use crate::{all, list_jobs_query, one, PgStore};
 
-/// The columns a new job is inserted with, in [`push_job`]'s order.
+/// The columns a new job is inserted with, in [`insert_jobs_query`]'s order.
 const INSERT_COLUMNS: &str = "INSERT INTO jobs (id, organization_id, job_type, payload, status, \
      progress, property_id, property_name, tenant_label, shop_domain, attempts, max_attempts, \
-     run_at, created_at)";
+     run_at, created_at, started_at, completed_at, error) ";
 
-/// Rows per `INSERT` of [`JobStore::insert_jobs`]: 14 parameters each, well under
+/// Rows per `INSERT` of [`JobStore::insert_jobs`]: 17 parameters each, well under
 /// PostgreSQL's 65,535 per statement.
 const INSERT_CHUNK: usize = 1_000;
 
-/// The values of one new job, in [`INSERT_COLUMNS`] order.
-fn push_job(
-    mut row: sqlx::query_builder::Separated<'_, '_, Postgres, &'static str>,
-    job: &JobRecord,
-) {
-    row.push_bind(job.id.to_string())
-        .push_bind(job.organization_id.to_string())
-        .push_bind(job.job_type.clone())
-        .push_bind(Json(job.payload.clone()))
-        .push_bind(job.status.as_str())
-        .push_bind(i16::from(job.progress.min(100)))
-        .push_bind(job.subject.property_id.to_string())
-        .push_bind(job.subject.property_name.clone())
-        .push_bind(job.subject.tenant_label.clone())
-        .push_bind(job.subject.shop_domain.clone())
-        .push_bind(i32::try_from(job.attempts).unwrap_or(i32::MAX))
-        .push_bind(i32::try_from(job.max_attempts).unwrap_or(i32::MAX))
-        .push_bind(at(job.run_at))
-        .push_bind(at(job.created_at));
-}
-
-/// The `INSERT` of one job.
-fn insert_job_query(job: &JobRecord) -> Query<'_, Postgres, PgArguments> {
-    sqlx::query(
-        "INSERT INTO jobs (id, organization_id, job_type, payload, status, progress, property_id, \
-         property_name, tenant_label, shop_domain, attempts, max_attempts, run_at, created_at, \
-         started_at, completed_at, error) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
-    )
-    .bind(job.id.as_str())
-    .bind(job.organization_id.as_str())
-    .bind(&job.job_type)
-    .bind(Json(&job.payload))
-    .bind(job.status.as_str())
-    .bind(i16::from(job.progress.min(100)))
-    .bind(job.subject.property_id.as_str())
-    .bind(&job.subject.property_name)
-    .bind(&job.subject.tenant_label)
-    .bind(&job.subject.shop_domain)
-    .bind(i32::try_from(job.attempts).unwrap_or(i32::MAX))
-    .bind(i32::try_from(job.max_attempts).unwrap_or(i32::MAX))
-    .bind(at(job.run_at))
-    .bind(at(job.created_at))
-    .bind(at_opt(job.started_at))
-    .bind(at_opt(job.completed_at))
-    .bind(&job.error)
+/// The `INSERT` of `jobs`, every field of each record stored as it is (one statement for
+/// one job or a chunk of many).
+fn insert_jobs_query(jobs: &[JobRecord]) -> QueryBuilder<'_, Postgres> {
+    let mut builder = QueryBuilder::new(INSERT_COLUMNS);
+    builder.push_values(jobs, |mut row, job| {
+        row.push_bind(job.id.as_str())
+            .push_bind(job.organization_id.as_str())
+            .push_bind(&job.job_type)
+            .push_bind(Json(&job.payload))
+            .push_bind(job.status.as_str())
+            .push_bind(i16::from(job.progress.min(100)))
+            .push_bind(job.subject.property_id.as_str())
+            .push_bind(&job.subject.property_name)
+            .push_bind(&job.subject.tenant_label)
+            .push_bind(&job.subject.shop_domain)
+            .push_bind(i32::try_from(job.attempts).unwrap_or(i32::MAX))
+            .push_bind(i32::try_from(job.max_attempts).unwrap_or(i32::MAX))
+            .push_bind(at(job.run_at))
+            .push_bind(at(job.created_at))
+            .push_bind(at_opt(job.started_at))
+            .push_bind(at_opt(job.completed_at))
+            .push_bind(&job.error);
+    });
+    builder
 }
 
 #[async_trait]
@@ -83,7 +59,8 @@ impl JobStore for PgStore {
         check_new_job(job)?;
         let mut tx = self.pool.begin().await.map_err(store_error)?;
         // The job first, so a duplicate id is reported as such even when the quota is spent.
-        insert_job_query(job)
+        insert_jobs_query(std::slice::from_ref(job))
+            .build()
             .execute(&mut *tx)
             .await
             .map_err(store_error)?;
@@ -117,9 +94,7 @@ impl JobStore for PgStore {
         jobs.iter().try_for_each(check_new_job)?;
         let mut tx = self.pool.begin().await.map_err(store_error)?;
         for chunk in jobs.chunks(INSERT_CHUNK) {
-            let mut builder = QueryBuilder::new(INSERT_COLUMNS);
-            builder.push_values(chunk, |row, job| push_job(row, job));
-            builder
+            insert_jobs_query(chunk)
                 .build()
                 .execute(&mut *tx)
                 .await
