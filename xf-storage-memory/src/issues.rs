@@ -8,7 +8,8 @@ use xf_core::ids::{IssueId, PropertyId};
 use xf_core::model::JobStatus;
 use xf_core::model::{Issue, IssueStatus, IssueSummary};
 use xf_core::store::{
-    subject_is_address, Attempt, IssueFilter, IssueStore, PageRequest, ScanFindings, StoreResult,
+    subject_is_address, Attempt, AttemptOutcome, Finish, IssueFilter, IssueStore, PageRequest,
+    ScanFindings, StoreResult,
 };
 use xf_core::time::Timestamp;
 use xf_core::StoreError;
@@ -36,11 +37,6 @@ impl IssueStore for MemoryStore {
         Ok(())
     }
 
-    async fn record_scan_findings(&self, scan: &ScanFindings) -> StoreResult<()> {
-        self.write().apply_findings(scan);
-        Ok(())
-    }
-
     async fn complete_scan(
         &self,
         scan: &ScanFindings,
@@ -48,20 +44,16 @@ impl IssueStore for MemoryStore {
         result: &Value,
     ) -> StoreResult<bool> {
         let mut state = self.write();
-        if state.current(attempt).is_none() {
+        // The completion first: it happens only for the current attempt; the findings follow
+        // under the same lock.
+        let finish = Finish {
+            attempt: attempt.clone(),
+            outcome: AttemptOutcome::Completed(result.clone()),
+        };
+        if state.finish(&finish, scan.now) != Some(JobStatus::Completed) {
             return Ok(false);
         }
         state.apply_findings(scan);
-        state.finalize(
-            attempt.job_id.as_str(),
-            JobStatus::Completed,
-            scan.now,
-            |job| {
-                job.progress = 100;
-                job.result = Some(result.clone());
-                job.error = None;
-            },
-        );
         Ok(true)
     }
 
@@ -118,7 +110,7 @@ fn issue_key(issue: &Issue) -> (String, String, String) {
 }
 
 impl State {
-    /// The lifecycle of [`IssueStore::record_scan_findings`], under the caller's lock.
+    /// The findings' lifecycle of [`IssueStore::complete_scan`], under the caller's lock.
     fn apply_findings(&mut self, scan: &ScanFindings) {
         let property = scan.property_id.as_str();
         let mut found = HashSet::new();

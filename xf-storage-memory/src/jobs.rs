@@ -105,6 +105,34 @@ impl State {
         }
     }
 
+    /// Records how an attempt ended (see [`QueueStore::finish_jobs`]): the state its job
+    /// reached, or `None` when the attempt was not current.
+    pub(crate) fn finish(&mut self, finish: &Finish, now: Timestamp) -> Option<JobStatus> {
+        let job = self.current(&finish.attempt)?;
+        let exhausted = job.record.attempts >= job.record.max_attempts;
+        let id = finish.attempt.job_id.as_str();
+        Some(match &finish.outcome {
+            AttemptOutcome::Completed(result) => {
+                self.finalize(id, JobStatus::Completed, now, |job| {
+                    job.progress = 100;
+                    job.result = Some(result.clone());
+                    job.error = None;
+                });
+                JobStatus::Completed
+            }
+            AttemptOutcome::Retry { run_at, error } if !exhausted => {
+                self.requeue(id, *run_at, Some(error.clone()));
+                JobStatus::Pending
+            }
+            AttemptOutcome::Failed(error) | AttemptOutcome::Retry { error, .. } => {
+                self.finalize(id, JobStatus::Failed, now, |job| {
+                    job.error = Some(error.clone());
+                });
+                JobStatus::Failed
+            }
+        })
+    }
+
     /// Moves job `id` to a final state, with its event.
     pub(crate) fn finalize(
         &mut self,
@@ -354,34 +382,9 @@ impl QueueStore for MemoryStore {
             let mut state = self.write();
             let mut outcomes = Vec::with_capacity(finishes.len());
             for finish in finishes {
-                let Some(job) = state.current(&finish.attempt) else {
-                    outcomes.push(None);
-                    continue;
-                };
-                let exhausted = job.record.attempts >= job.record.max_attempts;
-                let id = finish.attempt.job_id.as_str();
-                let status = match &finish.outcome {
-                    AttemptOutcome::Completed(result) => {
-                        state.finalize(id, JobStatus::Completed, now, |job| {
-                            job.progress = 100;
-                            job.result = Some(result.clone());
-                            job.error = None;
-                        });
-                        JobStatus::Completed
-                    }
-                    AttemptOutcome::Retry { run_at, error } if !exhausted => {
-                        state.requeue(id, *run_at, Some(error.clone()));
-                        requeued = true;
-                        JobStatus::Pending
-                    }
-                    AttemptOutcome::Failed(error) | AttemptOutcome::Retry { error, .. } => {
-                        state.finalize(id, JobStatus::Failed, now, |job| {
-                            job.error = Some(error.clone());
-                        });
-                        JobStatus::Failed
-                    }
-                };
-                outcomes.push(Some(status));
+                let reached = state.finish(finish, now);
+                requeued |= reached == Some(JobStatus::Pending);
+                outcomes.push(reached);
             }
             outcomes
         };

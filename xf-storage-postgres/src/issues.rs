@@ -2,16 +2,18 @@
 
 use async_trait::async_trait;
 use serde_json::Value;
-use sqlx::types::Json;
 use sqlx::{PgConnection, QueryBuilder};
 use xf_core::ids::{IssueId, PropertyId};
+use xf_core::model::JobStatus;
 use xf_core::model::{Issue, IssueSummary};
 use xf_core::store::{
-    Attempt, IssueFilter, IssueStore, NewFinding, PageRequest, ScanFindings, StoreResult,
+    Attempt, AttemptOutcome, Finish, IssueFilter, IssueStore, NewFinding, PageRequest,
+    ScanFindings, StoreResult,
 };
 use xf_core::time::Timestamp;
 
 use crate::error::store_error;
+use crate::queue::finish_attempts;
 use crate::rows::{self, at, at_opt, RowExt, ISSUE_COLUMNS};
 use crate::{all, list_issues_query, one, PgStore};
 
@@ -47,12 +49,6 @@ impl IssueStore for PgStore {
         Ok(())
     }
 
-    async fn record_scan_findings(&self, scan: &ScanFindings) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(store_error)?;
-        apply_findings(&mut tx, scan).await?;
-        tx.commit().await.map_err(store_error)
-    }
-
     async fn complete_scan(
         &self,
         scan: &ScanFindings,
@@ -60,37 +56,18 @@ impl IssueStore for PgStore {
         result: &Value,
     ) -> StoreResult<bool> {
         let mut tx = self.pool.begin().await.map_err(store_error)?;
-        // The job's row stays locked to the end: a cancel waits, and then finds it completed.
-        let current = sqlx::query(
-            "SELECT 1 FROM jobs WHERE id = $1 AND attempt_token = $2 AND status = 'processing' \
-             FOR UPDATE",
-        )
-        .bind(attempt.job_id.as_str())
-        .bind(attempt.token.as_uuid())
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(store_error)?;
-        if current.is_none() {
+        // The completion first: it succeeds only for the current attempt, and from then on the
+        // job's row is locked, so a cancel waits and then finds it completed.
+        let finish = Finish {
+            attempt: attempt.clone(),
+            outcome: AttemptOutcome::Completed(result.clone()),
+        };
+        let reached = finish_attempts(&mut tx, std::slice::from_ref(&finish), scan.now).await?;
+        if reached != [Some(JobStatus::Completed)] {
             tx.rollback().await.map_err(store_error)?;
             return Ok(false);
         }
         apply_findings(&mut tx, scan).await?;
-        sqlx::query(
-            "WITH done AS ( \
-                 UPDATE jobs SET status = 'completed', progress = 100, result = $2, \
-                        error = NULL, completed_at = $3, attempt_token = NULL, \
-                        lease_expires_at = NULL \
-                 WHERE id = $1 RETURNING id, organization_id \
-             ) \
-             INSERT INTO events (id, organization_id, event_type, job_id, created_at) \
-             SELECT xf_new_id('evt'), organization_id, 'job.completed', id, $3 FROM done",
-        )
-        .bind(attempt.job_id.as_str())
-        .bind(Json(result))
-        .bind(at(scan.now))
-        .execute(&mut *tx)
-        .await
-        .map_err(store_error)?;
         tx.commit().await.map_err(store_error)?;
         Ok(true)
     }
@@ -154,7 +131,7 @@ impl IssueStore for PgStore {
     }
 }
 
-/// The lifecycle of [`IssueStore::record_scan_findings`], inside the caller's transaction.
+/// The findings' lifecycle of [`IssueStore::complete_scan`], inside the caller's transaction.
 async fn apply_findings(tx: &mut PgConnection, scan: &ScanFindings) -> StoreResult<()> {
     let findings = &scan.findings;
     let ids: Vec<String> = findings

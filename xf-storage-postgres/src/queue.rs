@@ -1,7 +1,10 @@
 //! Jobs, the engine's side: claim, heartbeat, finish, release, rescue, listen.
 
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 use sqlx::postgres::PgListener;
+use sqlx::PgConnection;
 use uuid::Uuid;
 use xf_core::ids::JobId;
 use xf_core::model::JobStatus;
@@ -104,85 +107,13 @@ impl QueueStore for PgStore {
         finishes: &[Finish],
         now: Timestamp,
     ) -> StoreResult<Vec<Option<JobStatus>>> {
-        if finishes.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut ids = Vec::with_capacity(finishes.len());
-        let mut tokens = Vec::with_capacity(finishes.len());
-        let mut kinds = Vec::with_capacity(finishes.len());
-        let mut results = Vec::with_capacity(finishes.len());
-        let mut errors = Vec::with_capacity(finishes.len());
-        let mut retry_at = Vec::with_capacity(finishes.len());
-        for finish in finishes {
-            ids.push(finish.attempt.job_id.as_str());
-            tokens.push(finish.attempt.token.as_uuid());
-            let (kind, result, error, run_at) = match &finish.outcome {
-                AttemptOutcome::Completed(value) => {
-                    ("completed", Some(value.to_string()), None, None)
-                }
-                AttemptOutcome::Failed(error) => ("failed", None, Some(error.as_str()), None),
-                AttemptOutcome::Retry { error, run_at } => {
-                    ("retry", None, Some(error.as_str()), Some(at(*run_at)))
-                }
-            };
-            kinds.push(kind);
-            results.push(result);
-            errors.push(error);
-            retry_at.push(run_at);
-        }
-        // One statement for the whole batch: each attempt that is still current moves its
-        // job, and every job that reached a final state gets its event, atomically. A retry
-        // goes back to pending unless its attempts are used up.
-        let rows = sqlx::query(
-            "WITH input AS ( \
-                 SELECT * FROM UNNEST($1::text[], $2::uuid[], $3::text[], $4::text[], \
-                                      $5::text[], $6::timestamptz[]) \
-                     AS i(job_id, token, kind, result, error, retry_at) \
-             ), done AS ( \
-                 UPDATE jobs j SET \
-                     status = CASE WHEN i.kind = 'completed' THEN 'completed' \
-                                   WHEN i.kind = 'retry' AND j.attempts < j.max_attempts \
-                                       THEN 'pending' \
-                                   ELSE 'failed' END, \
-                     progress = CASE WHEN i.kind = 'completed' THEN 100 ELSE j.progress END, \
-                     result = CASE WHEN i.kind = 'completed' THEN i.result::jsonb END, \
-                     error = CASE WHEN i.kind = 'completed' THEN NULL ELSE i.error END, \
-                     completed_at = CASE WHEN i.kind = 'retry' AND j.attempts < j.max_attempts \
-                                             THEN NULL ELSE $7 END, \
-                     run_at = CASE WHEN i.kind = 'retry' AND j.attempts < j.max_attempts \
-                                       THEN i.retry_at ELSE j.run_at END, \
-                     attempt_token = NULL, lease_expires_at = NULL \
-                 FROM input i \
-                 WHERE j.id = i.job_id AND j.attempt_token = i.token AND j.status = 'processing' \
-                 RETURNING j.id, j.organization_id, j.status \
-             ), outbox AS ( \
-                 INSERT INTO events (id, organization_id, event_type, job_id, created_at) \
-                 SELECT xf_new_id('evt'), organization_id, 'job.' || status, id, $7 \
-                 FROM done WHERE status <> 'pending' \
-             ) \
-             SELECT id, status FROM done",
-        )
-        .bind(&ids)
-        .bind(&tokens)
-        .bind(&kinds)
-        .bind(&results)
-        .bind(&errors)
-        .bind(&retry_at)
-        .bind(at(now))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(store_error)?;
-        let mut reached = std::collections::HashMap::with_capacity(rows.len());
-        for row in &rows {
-            let status: String = row.col("status")?;
-            let status = JobStatus::parse(&status)
-                .ok_or_else(|| StoreError::Internal(format!("unknown job status {status:?}")))?;
-            reached.insert(row.col::<String>("id")?, status);
-        }
-        if reached.values().any(|s| *s == JobStatus::Pending) {
+        let mut connection = self.pool.acquire().await.map_err(store_error)?;
+        let reached = finish_attempts(&mut connection, finishes, now).await?;
+        drop(connection);
+        if reached.contains(&Some(JobStatus::Pending)) {
             self.notify_ready().await?;
         }
-        Ok(ids.iter().map(|id| reached.get(*id).copied()).collect())
+        Ok(reached)
     }
 
     async fn release_job(&self, attempt: &Attempt, now: Timestamp) -> StoreResult<bool> {
@@ -279,4 +210,89 @@ impl QueueListener for PgQueueListener {
             }
         }
     }
+}
+
+/// Records how attempts ended, as [`QueueStore::finish_jobs`] says, in one statement on
+/// `connection` (so a caller can make it part of a larger transaction); waking workers for
+/// retries is the caller's. The answer is per attempt, in order: the state its job reached, or
+/// `None` when the attempt was not current.
+pub(crate) async fn finish_attempts(
+    connection: &mut PgConnection,
+    finishes: &[Finish],
+    now: Timestamp,
+) -> StoreResult<Vec<Option<JobStatus>>> {
+    if finishes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut ids = Vec::with_capacity(finishes.len());
+    let mut tokens = Vec::with_capacity(finishes.len());
+    let mut kinds = Vec::with_capacity(finishes.len());
+    let mut results = Vec::with_capacity(finishes.len());
+    let mut errors = Vec::with_capacity(finishes.len());
+    let mut retry_at = Vec::with_capacity(finishes.len());
+    for finish in finishes {
+        ids.push(finish.attempt.job_id.as_str());
+        tokens.push(finish.attempt.token.as_uuid());
+        let (kind, result, error, run_at) = match &finish.outcome {
+            AttemptOutcome::Completed(value) => ("completed", Some(value.to_string()), None, None),
+            AttemptOutcome::Failed(error) => ("failed", None, Some(error.as_str()), None),
+            AttemptOutcome::Retry { error, run_at } => {
+                ("retry", None, Some(error.as_str()), Some(at(*run_at)))
+            }
+        };
+        kinds.push(kind);
+        results.push(result);
+        errors.push(error);
+        retry_at.push(run_at);
+    }
+    // One statement for the whole batch: each attempt that is still current moves its
+    // job, and every job that reached a final state gets its event, atomically. A retry
+    // goes back to pending unless its attempts are used up.
+    let rows = sqlx::query(
+        "WITH input AS ( \
+             SELECT * FROM UNNEST($1::text[], $2::uuid[], $3::text[], $4::text[], \
+                                  $5::text[], $6::timestamptz[]) \
+                 AS i(job_id, token, kind, result, error, retry_at) \
+         ), done AS ( \
+             UPDATE jobs j SET \
+                 status = CASE WHEN i.kind = 'completed' THEN 'completed' \
+                               WHEN i.kind = 'retry' AND j.attempts < j.max_attempts \
+                                   THEN 'pending' \
+                               ELSE 'failed' END, \
+                 progress = CASE WHEN i.kind = 'completed' THEN 100 ELSE j.progress END, \
+                 result = CASE WHEN i.kind = 'completed' THEN i.result::jsonb END, \
+                 error = CASE WHEN i.kind = 'completed' THEN NULL ELSE i.error END, \
+                 completed_at = CASE WHEN i.kind = 'retry' AND j.attempts < j.max_attempts \
+                                         THEN NULL ELSE $7 END, \
+                 run_at = CASE WHEN i.kind = 'retry' AND j.attempts < j.max_attempts \
+                                   THEN i.retry_at ELSE j.run_at END, \
+                 attempt_token = NULL, lease_expires_at = NULL \
+             FROM input i \
+             WHERE j.id = i.job_id AND j.attempt_token = i.token AND j.status = 'processing' \
+             RETURNING j.id, j.organization_id, j.status \
+         ), outbox AS ( \
+             INSERT INTO events (id, organization_id, event_type, job_id, created_at) \
+             SELECT xf_new_id('evt'), organization_id, 'job.' || status, id, $7 \
+             FROM done WHERE status <> 'pending' \
+         ) \
+         SELECT id, status FROM done",
+    )
+    .bind(&ids)
+    .bind(&tokens)
+    .bind(&kinds)
+    .bind(&results)
+    .bind(&errors)
+    .bind(&retry_at)
+    .bind(at(now))
+    .fetch_all(&mut *connection)
+    .await
+    .map_err(store_error)?;
+    let mut reached = HashMap::with_capacity(rows.len());
+    for row in &rows {
+        let status: String = row.col("status")?;
+        let status = JobStatus::parse(&status)
+            .ok_or_else(|| StoreError::Internal(format!("unknown job status {status:?}")))?;
+        reached.insert(row.col::<String>("id")?, status);
+    }
+    Ok(ids.iter().map(|id| reached.get(*id).copied()).collect())
 }

@@ -7,7 +7,7 @@ use crate::ids::{IssueId, JobId, OrganizationId, PropertyId};
 use crate::model::{Issue, IssueStatus, IssueSummary, ScanKind, Severity};
 use crate::time::Timestamp;
 
-/// One finding of a completed scan, for [`IssueStore::record_scan_findings`].
+/// One finding of a completed scan, for [`IssueStore::complete_scan`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewFinding {
     /// The check's id (the issue's `type`).
@@ -28,7 +28,7 @@ pub struct NewFinding {
     pub how_to_fix: String,
 }
 
-/// A completed scan's findings and reach, for [`IssueStore::record_scan_findings`].
+/// A completed scan's findings and reach, for [`IssueStore::complete_scan`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScanFindings {
     /// The property's organization.
@@ -84,22 +84,19 @@ pub trait IssueStore: Send + Sync {
     /// Counts of all the property's issues by state.
     async fn issue_summary(&self, property_id: &PropertyId) -> StoreResult<IssueSummary>;
 
-    /// Applies a completed scan to the property's issues, atomically (CONTRACT.md's
-    /// lifecycle); a cancelled or failed scan records nothing. For each finding, the issue of
-    /// the same check and subject is updated (scan, last seen, evidence, url, title,
-    /// severity, fix) and opened again if it was resolved or fixed (`resolvedAt` and
-    /// `fixedAt` cleared); a finding without one becomes a new open issue. Then each open
-    /// issue of the property that the scan did not find is resolved at `now` if the scan
-    /// reached its subject (see [`ScanFindings::reached`]; a subject that is not an address
-    /// is always reached). Resolved and fixed issues not found stay as they are.
-    async fn record_scan_findings(&self, scan: &ScanFindings) -> StoreResult<()>;
-
-    /// Completes a scan job and records its findings, in one transaction: if `attempt` is the
-    /// job's current, running attempt, the findings are applied as
-    /// [`IssueStore::record_scan_findings`] does and the job completes with `result`
-    /// (progress 100, `completedAt` = `scan.now`, and its `job.completed` event); `true`.
-    /// Otherwise (the job was cancelled, or its lease lost) nothing is written; `false`. So a
-    /// cancelled scan never leaves findings behind.
+    /// Completes a scan job and applies its findings to the property's issues, in one
+    /// transaction, if `attempt` is the job's current, running attempt: the job completes with
+    /// `result` (progress 100, `completedAt` = `scan.now`, and its `job.completed` event) and
+    /// the findings follow CONTRACT.md's lifecycle. For each finding, the issue of the same
+    /// check and subject is updated (scan, last seen, evidence, url, title, severity, fix) and
+    /// opened again if it was resolved or fixed (`resolvedAt` and `fixedAt` cleared); a
+    /// finding without one becomes a new open issue. Then each open issue of the property that
+    /// the scan did not find is resolved at `now` if the scan reached its subject (see
+    /// [`ScanFindings::reached`]; a subject that is not an address is always reached).
+    /// Resolved and fixed issues not found stay as they are. `true`.
+    ///
+    /// If the attempt is not current (the job was cancelled, or its lease lost) nothing is
+    /// written; `false`. So a cancelled or failed scan never changes an issue.
     async fn complete_scan(
         &self,
         scan: &ScanFindings,

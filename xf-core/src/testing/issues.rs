@@ -374,6 +374,20 @@ pub async fn issue_set_fixed_keeps_first_fixed_at(store: Arc<dyn TestStore>) {
     );
 }
 
+/// Completes the running scan `run` with `scan`'s findings.
+async fn complete(
+    store: &dyn crate::store::Store,
+    scan: &ScanFindings,
+    run: &crate::store::ClaimedJob,
+) {
+    let result = serde_json::json!({"issuesCount": scan.findings.len()});
+    let done = store
+        .complete_scan(scan, &run.attempt, &result)
+        .await
+        .expect("complete the scan");
+    assert!(done, "the scan's attempt is current");
+}
+
 /// A finding of a check for [`issue_scans_apply_the_lifecycle`].
 fn finding(check: &str, kind: ScanKind, subject: &str, evidence: &str) -> NewFinding {
     NewFinding {
@@ -388,7 +402,7 @@ fn finding(check: &str, kind: ScanKind, subject: &str, evidence: &str) -> NewFin
     }
 }
 
-/// `record_scan_findings` applies CONTRACT.md's lifecycle: a new finding opens an issue; a
+/// `complete_scan` applies CONTRACT.md's lifecycle: a new finding opens an issue; a
 /// known one is updated (and a fixed or resolved one reopens); an open issue a later scan
 /// reached and did not find is resolved; one whose address the scan did not reach keeps its
 /// state; fixed and resolved issues not found stay; other properties are untouched. Also: a
@@ -403,11 +417,16 @@ pub async fn issue_scans_apply_the_lifecycle(store: Arc<dyn TestStore>) {
         format!("{base}/two"),
         format!("{base}/three"),
     );
-    let scan = |n: i64| ScanFindings {
+    // Each scan is a running job of the property, completed with its findings.
+    let mut runs = Vec::new();
+    for n in 1..=4 {
+        runs.push(seed_running_job(&*store, &org, &site, minutes(n)).await);
+    }
+    let scan = |n: usize| ScanFindings {
         organization_id: org.id.clone(),
         property_id: site.id.clone(),
-        job_id: crate::ids::JobId::new(),
-        now: minutes(10 * n),
+        job_id: runs[n - 1].job.id.clone(),
+        now: minutes(10 * n as i64),
         findings: Vec::new(),
         reached: Vec::new(),
     };
@@ -435,7 +454,7 @@ pub async fn issue_scans_apply_the_lifecycle(store: Arc<dyn TestStore>) {
         reached: vec![u1.clone(), u2.clone()],
         ..scan(1)
     };
-    store.record_scan_findings(&first).await.unwrap();
+    complete(&*store, &first, &runs[0]).await;
     let issues = list(store.clone(), site.id.clone()).await;
     assert_eq!(issues.len(), 3);
     let a = one(&issues, "check_a", &u1);
@@ -473,7 +492,7 @@ pub async fn issue_scans_apply_the_lifecycle(store: Arc<dyn TestStore>) {
         reached: vec![u1.clone(), u2.clone(), u3.clone()],
         ..scan(2)
     };
-    store.record_scan_findings(&second).await.unwrap();
+    complete(&*store, &second, &runs[1]).await;
     let issues = list(store.clone(), site.id.clone()).await;
     let a2 = one(&issues, "check_a", &u1);
     assert_eq!(a2.id, a.id, "the same issue, updated");
@@ -515,7 +534,7 @@ pub async fn issue_scans_apply_the_lifecycle(store: Arc<dyn TestStore>) {
         reached: vec![u2.clone()],
         ..scan(3)
     };
-    store.record_scan_findings(&third).await.unwrap();
+    complete(&*store, &third, &runs[2]).await;
     let issues = list(store.clone(), site.id.clone()).await;
     let b3 = one(&issues, "check_b", &u2);
     assert_eq!(
@@ -540,7 +559,7 @@ pub async fn issue_scans_apply_the_lifecycle(store: Arc<dyn TestStore>) {
         reached: vec![u1.clone()],
         ..scan(4)
     };
-    store.record_scan_findings(&fourth).await.unwrap();
+    complete(&*store, &fourth, &runs[3]).await;
     let issues = list(store.clone(), site.id.clone()).await;
     let c4 = one(&issues, "check_c", "robots.txt");
     assert_eq!((c4.status, c4.resolved_at), (IssueStatus::Open, None));
