@@ -75,7 +75,30 @@ struct Collector {
     hasher: DefaultHasher,
 }
 
+/// Elements whose text the facts keep.
+#[derive(Debug, Clone, Copy)]
+enum Captured {
+    Title,
+    H1,
+}
+
 impl Collector {
+    /// The text being read for `what` (while one is open) and the texts read so far.
+    fn slot(&mut self, what: Captured) -> (&mut Option<String>, &mut Vec<String>) {
+        match what {
+            Captured::Title => (&mut self.title, &mut self.facts.titles),
+            Captured::H1 => (&mut self.h1, &mut self.facts.h1s),
+        }
+    }
+
+    /// Keeps the text read for `what`, if one is open.
+    fn close(&mut self, what: Captured) {
+        let (open, done) = self.slot(what);
+        if let Some(text) = open.take() {
+            done.push(collapse(&text));
+        }
+    }
+
     /// Counts and hashes the words of a chunk of visible text. A chunk may end inside a word,
     /// so the last partial word waits for the next chunk (or the end of the text node).
     fn visible_text(&mut self, text: &str, last_in_node: bool) {
@@ -139,61 +162,49 @@ impl Default for PageScanner {
 
 fn discard(_: &[u8]) {}
 
+/// A handler as the parser takes it: a selector and what to do with its matches.
+type Handler = (
+    std::borrow::Cow<'static, lol_html::Selector>,
+    lol_html::send::ElementContentHandlers<'static>,
+);
+
+/// The handlers that read the text of each `selector` element into `what`: opened at its start
+/// tag, filled by its text, kept at its end tag (or at the end of the page).
+fn captured_text(selector: &'static str, what: Captured, shared: &Shared) -> [Handler; 2] {
+    let (opening, filling) = (Arc::clone(shared), Arc::clone(shared));
+    [
+        element!(selector, move |el| {
+            *lock(&opening).slot(what).0 = Some(String::new());
+            let closing = Arc::clone(&opening);
+            if let Some(handlers) = el.end_tag_handlers() {
+                let on_end: EndTagHandler<'static> = Box::new(move |_end| {
+                    lock(&closing).close(what);
+                    Ok(())
+                });
+                handlers.push(on_end);
+            }
+            Ok(())
+        }),
+        text!(selector, move |chunk| {
+            if let Some(text) = lock(&filling).slot(what).0.as_mut() {
+                text.push_str(chunk.as_str());
+            }
+            Ok(())
+        }),
+    ]
+}
+
 impl PageScanner {
     /// A scanner for one page.
     pub fn new() -> Self {
         let collector: Shared = Arc::default();
         let c = |collector: &Shared| Arc::clone(collector);
-        let (title, title_text) = (c(&collector), c(&collector));
-        let (h1, h1_text) = (c(&collector), c(&collector));
         let (meta, heading, link, anchor) =
             (c(&collector), c(&collector), c(&collector), c(&collector));
         let (image, resource, html, base) =
             (c(&collector), c(&collector), c(&collector), c(&collector));
         let (hidden, words) = (c(&collector), c(&collector));
         let element_handlers = vec![
-            element!("title", move |el| {
-                lock(&title).title = Some(String::new());
-                let title = Arc::clone(&title);
-                if let Some(handlers) = el.end_tag_handlers() {
-                    let on_end: EndTagHandler<'static> = Box::new(move |_end| {
-                        let mut collector = lock(&title);
-                        if let Some(text) = collector.title.take() {
-                            collector.facts.titles.push(collapse(&text));
-                        }
-                        Ok(())
-                    });
-                    handlers.push(on_end);
-                }
-                Ok(())
-            }),
-            text!("title", move |chunk| {
-                if let Some(text) = lock(&title_text).title.as_mut() {
-                    text.push_str(chunk.as_str());
-                }
-                Ok(())
-            }),
-            element!("h1", move |el| {
-                lock(&h1).h1 = Some(String::new());
-                let h1 = Arc::clone(&h1);
-                if let Some(handlers) = el.end_tag_handlers() {
-                    let on_end: EndTagHandler<'static> = Box::new(move |_end| {
-                        let mut collector = lock(&h1);
-                        if let Some(text) = collector.h1.take() {
-                            collector.facts.h1s.push(collapse(&text));
-                        }
-                        Ok(())
-                    });
-                    handlers.push(on_end);
-                }
-                Ok(())
-            }),
-            text!("h1", move |chunk| {
-                if let Some(text) = lock(&h1_text).h1.as_mut() {
-                    text.push_str(chunk.as_str());
-                }
-                Ok(())
-            }),
             element!("h1, h2, h3, h4, h5, h6", move |el| {
                 let level = el.tag_name().as_bytes().get(1).map_or(0, |b| b - b'0');
                 lock(&heading).facts.heading_levels.push(level);
@@ -314,10 +325,17 @@ impl PageScanner {
                 Ok(())
             }),
         ];
+        let captured = [
+            captured_text("title", Captured::Title, &collector),
+            captured_text("h1", Captured::H1, &collector),
+        ];
         let mut settings = Settings::new_send().with_memory_settings(
             MemorySettings::new().with_max_allowed_memory_usage(PARSER_MEMORY),
         );
-        for handler in element_handlers {
+        for handler in element_handlers
+            .into_iter()
+            .chain(captured.into_iter().flatten())
+        {
             settings = settings.append_element_content_handler(handler);
         }
         let settings = settings.append_document_content_handler(doc_text!(move |chunk| {
@@ -349,12 +367,8 @@ impl PageScanner {
         }
         let mut collector = lock(&self.collector);
         // A title or h1 left open by the end of the page still counts.
-        if let Some(text) = collector.title.take() {
-            collector.facts.titles.push(collapse(&text));
-        }
-        if let Some(text) = collector.h1.take() {
-            collector.facts.h1s.push(collapse(&text));
-        }
+        collector.close(Captured::Title);
+        collector.close(Captured::H1);
         collector.visible_text("", true);
         collector.facts.text_fingerprint = collector.hasher.finish();
         std::mem::take(&mut collector.facts)
