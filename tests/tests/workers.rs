@@ -84,15 +84,8 @@ async fn database() -> (PgStore, String, PgPool) {
         .to_owned();
     let mut url = url::Url::parse(&xf_storage_postgres::testing::server_url()).expect("URL");
     url.set_path(&name);
+    // `test_runs` is the worker binary's: it creates it before it says it is ready.
     let pool = store.pool().clone();
-    sqlx::query(
-        "CREATE TABLE IF NOT EXISTS test_runs ( \
-         job_id text NOT NULL, attempt integer NOT NULL, pid integer NOT NULL, \
-         event text NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp())",
-    )
-    .execute(&pool)
-    .await
-    .expect("test_runs");
     (store, url.to_string(), pool)
 }
 

@@ -29,7 +29,7 @@ pub trait Id: Sized {
 
     /// A new, time-ordered id.
     fn generate() -> Self {
-        Self::from_trusted(format!("{}_{}", Self::PREFIX, Uuid::now_v7().simple()))
+        Self::from_trusted(new_id(Self::PREFIX))
     }
 
     /// An id whose body is the first 16 bytes of `digest` (zero-padded).

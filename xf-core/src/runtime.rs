@@ -335,6 +335,14 @@ impl Shared {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Closes the completer's channel: it writes what is waiting, then ends.
+    fn close_completer(&self) {
+        self.finishes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+    }
+
     /// Tells one running attempt to stop.
     fn stop_job(&self, id: &JobId, stop: Stop) {
         if let Some(sender) = self.running().get(id) {
@@ -421,11 +429,7 @@ impl WorkerHandle {
         }
         report.finished_in_grace = running_at_start.saturating_sub(report.released);
         // No more outcomes can come: close the completer's channel and let it drain.
-        self.shared
-            .finishes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        self.shared.close_completer();
         if let Some(completer) = self.completer.take() {
             let _ = completer.await;
         }
@@ -441,11 +445,7 @@ impl Drop for WorkerHandle {
     fn drop(&mut self) {
         self.stop.send_replace(true);
         // The completer writes what is waiting, then ends.
-        self.shared
-            .finishes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        self.shared.close_completer();
         for id in self.shared.running().keys().cloned().collect::<Vec<_>>() {
             self.shared.stop_job(&id, Stop::Abandon);
         }
