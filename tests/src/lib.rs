@@ -2,6 +2,8 @@
 //! store, a manual clock, and helpers that send requests through the service with `oneshot`
 //! (no sockets) and decode the JSON envelope.
 
+pub mod receiver;
+
 use std::sync::Arc;
 
 use bytes::Bytes;

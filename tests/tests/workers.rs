@@ -1,5 +1,6 @@
 //! Job workers as separate processes on one PostgreSQL database (the `xf-test-worker` binary
-//! of this crate): every job runs exactly once, and a worker killed mid-job loses nothing.
+//! of this crate): every job runs exactly once, a worker killed mid-job loses nothing, and the
+//! event of a job completed by a process killed right after is still delivered.
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
@@ -23,9 +24,15 @@ struct Worker(Child, BufReader<ChildStdout>);
 impl Worker {
     /// Starts `xf-test-worker` on `url` and waits until its runtime runs.
     fn start(url: &str, lease_ms: u64, concurrency: usize) -> Worker {
+        Self::start_with(url, lease_ms, concurrency, "on")
+    }
+
+    /// The same, with `XF_TEST_WEBHOOKS` set to `webhooks` (`off`: no deliveries).
+    fn start_with(url: &str, lease_ms: u64, concurrency: usize, webhooks: &str) -> Worker {
         let mut child = Command::new(env!("CARGO_BIN_EXE_xf-test-worker"))
             .args([url, &lease_ms.to_string(), &concurrency.to_string()])
             .env("RUST_LOG", "warn")
+            .env("XF_TEST_WEBHOOKS", webhooks)
             .stdout(Stdio::piped())
             .spawn()
             .expect("start xf-test-worker");
@@ -287,4 +294,67 @@ async fn a_worker_killed_mid_job_is_taken_up_after_its_lease_and_completes_once(
         0
     );
     survivor.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_event_of_a_job_completed_by_a_killed_process_is_still_delivered() {
+    let (store, url, _pool) = database().await;
+    let store: Arc<dyn TestStore> = Arc::new(store);
+    let receiver =
+        xf_tests::receiver::Receiver::start(xf_tests::receiver::Answer::Status(200)).await;
+    let app = TestApp::configured(Arc::clone(&store), |b| b.allow_private_targets(true));
+    app.clock.set(SystemClock.now());
+    let owner = app.organization("Doomed", "growth").await;
+    app.post(
+        "/webhooks",
+        &owner.live_key,
+        json!({"name": "outcomes", "url": receiver.url}),
+    )
+    .await
+    .expect(201);
+    let property = app
+        .post(
+            "/properties",
+            &owner.live_key,
+            json!({"url": "https://doomed.example"}),
+        )
+        .await;
+    let property_id = property.expect(201)["property"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let job = JobRecord::new(
+        owner.organization.id.clone(),
+        "test-record",
+        json!({}),
+        JobSubject {
+            property_id: xf_core::ids::PropertyId::parse(&property_id).unwrap(),
+            property_name: "doomed.example".to_owned(),
+            tenant_label: "Doomed".to_owned(),
+            shop_domain: None,
+        },
+        SystemClock.now(),
+    );
+    // A worker that completes the job and dies before it delivers anything.
+    let doomed = Worker::start_with(&url, 30_000, 2, "off");
+    store.insert_jobs(std::slice::from_ref(&job)).await.unwrap();
+    eventually(Duration::from_secs(30), "the job completed", || async {
+        store.get_job(&job.id).await.unwrap().expect("job").status == JobStatus::Completed
+    })
+    .await;
+    doomed.kill();
+    assert_eq!(receiver.count(), 0);
+
+    // Any other instance delivers the event from the outbox.
+    let workers = app.xf.spawn_workers(
+        xf_core::runtime::WorkerOptions::new().poll_interval(Duration::from_millis(50)),
+    );
+    let received = receiver.wait_for(1, Duration::from_secs(30)).await;
+    let body = received[0].json();
+    assert_eq!(body["type"], "job.completed");
+    assert_eq!(body["data"]["job"]["id"], job.id.as_str());
+    let events = store.job_events(&job.id).await.unwrap();
+    assert_eq!(body["id"], events[0].id.as_str());
+    workers.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(receiver.count(), 1);
 }

@@ -6,13 +6,15 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::ids::{JobId, OrganizationId};
+use crate::ids::{JobId, OrganizationId, WebhookId};
 use crate::model::{
-    Issue, IssueStatus, IssueSummary, Job, JobCounts, JobStatus, Property, ScanKind, UsageCounters,
+    EventType, Issue, IssueStatus, IssueSummary, Job, JobCounts, JobStatus, Property, ScanKind,
+    UsageCounters, Webhook,
 };
 pub use crate::params::Includes;
 use crate::params::{
-    CrawlBudget, Cursor, JobTypeName, PageSize, PropertyId, PropertyName, PropertyUrl,
+    CrawlBudget, Cursor, JobTypeName, PageSize, PropertyId, PropertyName, PropertyUrl, WebhookName,
+    WebhookUrl,
 };
 use crate::time::Timestamp;
 
@@ -532,3 +534,100 @@ pub struct RateLimitsReport {
 pub const READ_REMAINING_HEADER: &str = "X-Developer-Api-RateLimit-read-Remaining";
 /// Header names of the remaining-request counters.
 pub const WRITE_REMAINING_HEADER: &str = "X-Developer-Api-RateLimit-write-Remaining";
+
+/// `POST /webhooks` body.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(examples(json!({
+    "name": "Job outcomes",
+    "url": "https://hooks.example.com/xf",
+    "events": ["job.completed", "job.failed"]
+})))]
+pub struct NewWebhook {
+    /// A name for people.
+    #[schema(inline)]
+    pub name: WebhookName,
+    /// Where deliveries are posted: `https` (plain `http` only where the host allows it), a
+    /// host that is not and does not resolve to a loopback, private, link-local, CGNAT or
+    /// metadata address.
+    #[schema(inline)]
+    pub url: WebhookUrl,
+    /// The events to receive; all three when left out. Not empty.
+    #[serde(default)]
+    #[schema(min_items = 1)]
+    pub events: Option<Vec<EventType>>,
+    /// Whether deliveries are made; true when left out.
+    #[serde(default)]
+    pub enabled: Option<bool>,
+}
+
+/// `PATCH /webhooks/{webhookId}` body: each field left out (or null) is kept.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(examples(json!({"enabled": false})))]
+pub struct WebhookPatch {
+    /// A new name.
+    #[serde(default)]
+    #[schema(inline)]
+    pub name: Option<WebhookName>,
+    /// A new URL, checked as on create.
+    #[serde(default)]
+    #[schema(inline)]
+    pub url: Option<WebhookUrl>,
+    /// New events; not empty.
+    #[serde(default)]
+    #[schema(min_items = 1)]
+    pub events: Option<Vec<EventType>>,
+    /// Turn deliveries on or off. Turning them off drops the deliveries still queued.
+    #[serde(default)]
+    pub enabled: Option<bool>,
+}
+
+/// `POST /webhooks/{webhookId}/test` body (optional).
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TestDeliveryRequest {
+    /// The event to simulate; `job.completed` when left out.
+    #[serde(default)]
+    pub event: Option<EventType>,
+}
+
+/// `data` of `POST /webhooks` (201) and `POST /webhooks/{webhookId}/rotate-secret` (200).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct WebhookWithSecret {
+    /// The webhook.
+    pub webhook: Webhook,
+    /// The full signing secret (`whsec_…`), shown only in this response.
+    pub secret: String,
+}
+
+/// `data` of `DELETE /webhooks/{webhookId}`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct DeletedWebhook {
+    /// The deleted webhook's id.
+    pub id: WebhookId,
+    /// Always true.
+    pub deleted: bool,
+}
+
+/// `limit` and `cursor` of `GET /webhooks/{webhookId}/deliveries`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DeliveryListParams {
+    /// Page size, 1 to 100 (default 25).
+    #[param(inline)]
+    pub limit: Option<PageSize>,
+    /// `meta.nextCursor` of the previous page.
+    #[param(inline)]
+    pub cursor: Option<Cursor>,
+}
+
+impl DeliveryListParams {
+    /// The page request, with the log's default size.
+    pub fn page(&self) -> PageParams {
+        PageParams {
+            limit: Some(self.limit.unwrap_or(PageSize::DELIVERIES_DEFAULT)),
+            cursor: self.cursor.clone(),
+        }
+    }
+}

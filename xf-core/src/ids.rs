@@ -191,8 +191,16 @@ id_type!(
     IssueId, "iss", "issue"
 );
 id_type!(
-    /// An event of the outbox: `evt_…`.
+    /// An event of the outbox: `evt_…`. Also the `webhook-id` of its deliveries.
     EventId, "evt", "event"
+);
+id_type!(
+    /// A webhook endpoint: `wh_…`.
+    WebhookId, "wh", "webhook"
+);
+id_type!(
+    /// One delivery attempt in a webhook's log: `whd_…`.
+    DeliveryId, "whd", "delivery"
 );
 
 /// A new id with an ad-hoc prefix, for values that are not records (request ids).

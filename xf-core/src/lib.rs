@@ -32,6 +32,7 @@ pub mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod time;
+pub mod webhooks;
 mod xf;
 
 pub use error::{Error, Result, StoreError};

@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::ids::{ApiKeyId, EventId, IssueId, JobId, OrganizationId, PropertyId};
+use crate::ids::{
+    ApiKeyId, DeliveryId, EventId, IssueId, JobId, OrganizationId, PropertyId, WebhookId,
+};
 use crate::plans::LimitOverrides;
 use crate::time::Timestamp;
 
@@ -627,4 +629,69 @@ pub struct JobCounts {
     pub completed: u64,
     /// Of those, failed.
     pub failed: u64,
+}
+
+/// A webhook endpoint of an organization.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Webhook {
+    /// `wh_…`
+    pub id: WebhookId,
+    /// The owning organization.
+    #[serde(skip)]
+    pub organization_id: OrganizationId,
+    /// A name for people.
+    pub name: String,
+    /// Where deliveries are `POST`ed.
+    #[schema(format = "uri")]
+    pub url: String,
+    /// The first 12 characters of the signing secret (`whsec_` and 6 more), to tell secrets
+    /// apart.
+    pub secret_prefix: String,
+    /// The events it receives.
+    pub events: Vec<EventType>,
+    /// Whether deliveries are made (a `410 Gone` answer turns it off).
+    pub enabled: bool,
+    /// When the last attempt was made.
+    pub last_delivery_at: Option<Timestamp>,
+    /// The HTTP status of the last attempt; 0 when no response came.
+    pub last_delivery_status: Option<u16>,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// When it was last changed (not counting deliveries).
+    pub updated_at: Timestamp,
+    /// The signing secrets, sealed.
+    #[serde(skip)]
+    pub secrets: WebhookSecrets,
+}
+
+/// A webhook's signing secrets as stored: each sealed (encrypted and authenticated) with a key
+/// derived from the host's secret, never in the clear.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookSecrets {
+    /// The current secret, sealed.
+    pub current: String,
+    /// The secret before the last rotation, sealed, with the end of its overlap: until then
+    /// it signs beside the current one.
+    pub previous: Option<(String, Timestamp)>,
+}
+
+/// One attempt in a webhook's delivery log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookDelivery {
+    /// `whd_…`
+    pub id: DeliveryId,
+    /// The webhook.
+    pub webhook_id: WebhookId,
+    /// The event delivered.
+    pub event: EventType,
+    /// The receiver's HTTP status; 0 when no response came (refused, unreachable, timed out).
+    pub status_code: u16,
+    /// Whether the receiver answered 2xx.
+    pub success: bool,
+    /// How long the attempt took, in milliseconds.
+    pub duration_ms: u64,
+    /// When the attempt was made.
+    pub created_at: Timestamp,
 }

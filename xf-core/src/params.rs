@@ -135,6 +135,25 @@ static PROPERTY_URL: Rule = rule!(
     r"^[Hh][Tt][Tt][Pp][Ss]?://([A-Za-z0-9-]+\.)*[A-Za-z][A-Za-z0-9-]*(:([0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?([/?#][!-~]*)?$"
 );
 
+/// The `url` of a webhook: an absolute `http` or `https` URL whose authority has no
+/// credentials (no `@`). Whether the URL parses, its scheme is allowed and its host may be
+/// reached is checked after the pattern (a 400 naming `url` when not).
+static WEBHOOK_URL: Rule =
+    rule!(r"^[Hh][Tt][Tt][Pp][Ss]?://[A-Za-z0-9.:\[\]_~%!$&'()*+,;=-]+([/?#][!-~]*)?$");
+/// A webhook's name: visible text with at least one character that is not a space.
+static WEBHOOK_NAME: Rule = rule!(r"^[^\x00-\x1f\x7f]*[^\x00-\x20\x7f][^\x00-\x1f\x7f]*$");
+
+checked_string!(
+    /// A webhook's `url`; see [`WEBHOOK_URL`].
+    WebhookUrl, WEBHOOK_URL, max = 2048,
+    expects = "an absolute https URL (http where the host allows it) without credentials, at most 2048 characters of visible ASCII"
+);
+
+checked_string!(
+    /// A webhook's `name`: 1 to 200 characters, no control characters, not blank.
+    WebhookName, WEBHOOK_NAME, max = 200, expects = "1 to 200 characters without control characters, not blank"
+);
+
 checked_string!(
     /// `Idempotency-Key`: 1 to 128 visible ASCII characters (a UUID, say).
     IdempotencyKey, IDEMPOTENCY_KEY, max = 128, expects = "1 to 128 visible ASCII characters"
@@ -179,6 +198,8 @@ impl PageSize {
     pub const MAX: u8 = 100;
     /// The page size of lists when `limit` is not sent.
     pub const DEFAULT: PageSize = PageSize(40);
+    /// The page size of the webhook delivery log when `limit` is not sent.
+    pub const DELIVERIES_DEFAULT: PageSize = PageSize(25);
 
     /// `value` if it lies in 1..=100.
     pub fn new(value: i64) -> Result<Self> {
@@ -386,6 +407,8 @@ mod tests {
             &INCLUDE,
             &PROPERTY_NAME,
             &PROPERTY_URL,
+            &WEBHOOK_URL,
+            &WEBHOOK_NAME,
         ] {
             assert!(!rule.matches("\u{0}"), "{}", rule.pattern);
         }

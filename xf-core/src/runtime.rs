@@ -47,7 +47,11 @@
 //! - A **rescue** pass every [`WorkerOptions::rescue_interval`] takes up jobs whose lease
 //!   expired (their worker died): pending again while attempts are left, failed otherwise.
 //! - A **purge** pass every [`WorkerOptions::purge_interval`] deletes rate-limit windows and
-//!   idempotency records past their life.
+//!   idempotency records past their life, and webhook delivery log rows older than 30 days.
+//! - The **webhook engine** ([`crate::webhooks`]) fans the event outbox out to webhooks and
+//!   delivers it, up to [`WorkerOptions::webhook_concurrency`] attempts at once, woken by
+//!   [`QueueSignal::EventsWritten`]. In-flight attempts (15 s at most) finish before
+//!   [`WorkerHandle::shutdown`] returns.
 //!
 //! Every rule that must hold across processes (one claim per job, attempt tokens, the
 //! outbox) is the store's; the runtime only decides when to call it. So any number of
@@ -70,6 +74,7 @@ use crate::store::{
     QueueSignal, QueueStore, Store,
 };
 use crate::time::Timestamp;
+use crate::webhooks::engine::EngineOptions;
 use crate::xf::{Xf, IDEMPOTENCY_TTL_HOURS};
 
 /// How an attempt failed, as its handler says.
@@ -164,6 +169,7 @@ pub struct WorkerOptions {
     purge_interval: Duration,
     retry_backoff: Duration,
     run_jobs: bool,
+    webhook_concurrency: usize,
 }
 
 impl Default for WorkerOptions {
@@ -174,7 +180,8 @@ impl Default for WorkerOptions {
 
 impl WorkerOptions {
     /// No handlers; 8 slots; claims of up to 8; a 30 s lease renewed every second; polls
-    /// every second; rescues every 5 s; purges every 10 minutes; retries after 5 s, doubling.
+    /// every second; rescues every 5 s; purges every 10 minutes; retries after 5 s, doubling;
+    /// 64 webhook deliveries at once.
     pub fn new() -> Self {
         WorkerOptions {
             handlers: BTreeMap::new(),
@@ -187,6 +194,7 @@ impl WorkerOptions {
             purge_interval: Duration::from_secs(600),
             retry_backoff: Duration::from_secs(5),
             run_jobs: true,
+            webhook_concurrency: 64,
         }
     }
 
@@ -257,8 +265,15 @@ impl WorkerOptions {
         self
     }
 
+    /// How many webhook deliveries are in flight at once (default 64); 0 makes none here.
+    pub fn webhook_concurrency(mut self, deliveries: usize) -> Self {
+        self.webhook_concurrency = deliveries;
+        self
+    }
+
     /// Without jobs, the runtime only rescues leases and purges (a process that serves the
-    /// API and leaves jobs to worker processes can still keep the tables tidy).
+    /// API and leaves jobs and webhook deliveries to worker processes can still keep the
+    /// tables tidy).
     pub fn without_jobs(mut self) -> Self {
         self.run_jobs = false;
         self
@@ -307,6 +322,8 @@ struct Shared {
     slots: Arc<Semaphore>,
     running: Mutex<HashMap<JobId, watch::Sender<Option<Stop>>>>,
     wake: Notify,
+    /// Wakes the webhook dispatcher when events are written.
+    webhook_wake: Arc<Notify>,
     /// The last claim came back short: wait for a wake-up before the next.
     drained: AtomicBool,
     finishes: Mutex<Option<mpsc::UnboundedSender<(Finish, OwnedSemaphorePermit)>>>,
@@ -372,6 +389,7 @@ impl Xf {
             options,
             running: Mutex::new(HashMap::new()),
             wake: Notify::new(),
+            webhook_wake: Arc::new(Notify::new()),
             drained: AtomicBool::new(false),
             finishes: Mutex::new(Some(finish_tx)),
         });
@@ -380,18 +398,35 @@ impl Xf {
             tokio::spawn(rescue_loop(Arc::clone(&shared), stopped.clone())),
             tokio::spawn(purge_loop(Arc::clone(&shared), stopped.clone())),
         ];
-        let claimer = runs_jobs.then(|| {
+        let transport = self.webhook_transport().cloned();
+        let delivers = shared.options.run_jobs && shared.options.webhook_concurrency > 0;
+        if let Some(transport) = transport.filter(|_| delivers) {
+            let options = EngineOptions {
+                concurrency: shared.options.webhook_concurrency,
+                poll_interval: shared.options.poll_interval,
+            };
+            background.extend(crate::webhooks::engine::spawn(
+                self.clone(),
+                transport,
+                options,
+                Arc::clone(&shared.webhook_wake),
+                stopped.clone(),
+            ));
+        }
+        if runs_jobs || delivers {
             background.push(tokio::spawn(listen_loop(
                 Arc::clone(&shared),
                 stopped.clone(),
             )));
-            tokio::spawn(claim_loop(Arc::clone(&shared), stopped.clone()))
-        });
+        }
+        let claimer =
+            runs_jobs.then(|| tokio::spawn(claim_loop(Arc::clone(&shared), stopped.clone())));
         let completer = Some(tokio::spawn(complete_loop(Arc::clone(&shared), finish_rx)));
         tracing::info!(
             job_types = ?shared.options.job_types(),
             concurrency = shared.options.concurrency,
             runs_jobs,
+            delivers,
             "background runtime started"
         );
         WorkerHandle {
@@ -723,11 +758,13 @@ async fn listen_loop(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
         };
         // A wake-up for the signals missed while not listening.
         shared.wake.notify_one();
+        shared.webhook_wake.notify_one();
         loop {
             tokio::select! {
                 signal = listener.next() => match signal {
                     Ok(QueueSignal::JobsReady) => shared.wake.notify_one(),
                     Ok(QueueSignal::CancelRequested(id)) => shared.stop_job(&id, Stop::Abandon),
+                    Ok(QueueSignal::EventsWritten) => shared.webhook_wake.notify_one(),
                     Err(error) => {
                         tracing::warn!(%error, "queue signals interrupted; listening again");
                         break;
@@ -781,6 +818,16 @@ async fn purge_loop(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
                 "purged expired rate-limit windows and idempotency records"
             ),
             Err(error) => tracing::warn!(%error, "retention purge failed"),
+        }
+        match shared
+            .xf
+            .store()
+            .purge_deliveries(now.plus(-crate::webhooks::LOG_RETENTION))
+            .await
+        {
+            Ok(0) => {}
+            Ok(rows) => tracing::info!(rows, "purged webhook delivery log rows older than 30 days"),
+            Err(error) => tracing::warn!(%error, "purging the webhook delivery log failed"),
         }
         tokio::select! {
             _ = tokio::time::sleep(shared.options.purge_interval) => {}

@@ -4,7 +4,9 @@
 //! one `RwLock`, and every operation takes the lock once and never across an `.await`, so
 //! each operation is atomic with respect to every other: the same guarantees the PostgreSQL
 //! backend gives with transactions and conditional updates. Workers are woken through an
-//! in-process channel, where PostgreSQL uses `LISTEN/NOTIFY`. Nothing survives the process.
+//! in-process channel, where PostgreSQL uses `LISTEN/NOTIFY`; every write that appends to the
+//! event outbox sends [`QueueSignal::EventsWritten`] once it lets go of the lock. Nothing
+//! survives the process.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -26,13 +28,17 @@ mod organizations;
 mod properties;
 mod reports;
 mod usage;
+mod webhooks;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ops::{Deref, DerefMut};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use async_trait::async_trait;
 use tokio::sync::broadcast;
-use xf_core::model::{ApiKey, Event, Issue, Organization, Property, Report, UsageCounters};
+use xf_core::model::{
+    ApiKey, Event, Issue, Organization, Property, Report, UsageCounters, Webhook, WebhookDelivery,
+};
 use xf_core::store::{
     After, AttemptToken, PageRequest, QueueSignal, Store, StoreResult, StoredResponse,
 };
@@ -40,6 +46,7 @@ use xf_core::time::Timestamp;
 use xf_core::StoreError;
 
 use crate::jobs::StoredJob;
+use crate::webhooks::{MessageKey, QueuedMessage};
 
 /// Newest-first index key: (owner, created_at, id). Iterated in reverse.
 type IndexKey = (String, Timestamp, String);
@@ -69,6 +76,16 @@ struct State {
     usage: BTreeMap<(String, String), UsageCounters>,
     rate_counters: HashMap<(String, Timestamp), u64>,
     idempotency: HashMap<String, IdempotencyRecord>,
+    /// Indexed by organization.
+    webhooks: Indexed<Webhook>,
+    /// How many events of `events` (from the first) fan-outs have taken.
+    fanned_out: usize,
+    /// The delivery queue: one message per (webhook, event).
+    messages: BTreeMap<MessageKey, QueuedMessage>,
+    /// The queued messages in claim order: (when claimable, webhook, event).
+    message_queue: BTreeSet<(Timestamp, String, String)>,
+    /// The delivery log, indexed by webhook.
+    deliveries: Indexed<WebhookDelivery>,
 }
 
 #[derive(Debug, Clone)]
@@ -119,15 +136,63 @@ impl MemoryStore {
             .unwrap_or_else(|poison| poison.into_inner())
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, State> {
-        self.state
+    /// The state, to change. Dropping the guard lets go of the lock and then sends
+    /// [`QueueSignal::EventsWritten`] if events were appended meanwhile: so no operation that
+    /// writes events (finishing, cancelling, rescuing jobs) can forget the signal.
+    fn write(&self) -> WriteGuard<'_> {
+        let state = self
+            .state
             .write()
-            .unwrap_or_else(|poison| poison.into_inner())
+            .unwrap_or_else(|poison| poison.into_inner());
+        WriteGuard {
+            events_before: state.events.len(),
+            state: Some(state),
+            signals: &self.signals,
+        }
     }
 
     /// Tells listening workers; nobody listening is fine.
     fn signal(&self, signal: QueueSignal) {
         let _ = self.signals.send(signal);
+    }
+}
+
+/// The write lock on the state; see [`MemoryStore::write`].
+struct WriteGuard<'a> {
+    /// `Some` until dropped.
+    state: Option<RwLockWriteGuard<'a, State>>,
+    events_before: usize,
+    signals: &'a broadcast::Sender<QueueSignal>,
+}
+
+impl Deref for WriteGuard<'_> {
+    type Target = State;
+
+    fn deref(&self) -> &State {
+        self.state
+            .as_ref()
+            .expect("the guard holds the lock until dropped")
+    }
+}
+
+impl DerefMut for WriteGuard<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        self.state
+            .as_mut()
+            .expect("the guard holds the lock until dropped")
+    }
+}
+
+impl Drop for WriteGuard<'_> {
+    fn drop(&mut self) {
+        let wrote_events = self
+            .state
+            .take()
+            .is_some_and(|state| state.events.len() > self.events_before);
+        // The lock is released here, before anyone is woken.
+        if wrote_events {
+            let _ = self.signals.send(QueueSignal::EventsWritten);
+        }
     }
 }
 
@@ -177,6 +242,35 @@ impl<T: Clone> Indexed<T> {
 
     fn get_mut(&mut self, id: &str) -> Option<&mut T> {
         self.rows.get_mut(id)
+    }
+
+    /// Removes the record, which must be indexed under `owner` at `created_at`.
+    fn remove(&mut self, owner: &str, created_at: Timestamp, id: &str) -> Option<T> {
+        self.by_owner
+            .remove(&(owner.to_owned(), created_at, id.to_owned()));
+        self.rows.remove(id)
+    }
+
+    /// How many records `owner` has.
+    fn count(&self, owner: &str) -> usize {
+        let low = (owner.to_owned(), Timestamp::MIN, String::new());
+        self.by_owner
+            .range(low..)
+            .take_while(|(o, _, _)| o == owner)
+            .count()
+    }
+
+    /// The ids of `owner`'s records, newest first.
+    fn ids_of(&self, owner: &str) -> Vec<String> {
+        let low = (owner.to_owned(), Timestamp::MIN, String::new());
+        let mut ids: Vec<String> = self
+            .by_owner
+            .range(low..)
+            .take_while(|(o, _, _)| o == owner)
+            .map(|(_, _, id)| id.clone())
+            .collect();
+        ids.reverse();
+        ids
     }
 
     fn values(&self) -> impl Iterator<Item = &T> {

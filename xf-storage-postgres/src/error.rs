@@ -58,6 +58,9 @@ fn unique_rule(constraint: Option<&str>) -> &'static str {
         "usage_counters_pkey" => "usage month",
         "idempotency_keys_pkey" => "idempotency key",
         "rate_limit_counters_pkey" => "rate limit window",
+        "webhooks_pkey" => "webhook id",
+        "webhook_deliveries_pkey" => "delivery id",
+        "webhook_messages_pkey" => "webhook message",
         _ => "unique constraint",
     }
 }
@@ -87,6 +90,10 @@ mod tests {
         assert_eq!(
             classify_database_error("23505", Some("reports_pkey"), "dup"),
             StoreError::Duplicate("report token")
+        );
+        assert_eq!(
+            classify_database_error("23505", Some("webhooks_pkey"), "dup"),
+            StoreError::Duplicate("webhook id")
         );
         assert_eq!(
             classify_database_error("23505", None, "dup"),

@@ -61,6 +61,15 @@
 //! * **Wake-ups**: inserting jobs fires `NOTIFY xf_jobs_ready` (a statement trigger), and
 //!   cancelling a running job `NOTIFY xf_job_cancel`; workers `LISTEN` on a dedicated
 //!   connection and also poll, so a lost notification only delays them.
+//! * **Webhooks**: the cap of an organization's webhooks (`insert_webhook`) is kept as the
+//!   key cap is, under an advisory lock of its own. A fan-out takes the oldest events not yet
+//!   taken (`FOR UPDATE SKIP LOCKED`), queues their messages and marks them taken in one
+//!   statement, so each event is fanned out exactly once however many instances run it.
+//!   Messages are claimed as jobs are (SKIP LOCKED, a token and a lease), and an attempt is
+//!   recorded (log row, `lastDelivery*`, next step) by one call of `xf_record_deliveries`
+//!   (migration 0005) that writes nothing unless its token is still the message's. Writes
+//!   lock a webhook before its messages, so they cannot deadlock; new events `NOTIFY
+//!   xf_events` (a statement trigger), which wakes the delivery engines.
 //! * **Rate limits**: one transaction increments every consumed counter with an upsert that
 //!   takes the counter rows' locks in a fixed order (no deadlocks between instances), checks
 //!   the counts it got back against the limits, and commits only when none was exceeded, so a
@@ -103,6 +112,7 @@ mod rows;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod usage;
+mod webhooks;
 
 use std::time::Duration;
 
@@ -117,7 +127,9 @@ use xf_core::StoreError;
 use crate::error::{migrate_error, store_error};
 #[cfg(feature = "testing")]
 use crate::rows::RowExt;
-use crate::rows::{at, ISSUE_COLUMNS, JOB_COLUMNS, PROPERTY_COLUMNS, REPORT_COLUMNS};
+use crate::rows::{
+    at, DELIVERY_COLUMNS, ISSUE_COLUMNS, JOB_COLUMNS, PROPERTY_COLUMNS, REPORT_COLUMNS,
+};
 
 /// The schema migrations, embedded at compile time from `migrations/`.
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
@@ -130,6 +142,10 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
 /// is a hash of the organization id). The two-key form keeps these locks apart from the
 /// single-`bigint` advisory lock sqlx takes while migrating.
 pub(crate) const KEY_CAP_LOCK_CLASS: i32 = 0x7866_0001;
+
+/// First key of the advisory locks that serialise webhook creation per organization (see
+/// [`KEY_CAP_LOCK_CLASS`]).
+pub(crate) const WEBHOOK_CAP_LOCK_CLASS: i32 = 0x7866_0002;
 
 /// The PostgreSQL store. Cheap to clone: clones share the connection pool.
 #[derive(Debug, Clone)]
@@ -276,6 +292,20 @@ pub(crate) fn list_live_reports_query<'a>(
         .push(" AND expires_at > ")
         .push_bind(at(now));
     push_page(builder, "token", page);
+}
+
+/// `GET /webhooks/{id}/deliveries`.
+pub(crate) fn list_deliveries_query<'a>(
+    builder: &mut QueryBuilder<'a, Postgres>,
+    webhook_id: &str,
+    page: &PageRequest,
+) {
+    builder
+        .push(format!(
+            "SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = "
+        ))
+        .push_bind(webhook_id.to_owned());
+    push_page(builder, "id", page);
 }
 
 pub(crate) fn all<T>(
@@ -493,6 +523,8 @@ mod tests {
                 list_live_reports_query(b, "org_1", now, &page)
             })
             .await;
+            assert_served_by_index(&text, keyset);
+            let text = plan(&mut connection, |b| list_deliveries_query(b, "wh_1", &page)).await;
             assert_served_by_index(&text, keyset);
         }
     }

@@ -1,4 +1,5 @@
-//! Jobs, the engine's side: claim, heartbeat, finish, release, rescue, listen.
+//! Jobs, the engine's side: claim, heartbeat, finish, release, rescue, listen (also for new
+//! outbox events, which wake webhook delivery).
 
 use std::collections::HashMap;
 
@@ -24,6 +25,8 @@ use crate::{all, PgStore};
 const READY_CHANNEL: &str = "xf_jobs_ready";
 /// The channel of cancelled running jobs; the payload is the job id.
 const CANCEL_CHANNEL: &str = "xf_job_cancel";
+/// The channel of new outbox events (fired by the `events_written_notify` trigger).
+const EVENTS_CHANNEL: &str = "xf_events";
 
 impl PgStore {
     /// Wakes idle workers (after jobs went back to pending).
@@ -183,7 +186,7 @@ impl QueueStore for PgStore {
             .await
             .map_err(store_error)?;
         listener
-            .listen_all([READY_CHANNEL, CANCEL_CHANNEL])
+            .listen_all([READY_CHANNEL, CANCEL_CHANNEL, EVENTS_CHANNEL])
             .await
             .map_err(store_error)?;
         Ok(Box::new(PgQueueListener(listener)))
@@ -206,6 +209,7 @@ impl QueueListener for PgQueueListener {
                     Ok(id) => return Ok(QueueSignal::CancelRequested(id)),
                     Err(_) => continue,
                 },
+                EVENTS_CHANNEL => return Ok(QueueSignal::EventsWritten),
                 _ => return Ok(QueueSignal::JobsReady),
             }
         }

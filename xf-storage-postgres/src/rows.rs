@@ -7,7 +7,8 @@ use sqlx::{Decode, Postgres, Row, Type};
 use xf_core::ids::Id;
 use xf_core::model::{
     ApiKey, Event, EventType, Issue, IssueStatus, JobRecord, JobStatus, JobSubject, KeyMode,
-    Organization, Property, Report, ScanKind, Severity, UsageCounters,
+    Organization, Property, Report, ScanKind, Severity, UsageCounters, Webhook, WebhookDelivery,
+    WebhookSecrets,
 };
 use xf_core::plans::LimitOverrides;
 use xf_core::store::StoreResult;
@@ -40,6 +41,27 @@ pub(crate) const REPORT_COLUMNS: &str =
 /// The columns [`usage`] reads.
 pub(crate) const USAGE_COLUMNS: &str =
     "scans, ai_input_tokens, ai_output_tokens, redirects_created, images_optimized";
+/// The columns [`webhook`] reads.
+pub(crate) const WEBHOOK_COLUMNS: &str = "id, organization_id, name, url, secret_prefix, \
+     events, enabled, last_delivery_at, last_delivery_status, secret_current, secret_previous, \
+     secret_previous_until, created_at, updated_at";
+/// The columns [`delivery`] reads.
+pub(crate) const DELIVERY_COLUMNS: &str =
+    "id, webhook_id, event, status_code, success, duration_ms, created_at";
+
+/// `columns` (a list like [`JOB_COLUMNS`]) of the table aliased `table`, each renamed with
+/// `prefix`: the select list of one table of a join whose tables share column names, read
+/// back through [`Prefixed`].
+pub(crate) fn prefixed_columns(columns: &str, table: &str, prefix: &str) -> String {
+    columns
+        .split(',')
+        .map(|column| {
+            let column = column.trim();
+            format!("{table}.{column} AS {prefix}{column}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 /// The earliest instant bound as a parameter. PostgreSQL's `timestamptz` starts in 4714 BC
 /// while `Timestamp::MIN` lies far before; clamping keeps "since the beginning of time"
@@ -123,6 +145,31 @@ impl RowExt for PgRow {
     }
 }
 
+/// The columns of a row that carry a prefix (the second field, see [`prefixed_columns`]),
+/// under their names without it, so the decoders below read one table of a join.
+pub(crate) struct Prefixed<'a>(pub &'a PgRow, pub &'static str);
+
+impl RowExt for Prefixed<'_> {
+    fn col<'r, T>(&'r self, name: &str) -> StoreResult<T>
+    where
+        T: Decode<'r, Postgres> + Type<Postgres>,
+    {
+        self.0
+            .try_get(format!("{}{name}", self.1).as_str())
+            .map_err(store_error)
+    }
+}
+
+/// A nullable `integer` column holding an HTTP status (`u16`).
+fn status_opt(row: &impl RowExt, name: &str) -> StoreResult<Option<u16>> {
+    row.col::<Option<i32>>(name)?
+        .map(|value| {
+            u16::try_from(value)
+                .map_err(|_| StoreError::Internal(format!("{name} out of range: {value}")))
+        })
+        .transpose()
+}
+
 fn parsed<T>(value: String, parse: impl FnOnce(&str) -> Option<T>, what: &str) -> StoreResult<T> {
     parse(&value).ok_or_else(|| StoreError::Internal(format!("unknown {what} {value:?}")))
 }
@@ -165,7 +212,7 @@ pub(crate) fn property(row: &PgRow) -> StoreResult<Property> {
 }
 
 /// A `jobs` row.
-pub(crate) fn job(row: &PgRow) -> StoreResult<JobRecord> {
+pub(crate) fn job(row: &impl RowExt) -> StoreResult<JobRecord> {
     let progress = row.col::<i16>("progress")?;
     Ok(JobRecord {
         id: row.id("id")?,
@@ -195,7 +242,7 @@ pub(crate) fn job(row: &PgRow) -> StoreResult<JobRecord> {
 }
 
 /// An `events` row.
-pub(crate) fn event(row: &PgRow) -> StoreResult<Event> {
+pub(crate) fn event(row: &impl RowExt) -> StoreResult<Event> {
     Ok(Event {
         id: row.id("id")?,
         organization_id: row.id("organization_id")?,
@@ -249,6 +296,53 @@ pub(crate) fn usage(row: &PgRow) -> StoreResult<UsageCounters> {
         ai_output_tokens: row.count("ai_output_tokens")?,
         redirects_created: row.count("redirects_created")?,
         images_optimized: row.count("images_optimized")?,
+    })
+}
+
+/// A `webhooks` row.
+pub(crate) fn webhook(row: &impl RowExt) -> StoreResult<Webhook> {
+    let events = row
+        .col::<Vec<String>>("events")?
+        .into_iter()
+        .map(|name| parsed(name, EventType::parse, "event type"))
+        .collect::<StoreResult<_>>()?;
+    let previous = match (
+        row.col::<Option<String>>("secret_previous")?,
+        row.timestamp_opt("secret_previous_until")?,
+    ) {
+        (Some(sealed), Some(until)) => Some((sealed, until)),
+        _ => None,
+    };
+    Ok(Webhook {
+        id: row.id("id")?,
+        organization_id: row.id("organization_id")?,
+        name: row.col("name")?,
+        url: row.col("url")?,
+        secret_prefix: row.col("secret_prefix")?,
+        events,
+        enabled: row.col("enabled")?,
+        last_delivery_at: row.timestamp_opt("last_delivery_at")?,
+        last_delivery_status: status_opt(row, "last_delivery_status")?,
+        created_at: row.timestamp("created_at")?,
+        updated_at: row.timestamp("updated_at")?,
+        secrets: WebhookSecrets {
+            current: row.col("secret_current")?,
+            previous,
+        },
+    })
+}
+
+/// A `webhook_deliveries` row.
+pub(crate) fn delivery(row: &impl RowExt) -> StoreResult<WebhookDelivery> {
+    Ok(WebhookDelivery {
+        id: row.id("id")?,
+        webhook_id: row.id("webhook_id")?,
+        event: parsed(row.col("event")?, EventType::parse, "event type")?,
+        status_code: status_opt(row, "status_code")?
+            .ok_or_else(|| StoreError::Internal("null status_code".to_owned()))?,
+        success: row.col("success")?,
+        duration_ms: row.count("duration_ms")?,
+        created_at: row.timestamp("created_at")?,
     })
 }
 

@@ -470,6 +470,9 @@ async fn schema_is_migrated_once_with_unlogged_rate_counters() {
         ("rate_limit_counters", "u"),
         ("reports", "p"),
         ("usage_counters", "p"),
+        ("webhook_deliveries", "p"),
+        ("webhook_messages", "p"),
+        ("webhooks", "p"),
     ]
     .into_iter()
     .map(|(table, kind)| (table.to_owned(), kind.to_owned()))

@@ -137,18 +137,17 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
     Ok(value)
 }
 
-/// A write request: its idempotency key, its fingerprint and its body (at most 1 MiB).
+/// The body of a write (at most 1 MiB) and the request's fingerprint (method, path and body,
+/// hashed; test-mode responses derive their ids from it).
 #[derive(Debug)]
-pub struct Write {
-    /// `Idempotency-Key`, if sent.
-    pub idempotency: IdempotencyHeader,
+pub struct Sent {
     /// Method, path and body, hashed.
     pub fingerprint: Fingerprint,
     /// The raw body.
     pub body: Bytes,
 }
 
-impl Write {
+impl Sent {
     /// The body as `T`.
     pub fn json<T: DeserializeOwned>(&self) -> Result<T, Error> {
         parse_json(&self.body)
@@ -162,6 +161,39 @@ impl Write {
         } else {
             parse_json(&self.body)
         }
+    }
+
+    async fn read(parts: &Parts, body: Body) -> Result<Self, Error> {
+        let body = read_body(body, MAX_JSON_BODY).await?;
+        let fingerprint = Fingerprint::of(parts.method.as_str(), parts.uri.path(), &body);
+        Ok(Sent { fingerprint, body })
+    }
+}
+
+impl<S: Send + Sync> FromRequest<S> for Sent {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, _: &S) -> Result<Self, Self::Rejection> {
+        let (parts, body) = request.into_parts();
+        Ok(Sent::read(&parts, body).await?)
+    }
+}
+
+/// A write that accepts an `Idempotency-Key`: the key, and what [`Sent`] reads (reachable
+/// through `Deref`: `write.fingerprint`, `write.json()`).
+#[derive(Debug)]
+pub struct Write {
+    /// `Idempotency-Key`, if sent.
+    pub idempotency: IdempotencyHeader,
+    /// The body and the fingerprint.
+    pub sent: Sent,
+}
+
+impl std::ops::Deref for Write {
+    type Target = Sent;
+
+    fn deref(&self) -> &Sent {
+        &self.sent
     }
 }
 
@@ -185,12 +217,9 @@ impl<S: Send + Sync> FromRequest<S> for Write {
                     })?,
             ),
         };
-        let body = read_body(body, MAX_JSON_BODY).await?;
-        let fingerprint = Fingerprint::of(parts.method.as_str(), parts.uri.path(), &body);
         Ok(Write {
             idempotency: IdempotencyHeader { idempotency_key },
-            fingerprint,
-            body,
+            sent: Sent::read(&parts, body).await?,
         })
     }
 }

@@ -105,6 +105,7 @@ impl XfService {
             .merge(routes::scans::router())
             .merge(routes::jobs::router())
             .merge(routes::reports::router())
+            .merge(routes::webhooks::router())
             .route_layer(axum::middleware::from_fn_with_state(
                 xf.clone(),
                 middleware::developer_api,

@@ -18,14 +18,14 @@ use crate::error::{ApiError, ErrorBody};
     info(
         title = "xf SEO developer API",
         version = "1.0.0",
-        description = "Properties, scans and jobs, issues, shared reports, usage, limits and live rate-limit counters. \
+        description = "Properties, scans and jobs, issues, shared reports, usage, limits, live rate-limit counters and webhooks. \
             Paths are relative to the mount point, `/api/v1` on the standalone server."
     ),
     servers((url = "/api/v1")),
     components(schemas(ErrorBody, xf_core::error::FieldError)),
     tags(
         (name = "health"), (name = "organization"), (name = "properties"),
-        (name = "scans"), (name = "jobs"), (name = "reports")
+        (name = "scans"), (name = "jobs"), (name = "reports"), (name = "webhooks")
     )
 )]
 struct BaseDoc;
@@ -140,7 +140,8 @@ struct LinkGroup {
 
 /// The links of the stateful phase of the contract check, and of any client that follows
 /// them: from a created property to its detail, issues, scans, crawls and jobs; from a queued
-/// scan or crawl to its job and its cancellation.
+/// scan or crawl to its job and its cancellation; from a created webhook to its changes,
+/// deletion, test delivery, secret rotation and log.
 const LINKS: &[LinkGroup] = &[
     LinkGroup {
         from: &[("/properties", "post")],
@@ -164,6 +165,19 @@ const LINKS: &[LinkGroup] = &[
         parameter: "jobId",
         expression: "$response.body#/data/job/id",
         to: &[("GetJob", "get_job"), ("CancelJob", "cancel_job")],
+    },
+    LinkGroup {
+        from: &[("/webhooks", "post")],
+        status: "201",
+        parameter: "webhookId",
+        expression: "$response.body#/data/webhook/id",
+        to: &[
+            ("UpdateWebhook", "update_webhook"),
+            ("DeleteWebhook", "delete_webhook"),
+            ("TestWebhook", "test_webhook"),
+            ("RotateWebhookSecret", "rotate_secret"),
+            ("ListDeliveries", "list_deliveries"),
+        ],
     },
 ];
 

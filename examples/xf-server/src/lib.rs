@@ -122,10 +122,15 @@ pub struct Config {
     #[arg(long, env = "XF_SHUTDOWN_GRACE", default_value_t = 20)]
     pub shutdown_grace: u64,
 
-    /// Let scans reach loopback and private addresses (development and tests only: in
-    /// production it would let a customer scan your internal network).
+    /// Let scans and webhooks reach loopback and private addresses, and webhooks use plain
+    /// http (development and tests only: in production it would let a customer reach your
+    /// internal network).
     #[arg(long, env = "XF_ALLOW_PRIVATE_TARGETS", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub allow_private_targets: bool,
+
+    /// Webhook deliveries the background runtime makes at once; 0 makes none in this process.
+    #[arg(long, env = "XF_WEBHOOK_CONCURRENCY", default_value_t = 64)]
+    pub webhook_concurrency: u16,
 }
 
 /// What a process of xf-server runs (`--role`).
@@ -170,6 +175,7 @@ impl fmt::Debug for Config {
             .field("workers", &self.workers)
             .field("shutdown_grace", &self.shutdown_grace)
             .field("allow_private_targets", &self.allow_private_targets)
+            .field("webhook_concurrency", &self.webhook_concurrency)
             .finish()
     }
 }
@@ -391,7 +397,9 @@ pub async fn serve(
 /// The background runtime's settings for `config`: scans (the facade's `seo-scan` handler),
 /// lease rescue and retention purges; in the `api` role only the last two.
 pub fn worker_options(config: &Config) -> WorkerOptions {
-    let options = WorkerOptions::new().concurrency(usize::from(config.workers));
+    let options = WorkerOptions::new()
+        .concurrency(usize::from(config.workers))
+        .webhook_concurrency(usize::from(config.webhook_concurrency));
     if config.role.runs_jobs() {
         options
     } else {

@@ -4,7 +4,8 @@
 //!
 //! Run with: `cargo run -p xf-tests --bin xf-test-worker -- <database-url> [lease-ms]
 //! [concurrency]`. It prints `ready` once the runtime is started, runs until SIGTERM or
-//! SIGINT, then shuts the runtime down with a 5-second grace.
+//! SIGINT, then shuts the runtime down with a 5-second grace. With `XF_TEST_WEBHOOKS=off` it
+//! makes no webhook deliveries (a process that dies before it gets to them).
 //!
 //! Handlers:
 //!
@@ -93,6 +94,10 @@ async fn main() {
         .build()
         .expect("configuration");
     let lease = Duration::from_millis(lease_ms);
+    let webhooks = match std::env::var("XF_TEST_WEBHOOKS").as_deref() {
+        Ok("off") => 0,
+        _ => 64,
+    };
     let workers = xf.spawn_workers(
         WorkerOptions::new()
             .handler("test-record", Record(pool.clone()))
@@ -102,7 +107,8 @@ async fn main() {
             .lease(lease)
             .heartbeat_interval(lease / 3)
             .rescue_interval(Duration::from_millis(200).min(lease / 3))
-            .poll_interval(Duration::from_millis(200)),
+            .poll_interval(Duration::from_millis(200))
+            .webhook_concurrency(webhooks),
     );
     println!("ready");
 

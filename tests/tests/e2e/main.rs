@@ -13,6 +13,7 @@ mod reports;
 mod runtime;
 mod scans;
 mod test_mode;
+mod webhooks;
 
 use serde_json::{json, Value};
 use xf_tests::TestApp;

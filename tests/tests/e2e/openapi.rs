@@ -25,6 +25,13 @@ const EXPECTED: &[&str] = &[
     "GET /usage",
     "GET /limits",
     "GET /rate-limits",
+    "GET /webhooks",
+    "POST /webhooks",
+    "PATCH /webhooks/{webhookId}",
+    "DELETE /webhooks/{webhookId}",
+    "POST /webhooks/{webhookId}/test",
+    "POST /webhooks/{webhookId}/rotate-secret",
+    "GET /webhooks/{webhookId}/deliveries",
 ];
 
 async fn openapi_document_matches_the_router(app: TestApp) {
@@ -58,7 +65,8 @@ async fn openapi_document_matches_the_router(app: TestApp) {
         let concrete = path
             .replace("{propertyId}", "prop_x")
             .replace("{jobId}", "job_x")
-            .replace("{token}", "tok_x");
+            .replace("{token}", "tok_x")
+            .replace("{webhookId}", "wh_x");
         let method: Method = method.parse().unwrap();
         let body = (method == Method::POST).then(|| "{}".to_owned());
         let with_key = app

@@ -19,7 +19,7 @@ use url::Url;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FetchError {
     /// The address is, or resolves to, a private or otherwise forbidden network.
-    #[error("{0} is a private or reserved address; scans do not reach it")]
+    #[error("{0} is or resolves to a private or reserved address, which is not reached")]
     Forbidden(String),
     /// No answer in time.
     #[error("timed out")]
@@ -114,8 +114,20 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
         || (segments[0] == 0x2001 && segments[1] == 0x0db8))
 }
 
+/// Whether `url`'s host is an IP address (not a name) that is not [`is_public`].
+pub fn is_private_literal(url: &Url) -> bool {
+    let literal = match url.host() {
+        Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip),
+        Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip),
+        Some(url::Host::Domain(_)) | None => return false,
+    };
+    !is_public(literal)
+}
+
 #[cfg(feature = "net")]
 pub use http::HttpFetcher;
+#[cfg(feature = "net")]
+pub(crate) use http::{classify, PublicOnly};
 
 #[cfg(feature = "net")]
 mod http {
@@ -127,11 +139,11 @@ mod http {
     use reqwest::dns::{Addrs, Name, Resolve, Resolving};
     use url::Url;
 
-    use super::{is_public, Answer, BodyStream, FetchError, PageFetcher};
+    use super::{is_private_literal, is_public, Answer, BodyStream, FetchError, PageFetcher};
 
     /// Resolves host names and keeps only the addresses scans may reach.
     #[derive(Debug)]
-    struct PublicOnly;
+    pub(crate) struct PublicOnly;
 
     impl Resolve for PublicOnly {
         fn resolve(&self, name: Name) -> Resolving {
@@ -192,7 +204,8 @@ mod http {
         }
     }
 
-    fn classify(error: &reqwest::Error) -> FetchError {
+    /// What a reqwest error was: a refused address, a timeout, or another network failure.
+    pub(crate) fn classify(error: &reqwest::Error) -> FetchError {
         if error.is_timeout() {
             return FetchError::Timeout;
         }
@@ -216,19 +229,10 @@ mod http {
     #[async_trait]
     impl PageFetcher for HttpFetcher {
         async fn get(&self, url: &Url) -> Result<Answer, FetchError> {
-            if !self.allow_private {
-                if let Some(host) = url.host() {
-                    let literal = match host {
-                        url::Host::Ipv4(ip) => Some(std::net::IpAddr::V4(ip)),
-                        url::Host::Ipv6(ip) => Some(std::net::IpAddr::V6(ip)),
-                        url::Host::Domain(_) => None,
-                    };
-                    if literal.is_some_and(|ip| !is_public(ip)) {
-                        return Err(FetchError::Forbidden(
-                            url.host_str().unwrap_or("").to_owned(),
-                        ));
-                    }
-                }
+            if !self.allow_private && is_private_literal(url) {
+                return Err(FetchError::Forbidden(
+                    url.host_str().unwrap_or("").to_owned(),
+                ));
             }
             let response = self
                 .client

@@ -20,6 +20,7 @@ mod properties;
 mod queue;
 mod reports;
 mod usage;
+mod webhooks;
 
 use async_trait::async_trait;
 
@@ -40,13 +41,16 @@ pub use queue::{
 };
 pub use reports::ReportStore;
 pub use usage::UsageStore;
+pub use webhooks::{
+    ClaimedDelivery, DeliveryRecord, NextStep, SecretRotation, WebhookChanges, WebhookStore,
+};
 
 /// Every storage trait, to call store methods on a concrete backend (`use
 /// xf_core::store::prelude::*;`). Through `Arc<dyn Store>` they are callable without it.
 pub mod prelude {
     pub use super::{
         EventStore, GuardStore, IssueStore, JobStore, OrganizationStore, PropertyStore, QueueStore,
-        ReportStore, Store, UsageStore,
+        ReportStore, Store, UsageStore, WebhookStore,
     };
 }
 
@@ -88,6 +92,7 @@ pub trait Store:
     + UsageStore
     + GuardStore
     + EventStore
+    + WebhookStore
     + std::fmt::Debug
 {
     /// Checks that the backend answers.

@@ -127,6 +127,8 @@ pub enum QueueSignal {
     JobsReady,
     /// This job was cancelled: stop it if it runs here.
     CancelRequested(JobId),
+    /// Events were written to the outbox: fan them out to webhooks.
+    EventsWritten,
 }
 
 /// Receives [`QueueSignal`]s. Signals are hints: one may be lost (a dropped connection), so

@@ -5,7 +5,8 @@
 //! traits of [`crate::store`]. A [`TestStore`] is a [`Store`] that can also [`Dump`] its data.
 //! The behaviours sit in one module per aggregate, as the store's traits do (organizations and
 //! their keys, properties, jobs as the API sees them, the job engine's queue, the event
-//! outbox, issues, reports, usage, and the request guards), and are all re-exported here.
+//! outbox, issues, reports, usage, the request guards, and webhooks with their delivery queue
+//! and log), and are all re-exported here.
 //!
 //! Each behaviour is self-contained: it creates its own organizations, properties, jobs, rate
 //! buckets and idempotency scopes with fresh ids, so behaviours may share one store and run in
@@ -23,6 +24,13 @@
 //!   rescue's counts, which include other behaviours' jobs.
 //! - The outbox holds everyone's events: behaviours look at their own jobs' events.
 //! - A listener hears everyone's signals: behaviours wait for the one they expect.
+//! - A webhook fan-out takes everyone's events and a delivery claim everyone's due messages:
+//!   only [`webhook_delivery_queue_lifecycle`] fans out, claims and records attempts, and it
+//!   looks at its own webhooks' messages only, never at the counts. Only the webhook
+//!   behaviours' organizations have webhooks.
+//! - A delivery purge takes every old log row: only
+//!   [`webhook_purge_deliveries_removes_old_rows`] purges, before 2026-06-01; every other log
+//!   row of the suite is at or after 2027-01-01.
 //!
 //! A backend's test crate runs the whole suite with [`store_conformance!`](crate::store_conformance),
 //! as `xf-storage-memory/tests/conformance.rs` and `xf-storage-postgres/tests/conformance.rs` do:
@@ -44,10 +52,13 @@
 //! Conventions: every timestamp has millisecond precision and lies in or after 2026, except in
 //! [`purge_expired_removes_old_rows`], which alone uses instants before 2000 (see there). Jobs
 //! are created in 2026, rescued at [`rescue_time`] (2028) and hold leases that last until
-//! [`kept_lease`] (2030) unless they are meant to expire. Ids compare as byte strings.
+//! [`kept_lease`] (2030) unless they are meant to expire. Webhook delivery log rows are
+//! created at or after 2027-01-01, except in [`webhook_purge_deliveries_removes_old_rows`],
+//! which alone logs rows in early 2026 and purges those before 2026-06-01. Ids compare as byte
+//! strings.
 //!
 //! The record constructors ([`organization`], [`api_key`], [`property`], [`job`], [`issue`],
-//! [`report`], [`rate_bucket`], [`idempotency_request`]) are public so that other tests can
+//! [`report`], [`rate_bucket`], [`idempotency_request`], [`webhook`], [`delivery`]) are public so that other tests can
 //! seed stores with them.
 
 mod events;
@@ -59,6 +70,7 @@ mod properties;
 mod queue;
 mod reports;
 mod usage;
+mod webhooks;
 
 pub use events::*;
 pub use guards::*;
@@ -69,6 +81,7 @@ pub use properties::*;
 pub use queue::*;
 pub use reports::*;
 pub use usage::*;
+pub use webhooks::*;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -935,6 +948,17 @@ macro_rules! __with_conformance_behaviours {
             idempotency_expired_record_replaced,
             idempotency_concurrent_claims_single_winner,
             purge_expired_removes_old_rows,
+            // Webhooks, their delivery queue and their log.
+            webhook_insert_get_and_list,
+            webhook_insert_refuses_at_max,
+            webhook_concurrent_inserts_respect_max,
+            webhook_update_applies_each_change,
+            webhook_rotate_secret_keeps_the_replaced_one,
+            webhook_delete_removes_it_and_its_log,
+            webhook_test_deliveries_logged_newest_first,
+            webhook_purge_deliveries_removes_old_rows,
+            webhook_listen_hears_events_written,
+            webhook_delivery_queue_lifecycle,
         }
     };
 }
@@ -1004,6 +1028,7 @@ mod tests {
         ("queue.rs", include_str!("queue.rs")),
         ("reports.rs", include_str!("reports.rs")),
         ("usage.rs", include_str!("usage.rs")),
+        ("webhooks.rs", include_str!("webhooks.rs")),
     ];
 
     /// The names of the behaviours `source` defines: its public async functions, each of which

@@ -29,6 +29,7 @@ mod admin;
 mod properties;
 mod reports;
 mod scans;
+mod webhooks;
 
 use std::sync::Arc;
 
@@ -44,6 +45,8 @@ use crate::plans::{Limits, Plan, PlanCatalog};
 use crate::secret::{derive_key, keyed_digest};
 use crate::store::{After, PageRequest, Store};
 use crate::time::{Clock, SystemClock, Timestamp};
+use crate::webhooks::secrets::SecretBox;
+use crate::webhooks::transport::WebhookTransport;
 
 pub(crate) use access::IDEMPOTENCY_TTL_HOURS;
 pub use access::{Fingerprint, IdempotencyStart, IdempotencyTicket, RateCheck, RequestKind};
@@ -131,6 +134,13 @@ struct Inner {
     config: XfConfig,
     cursors: CursorCodec,
     mock_key: [u8; 32],
+    /// Whether private targets and plain-`http` webhooks are allowed.
+    allow_private_targets: bool,
+    /// Seals webhook signing secrets.
+    secret_box: SecretBox,
+    /// What webhooks are checked and posted with; `None` without the `net` feature and a
+    /// host's transport.
+    webhooks: Option<Arc<dyn WebhookTransport>>,
 }
 
 /// Builds an [`Xf`]. The secret key and the public base URL are required.
@@ -138,6 +148,7 @@ pub struct XfBuilder {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     fetcher: Option<Arc<dyn PageFetcher>>,
+    webhooks: Option<Arc<dyn WebhookTransport>>,
     allow_private_targets: bool,
     plans: PlanCatalog,
     secret_key: Option<Vec<u8>>,
@@ -182,9 +193,17 @@ impl XfBuilder {
         self
     }
 
-    /// Lets scans reach loopback and private addresses (development and tests; CONTRACT.md's
-    /// `--allow-private-targets`). Off by default: a scan of a property whose host is or
-    /// resolves to such an address fails without a request there.
+    /// Replaces the network side of webhooks (tests, or a host's own egress).
+    pub fn webhook_transport(mut self, transport: Arc<dyn WebhookTransport>) -> Self {
+        self.webhooks = Some(transport);
+        self
+    }
+
+    /// Lets scans and webhooks reach loopback and private addresses, and webhooks use plain
+    /// `http` (development and tests; CONTRACT.md's `--allow-private-targets`). Off by
+    /// default: a scan of a property whose host is or resolves to such an address fails
+    /// without a request there, and such a webhook URL is refused at registration and again
+    /// when a delivery connects.
     pub fn allow_private_targets(mut self, allow: bool) -> Self {
         self.allow_private_targets = allow;
         self
@@ -250,6 +269,16 @@ impl XfBuilder {
         });
         #[cfg(not(feature = "net"))]
         let fetcher = self.fetcher;
+        #[cfg(feature = "net")]
+        let webhooks = self.webhooks.or_else(|| {
+            let agent = crate::webhooks::USER_AGENT;
+            let http =
+                crate::webhooks::transport::HttpTransport::new(agent, self.allow_private_targets);
+            Some(Arc::new(http) as Arc<dyn WebhookTransport>)
+        });
+        #[cfg(not(feature = "net"))]
+        let webhooks = self.webhooks;
+        let secret_box = SecretBox::new(&config.secret_key);
         Ok(Xf {
             inner: Arc::new(Inner {
                 store: self.store,
@@ -259,6 +288,9 @@ impl XfBuilder {
                 config,
                 cursors,
                 mock_key,
+                secret_box,
+                webhooks,
+                allow_private_targets: self.allow_private_targets,
             }),
         })
     }
@@ -293,6 +325,7 @@ impl Xf {
             store,
             clock: Arc::new(SystemClock),
             fetcher: None,
+            webhooks: None,
             allow_private_targets: false,
             plans: PlanCatalog::default(),
             secret_key: None,
@@ -326,6 +359,16 @@ impl Xf {
             Arc::clone(&self.inner.clock),
             crate::crawl::crawler::CrawlOptions::default(),
         ))
+    }
+
+    /// What webhooks are posted with, if anything.
+    pub fn webhook_transport(&self) -> Option<&Arc<dyn WebhookTransport>> {
+        self.inner.webhooks.as_ref()
+    }
+
+    /// Seals and opens webhook signing secrets.
+    pub(crate) fn secret_box(&self) -> &SecretBox {
+        &self.inner.secret_box
     }
 
     /// The plan catalog.

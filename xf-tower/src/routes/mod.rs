@@ -7,6 +7,7 @@ pub mod jobs;
 pub mod properties;
 pub mod reports;
 pub mod scans;
+pub mod webhooks;
 
 use serde::Serialize;
 use utoipa::{IntoParams, ToSchema};

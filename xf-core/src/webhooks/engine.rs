@@ -1,0 +1,300 @@
+//! The delivery engine: the runtime's webhook tasks.
+//!
+//! - A **dispatcher** fans new outbox events out to webhooks, then claims as many due
+//!   messages as it has free slots (at most [`CLAIM_BATCH`] per claim) and starts an attempt
+//!   for each. When a claim comes back short it waits for a wake-up (events written, from the
+//!   store's signals) or for the poll interval.
+//! - Each **attempt** signs the message with the webhook's secrets, posts it, and hands its
+//!   outcome (log row and next step) to the recorder.
+//! - The **recorder** writes whatever outcomes are waiting in one store call.
+//!
+//! The store makes each claim exclusive and refuses the outcome of an attempt whose lease ran
+//! out, so any number of engines can share a database; a message whose sender died is claimed
+//! again when its lease ends, so every event is delivered at least once.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinHandle;
+
+use super::schedule::next_retry;
+use super::transport::{Reply, WebhookTransport};
+use super::{log_row, outgoing, signing_secrets, MessageData, WebhookMessage};
+use crate::store::{ClaimedDelivery, DeliveryRecord, NextStep, WebhookStore};
+use crate::time::Timestamp;
+use crate::xf::Xf;
+
+/// Events taken per fan-out call.
+const FAN_OUT_BATCH: usize = 500;
+/// Messages taken per claim, at most.
+pub(crate) const CLAIM_BATCH: usize = 100;
+/// How long a claimed message is the claimer's: the attempt's time limit and a margin.
+const LEASE: Duration = Duration::from_secs(60);
+/// Outcomes written per store call, at most.
+const RECORD_BATCH: usize = 500;
+
+/// The engine's settings, from the runtime's options.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EngineOptions {
+    /// Attempts in flight at once.
+    pub concurrency: usize,
+    /// How often an idle dispatcher looks without being woken.
+    pub poll_interval: Duration,
+}
+
+struct Engine {
+    xf: Xf,
+    store: Arc<dyn WebhookStore>,
+    transport: Arc<dyn WebhookTransport>,
+    slots: Arc<Semaphore>,
+    outcomes: mpsc::UnboundedSender<(DeliveryRecord, OwnedSemaphorePermit)>,
+    options: EngineOptions,
+}
+
+/// Starts the dispatcher and the recorder; `wake` is notified when events are written.
+pub(crate) fn spawn(
+    xf: Xf,
+    transport: Arc<dyn WebhookTransport>,
+    options: EngineOptions,
+    wake: Arc<Notify>,
+    stopped: watch::Receiver<bool>,
+) -> Vec<JoinHandle<()>> {
+    let (outcomes, received) = mpsc::unbounded_channel();
+    let store: Arc<dyn WebhookStore> = xf.store().clone();
+    let engine = Arc::new(Engine {
+        store: Arc::clone(&store),
+        xf,
+        transport,
+        slots: Arc::new(Semaphore::new(options.concurrency.max(1))),
+        outcomes,
+        options,
+    });
+    vec![
+        tokio::spawn(dispatch_loop(engine, wake, stopped)),
+        tokio::spawn(record_loop(store, received)),
+    ]
+}
+
+async fn dispatch_loop(engine: Arc<Engine>, wake: Arc<Notify>, mut stopped: watch::Receiver<bool>) {
+    loop {
+        if *stopped.borrow() {
+            return;
+        }
+        let now = engine.xf.now();
+        fan_out(&engine, now).await;
+        let drained = match Arc::clone(&engine.slots).try_acquire_owned() {
+            Err(_) => {
+                // Every slot is busy: wait for one.
+                tokio::select! {
+                    _ = Arc::clone(&engine.slots).acquire_owned() => {}
+                    _ = stopped.changed() => return,
+                }
+                continue;
+            }
+            Ok(first) => claim(&engine, now, first).await,
+        };
+        if drained {
+            tokio::select! {
+                _ = wake.notified() => {}
+                _ = tokio::time::sleep(engine.options.poll_interval) => {}
+                _ = stopped.changed() => return,
+            }
+        }
+    }
+}
+
+/// Fans out every event waiting in the outbox.
+async fn fan_out(engine: &Engine, now: Timestamp) {
+    loop {
+        match engine.store.fan_out_events(FAN_OUT_BATCH, now).await {
+            Ok(taken) if taken >= FAN_OUT_BATCH => continue,
+            Ok(_) => return,
+            Err(error) => {
+                tracing::warn!(%error, "fanning events out to webhooks failed");
+                return;
+            }
+        }
+    }
+}
+
+/// Claims as many messages as there are free slots and starts their attempts; whether the
+/// claim came back short (nothing more is due now).
+async fn claim(engine: &Arc<Engine>, now: Timestamp, first: OwnedSemaphorePermit) -> bool {
+    let mut permits = vec![first];
+    while permits.len() < CLAIM_BATCH {
+        match Arc::clone(&engine.slots).try_acquire_owned() {
+            Ok(permit) => permits.push(permit),
+            Err(_) => break,
+        }
+    }
+    let wanted = permits.len();
+    let lease_until = now.plus(chrono::Duration::from_std(LEASE).unwrap_or_default());
+    let claimed = match engine
+        .store
+        .claim_deliveries(wanted, now, lease_until)
+        .await
+    {
+        Ok(claimed) => claimed,
+        Err(error) => {
+            tracing::warn!(%error, "claiming webhook deliveries failed");
+            return true;
+        }
+    };
+    let drained = claimed.len() < wanted;
+    for (delivery, permit) in claimed.into_iter().zip(permits) {
+        tokio::spawn(attempt(Arc::clone(engine), delivery, permit));
+    }
+    drained
+}
+
+/// Makes one attempt and hands its outcome to the recorder.
+async fn attempt(engine: Arc<Engine>, delivery: ClaimedDelivery, permit: OwnedSemaphorePermit) {
+    let started_at = engine.xf.now();
+    let job = delivery.job.view();
+    let body = WebhookMessage {
+        id: delivery.event.id.as_str(),
+        event_type: delivery.event.event_type,
+        created_at: delivery.event.created_at,
+        test: false,
+        data: MessageData { job: &job },
+    }
+    .to_body();
+    let started = Instant::now();
+    let reply = match (
+        url::Url::parse(&delivery.webhook.url),
+        signing_secrets(engine.xf.secret_box(), &delivery.webhook, started_at),
+    ) {
+        (Ok(url), Ok(secrets)) => {
+            let request = outgoing(url, delivery.event.id.as_str(), started_at, body, &secrets);
+            engine.transport.post(request).await
+        }
+        (Err(error), _) => Reply::NoAnswer(format!("the webhook's URL does not parse: {error}")),
+        (_, Err(error)) => Reply::NoAnswer(error.to_string()),
+    };
+    let took = started.elapsed();
+    if let Reply::NoAnswer(reason) = &reply {
+        tracing::info!(webhook_id = %delivery.webhook.id, event_id = %delivery.event.id, attempt = delivery.attempt, reason, "webhook delivery got no answer");
+    }
+    let next = next_step(delivery.attempt, &reply, engine.xf.now());
+    let record = DeliveryRecord {
+        event_id: delivery.event.id.clone(),
+        webhook_id: delivery.webhook.id.clone(),
+        token: delivery.token,
+        log: log_row(
+            &delivery.webhook.id,
+            delivery.event.event_type,
+            &reply,
+            took,
+            started_at,
+        ),
+        next,
+    };
+    // A closed recorder means the runtime stopped: the lease runs out and the message is
+    // delivered again.
+    let _ = engine.outcomes.send((record, permit));
+}
+
+/// What follows attempt `attempt` (1 for the first) that got `reply`, at `now`.
+pub(crate) fn next_step(attempt: u32, reply: &Reply, now: Timestamp) -> NextStep {
+    let retry_after = match reply {
+        Reply::Answered { status, .. } if (200..300).contains(status) => return NextStep::Done,
+        Reply::Answered { status: 410, .. } => return NextStep::Disable,
+        Reply::Answered { retry_after, .. } => *retry_after,
+        Reply::NoAnswer(_) => None,
+    };
+    match next_retry(attempt, retry_after) {
+        Some(delay) => NextStep::RetryAt(
+            now.plus(chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::MAX)),
+        ),
+        None => NextStep::Done,
+    }
+}
+
+/// Writes outcomes in batches: whatever is waiting when the previous write returns. A write
+/// that fails is retried for a while; after that the leases run out and the messages are
+/// sent again.
+async fn record_loop(
+    store: Arc<dyn WebhookStore>,
+    mut outcomes: mpsc::UnboundedReceiver<(DeliveryRecord, OwnedSemaphorePermit)>,
+) {
+    while let Some(first) = outcomes.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < RECORD_BATCH {
+            match outcomes.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
+        let (records, permits): (Vec<DeliveryRecord>, Vec<OwnedSemaphorePermit>) =
+            batch.into_iter().unzip();
+        let give_up = Instant::now() + LEASE / 2;
+        let mut pause = Duration::from_millis(50);
+        loop {
+            match store.record_deliveries(&records).await {
+                Ok(written) => {
+                    let refused = written.iter().filter(|w| !**w).count();
+                    if refused > 0 {
+                        tracing::info!(
+                            refused,
+                            "delivery outcomes dropped: their leases had run out"
+                        );
+                    }
+                    break;
+                }
+                Err(error) if Instant::now() < give_up => {
+                    tracing::warn!(%error, "recording webhook deliveries failed; retrying");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(2));
+                }
+                Err(error) => {
+                    tracing::error!(%error, deliveries = records.len(), "giving up on recording webhook deliveries; they will be sent again");
+                    break;
+                }
+            }
+        }
+        drop(permits);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> Timestamp {
+        Timestamp::parse_rfc3339(text).unwrap()
+    }
+
+    #[test]
+    fn outcomes_map_to_steps() {
+        let now = at("2026-11-22T10:00:00.000Z");
+        let answered = |status| Reply::Answered {
+            status,
+            retry_after: None,
+        };
+        assert_eq!(next_step(1, &answered(200), now), NextStep::Done);
+        assert_eq!(next_step(1, &answered(204), now), NextStep::Done);
+        assert_eq!(next_step(3, &answered(410), now), NextStep::Disable);
+        for reply in [
+            answered(500),
+            answered(302),
+            answered(404),
+            Reply::NoAnswer("timed out".into()),
+        ] {
+            let NextStep::RetryAt(when) = next_step(1, &reply, now) else {
+                panic!("{reply:?} is retried");
+            };
+            let wait = now.seconds_until(when);
+            assert!((4..=6).contains(&wait), "{wait}");
+        }
+        assert_eq!(next_step(8, &answered(500), now), NextStep::Done);
+        let asked = Reply::Answered {
+            status: 429,
+            retry_after: Some(Duration::from_secs(90)),
+        };
+        assert_eq!(
+            next_step(1, &asked, now),
+            NextStep::RetryAt(at("2026-11-22T10:01:30.000Z"))
+        );
+    }
+}

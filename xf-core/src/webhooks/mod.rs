@@ -1,0 +1,129 @@
+//! Webhooks: signed deliveries of job outcomes to the organization's endpoints.
+//!
+//! - [`secrets`]: the signing secrets, sealed at rest, and the Standard Webhooks signature.
+//! - [`transport`]: the network seam, and the HTTP transport with its SSRF guard.
+//! - [`schedule`]: the retry schedule.
+//! - The delivery engine runs in the background runtime ([`crate::runtime`]): it fans the
+//!   event outbox out to webhooks, claims due messages, posts them, and records each attempt
+//!   (see [`crate::store::WebhookStore`] for the rules the store keeps).
+//!
+//! A delivery is a `POST` of `{id, type, createdAt, test?, data: {job}}` with the headers
+//! `webhook-id` (the event's id, the same for every attempt, for receivers to deduplicate
+//! on), `webhook-timestamp` (the attempt's time, in Unix seconds) and `webhook-signature`.
+
+pub(crate) mod engine;
+pub mod schedule;
+pub mod secrets;
+pub mod transport;
+
+use std::time::Duration;
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::ids::{DeliveryId, Id, WebhookId};
+use crate::model::{EventType, Job, Webhook, WebhookDelivery};
+use crate::time::Timestamp;
+use secrets::{signature_header, SealError, SecretBox, SigningSecret};
+use transport::{Outgoing, Reply};
+
+/// The most webhooks an organization may have.
+pub const MAX_WEBHOOKS: u64 = 10;
+/// How long the secret a rotation replaced keeps signing.
+pub const ROTATION_OVERLAP: chrono::Duration = chrono::Duration::hours(24);
+/// How long delivery log rows are kept.
+pub const LOG_RETENTION: chrono::Duration = chrono::Duration::days(30);
+/// The `User-Agent` of deliveries.
+pub const USER_AGENT: &str = "xf-webhooks/1.0";
+
+/// The body of a delivery.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookMessage<'a> {
+    /// The event's id, also sent as `webhook-id`; the same for every attempt.
+    pub id: &'a str,
+    /// What happened.
+    #[serde(rename = "type")]
+    pub event_type: EventType,
+    /// When it happened.
+    pub created_at: Timestamp,
+    /// Present and true only on test deliveries.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub test: bool,
+    /// The job.
+    pub data: MessageData<'a>,
+}
+
+/// `data` of a delivery.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MessageData<'a> {
+    /// The job as `GET /jobs/{id}` shows it.
+    pub job: &'a Job,
+}
+
+impl WebhookMessage<'_> {
+    /// The JSON body.
+    pub fn to_body(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a webhook message serializes")
+    }
+}
+
+/// The secrets that sign a webhook's deliveries at `now`: the current one, and the one a
+/// rotation replaced until its overlap ends.
+pub(crate) fn signing_secrets(
+    sealer: &SecretBox,
+    webhook: &Webhook,
+    now: Timestamp,
+) -> Result<Vec<SigningSecret>, SealError> {
+    let mut secrets = vec![sealer.open(&webhook.id, &webhook.secrets.current)?];
+    if let Some((previous, until)) = &webhook.secrets.previous {
+        if *until > now {
+            secrets.push(sealer.open(&webhook.id, previous)?);
+        }
+    }
+    Ok(secrets)
+}
+
+/// The request of one attempt.
+pub(crate) fn outgoing(
+    url: url::Url,
+    message_id: &str,
+    now: Timestamp,
+    body: Vec<u8>,
+    secrets: &[SigningSecret],
+) -> Outgoing {
+    let timestamp = now.unix_millis().div_euclid(1000);
+    let signature = signature_header(secrets, message_id, timestamp, &body);
+    Outgoing {
+        url,
+        headers: vec![
+            ("webhook-id", message_id.to_owned()),
+            ("webhook-timestamp", timestamp.to_string()),
+            ("webhook-signature", signature),
+        ],
+        body,
+    }
+}
+
+/// The log row of an attempt.
+pub(crate) fn log_row(
+    webhook_id: &WebhookId,
+    event: EventType,
+    reply: &Reply,
+    took: Duration,
+    at: Timestamp,
+) -> WebhookDelivery {
+    let status_code = match reply {
+        Reply::Answered { status, .. } => *status,
+        Reply::NoAnswer(_) => 0,
+    };
+    WebhookDelivery {
+        id: DeliveryId::generate(),
+        webhook_id: webhook_id.clone(),
+        event,
+        status_code,
+        success: (200..300).contains(&status_code),
+        duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+        created_at: at,
+    }
+}
