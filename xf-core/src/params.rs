@@ -135,18 +135,21 @@ static PROPERTY_URL: Rule = rule!(
     r"^[Hh][Tt][Tt][Pp][Ss]?://([A-Za-z0-9-]+\.)*[A-Za-z][A-Za-z0-9-]*(:([0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?([/?#][!-~]*)?$"
 );
 
-/// The `url` of a webhook: an absolute `http` or `https` URL whose authority has no
-/// credentials (no `@`). Whether the URL parses, its scheme is allowed and its host may be
-/// reached is checked after the pattern (a 400 naming `url` when not).
-static WEBHOOK_URL: Rule =
-    rule!(r"^[Hh][Tt][Tt][Pp][Ss]?://[A-Za-z0-9.:\[\]_~%!$&'()*+,;=-]+([/?#][!-~]*)?$");
+/// The `url` of a webhook: an absolute `http` or `https` URL whose host is a DNS name, an
+/// IPv4 address or a bracketed IPv6 address, with an optional port, and a path and query of
+/// RFC 3986 characters (percent-escapes included); no credentials, no fragment. Whether it
+/// parses, its scheme is allowed and its host may be reached is checked after the pattern (a
+/// 400 naming `url` when not).
+static WEBHOOK_URL: Rule = rule!(
+    r"^[Hh][Tt][Tt][Pp][Ss]?://([A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.?|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?(/([A-Za-z0-9._~!$&'()*+,;=:@/-]|%[0-9A-Fa-f]{2})*)?(\?([A-Za-z0-9._~!$&'()*+,;=:@/?-]|%[0-9A-Fa-f]{2})*)?$"
+);
 /// A webhook's name: visible text with at least one character that is not a space.
 static WEBHOOK_NAME: Rule = rule!(r"^[^\x00-\x1f\x7f]*[^\x00-\x20\x7f][^\x00-\x1f\x7f]*$");
 
 checked_string!(
     /// A webhook's `url`; see [`WEBHOOK_URL`].
     WebhookUrl, WEBHOOK_URL, max = 2048,
-    expects = "an absolute https URL (http where the host allows it) without credentials, at most 2048 characters of visible ASCII"
+    expects = "an absolute https URL (http where the host allows it) with a host name or IP address, an optional port, path and query, no credentials and no fragment, at most 2048 characters"
 );
 
 checked_string!(
@@ -440,6 +443,34 @@ mod tests {
             "http://example.com/a b",
         ] {
             assert!(PropertyUrl::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn webhook_urls_the_pattern_accepts_parse() {
+        for good in [
+            "https://hooks.example.com",
+            "HTTPS://Hooks.Example.COM:8443/in/x?a=1&b=%20",
+            "http://127.0.0.1:9000/hooks",
+            "https://[::ffff:127.0.0.1]/",
+            "https://example.com./a-b_c~d",
+        ] {
+            WebhookUrl::parse(good).unwrap_or_else(|_| panic!("{good}"));
+            url::Url::parse(good).unwrap_or_else(|e| panic!("{good}: {e}"));
+        }
+        for bad in [
+            "",
+            "hooks.example.com",
+            "ftp://hooks.example.com/",
+            "https://user:pw@hooks.example.com/",
+            "https://7(&jeoml)/#U^",
+            "https://hooks.example.com/#top",
+            "https://hooks.example.com/a^b",
+            "https://hooks.example.com/%zz",
+            "https://a..b/",
+            "https:///x",
+        ] {
+            assert!(WebhookUrl::parse(bad).is_err(), "{bad:?}");
         }
     }
 

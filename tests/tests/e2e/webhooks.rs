@@ -290,6 +290,15 @@ async fn bad_webhooks_are_refused_naming_the_field(app: TestApp) {
         .await
         .expect_error(400, "validation_error");
     }
+    send(
+        &app,
+        Method::PATCH,
+        &format!("/webhooks/{id}"),
+        &owner.live,
+        None,
+    )
+    .await
+    .expect_error(400, "validation_error");
     let listed = app.get("/webhooks", &owner.live).await;
     let kept = &listed.expect(200)["webhooks"][0];
     assert_eq!(kept["url"], "https://hooks.example.com/");

@@ -98,9 +98,7 @@ async fn update_webhook(
     PathParam(id): PathParam,
     sent: Sent,
 ) -> Result<Response, ApiError> {
-    let webhook = xf
-        .update_webhook(&caller, &id, sent.json_or_default()?)
-        .await?;
+    let webhook = xf.update_webhook(&caller, &id, sent.json()?).await?;
     Ok(envelope::data(StatusCode::OK, &WebhookData { webhook }))
 }
 
