@@ -111,7 +111,45 @@ async fn webhook_lifecycle_and_shapes(app: TestApp) {
     let id = webhook["id"].as_str().unwrap().to_owned();
     assert!(id.starts_with("wh_"));
 
+    // Webhook writes are writes for the rate limits; reads are reads.
+    let write_left = |reply: &Reply| {
+        reply
+            .header("X-Developer-Api-RateLimit-write-Remaining")
+            .and_then(|v| v.parse::<u64>().ok())
+            .expect("the write counter")
+    };
+    let second = app
+        .post(
+            "/webhooks",
+            &owner.live,
+            json!({"name": "second", "url": "https://second.example.com/"}),
+        )
+        .await;
+    let third = app
+        .post(
+            "/webhooks",
+            &owner.live,
+            json!({"name": "third", "url": "https://third.example.com/"}),
+        )
+        .await;
+    assert_eq!(write_left(&third), write_left(&second) - 1);
+    for reply in [&second, &third] {
+        let other = &reply.expect(201)["webhook"]["id"];
+        send(
+            &app,
+            Method::DELETE,
+            &format!("/webhooks/{}", other.as_str().unwrap()),
+            &owner.live,
+            None,
+        )
+        .await
+        .expect(200);
+    }
+
     let listed = app.get("/webhooks", &owner.live).await;
+    assert!(listed
+        .header("X-Developer-Api-RateLimit-read-Remaining")
+        .is_some());
     let list = listed.expect(200)["webhooks"].as_array().unwrap().clone();
     assert_eq!(list, vec![webhook.clone()], "the secret is never listed");
     assert!(!listed.body.to_string().contains(secret));
@@ -529,6 +567,16 @@ async fn test_deliveries_are_signed_sent_and_logged(app: TestApp) {
     )
     .await
     .expect_error(400, "validation_error");
+
+    // Test deliveries are no jobs and use no quota.
+    let usage = app.get("/usage", &owner.live).await;
+    let usage = usage.expect(200);
+    assert_eq!(usage["usage"]["counters"]["scans"], 0);
+    assert_eq!(usage["activity"]["totals"]["jobs"], 0);
+    assert_eq!(
+        app.get("/jobs", &owner.live).await.expect(200)["jobs"],
+        json!([])
+    );
 
     // The log shows both attempts, newest first, and the webhook its last one.
     let log = app
