@@ -122,9 +122,24 @@ impl Collector {
     }
 }
 
-/// Collapses runs of white space to one space and trims.
+/// Collapses runs of white space to one space and trims, after decoding character
+/// references (the parser hands text over as written: `&amp;` is `&`).
 fn collapse(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    html_escape::decode_html_entities(text)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The value of an attribute, character references decoded (`href="/a?x=1&amp;y=2"` is
+/// `/a?x=1&y=2`), as a browser reads it.
+fn attribute(
+    element: &lol_html::html_content::Element<'_, '_, impl lol_html::HandlerTypes>,
+    name: &str,
+) -> Option<String> {
+    element
+        .get_attribute(name)
+        .map(|value| html_escape::decode_html_entities(&value).into_owned())
 }
 
 /// The largest amount of memory the parser may buffer (a single tag or text node larger than
@@ -211,11 +226,10 @@ impl PageScanner {
                 Ok(())
             }),
             element!("meta[name]", move |el| {
-                let name = el
-                    .get_attribute("name")
+                let name = attribute(el, "name")
                     .unwrap_or_default()
                     .to_ascii_lowercase();
-                let content = el.get_attribute("content");
+                let content = attribute(el, "content");
                 let mut collector = lock(&meta);
                 match name.as_str() {
                     "description" => collector
@@ -235,18 +249,17 @@ impl PageScanner {
                 Ok(())
             }),
             element!("link[rel][href]", move |el| {
-                let rel = el
-                    .get_attribute("rel")
+                let rel = attribute(el, "rel")
                     .unwrap_or_default()
                     .to_ascii_lowercase();
-                let href = el.get_attribute("href").unwrap_or_default();
+                let href = attribute(el, "href").unwrap_or_default();
                 let mut collector = lock(&link);
                 let rels: Vec<&str> = rel.split_ascii_whitespace().collect();
                 if rels.contains(&"canonical") {
                     collector.facts.canonicals.push(href.trim().to_owned());
                 }
                 if rels.contains(&"alternate") {
-                    if let Some(lang) = el.get_attribute("hreflang") {
+                    if let Some(lang) = attribute(el, "hreflang") {
                         collector
                             .facts
                             .hreflangs
@@ -259,13 +272,8 @@ impl PageScanner {
                 Ok(())
             }),
             element!("a[href]", move |el| {
-                let href = el
-                    .get_attribute("href")
-                    .unwrap_or_default()
-                    .trim()
-                    .to_owned();
-                let rel = el
-                    .get_attribute("rel")
+                let href = attribute(el, "href").unwrap_or_default().trim().to_owned();
+                let rel = attribute(el, "rel")
                     .unwrap_or_default()
                     .to_ascii_lowercase();
                 let nofollow = rel
@@ -275,11 +283,7 @@ impl PageScanner {
                 Ok(())
             }),
             element!("img", move |el| {
-                let src = el
-                    .get_attribute("src")
-                    .unwrap_or_default()
-                    .trim()
-                    .to_owned();
+                let src = attribute(el, "src").unwrap_or_default().trim().to_owned();
                 let mut collector = lock(&image);
                 collector.facts.images = collector.facts.images.saturating_add(1);
                 if !el.has_attribute("alt") {
@@ -290,24 +294,19 @@ impl PageScanner {
             element!(
                 "img[src], script[src], iframe[src], source[src], video[src], audio[src]",
                 move |el| {
-                    let src = el
-                        .get_attribute("src")
-                        .unwrap_or_default()
-                        .trim()
-                        .to_owned();
+                    let src = attribute(el, "src").unwrap_or_default().trim().to_owned();
                     lock(&resource).facts.subresources.push(src);
                     Ok(())
                 }
             ),
             element!("html[lang]", move |el| {
-                lock(&html).facts.lang = el.get_attribute("lang").map(|l| l.trim().to_owned());
+                lock(&html).facts.lang = attribute(el, "lang").map(|l| l.trim().to_owned());
                 Ok(())
             }),
             element!("base[href]", move |el| {
                 let mut collector = lock(&base);
                 if collector.facts.base_href.is_none() {
-                    collector.facts.base_href =
-                        el.get_attribute("href").map(|h| h.trim().to_owned());
+                    collector.facts.base_href = attribute(el, "href").map(|h| h.trim().to_owned());
                 }
                 Ok(())
             }),
@@ -407,6 +406,19 @@ mod tests {
   <img src="/a.png" alt="A"> <img src="/b.png">
   <script src="/app.js"></script>
 </body></html>"#;
+
+    #[test]
+    fn character_references_are_decoded_as_a_browser_reads_them() {
+        let facts = scan(
+            b"<html><head><title>Fish &amp; chips &lt;fresh&gt; &eacute;t&#233; &#x27;24</title>\
+              <meta name=\"description\" content=\"Caf&eacute; &quot;Chez&quot;\"></head>\
+              <body><h1>A &amp; B</h1><a href=\"/menu?size=l&amp;salt=no\">Menu</a></body></html>",
+        );
+        assert_eq!(facts.titles, ["Fish & chips <fresh> été '24"]);
+        assert_eq!(facts.meta_descriptions, ["Café \"Chez\""]);
+        assert_eq!(facts.h1s, ["A & B"]);
+        assert_eq!(facts.links[0].href, "/menu?size=l&salt=no");
+    }
 
     #[test]
     fn collects_the_facts_of_a_page() {
