@@ -352,6 +352,15 @@ async fn xf_server_serves_the_api_and_the_admin_api() {
         demo.organization.id.as_str()
     );
 
+    // The public report pages are mounted at /r: an unknown token is their HTML 404.
+    let page = get(address, "/r/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", None).await;
+    assert_eq!(page.status, StatusCode::NOT_FOUND);
+    assert_eq!(page.header("content-type"), "text/html; charset=utf-8");
+    assert!(page.text.contains("Report not found"));
+    assert!(page
+        .header("content-security-policy")
+        .starts_with("default-src 'none'"));
+
     let new_org = json!({ "name": "Acme", "plan": "starter" });
     let created = send(
         address,

@@ -98,6 +98,22 @@ impl IssueStore for MemoryStore {
         }
         Ok(summary)
     }
+
+    async fn issues_seen_at(
+        &self,
+        property_id: &PropertyId,
+        at: Timestamp,
+    ) -> StoreResult<Vec<Issue>> {
+        let state = self.read();
+        let mut seen: Vec<Issue> = state
+            .issues
+            .values()
+            .filter(|i| &i.property_id == property_id && i.created_at <= at && i.last_seen_at >= at)
+            .cloned()
+            .collect();
+        seen.sort_by(|a, b| (&a.issue_type, &a.subject).cmp(&(&b.issue_type, &b.subject)));
+        Ok(seen)
+    }
 }
 
 /// The identity of an issue within its property: its check and subject.

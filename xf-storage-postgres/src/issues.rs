@@ -129,6 +129,24 @@ impl IssueStore for PgStore {
             total: row.count("total")?,
         })
     }
+
+    async fn issues_seen_at(
+        &self,
+        property_id: &PropertyId,
+        at: Timestamp,
+    ) -> StoreResult<Vec<Issue>> {
+        let found = sqlx::query(&format!(
+            "SELECT {ISSUE_COLUMNS} FROM issues \
+             WHERE property_id = $1 AND created_at <= $2 AND last_seen_at >= $2 \
+             ORDER BY issue_type COLLATE \"C\", subject COLLATE \"C\""
+        ))
+        .bind(property_id.as_str())
+        .bind(rows::at(at))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(store_error)?;
+        found.iter().map(rows::issue).collect()
+    }
 }
 
 /// The findings' lifecycle of [`IssueStore::complete_scan`], inside the caller's transaction.

@@ -1,26 +1,22 @@
 //! The host's admin API (`/admin` on the standalone server): what the spec says "happens in
 //! the web app". Bearer-authenticated with the host's admin token; `{data, meta}` envelopes.
 
-use std::convert::Infallible;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, patch, post, put};
 use axum::Router;
-use bytes::Bytes;
 use http::StatusCode;
 use serde::{Deserialize, Serialize};
-use tower::Service;
 use xf_core::model::{Issue, KeyMode, Organization};
 use xf_core::{Error, NewOrganization, NewReport, OrganizationPatch, UsageDelta, Xf};
 
 use crate::envelope;
 use crate::error::ApiError;
 use crate::extract::{bearer, Json, PathParam};
-use crate::{middleware, Body, BoxError, ResponseFuture};
+use crate::middleware;
 
 #[derive(Debug, Deserialize)]
 struct NewApiKey {
@@ -112,23 +108,7 @@ impl std::fmt::Debug for AdminState {
     }
 }
 
-impl<B> Service<http::Request<B>> for AdminService
-where
-    B: http_body::Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<BoxError>,
-{
-    type Response = http::Response<Body>;
-    type Error = Infallible;
-    type Future = ResponseFuture;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        ResponseFuture::routed(self.router.call(request))
-    }
-}
+crate::router_service!(AdminService);
 
 async fn authenticate(State(state): State<AdminState>, request: Request, next: Next) -> Response {
     let given = bearer(request.headers()).unwrap_or("");

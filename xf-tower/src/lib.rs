@@ -27,7 +27,8 @@
 //! (413), use the error envelope. `GET /openapi.json` serves the OpenAPI 3.1 document.
 //!
 //! [`AdminService`] serves the host's admin API (organizations, keys, limits, verification,
-//! reports, usage) behind a bearer token.
+//! reports, usage) behind a bearer token. [`ReportPageService`], mounted at `/r`, serves the
+//! public page of shared reports (`/r/{token}`) as self-contained HTML.
 
 mod admin;
 mod envelope;
@@ -37,6 +38,7 @@ mod idempotency;
 mod middleware;
 mod mount;
 mod openapi;
+mod report_page;
 mod request_id;
 mod routes;
 
@@ -49,14 +51,14 @@ use std::task::{Context, Poll};
 use axum::routing::get;
 use axum::Router;
 use bytes::Bytes;
-use http::{Request, Response};
-use tower::Service;
+use http::Response;
 use utoipa_axum::router::OpenApiRouter;
 use xf_core::Xf;
 
 pub use admin::AdminService;
 pub use error::status_of;
 pub use mount::{strip_prefix, StripPrefix};
+pub use report_page::ReportPageService;
 
 /// The body of every response of this crate's services, and a body type a host can build
 /// requests from ([`Body::from_stream`], `Body::from(bytes)`, [`Body::empty`]). It implements
@@ -176,23 +178,35 @@ fn with_common_layers(router: Router, service: request_id::Service) -> Router {
         ))
 }
 
-impl<B> Service<Request<B>> for XfService
-where
-    B: http_body::Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<BoxError>,
-{
-    type Response = Response<Body>;
-    type Error = Infallible;
-    type Future = ResponseFuture;
+/// Implements tower's `Service` for a type that wraps an axum `Router` in a field `router`:
+/// generic over the request body, always ready, `Error = Infallible`.
+macro_rules! router_service {
+    ($service:ty) => {
+        impl<B> tower::Service<http::Request<B>> for $service
+        where
+            B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+            B::Error: Into<tower::BoxError>,
+        {
+            type Response = http::Response<$crate::Body>;
+            type Error = std::convert::Infallible;
+            type Future = $crate::ResponseFuture;
 
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Poll::Ready(Ok(()))
-    }
+            fn poll_ready(
+                &mut self,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<Result<(), Self::Error>> {
+                std::task::Poll::Ready(Ok(()))
+            }
 
-    fn call(&mut self, request: Request<B>) -> Self::Future {
-        ResponseFuture::routed(self.router.call(request))
-    }
+            fn call(&mut self, request: http::Request<B>) -> Self::Future {
+                $crate::ResponseFuture::routed(tower::Service::call(&mut self.router, request))
+            }
+        }
+    };
 }
+pub(crate) use router_service;
+
+router_service!(XfService);
 
 #[cfg(test)]
 mod tests {
@@ -206,7 +220,7 @@ mod tests {
         let router =
             Router::new().route("/boom", get(|| async { panic!("secret detail") as &str }));
         let response = with_common_layers(router, request_id::Service::Api)
-            .oneshot(Request::get("/boom").body(Body::empty()).unwrap())
+            .oneshot(http::Request::get("/boom").body(Body::empty()).unwrap())
             .await
             .unwrap();
         assert_eq!(response.status(), 500);

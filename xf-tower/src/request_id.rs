@@ -31,6 +31,8 @@ pub enum Service {
     Api,
     /// The host's admin API.
     Admin,
+    /// The public report pages.
+    Report,
     /// Neither: the 404 of paths outside the mounted services.
     None,
 }
@@ -40,6 +42,7 @@ impl Service {
         match self {
             Service::Api => "api",
             Service::Admin => "admin",
+            Service::Report => "report",
             Service::None => "none",
         }
     }

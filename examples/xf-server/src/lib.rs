@@ -41,7 +41,7 @@ use xf_core::store::Store;
 use xf_core::{CreatedOrganization, Xf};
 use xf_storage_memory::MemoryStore;
 use xf_storage_postgres::PgStore;
-use xf_tower::{AdminService, XfService};
+use xf_tower::{AdminService, ReportPageService, XfService};
 
 pub use xf_core::MIN_SECRET_KEY_LEN;
 
@@ -50,6 +50,10 @@ pub const API_PREFIX: &str = "/api/v1";
 
 /// Where the admin API is mounted when an admin token is set.
 pub const ADMIN_PREFIX: &str = "/admin";
+
+/// Where the public report pages are mounted: a report's `publicUrl` is
+/// `{--public-base-url}/r/{token}`.
+pub const REPORT_PREFIX: &str = "/r";
 
 /// The server's configuration: flags, each falling back to an `XF_*` environment variable.
 #[derive(Clone, Parser)]
@@ -372,7 +376,9 @@ pub async fn build_app(config: &Config) -> Result<App, StartError> {
         None
     };
 
-    let mut router = Router::new().nest_service(API_PREFIX, XfService::new(xf.clone()));
+    let mut router = Router::new()
+        .nest_service(API_PREFIX, XfService::new(xf.clone()))
+        .nest_service(REPORT_PREFIX, ReportPageService::new(xf.clone()));
     if let Some(token) = &config.admin_token {
         router = router.nest_service(ADMIN_PREFIX, AdminService::new(xf.clone(), token.clone()));
     }

@@ -84,6 +84,15 @@ pub trait IssueStore: Send + Sync {
     /// Counts of all the property's issues by state.
     async fn issue_summary(&self, property_id: &PropertyId) -> StoreResult<IssueSummary>;
 
+    /// The property's issues that a scan completed at `at` saw: first found then or before,
+    /// and last seen then or after (what the shared report of that scan shows). Ordered by
+    /// check (`type`), then subject.
+    async fn issues_seen_at(
+        &self,
+        property_id: &PropertyId,
+        at: Timestamp,
+    ) -> StoreResult<Vec<Issue>>;
+
     /// Completes a scan job and applies its findings to the property's issues, in one
     /// transaction, if `attempt` is the job's current, running attempt: the job completes with
     /// `result` (progress 100, `completedAt` = `scan.now`, and its `job.completed` event) and

@@ -374,6 +374,78 @@ pub async fn issue_set_fixed_keeps_first_fixed_at(store: Arc<dyn TestStore>) {
     );
 }
 
+/// `issues_seen_at(property, t)` is the property's issues first found at or before `t` and
+/// last seen at or after it, whatever their state now, ordered by check then subject; only
+/// that property's.
+pub async fn issue_seen_at_a_scan_time(store: Arc<dyn TestStore>) {
+    let org = seed_organization(&*store, "Seen").await;
+    let site = seed_property(&*store, &org, minutes(0)).await;
+    let other_site = seed_property(&*store, &org, minutes(0)).await;
+    let scan = seed_job(&*store, &org, &site, minutes(1), JobStatus::Completed).await;
+    let at = minutes(10);
+    // (first found, last seen, kind, status) and whether a scan at `at` saw it.
+    let cases = [
+        (
+            minutes(2),
+            minutes(10),
+            ScanKind::Page,
+            IssueStatus::Open,
+            true,
+        ),
+        (
+            minutes(10),
+            minutes(10),
+            ScanKind::Site,
+            IssueStatus::Open,
+            true,
+        ),
+        (
+            minutes(3),
+            minutes(20),
+            ScanKind::Page,
+            IssueStatus::Fixed,
+            true,
+        ),
+        (
+            minutes(4),
+            minutes(9),
+            ScanKind::Page,
+            IssueStatus::Resolved,
+            false,
+        ),
+        (
+            minutes(11),
+            minutes(12),
+            ScanKind::Page,
+            IssueStatus::Open,
+            false,
+        ),
+    ];
+    let mut expected = Vec::new();
+    for (created_at, last_seen_at, kind, status, seen) in cases {
+        let mut item = issue(&site, &scan.id, kind, status, created_at);
+        item.last_seen_at = last_seen_at;
+        store.insert_issue(&item).await.unwrap();
+        if seen {
+            expected.push(item);
+        }
+    }
+    let elsewhere = issue(
+        &other_site,
+        &scan.id,
+        ScanKind::Page,
+        IssueStatus::Open,
+        minutes(2),
+    );
+    store.insert_issue(&elsewhere).await.unwrap();
+    expected.sort_by(|a, b| (&a.issue_type, &a.subject).cmp(&(&b.issue_type, &b.subject)));
+    assert_eq!(store.issues_seen_at(&site.id, at).await.unwrap(), expected);
+    assert_eq!(
+        store.issues_seen_at(&site.id, minutes(0)).await.unwrap(),
+        Vec::new()
+    );
+}
+
 /// Completes the running scan `run` with `scan`'s findings.
 async fn complete(
     store: &dyn crate::store::Store,

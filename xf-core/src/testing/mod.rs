@@ -927,6 +927,7 @@ macro_rules! __with_conformance_behaviours {
             issue_list_pages_with_keyset,
             issue_summary_counts,
             issue_set_fixed_keeps_first_fixed_at,
+            issue_seen_at_a_scan_time,
             issue_scans_apply_the_lifecycle,
             issue_scan_completes_with_its_findings_or_not_at_all,
             // Reports.

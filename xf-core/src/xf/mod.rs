@@ -27,6 +27,7 @@ mod access;
 mod account;
 mod admin;
 mod properties;
+mod report_page;
 mod reports;
 mod scans;
 mod webhooks;
@@ -55,6 +56,7 @@ pub use admin::{
     RevokedApiKey, UsageDelta,
 };
 pub use properties::normalize_property_url;
+pub use report_page::{Audit, CheckFindings, ReportPage, MAX_LISTED_FINDINGS};
 pub use scans::MAX_BATCH;
 
 /// The path version label.

@@ -34,16 +34,21 @@ impl Xf {
 
     /// `GET /reports/{token}`: also an expired report, flagged `expired`.
     pub async fn get_report(&self, caller: &Caller, token: &str) -> Result<ReportDetail> {
-        if ReportToken::parse(token).is_err() {
-            return Err(Error::NotFound("report"));
-        }
         let report = self
-            .store()
-            .get_report(token)
+            .report_by_token(token)
             .await?
             .filter(|r| r.organization_id == caller.organization.id)
             .ok_or(Error::NotFound("report"))?;
         self.report_detail(report).await
+    }
+
+    /// The report with this token, if the token is well formed and names one (of any
+    /// organization: the caller decides who may see it).
+    pub(super) async fn report_by_token(&self, token: &str) -> Result<Option<Report>> {
+        if ReportToken::parse(token).is_err() {
+            return Ok(None);
+        }
+        Ok(self.store().get_report(token).await?)
     }
 
     pub(super) async fn report_item(&self, report: Report) -> Result<ReportItem> {

@@ -1,0 +1,848 @@
+//! The HTML of the public shared-report page (`/r/{token}`): pure functions from the audit to a
+//! complete, self-contained HTML5 document.
+//!
+//! The page is read by our customers' own clients, and everything it shows comes from crawled
+//! third-party sites, so:
+//!
+//! - every value taken from data goes through [`escape_html`], attributes included;
+//! - a URL becomes a link only when it is `http://` or `https://` (see [`is_web_url`]), and then
+//!   with `rel="nofollow noopener noreferrer"`; anything else (`javascript:`, `data:`) is text;
+//! - the document loads nothing: no script, no font, no image, no other stylesheet. Its one
+//!   `<style>` element holds exactly [`STYLE`], so the service can allow it in the
+//!   `Content-Security-Policy` by hash (`style-src 'sha256-…'`). That is also why no element
+//!   has a `style` attribute (a hash does not cover them): colours are classes, and the score
+//!   gauge is drawn with SVG presentation attributes (`stroke-dasharray`, `transform`), which a
+//!   CSP does not restrict.
+//!
+//! The findings are `<details>` groups, so the page needs no JavaScript to fold them. Critical
+//! and high groups start open. Browsers do not print the content of a closed `<details>`;
+//! newer ones (Chromium 131+, Safari 18.4+) are told to in [`STYLE`]'s print rules through
+//! `::details-content`, and elsewhere the open groups (the ones that matter most) print and the
+//! page says that opening a group includes it when printing. Rejected alternative: rendering
+//! every group open, which makes a long audit a wall of text on a phone.
+
+use chrono::SecondsFormat;
+use xf_core::model::{ScanKind, Severity};
+use xf_core::time::Timestamp;
+use xf_core::{Audit, CheckFindings};
+
+/// The page's one stylesheet. The documents embed exactly this string in their single
+/// `<style>` element; the service's `Content-Security-Policy` allows it by its SHA-256, so any
+/// change here changes that hash (which the service computes from this constant).
+///
+/// Mobile first: one column down to 320 px, and long URLs and evidence wrap anywhere, so no
+/// width scrolls sideways; from 640 px the severity tiles sit in one row in a centred column
+/// of at most 960 px. The light palette meets WCAG AA (4.5:1) for all text on its background,
+/// and so does the dark one (`prefers-color-scheme: dark`, screens only: paper is white).
+pub(crate) const STYLE: &str = r#"
+:root{color-scheme:light dark;--bg:#f5f6f8;--card:#fff;--text:#1b1f24;--muted:#4a5360;--line:#d9dde3;--link:#1a56db;--track:#e3e6ea;--shadow:0 1px 2px rgba(16,24,40,.06),0 1px 3px rgba(16,24,40,.1);--critical:#b42318;--critical-bg:#fdecea;--high:#a3410a;--high-bg:#fdf0e6;--medium:#8a5a00;--medium-bg:#fdf5e0;--low:#175cd3;--low-bg:#eaf2fd;--good:#067647;--fair:#a3410a;--poor:#b42318}
+@media screen and (prefers-color-scheme:dark){:root{--bg:#111418;--card:#1b1f26;--text:#e7e9ec;--muted:#a9b1bc;--line:#323843;--link:#8cb4ff;--track:#323843;--shadow:none;--critical:#ff8a80;--critical-bg:#3a1d1c;--high:#ffb36b;--high-bg:#3a2817;--medium:#f5cd5b;--medium-bg:#352c12;--low:#8cc4ff;--low-bg:#182c45;--good:#5fd39a;--fair:#ffb36b;--poor:#ff8a80}}
+*,*::before,*::after{box-sizing:border-box}
+html{-webkit-text-size-adjust:100%;text-size-adjust:100%}
+body{margin:0;background:var(--bg);color:var(--text);font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,"Noto Sans","Liberation Sans",sans-serif;font-size:16px;line-height:1.5;overflow-wrap:anywhere}
+.page{max-width:960px;margin:0 auto;padding:16px}
+a{color:var(--link)}
+a:focus-visible,summary:focus-visible{outline:3px solid var(--link);outline-offset:2px}
+h1,h2,h3{line-height:1.25;margin:0 0 8px}
+h1{font-size:1.5rem}
+h2{font-size:1.25rem}
+h3{font-size:1rem;margin-top:16px}
+p{margin:0 0 8px}
+code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"Liberation Mono",monospace;font-size:.875em}
+.card{background:var(--card);border:1px solid var(--line);border-radius:12px;box-shadow:var(--shadow);padding:16px;margin:0 0 16px}
+.eyebrow{color:var(--muted);font-size:.875rem;font-weight:600;letter-spacing:.04em;text-transform:uppercase;margin:0 0 4px}
+.property-url{font-size:1.0625rem;margin:0 0 12px;word-break:break-word;overflow-wrap:anywhere}
+.meta{margin:0;color:var(--muted)}
+.meta div{display:flex;flex-wrap:wrap;gap:0 8px}
+.meta dt{font-weight:600}
+.meta dd{margin:0}
+.overview-row{display:flex;flex-wrap:wrap;align-items:center;gap:16px 32px}
+.score{display:flex;flex-direction:column;align-items:center;flex:none}
+.gauge{display:block;width:132px;height:132px}
+.gauge-track{stroke:var(--track)}
+.gauge-number{fill:var(--text)}
+.band-good .gauge-value{stroke:var(--good)}
+.band-fair .gauge-value{stroke:var(--fair)}
+.band-poor .gauge-value{stroke:var(--poor)}
+.band-label{font-weight:700;margin:4px 0 0}
+.band-good .band-label{color:var(--good)}
+.band-fair .band-label{color:var(--fair)}
+.band-poor .band-label{color:var(--poor)}
+.stats{flex:1 1 200px;min-width:0}
+.stat-number{font-size:1.5rem;font-weight:700}
+.hint{color:var(--muted);font-size:.875rem}
+.sev-critical{--sev:var(--critical);--sev-bg:var(--critical-bg)}
+.sev-high{--sev:var(--high);--sev-bg:var(--high-bg)}
+.sev-medium{--sev:var(--medium);--sev-bg:var(--medium-bg)}
+.sev-low{--sev:var(--low);--sev-bg:var(--low-bg)}
+.tiles{list-style:none;margin:16px 0 0;padding:0;display:grid;grid-template-columns:repeat(2,minmax(0,1fr));gap:12px}
+.tile{border:1px solid var(--line);border-left:6px solid var(--sev);border-radius:8px;padding:12px;background:var(--card)}
+.tile-count{display:block;font-size:1.75rem;font-weight:700;line-height:1.1;color:var(--sev)}
+.tile-label{color:var(--muted);font-weight:600}
+.tile.zero{border-left-color:var(--line)}
+.tile.zero .tile-count{color:var(--muted)}
+.check{background:var(--card);border:1px solid var(--line);border-left:6px solid var(--sev);border-radius:10px;box-shadow:var(--shadow);margin:0 0 12px}
+.check>summary{cursor:pointer;padding:12px 16px}
+.check-title{font-weight:700;margin-right:8px}
+.badge{display:inline-block;padding:0 8px;border:1px solid var(--sev);border-radius:999px;background:var(--sev-bg);color:var(--sev);font-size:.75rem;font-weight:700;letter-spacing:.04em;line-height:1.6;text-transform:uppercase;vertical-align:middle}
+.check-meta{display:block;color:var(--muted);font-size:.875rem;margin-top:4px}
+.check-body{border-top:1px solid var(--line);padding:0 16px 16px}
+.fix{white-space:pre-line}
+.findings{list-style:none;margin:0;padding:0}
+.findings li{border-top:1px solid var(--line);padding:8px 0}
+.findings li:first-child{border-top:0}
+.finding-url,.site-wide{display:block;font-weight:600;word-break:break-word;overflow-wrap:anywhere}
+.evidence{display:block;color:var(--muted);font-size:.9375rem;white-space:pre-line;word-break:break-word;overflow-wrap:anywhere}
+.more{color:var(--muted);font-style:italic;margin:8px 0 0}
+.empty{text-align:center;padding:32px 16px}
+.empty h2{color:var(--good)}
+.notice{text-align:center;padding:32px 16px;margin-top:10vh}
+.site-footer{color:var(--muted);font-size:.875rem;text-align:center;padding:8px 0 16px}
+@media (min-width:640px){.page{padding:32px 24px}h1{font-size:2rem}.card{padding:24px}.tiles{grid-template-columns:repeat(4,minmax(0,1fr))}}
+@media print{
+@page{margin:15mm}
+body{background:#fff;color:#000;font-size:11pt}
+.page{max-width:none;padding:0}
+.card,.check,.tile{box-shadow:none}
+.card{border-color:#999}
+a{color:inherit;text-decoration:none}
+.screen-only{display:none}
+.check>summary{break-after:avoid}
+.tile,.findings li{break-inside:avoid}
+}
+@media print{details::details-content{content-visibility:visible}}
+"#;
+
+/// The `rel` of every link to a crawled site: no ranking credit, no window handle, no referrer.
+const LINK_REL: &str = "nofollow noopener noreferrer";
+
+/// Escapes `text` for HTML text and for quoted attribute values: `&`, `<`, `>`, `"` and `'`.
+///
+/// Every value that comes from data goes through this, including URLs put in `href`.
+pub(crate) fn escape_html(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&#39;"),
+            _ => escaped.push(c),
+        }
+    }
+    escaped
+}
+
+/// The live report: the property, the score, the counts by severity and the findings by check.
+pub(crate) fn audit_page(audit: &Audit) -> String {
+    let body = [
+        audit_header(audit),
+        "<main>\n".to_owned(),
+        overview(audit),
+        findings_section(audit),
+        "</main>\n".to_owned(),
+        site_footer(),
+    ]
+    .concat();
+    document(&format!("SEO audit of {}", audit.property_name), &body)
+}
+
+/// The page of an expired report link: which property it was, when it expired, and what to do.
+pub(crate) fn expired_page(property_name: &str, expired_at: Timestamp) -> String {
+    let body = format!(
+        "<main class=\"card notice\">\n\
+         <h1>This report link has expired</h1>\n\
+         <p>The shared SEO audit of <strong>{name}</strong> stopped being available on {at}.</p>\n\
+         <p>To see it, ask the person who sent you this link for a new one.</p>\n\
+         </main>\n",
+        name = escape_html(property_name),
+        at = time_element(expired_at),
+    );
+    document("This report link has expired", &body)
+}
+
+/// The page of a token that names no report. It shows no data at all.
+pub(crate) fn not_found_page() -> String {
+    message_page(
+        "Report not found",
+        "This link does not lead to a report. Check that it was copied completely, or ask \
+         the person who sent it for a new one.",
+    )
+}
+
+/// A page with a heading and one paragraph, both plain text (escaped here): not found, and
+/// the service's error answers.
+pub(crate) fn message_page(title: &str, text: &str) -> String {
+    let body = format!(
+        "<main class=\"card notice\">\n<h1>{}</h1>\n<p>{}</p>\n</main>\n",
+        escape_html(title),
+        escape_html(text)
+    );
+    document(title, &body)
+}
+
+/// Wraps `body` (markup) in the HTML5 document with the head every page shares; `title` is
+/// plain text and is escaped here.
+fn document(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n\
+         <html lang=\"en\">\n\
+         <head>\n\
+         <meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <meta name=\"robots\" content=\"noindex, nofollow\">\n\
+         <meta name=\"referrer\" content=\"no-referrer\">\n\
+         <meta name=\"color-scheme\" content=\"light dark\">\n\
+         <title>{title}</title>\n\
+         <style>{STYLE}</style>\n\
+         </head>\n\
+         <body>\n\
+         <div class=\"page\">\n\
+         {body}\
+         </div>\n\
+         </body>\n\
+         </html>\n",
+        title = escape_html(title),
+    )
+}
+
+/// The report's header: the property's name and URL, when it was scanned and until when the
+/// link works.
+fn audit_header(audit: &Audit) -> String {
+    format!(
+        "<header class=\"card\">\n\
+         <p class=\"eyebrow\">SEO audit</p>\n\
+         <h1>{name}</h1>\n\
+         <p class=\"property-url\">{url}</p>\n\
+         <dl class=\"meta\">\n\
+         <div><dt>Scanned</dt><dd>{scanned}</dd></div>\n\
+         <div><dt>Link valid until</dt><dd>{expires}</dd></div>\n\
+         </dl>\n\
+         </header>\n",
+        name = escape_html(&audit.property_name),
+        url = url_markup(&audit.property_url, "property-link"),
+        scanned = time_element(audit.scanned_at),
+        expires = time_element(audit.expires_at),
+    )
+}
+
+/// The overview card: the score gauge, pages scanned, issues found and the severity tiles.
+fn overview(audit: &Audit) -> String {
+    let band = Band::of(audit.score);
+    let total: u64 = audit.counts.iter().map(|(_, count)| count).sum();
+    format!(
+        "<section class=\"card\" aria-labelledby=\"overview-title\">\n\
+         <h2 id=\"overview-title\">Overview</h2>\n\
+         <div class=\"overview-row\">\n\
+         <div class=\"score {band_class}\">\n{gauge}<p class=\"band-label\">{band_label}</p>\n</div>\n\
+         <div class=\"stats\">\n\
+         <p><span class=\"stat-number\">{pages}</span> {pages_noun} scanned</p>\n\
+         <p><span class=\"stat-number\">{issues}</span> {issues_noun} found</p>\n\
+         <p class=\"hint\">Score: 90 to 100 is good, 50 to 89 fair, below 50 poor.</p>\n\
+         </div>\n\
+         </div>\n\
+         {tiles}\
+         </section>\n",
+        band_class = band.class(),
+        gauge = gauge(audit.score),
+        band_label = band.label(),
+        pages = group_digits(u64::from(audit.pages_scanned)),
+        pages_noun = noun(u64::from(audit.pages_scanned), "page", "pages"),
+        issues = group_digits(total),
+        issues_noun = noun(total, "issue", "issues"),
+        tiles = count_tiles(&audit.counts),
+    )
+}
+
+/// The score band, which colours the gauge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Band {
+    /// 90 and above.
+    Good,
+    /// 50 to 89.
+    Fair,
+    /// Below 50.
+    Poor,
+}
+
+impl Band {
+    /// The band of `score`.
+    fn of(score: u32) -> Self {
+        match score {
+            90.. => Band::Good,
+            50..=89 => Band::Fair,
+            _ => Band::Poor,
+        }
+    }
+
+    /// Its CSS class.
+    fn class(self) -> &'static str {
+        match self {
+            Band::Good => "band-good",
+            Band::Fair => "band-fair",
+            Band::Poor => "band-poor",
+        }
+    }
+
+    /// Its visible name, so that colour is not the only sign of it.
+    fn label(self) -> &'static str {
+        match self {
+            Band::Good => "Good",
+            Band::Fair => "Fair",
+            Band::Poor => "Poor",
+        }
+    }
+}
+
+/// The gauge's ring radius in the 120×120 view box; the stroke is 12 wide, so it fits.
+const GAUGE_RADIUS: f64 = 52.0;
+
+/// The score as a ring filled clockwise from the top, the number in its centre. The colour
+/// comes from the band class of the enclosing element; the `stroke` attributes are only the
+/// fallback for a reader without CSS.
+fn gauge(score: u32) -> String {
+    let shown = score.min(100);
+    let circumference = 2.0 * std::f64::consts::PI * GAUGE_RADIUS;
+    let filled = circumference * f64::from(shown) / 100.0;
+    format!(
+        "<svg class=\"gauge\" viewBox=\"0 0 120 120\" width=\"132\" height=\"132\" \
+         role=\"img\" aria-label=\"Score {shown} out of 100\">\
+         <circle class=\"gauge-track\" cx=\"60\" cy=\"60\" r=\"{GAUGE_RADIUS}\" fill=\"none\" \
+         stroke=\"#e3e6ea\" stroke-width=\"12\"/>\
+         <circle class=\"gauge-value\" cx=\"60\" cy=\"60\" r=\"{GAUGE_RADIUS}\" fill=\"none\" \
+         stroke=\"#4a5360\" stroke-width=\"12\" stroke-dasharray=\"{filled:.2} {circumference:.2}\" \
+         transform=\"rotate(-90 60 60)\"/>\
+         <text class=\"gauge-number\" x=\"60\" y=\"60\" text-anchor=\"middle\" \
+         dominant-baseline=\"central\" font-size=\"36\" font-weight=\"700\">{shown}</text>\
+         </svg>\n",
+    )
+}
+
+/// One tile per severity with its number of findings.
+fn count_tiles(counts: &[(Severity, u64)]) -> String {
+    let tiles: String = counts
+        .iter()
+        .map(|(severity, count)| count_tile(*severity, *count))
+        .collect();
+    format!("<ul class=\"tiles\" aria-label=\"Issues by severity\">\n{tiles}</ul>\n")
+}
+
+/// The tile of one severity.
+fn count_tile(severity: Severity, count: u64) -> String {
+    let zero = if count == 0 { " zero" } else { "" };
+    format!(
+        "<li class=\"tile sev-{sev}{zero}\"><span class=\"tile-count\">{count}</span>\
+         <span class=\"tile-label\">{label}</span></li>\n",
+        sev = severity.as_str(),
+        count = group_digits(count),
+        label = severity_label(severity),
+    )
+}
+
+/// The findings grouped by check, or the empty state.
+fn findings_section(audit: &Audit) -> String {
+    if audit.checks.is_empty() {
+        return empty_state(audit.pages_scanned);
+    }
+    let groups: String = audit.checks.iter().map(check_group).collect();
+    format!(
+        "<section aria-labelledby=\"findings-title\">\n\
+         <h2 id=\"findings-title\">Findings</h2>\n\
+         <p class=\"hint screen-only\">Critical and high-severity checks are open. \
+         Select any other check to show its pages; open checks are included when printing.</p>\n\
+         {groups}\
+         </section>\n"
+    )
+}
+
+/// What the page shows when the scan found nothing.
+fn empty_state(pages_scanned: u32) -> String {
+    format!(
+        "<section class=\"card empty\">\n\
+         <h2>No issues found</h2>\n\
+         <p>The scan of {pages} {noun} found nothing to fix.</p>\n\
+         </section>\n",
+        pages = group_digits(u64::from(pages_scanned)),
+        noun = noun(u64::from(pages_scanned), "page", "pages"),
+    )
+}
+
+/// One check's group: a summary line (title, severity, id, how many), then how to fix it and
+/// what was found. Critical and high groups start open.
+fn check_group(check: &CheckFindings) -> String {
+    let open = match check.severity {
+        Severity::Critical | Severity::High => " open",
+        Severity::Medium | Severity::Low => "",
+    };
+    let sev = check.severity.as_str();
+    format!(
+        "<details class=\"check sev-{sev}\"{open}>\n\
+         <summary><span class=\"check-title\">{title}</span> \
+         <span class=\"badge sev-{sev}\">{label}</span>\
+         <span class=\"check-meta\"><code>{id}</code> · {how_many}</span></summary>\n\
+         <div class=\"check-body\">\n\
+         <h3>How to fix</h3>\n\
+         <p class=\"fix\">{fix}</p>\n\
+         {findings}\
+         </div>\n\
+         </details>\n",
+        title = escape_html(&check.title),
+        label = severity_label(check.severity),
+        id = escape_html(&check.check),
+        how_many = how_many(check),
+        fix = escape_html(&check.how_to_fix),
+        findings = findings_list(check),
+    )
+}
+
+/// How many findings a check has, in the words of its kind: pages, or site-wide findings.
+fn how_many(check: &CheckFindings) -> String {
+    let total = u64::try_from(check.total).unwrap_or(u64::MAX);
+    let (one, many) = match check.scan_kind {
+        ScanKind::Page => ("affected page", "affected pages"),
+        ScanKind::Site => ("site-wide finding", "site-wide findings"),
+    };
+    format!("{} {}", group_digits(total), noun(total, one, many))
+}
+
+/// The listed findings of a check, and "and N more" for those left out.
+fn findings_list(check: &CheckFindings) -> String {
+    let heading = match check.scan_kind {
+        ScanKind::Page => "Affected pages",
+        ScanKind::Site => "Found",
+    };
+    let items: String = check
+        .findings
+        .iter()
+        .map(|(url, evidence)| finding_item(url.as_deref(), evidence))
+        .collect();
+    let list = if items.is_empty() {
+        String::new()
+    } else {
+        format!("<h3>{heading}</h3>\n<ul class=\"findings\">\n{items}</ul>\n")
+    };
+    let more = check.total.saturating_sub(check.findings.len());
+    if more == 0 {
+        return list;
+    }
+    let more = u64::try_from(more).unwrap_or(u64::MAX);
+    format!(
+        "{list}<p class=\"more\">and {} more</p>\n",
+        group_digits(more)
+    )
+}
+
+/// One finding: the page (or "Whole site" for a site-wide one) and what was found there.
+fn finding_item(url: Option<&str>, evidence: &str) -> String {
+    let place = match url {
+        Some(url) => url_markup(url, "finding-url"),
+        None => "<span class=\"site-wide\">Whole site</span>".to_owned(),
+    };
+    let evidence = if evidence.is_empty() {
+        String::new()
+    } else {
+        format!("<span class=\"evidence\">{}</span>", escape_html(evidence))
+    };
+    format!("<li>{place}{evidence}</li>\n")
+}
+
+/// `url` shown as its own text: a link when it is a web URL, plain text otherwise.
+fn url_markup(url: &str, class: &str) -> String {
+    let text = escape_html(url);
+    if is_web_url(url) {
+        format!("<a class=\"{class}\" href=\"{text}\" rel=\"{LINK_REL}\">{text}</a>")
+    } else {
+        format!("<span class=\"{class}\">{text}</span>")
+    }
+}
+
+/// Whether `url` starts with `http://` or `https://` (in any case): the only URLs that become
+/// links. Leading whitespace does not pass, although browsers would strip it, so a
+/// `" javascript:"` never reaches an `href`.
+fn is_web_url(url: &str) -> bool {
+    ["http://", "https://"].iter().any(|scheme| {
+        url.get(..scheme.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(scheme))
+    })
+}
+
+/// The footer of the live report.
+fn site_footer() -> String {
+    "<footer class=\"site-footer\">\n\
+     <p>A read-only SEO audit, shared by the site's owner. \
+     It shows the site as it was when it was scanned.</p>\n\
+     </footer>\n"
+        .to_owned()
+}
+
+/// `at` as a `<time>` element: machine-readable RFC 3339 and the human form.
+fn time_element(at: Timestamp) -> String {
+    let datetime = at.as_datetime().to_rfc3339_opts(SecondsFormat::Secs, true);
+    format!("<time datetime=\"{datetime}\">{}</time>", human_time(at))
+}
+
+/// `at` as people read it: "23 November 2026, 19:20 UTC".
+fn human_time(at: Timestamp) -> String {
+    at.as_datetime().format("%-d %B %Y, %H:%M UTC").to_string()
+}
+
+/// The readable name of a severity.
+fn severity_label(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Critical => "Critical",
+        Severity::High => "High",
+        Severity::Medium => "Medium",
+        Severity::Low => "Low",
+    }
+}
+
+/// `one` for a count of 1, `many` otherwise.
+fn noun<'a>(count: u64, one: &'a str, many: &'a str) -> &'a str {
+    if count == 1 {
+        one
+    } else {
+        many
+    }
+}
+
+/// `n` with thousands separated by commas: `12,345`.
+fn group_digits(n: u64) -> String {
+    let digits = n.to_string();
+    let mut grouped = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    grouped
+}
+
+#[cfg(test)]
+mod tests {
+    use xf_core::MAX_LISTED_FINDINGS;
+
+    use super::*;
+
+    /// A timestamp from an RFC 3339 literal.
+    fn at(text: &str) -> Timestamp {
+        Timestamp::parse_rfc3339(text).expect("a valid test timestamp")
+    }
+
+    /// The four severities with the given counts.
+    fn counts(values: [u64; 4]) -> Vec<(Severity, u64)> {
+        Severity::ALL.into_iter().zip(values).collect()
+    }
+
+    /// A check with the given findings, all of them listed.
+    fn check(
+        id: &str,
+        severity: Severity,
+        kind: ScanKind,
+        findings: Vec<(Option<String>, String)>,
+    ) -> CheckFindings {
+        CheckFindings {
+            check: id.to_owned(),
+            title: format!("Title of {id}"),
+            severity,
+            scan_kind: kind,
+            how_to_fix: format!("Fix {id}."),
+            total: findings.len(),
+            findings,
+        }
+    }
+
+    /// An ordinary audit of example.com with one check of each severity.
+    fn sample() -> Audit {
+        Audit {
+            property_name: "Example shop".to_owned(),
+            property_url: "https://example.com/".to_owned(),
+            scanned_at: at("2026-11-23T19:20:45Z"),
+            expires_at: at("2026-12-23T19:20:45Z"),
+            score: 87,
+            pages_scanned: 1234,
+            counts: counts([1, 2, 0, 1]),
+            checks: vec![
+                check(
+                    "broken_page",
+                    Severity::Critical,
+                    ScanKind::Page,
+                    vec![(Some("https://example.com/a".into()), "HTTP 500".into())],
+                ),
+                check(
+                    "missing_title",
+                    Severity::High,
+                    ScanKind::Page,
+                    vec![
+                        (Some("https://example.com/b".into()), "No <title>".into()),
+                        (Some("https://example.com/c".into()), String::new()),
+                    ],
+                ),
+                check(
+                    "no_sitemap",
+                    Severity::Low,
+                    ScanKind::Site,
+                    vec![(None, "sitemap.xml returned 404".into())],
+                ),
+            ],
+        }
+    }
+
+    /// An audit whose every data field is an attack.
+    fn hostile() -> Audit {
+        let attack = "\"><img src=x onerror=alert(1)>";
+        Audit {
+            property_name: "<script>alert('name')</script>".to_owned(),
+            property_url: "javascript:alert(document.cookie)".to_owned(),
+            scanned_at: at("2026-11-23T19:20:00Z"),
+            expires_at: at("2026-12-23T19:20:00Z"),
+            score: 10,
+            pages_scanned: 3,
+            counts: counts([2, 0, 0, 1]),
+            checks: vec![
+                CheckFindings {
+                    check: format!("id{attack}"),
+                    title: format!("title{attack}<script>alert(2)</script>"),
+                    severity: Severity::Critical,
+                    scan_kind: ScanKind::Page,
+                    how_to_fix: format!("fix{attack}<style>body{{display:none}}</style>"),
+                    total: 2,
+                    findings: vec![
+                        (
+                            Some(format!("https://evil.example/{attack}")),
+                            format!("evidence{attack}<script>alert(3)</script>"),
+                        ),
+                        (
+                            Some(" JavaScript:alert(4)".to_owned()),
+                            "<p style=\"color:red\">'x'</p>".to_owned(),
+                        ),
+                    ],
+                },
+                check(
+                    "site",
+                    Severity::Low,
+                    ScanKind::Site,
+                    vec![(None, "</li></ul></details><script>alert(5)</script>".into())],
+                ),
+            ],
+        }
+    }
+
+    /// The content of the document's `<style>` elements.
+    fn style_contents(html: &str) -> Vec<&str> {
+        html.split("<style>")
+            .skip(1)
+            .filter_map(|rest| rest.split("</style>").next())
+            .collect()
+    }
+
+    /// Every page this module renders, for the checks that hold on all of them.
+    fn all_pages() -> Vec<String> {
+        let mut empty = sample();
+        empty.checks.clear();
+        empty.counts = counts([0, 0, 0, 0]);
+        vec![
+            audit_page(&sample()),
+            audit_page(&hostile()),
+            audit_page(&empty),
+            expired_page("<b>Shop</b>", at("2026-11-23T19:20:00Z")),
+            not_found_page(),
+        ]
+    }
+
+    #[test]
+    fn escape_html_escapes_the_five_characters() {
+        assert_eq!(
+            escape_html(r#"<a href="x" title='y'>&</a>"#),
+            "&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;&lt;/a&gt;"
+        );
+        assert_eq!(escape_html("plain — text"), "plain — text");
+    }
+
+    #[test]
+    fn hostile_values_are_escaped_everywhere() {
+        let html = audit_page(&hostile());
+        assert!(!html.contains("<script"), "{html}");
+        assert!(!html.contains("<img"), "{html}");
+        assert!(!html.contains("\"><img"), "{html}");
+        assert!(!html.contains("</li></ul></details><script"), "{html}");
+        assert_eq!(html.matches("<style").count(), 1);
+        assert!(!html.contains("style=\""));
+        // The escaped forms are shown as text.
+        assert!(html.contains("&lt;script&gt;alert(&#39;name&#39;)&lt;/script&gt;"));
+        assert!(html.contains("&quot;&gt;&lt;img src=x onerror=alert(1)&gt;"));
+        assert!(html.contains("title&quot;&gt;&lt;img src=x onerror=alert(1)&gt;"));
+        assert!(html.contains("id&quot;&gt;&lt;img"));
+        assert!(html.contains("fix&quot;&gt;&lt;img"));
+        assert!(html.contains("evidence&quot;&gt;&lt;img"));
+        assert!(html.contains("&lt;p style=&quot;color:red&quot;&gt;&#39;x&#39;&lt;/p&gt;"));
+        assert!(html.contains("&lt;/li&gt;&lt;/ul&gt;&lt;/details&gt;&lt;script&gt;"));
+        // The title element escapes the name too.
+        assert!(html.contains("<title>SEO audit of &lt;script&gt;"));
+        // The web URL is a link, escaped inside its attribute as well.
+        assert!(html.contains(
+            "href=\"https://evil.example/&quot;&gt;&lt;img src=x onerror=alert(1)&gt;\" \
+             rel=\"nofollow noopener noreferrer\""
+        ));
+    }
+
+    #[test]
+    fn only_web_urls_become_links() {
+        let html = audit_page(&hostile());
+        assert!(!html.to_ascii_lowercase().contains("href=\"javascript"));
+        assert!(!html.to_ascii_lowercase().contains("href=\" javascript"));
+        assert!(
+            html.contains("<span class=\"property-link\">javascript:alert(document.cookie)</span>")
+        );
+        assert!(html.contains("<span class=\"finding-url\"> JavaScript:alert(4)</span>"));
+        assert_eq!(html.matches("href=").count(), 1);
+
+        let html = audit_page(&sample());
+        assert!(html.contains(
+            "<a class=\"property-link\" href=\"https://example.com/\" \
+             rel=\"nofollow noopener noreferrer\">https://example.com/</a>"
+        ));
+        for (url, web) in [
+            ("HTTPS://EXAMPLE.COM", true),
+            ("Http://x", true),
+            ("https:/x", false),
+            ("ftp://x", false),
+            ("data:text/html,x", false),
+            ("", false),
+            ("é", false),
+        ] {
+            assert_eq!(is_web_url(url), web, "{url}");
+        }
+    }
+
+    #[test]
+    fn every_page_has_one_style_element_and_nothing_external() {
+        for html in all_pages() {
+            assert_eq!(style_contents(&html), vec![STYLE], "{html}");
+            assert_eq!(html.matches("<style").count(), 1, "{html}");
+            assert!(!html.contains("style=\""), "{html}");
+            assert!(!html.contains("style='"), "{html}");
+            assert!(!html.contains("<script"), "{html}");
+            assert!(!html.contains("<link"), "{html}");
+            assert!(!html.contains("<img"), "{html}");
+            assert!(!html.contains("url("), "{html}");
+            assert!(!html.contains("@import"), "{html}");
+            assert!(html.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"));
+            assert!(html.contains("<meta charset=\"utf-8\">"));
+            assert!(html.contains(
+                "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            ));
+            assert!(html.contains("<meta name=\"robots\" content=\"noindex, nofollow\">"));
+            assert!(html.contains("<meta name=\"referrer\" content=\"no-referrer\">"));
+            assert!(html.trim_end().ends_with("</html>"));
+        }
+        // The clean sample has no `style=` text at all.
+        assert!(!audit_page(&sample()).contains("style="));
+    }
+
+    #[test]
+    fn the_live_page_shows_the_audit() {
+        let html = audit_page(&sample());
+        assert!(html.contains("<title>SEO audit of Example shop</title>"));
+        assert!(html.contains("<h1>Example shop</h1>"));
+        assert!(html.contains(
+            "<time datetime=\"2026-11-23T19:20:45Z\">23 November 2026, 19:20 UTC</time>"
+        ));
+        assert!(html.contains("23 December 2026, 19:20 UTC"));
+        assert!(html.contains("role=\"img\" aria-label=\"Score 87 out of 100\""));
+        assert!(html.contains(">87</text>"));
+        assert!(html.contains("score band-fair"));
+        assert!(html.contains("1,234</span> pages scanned"));
+        assert!(html.contains("4</span> issues found"));
+        assert!(html.contains("<li class=\"tile sev-medium zero\">"));
+        assert_eq!(html.matches("class=\"tile ").count(), 4);
+        assert!(html.contains("<details class=\"check sev-critical\" open>"));
+        assert!(html.contains("<details class=\"check sev-high\" open>"));
+        assert!(html.contains("<details class=\"check sev-low\">"));
+        assert!(html.contains("<code>missing_title</code> · 2 affected pages"));
+        assert!(html.contains("<code>no_sitemap</code> · 1 site-wide finding"));
+        assert!(html.contains("<p class=\"fix\">Fix broken_page.</p>"));
+        assert!(html.contains("No &lt;title&gt;"));
+        assert!(html.contains("<span class=\"site-wide\">Whole site</span>"));
+        assert!(!html.contains("No issues found"));
+        assert!(!html.contains(" more</p>"));
+    }
+
+    #[test]
+    fn the_gauge_follows_the_score_bands() {
+        for (score, band) in [
+            (100, Band::Good),
+            (90, Band::Good),
+            (89, Band::Fair),
+            (50, Band::Fair),
+            (49, Band::Poor),
+            (0, Band::Poor),
+        ] {
+            assert_eq!(Band::of(score), band, "{score}");
+        }
+        assert!(gauge(0).contains("stroke-dasharray=\"0.00 326.73\""));
+        assert!(gauge(100).contains("stroke-dasharray=\"326.73 326.73\""));
+        assert!(gauge(250).contains("Score 100 out of 100"));
+    }
+
+    #[test]
+    fn unlisted_findings_are_counted() {
+        let mut audit = sample();
+        let listed: Vec<(Option<String>, String)> = (0..MAX_LISTED_FINDINGS)
+            .map(|i| (Some(format!("https://example.com/{i}")), "x".to_owned()))
+            .collect();
+        audit.checks[0].findings = listed;
+        audit.checks[0].total = 1250;
+        let html = audit_page(&audit);
+        assert!(html.contains("<p class=\"more\">and 1,150 more</p>"));
+        assert!(html.contains("1,250 affected pages"));
+        assert_eq!(html.matches(" more</p>").count(), 1);
+    }
+
+    #[test]
+    fn no_findings_show_the_empty_state() {
+        let mut audit = sample();
+        audit.checks.clear();
+        audit.counts = counts([0, 0, 0, 0]);
+        audit.score = 100;
+        audit.pages_scanned = 1;
+        let html = audit_page(&audit);
+        assert!(html.contains("<h2>No issues found</h2>"));
+        assert!(html.contains("The scan of 1 page found nothing to fix."));
+        assert!(html.contains("0</span> issues found"));
+        assert!(!html.contains("<details"));
+        assert_eq!(html.matches("<main>").count(), 1);
+        assert_eq!(html.matches("</main>").count(), 1);
+    }
+
+    #[test]
+    fn the_expired_page_names_the_property_and_the_date() {
+        let html = expired_page("Shop <&> \"Co\"", at("2026-11-23T19:20:00Z"));
+        assert!(html.contains("<title>This report link has expired</title>"));
+        assert!(html.contains("<h1>This report link has expired</h1>"));
+        assert!(html.contains("<strong>Shop &lt;&amp;&gt; &quot;Co&quot;</strong>"));
+        assert!(html.contains("23 November 2026, 19:20 UTC"));
+        assert!(html.contains("ask the person who sent you this link for a new one"));
+    }
+
+    #[test]
+    fn the_not_found_page_says_so() {
+        let html = not_found_page();
+        assert!(html.contains("<title>Report not found</title>"));
+        assert!(html.contains("<h1>Report not found</h1>"));
+    }
+
+    #[test]
+    fn digits_are_grouped_by_thousands() {
+        for (n, text) in [
+            (0, "0"),
+            (999, "999"),
+            (1000, "1,000"),
+            (123_456, "123,456"),
+            (1_234_567, "1,234,567"),
+        ] {
+            assert_eq!(group_digits(n), text);
+        }
+    }
+}
