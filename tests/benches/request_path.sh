@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# The request path against bare handlers: `GET /api/v1/properties/{id}` with a live key,
+# measured over loopback with wrk (-t1 -c32), in interleaved rounds, on four servers:
+#
+#   xf-memory   xf-server on the memory store (its default logging)
+#   bare        a bare axum handler: the same JSON from a HashMap, bearer prefix checked
+#   xf-pg       xf-server on PostgreSQL
+#   bare-sqlx   bare axum + sqlx: the same JSON from one SELECT by primary key
+#
+# and prints each one's median requests per second over the rounds, the ratios xf/bare, and
+# the peak resident memory (VmHWM) of the xf servers. The baselines are the `xf-baseline`
+# binary of the tests crate.
+#
+# Run with: `bash tests/benches/request_path.sh` (needs wrk: `apt-get install wrk`; and
+# PostgreSQL as for the tests: DATABASE_URL, or postgres@127.0.0.1:5432). ROUNDS (default 5)
+# and SECONDS_PER_RUN (default 5) size it; WRK_THREADS and WRK_CONNECTIONS default to 1 and 32.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+
+rounds="${ROUNDS:-5}"
+seconds="${SECONDS_PER_RUN:-5}"
+threads="${WRK_THREADS:-1}"
+connections="${WRK_CONNECTIONS:-32}"
+server_url="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}"
+say() { printf 'request_path: %s\n' "$*" >&2; }
+
+command -v wrk >/dev/null || { say "wrk is missing: apt-get install wrk"; exit 1; }
+
+say "building xf-server and xf-baseline (release)"
+cargo build --quiet --release -p xf-server -p xf-tests --bin xf-server --bin xf-baseline
+bin="${CARGO_TARGET_DIR:-target}/release"
+
+# A fresh database for this run, on the same server as the tests use.
+database="xf_bench_request_path"
+admin_url="${server_url%/*}/postgres"
+psql -q "$admin_url" -c "DROP DATABASE IF EXISTS $database WITH (FORCE)" -c "CREATE DATABASE $database"
+db_url="${server_url%/*}/$database"
+
+key="xf_live_bench$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+token="bench-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+secret="$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+pids=()
+logs="$(mktemp -d "${TMPDIR:-/tmp}/request-path.XXXXXX")"
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+
+wait_ready() { # port
+  for _ in $(seq 1 200); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  say "nothing listens on $1; logs in $logs"; exit 1
+}
+
+start_xf() { # name store
+  local port; port="$(free_port)"
+  XF_DEMO_LIVE_KEY="$key" XF_ADMIN_TOKEN="$token" \
+    "$bin/xf-server" --demo --listen "127.0.0.1:$port" --store "$2" --secret-key "$secret" \
+    >"$logs/$1.out" 2>"$logs/$1.err" &
+  echo "$port $!"
+}
+
+# Lifts the demo organization's limits and registers one property; prints the property's
+# JSON (as the API shows it).
+prepare() { # port
+  python3 - "$1" "$key" "$token" <<'PY'
+import json, sys, urllib.request
+port, key, token = sys.argv[1:4]
+base = f"http://127.0.0.1:{port}"
+def call(method, path, body=None, bearer=key):
+    request = urllib.request.Request(base + path, method=method,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {bearer}", "Content-Type": "application/json"})
+    return json.load(urllib.request.urlopen(request, timeout=10))
+org = call("GET", "/api/v1/organization")["data"]["organization"]["id"]
+limits = {"readPerHour": 10**12, "writePerHour": 10**12, "orgWriteDaily": 10**12}
+call("PATCH", f"/admin/organizations/{org}", {"limits": limits}, bearer=token)
+created = call("POST", "/api/v1/properties", {"url": "https://bench.example/", "name": "Bench"})
+print(json.dumps(created["data"]["property"]))
+PY
+}
+
+read -r xf_mem_port xf_mem_pid < <(start_xf xf-memory memory)
+read -r xf_pg_port xf_pg_pid < <(start_xf xf-pg "$db_url")
+pids+=("$xf_mem_pid" "$xf_pg_pid")
+wait_ready "$xf_mem_port"
+wait_ready "$xf_pg_port"
+mem_property="$(prepare "$xf_mem_port")"
+pg_property="$(prepare "$xf_pg_port")"
+mem_id="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["id"])' "$mem_property")"
+pg_id="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["id"])' "$pg_property")"
+
+bare_port="$(free_port)"
+"$bin/xf-baseline" memory "127.0.0.1:$bare_port" "$mem_id" "$mem_property" >"$logs/bare.out" 2>&1 &
+pids+=($!)
+sqlx_port="$(free_port)"
+"$bin/xf-baseline" sqlx "127.0.0.1:$sqlx_port" "$db_url" "$pg_id" >"$logs/bare-sqlx.out" 2>&1 &
+pids+=($!)
+wait_ready "$bare_port"
+wait_ready "$sqlx_port"
+
+declare -A urls=(
+  [xf-memory]="http://127.0.0.1:$xf_mem_port/api/v1/properties/$mem_id"
+  [bare]="http://127.0.0.1:$bare_port/api/v1/properties/$mem_id"
+  [xf-pg]="http://127.0.0.1:$xf_pg_port/api/v1/properties/$pg_id"
+  [bare-sqlx]="http://127.0.0.1:$sqlx_port/api/v1/properties/$pg_id"
+)
+order=(xf-memory bare xf-pg bare-sqlx)
+for name in "${order[@]}"; do
+  status="$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $key" "${urls[$name]}")"
+  [ "$status" = 200 ] || { say "$name answers $status, not 200"; exit 1; }
+done
+
+results="$logs/results"
+: >"$results"
+say "$rounds interleaved rounds of ${seconds}s per server, wrk -t$threads -c$connections"
+for round in $(seq 1 "$rounds"); do
+  for name in "${order[@]}"; do
+    rps="$(wrk -t"$threads" -c"$connections" -d"${seconds}s" -H "Authorization: Bearer $key" "${urls[$name]}" \
+      | awk '/Requests\/sec:/ {print $2}')"
+    echo "$name $rps" >>"$results"
+    say "round $round: $name $rps req/s"
+  done
+done
+
+peak() { awk '/VmHWM/ {printf "%.1f MiB", $2/1024}' "/proc/$1/status"; }
+python3 - "$results" "$(peak "$xf_mem_pid")" "$(peak "$xf_pg_pid")" <<'PY'
+import statistics, sys
+from collections import defaultdict
+figures = defaultdict(list)
+for line in open(sys.argv[1]):
+    name, rps = line.split()
+    figures[name].append(float(rps))
+median = {name: statistics.median(values) for name, values in figures.items()}
+peaks = {"xf-memory": sys.argv[2], "xf-pg": sys.argv[3]}
+print("| server | median req/s | runs | ratio | peak RSS |")
+print("|---|---|---|---|---|")
+for name, bare in [("xf-memory", "bare"), ("bare", None), ("xf-pg", "bare-sqlx"), ("bare-sqlx", None)]:
+    runs = ", ".join(f"{v:,.0f}" for v in figures[name])
+    ratio = f"{median[name] / median[bare]:.2f} of {bare}" if bare else ""
+    print(f"| {name} | {median[name]:,.0f} | {runs} | {ratio} | {peaks.get(name, '')} |")
+PY

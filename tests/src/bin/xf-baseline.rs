@@ -1,0 +1,132 @@
+//! The two baselines of the request-path comparison (`tests/benches/request_path.sh`): the
+//! least a server can do to answer `GET /api/v1/properties/{id}` with a key.
+//!
+//! - `xf-baseline memory <listen> <id> <property-json>`: a bare axum handler that checks the
+//!   `Authorization: Bearer xf_live_…` prefix and answers the same JSON as xf from a
+//!   `HashMap`.
+//! - `xf-baseline sqlx <listen> <database-url> <id>`: the same, reading the property with one
+//!   `SELECT` by primary key through a sqlx pool of PostgreSQL connections (sqlx's default
+//!   pool size, as xf's store has).
+//!
+//! Both answer `{"data": {...}, "meta": {"requestId": "req_…"}}` with a fresh time-ordered
+//! request id, 401 without a key and 404 for another id, as xf does. They log nothing.
+//!
+//! Run with: `cargo run --release -p xf-tests --bin xf-baseline -- memory 127.0.0.1:9001
+//! prop_… '{"id": …}'` (the script starts them itself).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::{json, Value};
+use sqlx::postgres::PgPoolOptions;
+use sqlx::{PgPool, Row};
+
+/// Whether the request carries a live key (the prefix only: no lookup).
+fn has_key(headers: &HeaderMap) -> bool {
+    headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("Bearer xf_live_"))
+}
+
+/// The envelope xf answers with.
+fn envelope(data: Value) -> Response {
+    let request_id = xf_core::ids::new_id("req");
+    (
+        StatusCode::OK,
+        axum::Json(json!({"data": data, "meta": {"requestId": request_id}})),
+    )
+        .into_response()
+}
+
+fn refused(status: StatusCode, code: &str) -> Response {
+    let request_id = xf_core::ids::new_id("req");
+    (
+        status,
+        axum::Json(
+            json!({"error": {"code": code, "message": code}, "meta": {"requestId": request_id}}),
+        ),
+    )
+        .into_response()
+}
+
+async fn from_map(
+    State(properties): State<Arc<HashMap<String, Value>>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    if !has_key(&headers) {
+        return refused(StatusCode::UNAUTHORIZED, "api_key_invalid");
+    }
+    match properties.get(&id) {
+        Some(property) => envelope(property.clone()),
+        None => refused(StatusCode::NOT_FOUND, "not_found"),
+    }
+}
+
+async fn from_database(
+    State(pool): State<PgPool>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    if !has_key(&headers) {
+        return refused(StatusCode::UNAUTHORIZED, "api_key_invalid");
+    }
+    let row =
+        sqlx::query("SELECT id, name, url, verified, created_at FROM properties WHERE id = $1")
+            .bind(&id)
+            .fetch_optional(&pool)
+            .await;
+    match row {
+        Ok(Some(row)) => {
+            let created_at: DateTime<Utc> = row.get("created_at");
+            envelope(json!({
+                "id": row.get::<String, _>("id"),
+                "name": row.get::<String, _>("name"),
+                "url": row.get::<String, _>("url"),
+                "verified": row.get::<bool, _>("verified"),
+                "createdAt": created_at.to_rfc3339_opts(SecondsFormat::Millis, true),
+            }))
+        }
+        Ok(None) => refused(StatusCode::NOT_FOUND, "not_found"),
+        Err(_) => refused(StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let usage = "usage: xf-baseline memory <listen> <id> <property-json> | sqlx <listen> <database-url> <id>";
+    let (mode, listen) = match args.as_slice() {
+        [mode, listen, ..] => (mode.as_str(), listen.as_str()),
+        _ => panic!("{usage}"),
+    };
+    let router = match (mode, &args[2..]) {
+        ("memory", [id, property]) => {
+            let property: Value = serde_json::from_str(property).expect("the property's JSON");
+            let properties = Arc::new(HashMap::from([(id.clone(), property)]));
+            Router::new()
+                .route("/api/v1/properties/{id}", get(from_map))
+                .with_state(properties)
+        }
+        ("sqlx", [url, _id]) => {
+            let pool = PgPoolOptions::new()
+                .connect(url)
+                .await
+                .expect("the database");
+            Router::new()
+                .route("/api/v1/properties/{id}", get(from_database))
+                .with_state(pool)
+        }
+        _ => panic!("{usage}"),
+    };
+    let listener = tokio::net::TcpListener::bind(listen).await.expect("bind");
+    println!("ready");
+    axum::serve(listener, router).await.expect("serve");
+}
