@@ -225,3 +225,43 @@ async fn database_outage_is_503_and_recovers_without_restart() {
         .await;
     assert_eq!(health.expect(200)["status"], "ok");
 }
+
+/// A key revoked through one instance is refused by it at once, and by another instance
+/// (which has the key's lookup cached) within `xf_core::KEY_CACHE_TTL`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_revoked_on_one_instance_is_refused_by_the_other_within_the_bound() {
+    let (a, b, _, key) = two_instances().await;
+    // Both instances have used the key, so both hold its lookup.
+    a.get("/organization", &key).await.expect(200);
+    b.get("/organization", &key).await.expect(200);
+    let key_id = {
+        let caller =
+            a.xf.authenticate(Some(&key), xf_core::plans::Entitlement::DeveloperApi)
+                .await
+                .unwrap();
+        caller.key_id.to_string()
+    };
+    a.admin(Method::DELETE, &format!("/api-keys/{key_id}"), None)
+        .await
+        .expect(200);
+    let revoked = std::time::Instant::now();
+    a.get("/organization", &key)
+        .await
+        .expect_error(401, "api_key_invalid");
+    loop {
+        let reply = b.get("/organization", &key).await;
+        if reply.status == 401 {
+            reply.expect_error(401, "api_key_invalid");
+            break;
+        }
+        reply.expect(200);
+        // The bound, and scheduling slack on a shared machine.
+        assert!(
+            revoked.elapsed() < xf_core::KEY_CACHE_TTL + std::time::Duration::from_millis(500),
+            "the other instance still accepts the key after {:?}",
+            revoked.elapsed()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(revoked.elapsed() <= xf_core::KEY_CACHE_TTL + std::time::Duration::from_millis(500));
+}

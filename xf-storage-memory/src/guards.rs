@@ -1,5 +1,9 @@
 //! Rate-limit counters and idempotency records.
 
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::{Mutex, MutexGuard};
+
 use async_trait::async_trait;
 use xf_core::store::{
     GuardStore, IdempotencyClaim, IdempotencyRequest, RateBucket, RateOutcome, StoreResult,
@@ -12,25 +16,7 @@ use crate::{IdempotencyRecord, MemoryStore};
 #[async_trait]
 impl GuardStore for MemoryStore {
     async fn hit_rate_limits(&self, buckets: &[RateBucket]) -> StoreResult<RateOutcome> {
-        let mut state = self.write();
-        let key = |b: &RateBucket| (b.name.clone(), b.window_start);
-        let mut counts: Vec<u64> = buckets
-            .iter()
-            .map(|b| state.rate_counters.get(&key(b)).copied().unwrap_or(0))
-            .collect();
-        let exceeded: Vec<usize> = buckets
-            .iter()
-            .enumerate()
-            .filter(|(i, b)| b.consume && counts[*i] >= b.limit)
-            .map(|(i, _)| i)
-            .collect();
-        if exceeded.is_empty() {
-            for (i, bucket) in buckets.iter().enumerate().filter(|(_, b)| b.consume) {
-                counts[i] += 1;
-                state.rate_counters.insert(key(bucket), counts[i]);
-            }
-        }
-        Ok(RateOutcome { counts, exceeded })
+        Ok(self.rate_counters.hit(buckets))
     }
 
     async fn claim_idempotency_key(
@@ -98,14 +84,124 @@ impl GuardStore for MemoryStore {
         windows_before: Timestamp,
         idempotency_before: Timestamp,
     ) -> StoreResult<u64> {
+        let windows = self.rate_counters.purge(windows_before);
         let mut state = self.write();
-        let before = state.rate_counters.len() + state.idempotency.len();
-        state
-            .rate_counters
-            .retain(|(_, window), _| *window >= windows_before);
+        let before = state.idempotency.len();
         state
             .idempotency
             .retain(|_, r| r.created_at >= idempotency_before);
-        Ok((before - state.rate_counters.len() - state.idempotency.len()) as u64)
+        Ok(windows + (before - state.idempotency.len()) as u64)
+    }
+}
+
+/// Shards of the rate counters.
+const RATE_SHARDS: usize = 16;
+
+/// The rate-limit counters, outside the store's one lock: split into shards by bucket name,
+/// each behind its own mutex, so requests of different keys count without waiting for each
+/// other or for any other store operation. A request locks the shards of its buckets in
+/// index order (so two requests never deadlock) and holds them while it decides, which keeps
+/// its all-or-nothing rule exact.
+#[derive(Debug, Default)]
+pub(crate) struct RateCounters {
+    /// Per shard: bucket name, then its windows (a few at most) and their counts.
+    shards: [Mutex<Shard>; RATE_SHARDS],
+}
+
+/// One shard: bucket name, then its windows and their counts.
+type Shard = HashMap<String, Vec<(Timestamp, u64)>>;
+
+/// The shard of `name` among those a request locked.
+fn locked_shard<'a>(locked: &'a mut [(usize, MutexGuard<'_, Shard>)], name: &str) -> &'a mut Shard {
+    let index = shard_of(name);
+    let (_, guard) = locked
+        .iter_mut()
+        .find(|(i, _)| *i == index)
+        .expect("every bucket's shard is locked");
+    guard
+}
+
+fn shard_of(name: &str) -> usize {
+    let mut hasher = std::hash::DefaultHasher::new();
+    name.hash(&mut hasher);
+    (hasher.finish() as usize) % RATE_SHARDS
+}
+
+fn count_of(windows: Option<&Vec<(Timestamp, u64)>>, window: Timestamp) -> u64 {
+    windows
+        .and_then(|windows| windows.iter().find(|(start, _)| *start == window))
+        .map_or(0, |(_, count)| *count)
+}
+
+impl RateCounters {
+    /// [`GuardStore::hit_rate_limits`].
+    fn hit(&self, buckets: &[RateBucket]) -> RateOutcome {
+        let mut shards: Vec<usize> = buckets.iter().map(|b| shard_of(&b.name)).collect();
+        shards.sort_unstable();
+        shards.dedup();
+        let mut locked: Vec<(usize, MutexGuard<'_, _>)> = shards
+            .into_iter()
+            .map(|index| {
+                let guard = self.shards[index]
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                (index, guard)
+            })
+            .collect();
+        let mut counts: Vec<u64> = buckets
+            .iter()
+            .map(|b| {
+                count_of(
+                    locked_shard(&mut locked, &b.name).get(b.name.as_str()),
+                    b.window_start,
+                )
+            })
+            .collect();
+        let exceeded: Vec<usize> = buckets
+            .iter()
+            .enumerate()
+            .filter(|(i, b)| b.consume && counts[*i] >= b.limit)
+            .map(|(i, _)| i)
+            .collect();
+        if exceeded.is_empty() {
+            for (i, bucket) in buckets.iter().enumerate().filter(|(_, b)| b.consume) {
+                let shard = locked_shard(&mut locked, &bucket.name);
+                if !shard.contains_key(bucket.name.as_str()) {
+                    shard.insert(bucket.name.clone(), Vec::new());
+                }
+                let windows = shard.get_mut(bucket.name.as_str()).expect("inserted above");
+                match windows
+                    .iter_mut()
+                    .find(|(start, _)| *start == bucket.window_start)
+                {
+                    Some((_, count)) => {
+                        *count += 1;
+                        counts[i] = *count;
+                    }
+                    None => {
+                        windows.push((bucket.window_start, 1));
+                        counts[i] = 1;
+                    }
+                }
+            }
+        }
+        RateOutcome { counts, exceeded }
+    }
+
+    /// Drops windows that started before `before`; how many.
+    fn purge(&self, before: Timestamp) -> u64 {
+        let mut dropped = 0;
+        for shard in &self.shards {
+            let mut shard = shard
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            shard.retain(|_, windows| {
+                let had = windows.len();
+                windows.retain(|(start, _)| *start >= before);
+                dropped += (had - windows.len()) as u64;
+                !windows.is_empty()
+            });
+        }
+        dropped
     }
 }

@@ -74,7 +74,6 @@ struct State {
     /// Indexed by organization; keyed by token.
     reports: Indexed<Report>,
     usage: BTreeMap<(String, String), UsageCounters>,
-    rate_counters: HashMap<(String, Timestamp), u64>,
     idempotency: HashMap<String, IdempotencyRecord>,
     /// Indexed by organization.
     webhooks: Indexed<Webhook>,
@@ -107,6 +106,8 @@ struct Lease {
 #[derive(Debug)]
 pub struct MemoryStore {
     state: RwLock<State>,
+    /// Rate-limit counters, sharded outside the one lock (they are hit on every request).
+    rate_counters: guards::RateCounters,
     signals: broadcast::Sender<QueueSignal>,
 }
 
@@ -124,6 +125,7 @@ impl MemoryStore {
         let (signals, _) = broadcast::channel(1024);
         MemoryStore {
             state: RwLock::new(State::default()),
+            rate_counters: guards::RateCounters::default(),
             signals,
         }
     }

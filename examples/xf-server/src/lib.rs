@@ -297,15 +297,27 @@ pub struct App {
 /// `--log-format`, filtered by `RUST_LOG` (default `info`). Every request is logged by
 /// xf-tower inside a `request` span carrying `request_id`, method and path; both formats show
 /// it.
-pub fn init_logging(format: LogFormat) -> Result<(), StartError> {
+pub fn init_logging(format: LogFormat) -> Result<LogWriter, StartError> {
     let filter = EnvFilter::builder()
         .with_default_directive(LevelFilter::INFO.into())
         .from_env()
         .map_err(|error| StartError::Logging(format!("RUST_LOG: {error}")))?;
+    // Lines go to a writer thread through a queue, so a request never waits for stderr; the
+    // queue is not lossy (a full one makes the writer's callers wait rather than drop lines).
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .buffered_lines_limit(LOG_QUEUE_LINES)
+        .thread_name("xf-server-log")
+        // Buffered: the writer thread writes whatever lines are queued with one system call,
+        // and flushes each time the queue is empty, so lines are never held back.
+        .finish(std::io::BufWriter::with_capacity(
+            LOG_BUFFER_BYTES,
+            std::io::stderr(),
+        ));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr);
+        .with_writer(writer);
     let installed = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder
@@ -314,8 +326,20 @@ pub fn init_logging(format: LogFormat) -> Result<(), StartError> {
             .with_span_list(true)
             .try_init(),
     };
-    installed.map_err(|error| StartError::Logging(error.to_string()))
+    installed.map_err(|error| StartError::Logging(error.to_string()))?;
+    Ok(LogWriter(guard))
 }
+
+/// Lines the log queue holds before writers wait.
+const LOG_QUEUE_LINES: usize = 64 * 1024;
+/// Bytes the log's writer thread gathers before it writes them out (it also writes out
+/// whenever the queue is empty).
+const LOG_BUFFER_BYTES: usize = 64 * 1024;
+
+/// The log's writer thread: keep it until the process ends; dropping it writes out what is
+/// queued.
+#[derive(Debug)]
+pub struct LogWriter(#[allow(dead_code)] tracing_appender::non_blocking::WorkerGuard);
 
 /// Opens the store (migrating PostgreSQL), builds the facade, sets up the demo organization
 /// with `--demo`, and mounts the services.

@@ -7,8 +7,9 @@ use clap::Parser;
 #[tokio::main]
 async fn main() -> ExitCode {
     let config = xf_server::Config::parse();
+    // Held to the end: dropping it writes out the queued log lines.
     let started = match xf_server::init_logging(config.log_format) {
-        Ok(()) => xf_server::run(config).await,
+        Ok(_log) => xf_server::run(config).await,
         Err(error) => Err(error),
     };
     match started {

@@ -122,7 +122,8 @@ impl Xf {
     /// has `entitlement`.
     ///
     /// A missing, unknown or revoked key is `ApiKeyInvalid`; a plan that lacks the
-    /// entitlement (or that the catalog no longer has) is `PlanRequired`.
+    /// entitlement (or that the catalog no longer has) is `PlanRequired`. Lookups are reused
+    /// for [`XfBuilder::key_cache_ttl`](super::XfBuilder::key_cache_ttl) (see there).
     pub async fn authenticate(
         &self,
         key: Option<&str>,
@@ -131,11 +132,16 @@ impl Xf {
         let key = key.ok_or(Error::ApiKeyInvalid)?;
         let claimed_mode = auth::mode_of(key).ok_or(Error::ApiKeyInvalid)?;
         let hash = auth::hash_key(key);
-        let (api_key, organization) = self
-            .store()
-            .find_api_key(&hash)
-            .await?
-            .ok_or(Error::ApiKeyInvalid)?;
+        let lookup = match self.inner.keys.get(&hash) {
+            Some(lookup) => lookup,
+            None => {
+                let asked = std::time::Instant::now();
+                let lookup = self.store().find_api_key(&hash).await?;
+                self.inner.keys.put(&hash, lookup.clone(), asked);
+                lookup
+            }
+        };
+        let (api_key, organization) = lookup.ok_or(Error::ApiKeyInvalid)?;
         // The mode is the stored one; a key whose prefix disagrees with it was not issued by us.
         if !auth::hashes_match(&api_key.key_hash, &hash)
             || api_key.revoked_at.is_some()

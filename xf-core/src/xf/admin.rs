@@ -131,10 +131,13 @@ impl Xf {
             self.check_plan(plan)?;
         }
         let limits = patch.limits.map(|l| current.limits.merged_with(&l));
-        self.store()
+        let updated = self
+            .store()
             .update_organization(&id, patch.plan.as_deref(), limits.as_ref())
             .await?
-            .ok_or(Error::NotFound("organization"))
+            .ok_or(Error::NotFound("organization"))?;
+        self.inner.keys.forget_organization(&id);
+        Ok(updated)
     }
 
     /// Issues a new key, within the organization's `maxActiveKeys`.
@@ -161,6 +164,7 @@ impl Xf {
             .revoke_api_key(&id, self.now())
             .await?
             .ok_or(Error::NotFound("API key"))?;
+        self.inner.keys.forget_key(&key.id);
         Ok(RevokedApiKey {
             id: key.id,
             revoked: true,
@@ -371,6 +375,7 @@ impl Xf {
         for key in self.store().list_api_keys(&organization.id).await? {
             if key.mode == mode && key.revoked_at.is_none() {
                 self.store().revoke_api_key(&key.id, self.now()).await?;
+                self.inner.keys.forget_key(&key.id);
             }
         }
         Ok(self.issue_key(organization, mode, fixed).await?.1)
@@ -489,6 +494,8 @@ impl Xf {
             created_at: self.now(),
             revoked_at: None,
         };
+        // A fixed (demo) key may have been tried before it existed.
+        self.inner.keys.forget_hash(&record.key_hash);
         (record, key)
     }
 }

@@ -26,6 +26,7 @@
 mod access;
 mod account;
 mod admin;
+mod key_cache;
 mod properties;
 mod report_page;
 mod reports;
@@ -63,6 +64,10 @@ pub use scans::MAX_BATCH;
 pub const API_VERSION_LABEL: &str = "v1";
 /// The semantic version of the API.
 pub const API_VERSION: &str = "1.0.0";
+
+/// How long an API-key lookup is reused by default: the bound on how long another
+/// instance's revocation (or change of an organization's plan or limits) goes unseen.
+pub const KEY_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The shortest secret key accepted, in bytes: it signs cursors and derives test-mode ids,
 /// so it must be as hard to guess as a 256-bit key.
@@ -138,6 +143,8 @@ struct Inner {
     mock_key: [u8; 32],
     /// Whether private targets and plain-`http` webhooks are allowed.
     allow_private_targets: bool,
+    /// Recent API-key lookups.
+    keys: key_cache::KeyCache,
     /// Seals webhook signing secrets.
     secret_box: SecretBox,
     /// What webhooks are checked and posted with; `None` without the `net` feature and a
@@ -152,6 +159,7 @@ pub struct XfBuilder {
     fetcher: Option<Arc<dyn PageFetcher>>,
     webhooks: Option<Arc<dyn WebhookTransport>>,
     allow_private_targets: bool,
+    key_cache_ttl: std::time::Duration,
     plans: PlanCatalog,
     secret_key: Option<Vec<u8>>,
     public_base_url: Option<String>,
@@ -208,6 +216,15 @@ impl XfBuilder {
     /// when a delivery connects.
     pub fn allow_private_targets(mut self, allow: bool) -> Self {
         self.allow_private_targets = allow;
+        self
+    }
+
+    /// How long an API-key lookup is reused without asking the store (default
+    /// [`KEY_CACHE_TTL`]; zero asks every time). It bounds how long a key revoked, or an
+    /// organization changed, through *another* instance still works here as before; through
+    /// this facade, the change applies at once.
+    pub fn key_cache_ttl(mut self, ttl: std::time::Duration) -> Self {
+        self.key_cache_ttl = ttl;
         self
     }
 
@@ -293,6 +310,7 @@ impl XfBuilder {
                 secret_box,
                 webhooks,
                 allow_private_targets: self.allow_private_targets,
+                keys: key_cache::KeyCache::new(self.key_cache_ttl),
             }),
         })
     }
@@ -329,6 +347,7 @@ impl Xf {
             fetcher: None,
             webhooks: None,
             allow_private_targets: false,
+            key_cache_ttl: KEY_CACHE_TTL,
             plans: PlanCatalog::default(),
             secret_key: None,
             public_base_url: None,
