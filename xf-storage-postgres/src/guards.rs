@@ -2,6 +2,8 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+use tokio::sync::{mpsc, oneshot};
 use xf_core::store::{
     GuardStore, IdempotencyClaim, IdempotencyRequest, RateBucket, RateOutcome, StoreResult,
     StoredResponse,
@@ -13,42 +15,148 @@ use crate::error::store_error;
 use crate::rows::{self, at, big, RowExt};
 use crate::PgStore;
 
+/// A request waiting to be counted, and where its answer goes.
+pub(crate) type PendingHit = (Vec<RateBucket>, oneshot::Sender<StoreResult<RateOutcome>>);
+
+/// The most requests one batch counts.
+const MAX_BATCH: usize = 256;
+
+/// Counts waiting requests, gathered into batches: whatever is waiting when the previous
+/// batch returns goes in one call of `xf_hit_rate_limits_many` (migration 0006), which counts
+/// each exactly as alone; a lone request takes `xf_hit_rate_limits` (0002). So a busy
+/// instance makes one round trip for many requests, and an idle one answers at once.
+async fn count_batches(pool: PgPool, mut waiting: mpsc::UnboundedReceiver<PendingHit>) {
+    while let Some(first) = waiting.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match waiting.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
+        if batch.len() == 1 {
+            let (buckets, reply) = batch.remove(0);
+            let _ = reply.send(hit_one(&pool, &buckets).await);
+            continue;
+        }
+        match hit_many(&pool, &batch).await {
+            Ok(outcomes) => {
+                for ((_, reply), outcome) in batch.into_iter().zip(outcomes) {
+                    let _ = reply.send(Ok(outcome));
+                }
+            }
+            Err(error) => {
+                for (_, reply) in batch {
+                    let _ = reply.send(Err(error.clone()));
+                }
+            }
+        }
+    }
+}
+
+/// One request, one call of `xf_hit_rate_limits` (migration 0002): see its comment for how
+/// it stays exact and all-or-nothing across instances.
+async fn hit_one(pool: &PgPool, buckets: &[RateBucket]) -> StoreResult<RateOutcome> {
+    let names: Vec<&str> = buckets.iter().map(|b| b.name.as_str()).collect();
+    let windows: Vec<DateTime<Utc>> = buckets.iter().map(|b| at(b.window_start)).collect();
+    let limits: Vec<i64> = buckets.iter().map(|b| big(b.limit)).collect();
+    let consume: Vec<bool> = buckets.iter().map(|b| b.consume).collect();
+    let row = sqlx::query(
+        "SELECT counts, exceeded FROM xf_hit_rate_limits($1::text[], $2::timestamptz[], \
+         $3::bigint[], $4::boolean[])",
+    )
+    .bind(&names)
+    .bind(&windows)
+    .bind(&limits)
+    .bind(&consume)
+    .fetch_one(pool)
+    .await
+    .map_err(store_error)?;
+    outcome(row.col("counts")?, row.col("exceeded")?)
+}
+
+/// Several requests, one call of `xf_hit_rate_limits_many`; the outcomes in request order.
+async fn hit_many(pool: &PgPool, batch: &[PendingHit]) -> StoreResult<Vec<RateOutcome>> {
+    let mut requests = Vec::new();
+    let mut names = Vec::new();
+    let mut windows = Vec::new();
+    let mut limits = Vec::new();
+    let mut consume = Vec::new();
+    for (index, (buckets, _)) in batch.iter().enumerate() {
+        let request = i32::try_from(index).unwrap_or(i32::MAX);
+        for bucket in buckets {
+            requests.push(request);
+            names.push(bucket.name.as_str());
+            windows.push(at(bucket.window_start));
+            limits.push(big(bucket.limit));
+            consume.push(bucket.consume);
+        }
+    }
+    let found = sqlx::query(
+        "SELECT request, counts, exceeded FROM xf_hit_rate_limits_many($1::integer[], \
+         $2::text[], $3::timestamptz[], $4::bigint[], $5::boolean[])",
+    )
+    .bind(&requests)
+    .bind(&names)
+    .bind(&windows)
+    .bind(&limits)
+    .bind(&consume)
+    .fetch_all(pool)
+    .await
+    .map_err(store_error)?;
+    let mut outcomes: Vec<Option<RateOutcome>> = vec![None; batch.len()];
+    for row in &found {
+        let request: i32 = row.col("request")?;
+        let slot = usize::try_from(request)
+            .ok()
+            .and_then(|index| outcomes.get_mut(index))
+            .ok_or_else(|| {
+                StoreError::Internal(format!("unknown request {request} in a rate batch"))
+            })?;
+        *slot = Some(outcome(row.col("counts")?, row.col("exceeded")?)?);
+    }
+    outcomes
+        .into_iter()
+        .map(|outcome| {
+            outcome.ok_or_else(|| StoreError::Internal("a rate batch skipped a request".into()))
+        })
+        .collect()
+}
+
+/// A request's outcome from the functions' arrays.
+fn outcome(counts: Vec<i64>, exceeded: Vec<i32>) -> StoreResult<RateOutcome> {
+    Ok(RateOutcome {
+        counts: counts
+            .into_iter()
+            .map(|count| rows::unsigned(count, "rate limit count"))
+            .collect::<StoreResult<_>>()?,
+        exceeded: exceeded
+            .into_iter()
+            .map(|index| {
+                usize::try_from(index).map_err(|_| {
+                    StoreError::Internal(format!("negative rate bucket index: {index}"))
+                })
+            })
+            .collect::<StoreResult<_>>()?,
+    })
+}
+
 #[async_trait]
 impl GuardStore for PgStore {
     async fn hit_rate_limits(&self, buckets: &[RateBucket]) -> StoreResult<RateOutcome> {
-        // One call of the function of migration 0002: see its comment for how it stays exact
-        // and all-or-nothing across instances.
-        let names: Vec<&str> = buckets.iter().map(|b| b.name.as_str()).collect();
-        let windows: Vec<DateTime<Utc>> = buckets.iter().map(|b| at(b.window_start)).collect();
-        let limits: Vec<i64> = buckets.iter().map(|b| big(b.limit)).collect();
-        let consume: Vec<bool> = buckets.iter().map(|b| b.consume).collect();
-        let row = sqlx::query(
-            "SELECT counts, exceeded FROM xf_hit_rate_limits($1::text[], $2::timestamptz[], \
-             $3::bigint[], $4::boolean[])",
-        )
-        .bind(&names)
-        .bind(&windows)
-        .bind(&limits)
-        .bind(&consume)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(store_error)?;
-        let counts: Vec<i64> = row.col("counts")?;
-        let exceeded: Vec<i32> = row.col("exceeded")?;
-        Ok(RateOutcome {
-            counts: counts
-                .into_iter()
-                .map(|count| rows::unsigned(count, "rate limit count"))
-                .collect::<StoreResult<_>>()?,
-            exceeded: exceeded
-                .into_iter()
-                .map(|index| {
-                    usize::try_from(index).map_err(|_| {
-                        StoreError::Internal(format!("negative rate bucket index: {index}"))
-                    })
-                })
-                .collect::<StoreResult<_>>()?,
-        })
+        let sender = self.rates.get_or_init(|| {
+            let (sender, receiver) = mpsc::unbounded_channel();
+            tokio::spawn(count_batches(self.pool.clone(), receiver));
+            sender
+        });
+        let (reply, answer) = oneshot::channel();
+        if sender.send((buckets.to_vec(), reply)).is_ok() {
+            if let Ok(outcome) = answer.await {
+                return outcome;
+            }
+        }
+        // The batching task is gone (its runtime ended): count this request alone.
+        hit_one(&self.pool, buckets).await
     }
 
     async fn claim_idempotency_key(

@@ -114,6 +114,7 @@ pub mod testing;
 mod usage;
 mod webhooks;
 
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -147,10 +148,14 @@ pub(crate) const KEY_CAP_LOCK_CLASS: i32 = 0x7866_0001;
 /// [`KEY_CAP_LOCK_CLASS`]).
 pub(crate) const WEBHOOK_CAP_LOCK_CLASS: i32 = 0x7866_0002;
 
-/// The PostgreSQL store. Cheap to clone: clones share the connection pool.
+/// The PostgreSQL store. Cheap to clone: clones share the connection pool (and the task
+/// that counts rate limits in batches).
 #[derive(Debug, Clone)]
 pub struct PgStore {
     pool: PgPool,
+    /// Where `hit_rate_limits` hands its requests to the batching task (started on first
+    /// use, on the runtime of that call).
+    rates: Arc<OnceLock<tokio::sync::mpsc::UnboundedSender<guards::PendingHit>>>,
 }
 
 /// The pool settings [`PgStore::connect`] uses.
@@ -162,7 +167,10 @@ impl PgStore {
     /// A store over a pool configured by the caller. The schema must have been migrated
     /// (see [`PgStore::migrate`]).
     pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+        Self {
+            pool,
+            rates: Arc::default(),
+        }
     }
 
     /// A store over a lazily connecting pool for `url` (`postgres://user:pass@host/db`).

@@ -230,6 +230,43 @@ pub async fn rate_limit_concurrent_hits_respect_limit(store: Arc<dyn TestStore>)
     );
 }
 
+/// Of 40 simultaneous requests that each consume a bucket of their own (limit 100) and one
+/// shared bucket (limit 10), and peek at a third, exactly 10 are counted, each in both of its
+/// buckets; the 30 refused ones are counted nowhere (their own buckets stay at 0); every
+/// request sees the peeked bucket's count unchanged. (A store that counts simultaneous
+/// requests together must keep each one's all-or-nothing rule.)
+pub async fn rate_limit_concurrent_requests_are_all_or_nothing(store: Arc<dyn TestStore>) {
+    let shared = unique("org:busy:write");
+    let peeked = unique("key:busy:read");
+    let window = at("2026-11-01T15:00:00.000Z");
+    let outcomes = run_concurrently(40, |n| {
+        let store = Arc::clone(&store);
+        let own = rate_bucket(&format!("{shared}:own{n}"), window, 100, true);
+        let common = rate_bucket(&shared, window, 10, true);
+        let look = rate_bucket(&peeked, window, 5, false);
+        async move {
+            let outcome = store.hit_rate_limits(&[own, common, look]).await.unwrap();
+            (n, outcome)
+        }
+    })
+    .await;
+    let accepted: Vec<&(usize, RateOutcome)> = outcomes
+        .iter()
+        .filter(|(_, o)| o.exceeded.is_empty())
+        .collect();
+    assert_eq!(accepted.len(), 10);
+    let mut shared_counts: Vec<u64> = accepted.iter().map(|(_, o)| o.counts[1]).collect();
+    shared_counts.sort_unstable();
+    assert_eq!(shared_counts, (1..=10).collect::<Vec<u64>>());
+    assert!(accepted
+        .iter()
+        .all(|(_, o)| o.counts[0] == 1 && o.counts[2] == 0));
+    for (n, outcome) in outcomes.iter().filter(|(_, o)| !o.exceeded.is_empty()) {
+        assert_eq!(outcome.exceeded, vec![1], "request {n}");
+        assert_eq!(outcome.counts, vec![0, 10, 0], "request {n}");
+    }
+}
+
 /// The first claim of a scope is `Acquired`; while unfinished, the same fingerprint is
 /// `InUse` and another fingerprint `Mismatch`. Scopes are independent.
 pub async fn idempotency_claim_in_use_and_mismatch(store: Arc<dyn TestStore>) {

@@ -942,6 +942,7 @@ macro_rules! __with_conformance_behaviours {
             rate_limit_refuses_at_limit_all_or_nothing,
             rate_limit_windows_are_separate,
             rate_limit_concurrent_hits_respect_limit,
+            rate_limit_concurrent_requests_are_all_or_nothing,
             idempotency_claim_in_use_and_mismatch,
             idempotency_complete_then_replay,
             idempotency_release_frees_key,
