@@ -11,6 +11,10 @@
 # the peak resident memory (VmHWM) of the xf servers. The baselines are the `xf-baseline`
 # binary of the tests crate.
 #
+# Beside it, the same for `POST /api/v1/properties` (the write path): every request creates
+# a property with a URL of its own, and on xf carries an `Idempotency-Key` of its own; the
+# bare baselines insert the row (into the map, or with one INSERT) and nothing more.
+#
 # Run with: `bash tests/benches/request_path.sh` (needs wrk: `apt-get install wrk`; and
 # PostgreSQL as for the tests: DATABASE_URL, or postgres@127.0.0.1:5432). ROUNDS (default 5)
 # and SECONDS_PER_RUN (default 5) size it; WRK_THREADS and WRK_CONNECTIONS default to 1 and 32.
@@ -112,6 +116,22 @@ for name in "${order[@]}"; do
   [ "$status" = 200 ] || { say "$name answers $status, not 200"; exit 1; }
 done
 
+# The write: a fresh URL and Idempotency-Key per request (unique across rounds and servers).
+cat >"$logs/post.lua" <<LUA
+math.randomseed(os.time() + os.clock() * 1000000)
+local prefix = tostring(math.random(1, 1000000000))
+local counter = 0
+request = function()
+  counter = counter + 1
+  local id = prefix .. "-" .. counter
+  return wrk.format("POST", nil, {
+    ["Authorization"] = "Bearer $key",
+    ["Content-Type"] = "application/json",
+    ["Idempotency-Key"] = id,
+  }, '{"url": "https://site-' .. id .. '.example/"}')
+end
+LUA
+
 results="$logs/results"
 : >"$results"
 say "$rounds interleaved rounds of ${seconds}s per server, wrk -t$threads -c$connections"
@@ -121,6 +141,11 @@ for round in $(seq 1 "$rounds"); do
       | awk '/Requests\/sec:/ {print $2}')"
     echo "$name $rps" >>"$results"
     say "round $round: $name $rps req/s"
+    write="${urls[$name]%/*}"
+    rps="$(wrk -t"$threads" -c"$connections" -d"${seconds}s" -s "$logs/post.lua" "$write" \
+      | awk '/Requests\/sec:/ {print $2}')"
+    echo "$name-POST $rps" >>"$results"
+    say "round $round: $name POST $rps req/s"
   done
 done
 
@@ -134,10 +159,13 @@ for line in open(sys.argv[1]):
     figures[name].append(float(rps))
 median = {name: statistics.median(values) for name, values in figures.items()}
 peaks = {"xf-memory": sys.argv[2], "xf-pg": sys.argv[3]}
-print("| server | median req/s | runs | ratio | peak RSS |")
+print("| server | request | median req/s | runs | ratio |")
 print("|---|---|---|---|---|")
-for name, bare in [("xf-memory", "bare"), ("bare", None), ("xf-pg", "bare-sqlx"), ("bare-sqlx", None)]:
-    runs = ", ".join(f"{v:,.0f}" for v in figures[name])
-    ratio = f"{median[name] / median[bare]:.2f} of {bare}" if bare else ""
-    print(f"| {name} | {median[name]:,.0f} | {runs} | {ratio} | {peaks.get(name, '')} |")
+for suffix, request in [("", "GET /properties/{id}"), ("-POST", "POST /properties")]:
+    for name, bare in [("xf-memory", "bare"), ("bare", None), ("xf-pg", "bare-sqlx"), ("bare-sqlx", None)]:
+        key, base = name + suffix, (bare + suffix if bare else None)
+        runs = ", ".join(f"{v:,.0f}" for v in figures[key])
+        ratio = f"{median[key] / median[base]:.2f} of {bare}" if base else ""
+        print(f"| {name} | {request} | {median[key]:,.0f} | {runs} | {ratio} |")
+print(f"peak RSS of the xf servers: memory {peaks['xf-memory']}, PostgreSQL {peaks['xf-pg']}")
 PY

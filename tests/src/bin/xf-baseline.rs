@@ -11,16 +11,22 @@
 //! Both answer `{"data": {...}, "meta": {"requestId": "req_…"}}` with a fresh time-ordered
 //! request id, 401 without a key and 404 for another id, as xf does. They log nothing.
 //!
+//! Both also take `POST /api/v1/properties` (`{"url": …}`, the write of the comparison):
+//! a new property with a fresh id, kept in the map behind a mutex, or inserted with one
+//! `INSERT … RETURNING`; `201 {"data": {"property": …}}`. No rate limit and no idempotency:
+//! the least a server can do to create the row.
+//!
 //! Run with: `cargo run --release -p xf-tests --bin xf-baseline -- memory 127.0.0.1:9001
 //! prop_… '{"id": …}'` (the script starts them itself).
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{json, Value};
@@ -70,6 +76,78 @@ async fn from_map(
     }
 }
 
+/// The `url` of a new property's body.
+fn new_url(body: &[u8]) -> Option<String> {
+    let body: Value = serde_json::from_slice(body).ok()?;
+    body["url"].as_str().map(str::to_owned)
+}
+
+fn created(property: Value) -> Response {
+    let request_id = xf_core::ids::new_id("req");
+    (
+        StatusCode::CREATED,
+        axum::Json(json!({"data": {"property": property}, "meta": {"requestId": request_id}})),
+    )
+        .into_response()
+}
+
+fn now_text() -> String {
+    Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+async fn create_in_map(
+    State(properties): State<Arc<Mutex<HashMap<String, Value>>>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if !has_key(&headers) {
+        return refused(StatusCode::UNAUTHORIZED, "api_key_invalid");
+    }
+    let Some(url) = new_url(&body) else {
+        return refused(StatusCode::BAD_REQUEST, "validation_error");
+    };
+    let id = xf_core::ids::new_id("prop");
+    let property =
+        json!({"id": id, "name": url, "url": url, "verified": false, "createdAt": now_text()});
+    properties
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(id, property.clone());
+    created(property)
+}
+
+async fn create_in_database(
+    State(pool): State<PgPool>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if !has_key(&headers) {
+        return refused(StatusCode::UNAUTHORIZED, "api_key_invalid");
+    }
+    let Some(url) = new_url(&body) else {
+        return refused(StatusCode::BAD_REQUEST, "validation_error");
+    };
+    let id = xf_core::ids::new_id("prop");
+    let inserted = sqlx::query(
+        "INSERT INTO properties (id, organization_id, name, url, verified, created_at) \
+         VALUES ($1, 'org_baseline', $2, $2, false, now()) RETURNING created_at",
+    )
+    .bind(&id)
+    .bind(&url)
+    .fetch_one(&pool)
+    .await;
+    match inserted {
+        Ok(row) => {
+            let created_at: DateTime<Utc> = row.get("created_at");
+            created(json!({
+                "id": id, "name": url, "url": url, "verified": false,
+                "createdAt": created_at.to_rfc3339_opts(SecondsFormat::Millis, true),
+            }))
+        }
+        Err(_) => refused(StatusCode::CONFLICT, "conflict"),
+    }
+}
+
 async fn from_database(
     State(pool): State<PgPool>,
     Path(id): Path<String>,
@@ -111,9 +189,14 @@ async fn main() {
         ("memory", [id, property]) => {
             let property: Value = serde_json::from_str(property).expect("the property's JSON");
             let properties = Arc::new(HashMap::from([(id.clone(), property)]));
+            let created = Arc::new(Mutex::new(HashMap::new()));
             Router::new()
                 .route("/api/v1/properties/{id}", get(from_map))
                 .with_state(properties)
+                .route(
+                    "/api/v1/properties",
+                    post(create_in_map).with_state(created),
+                )
         }
         ("sqlx", [url, _id]) => {
             let pool = PgPoolOptions::new()
@@ -122,6 +205,7 @@ async fn main() {
                 .expect("the database");
             Router::new()
                 .route("/api/v1/properties/{id}", get(from_database))
+                .route("/api/v1/properties", post(create_in_database))
                 .with_state(pool)
         }
         _ => panic!("{usage}"),
