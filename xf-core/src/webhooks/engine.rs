@@ -13,14 +13,15 @@
 //! again when its lease ends, so every event is delivered at least once.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
 use super::schedule::next_retry;
 use super::transport::{Reply, WebhookTransport};
-use super::{log_row, outgoing, signing_secrets, MessageData, WebhookMessage};
+use super::{log_row, send, MessageData, WebhookMessage};
+use crate::runtime::{next_batch, write_with_retries};
 use crate::store::{ClaimedDelivery, DeliveryRecord, NextStep, WebhookStore};
 use crate::time::Timestamp;
 use crate::xf::Xf;
@@ -152,27 +153,25 @@ async fn claim(engine: &Arc<Engine>, now: Timestamp, first: OwnedSemaphorePermit
 async fn attempt(engine: Arc<Engine>, delivery: ClaimedDelivery, permit: OwnedSemaphorePermit) {
     let started_at = engine.xf.now();
     let job = delivery.job.view();
-    let body = WebhookMessage {
+    let message = WebhookMessage {
         id: delivery.event.id.as_str(),
         event_type: delivery.event.event_type,
         created_at: delivery.event.created_at,
         test: false,
         data: MessageData { job: &job },
-    }
-    .to_body();
-    let started = Instant::now();
-    let reply = match (
-        url::Url::parse(&delivery.webhook.url),
-        signing_secrets(engine.xf.secret_box(), &delivery.webhook, started_at),
-    ) {
-        (Ok(url), Ok(secrets)) => {
-            let request = outgoing(url, delivery.event.id.as_str(), started_at, body, &secrets);
-            engine.transport.post(request).await
-        }
-        (Err(error), _) => Reply::NoAnswer(format!("the webhook's URL does not parse: {error}")),
-        (_, Err(error)) => Reply::NoAnswer(error.to_string()),
     };
-    let took = started.elapsed();
+    let sent = send(
+        engine.transport.as_ref(),
+        engine.xf.secret_box(),
+        &delivery.webhook,
+        &message,
+        started_at,
+    )
+    .await;
+    let (reply, took) = match sent {
+        Ok(sent) => sent,
+        Err(error) => (Reply::NoAnswer(error.to_string()), Duration::ZERO),
+    };
     if let Reply::NoAnswer(reason) = &reply {
         tracing::info!(webhook_id = %delivery.webhook.id, event_id = %delivery.event.id, attempt = delivery.attempt, reason, "webhook delivery got no answer");
     }
@@ -218,39 +217,25 @@ async fn record_loop(
     store: Arc<dyn WebhookStore>,
     mut outcomes: mpsc::UnboundedReceiver<(DeliveryRecord, OwnedSemaphorePermit)>,
 ) {
-    while let Some(first) = outcomes.recv().await {
-        let mut batch = vec![first];
-        while batch.len() < RECORD_BATCH {
-            match outcomes.try_recv() {
-                Ok(next) => batch.push(next),
-                Err(_) => break,
-            }
-        }
+    while let Some(batch) = next_batch(&mut outcomes, RECORD_BATCH).await {
         let (records, permits): (Vec<DeliveryRecord>, Vec<OwnedSemaphorePermit>) =
             batch.into_iter().unzip();
-        let give_up = Instant::now() + LEASE / 2;
-        let mut pause = Duration::from_millis(50);
-        loop {
-            match store.record_deliveries(&records).await {
-                Ok(written) => {
-                    let refused = written.iter().filter(|w| !**w).count();
-                    if refused > 0 {
-                        tracing::info!(
-                            refused,
-                            "delivery outcomes dropped: their leases had run out"
-                        );
-                    }
-                    break;
+        let written = write_with_retries(LEASE / 2, "recording webhook deliveries", || {
+            store.record_deliveries(&records)
+        })
+        .await;
+        match written {
+            Ok(written) => {
+                let refused = written.iter().filter(|w| !**w).count();
+                if refused > 0 {
+                    tracing::info!(
+                        refused,
+                        "delivery outcomes dropped: their leases had run out"
+                    );
                 }
-                Err(error) if Instant::now() < give_up => {
-                    tracing::warn!(%error, "recording webhook deliveries failed; retrying");
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_secs(2));
-                }
-                Err(error) => {
-                    tracing::error!(%error, deliveries = records.len(), "giving up on recording webhook deliveries; they will be sent again");
-                    break;
-                }
+            }
+            Err(error) => {
+                tracing::error!(%error, deliveries = records.len(), "giving up on recording webhook deliveries; they will be sent again");
             }
         }
         drop(permits);

@@ -16,7 +16,7 @@ pub mod schedule;
 pub mod secrets;
 pub mod transport;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -25,7 +25,7 @@ use crate::ids::{DeliveryId, Id, WebhookId};
 use crate::model::{EventType, Job, Webhook, WebhookDelivery};
 use crate::time::Timestamp;
 use secrets::{signature_header, SealError, SecretBox, SigningSecret};
-use transport::{Outgoing, Reply};
+use transport::{Outgoing, Reply, WebhookTransport};
 
 /// The most webhooks an organization may have.
 pub const MAX_WEBHOOKS: u64 = 10;
@@ -68,9 +68,32 @@ impl WebhookMessage<'_> {
     }
 }
 
+/// Makes one attempt of `message` to `webhook` at `now` (the engine's deliveries and test
+/// deliveries alike): signs it with the webhook's secrets, posts it, and answers the reply
+/// and how long the post took. A URL that does not parse is an attempt without an answer;
+/// secrets that do not open are an error, and nothing is sent.
+pub(crate) async fn send(
+    transport: &dyn WebhookTransport,
+    sealer: &SecretBox,
+    webhook: &Webhook,
+    message: &WebhookMessage<'_>,
+    now: Timestamp,
+) -> Result<(Reply, Duration), SealError> {
+    let secrets = signing_secrets(sealer, webhook, now)?;
+    let started = Instant::now();
+    let reply = match url::Url::parse(&webhook.url) {
+        Ok(url) => {
+            let request = outgoing(url, message.id, now, message.to_body(), &secrets);
+            transport.post(request).await
+        }
+        Err(error) => Reply::NoAnswer(format!("the webhook's URL does not parse: {error}")),
+    };
+    Ok((reply, started.elapsed()))
+}
+
 /// The secrets that sign a webhook's deliveries at `now`: the current one, and the one a
 /// rotation replaced until its overlap ends.
-pub(crate) fn signing_secrets(
+fn signing_secrets(
     sealer: &SecretBox,
     webhook: &Webhook,
     now: Timestamp,
@@ -85,7 +108,7 @@ pub(crate) fn signing_secrets(
 }
 
 /// The request of one attempt.
-pub(crate) fn outgoing(
+fn outgoing(
     url: url::Url,
     message_id: &str,
     now: Timestamp,

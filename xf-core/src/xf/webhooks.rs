@@ -1,7 +1,5 @@
 //! Webhook endpoints: registration, changes, secrets, test deliveries and the delivery log.
 
-use std::time::Instant;
-
 use super::{Caller, Fingerprint, Xf};
 use crate::api::{
     DeletedWebhook, DeliveryListParams, NewWebhook, Page, TestDeliveryRequest, WebhookPatch,
@@ -15,10 +13,7 @@ use crate::model::{
 use crate::params::{WebhookName, WebhookUrl};
 use crate::store::{After, SecretRotation, WebhookChanges};
 use crate::webhooks::secrets::{SigningSecret, SECRET_BYTES};
-use crate::webhooks::transport::Reply;
-use crate::webhooks::{
-    log_row, outgoing, signing_secrets, MessageData, WebhookMessage, MAX_WEBHOOKS, ROTATION_OVERLAP,
-};
+use crate::webhooks::{log_row, send, MessageData, WebhookMessage, MAX_WEBHOOKS, ROTATION_OVERLAP};
 
 impl Xf {
     /// `GET /webhooks`: all the organization's webhooks (at most [`MAX_WEBHOOKS`]), newest
@@ -212,28 +207,23 @@ impl Xf {
         let now = self.now();
         let message_id = EventId::new();
         let job = self.synthetic_job(caller, event, now);
-        let body = WebhookMessage {
+        let message = WebhookMessage {
             id: message_id.as_str(),
             event_type: event,
             created_at: now,
             test: true,
             data: MessageData { job: &job },
-        }
-        .to_body();
-        let started = Instant::now();
-        let reply = match (
-            url::Url::parse(&webhook.url),
-            signing_secrets(self.secret_box(), &webhook, now),
-        ) {
-            (Ok(url), Ok(secrets)) => {
-                transport
-                    .post(outgoing(url, message_id.as_str(), now, body, &secrets))
-                    .await
-            }
-            (Err(error), _) => Reply::NoAnswer(format!("the URL does not parse: {error}")),
-            (_, Err(error)) => return Err(Error::Internal(error.to_string())),
         };
-        let log = log_row(&webhook.id, event, &reply, started.elapsed(), now);
+        let (reply, took) = send(
+            transport.as_ref(),
+            self.secret_box(),
+            &webhook,
+            &message,
+            now,
+        )
+        .await
+        .map_err(|error| Error::Internal(error.to_string()))?;
+        let log = log_row(&webhook.id, event, &reply, took, now);
         if !self.store().record_test_delivery(&log).await? {
             return Err(Error::NotFound("webhook"));
         }
