@@ -71,7 +71,7 @@ use crate::ids::JobId;
 use crate::model::JobRecord;
 use crate::store::{
     Attempt, AttemptOutcome, AttemptState, ClaimRequest, ClaimedJob, Finish, GuardStore,
-    QueueSignal, QueueStore, Store,
+    QueueSignal, QueueStore, Store, StoreResult,
 };
 use crate::time::Timestamp;
 use crate::webhooks::engine::EngineOptions;
@@ -692,14 +692,7 @@ async fn complete_loop(
     mut outcomes: mpsc::UnboundedReceiver<(Finish, OwnedSemaphorePermit)>,
 ) {
     const MAX_BATCH: usize = 1_000;
-    while let Some(first) = outcomes.recv().await {
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match outcomes.try_recv() {
-                Ok(next) => batch.push(next),
-                Err(_) => break,
-            }
-        }
+    while let Some(batch) = next_batch(&mut outcomes, MAX_BATCH).await {
         let (finishes, permits): (Vec<Finish>, Vec<OwnedSemaphorePermit>) =
             batch.into_iter().unzip();
         write_outcomes(&shared, &finishes).await;
@@ -707,35 +700,71 @@ async fn complete_loop(
     }
 }
 
-/// Writes a batch of outcomes, retrying while the store is unavailable for up to half a
-/// lease; after that the leases run out and the jobs are taken up again.
-async fn write_outcomes(shared: &Shared, finishes: &[Finish]) {
-    let give_up = tokio::time::Instant::now() + shared.options.lease / 2;
+/// The next batch of a queue: the first item, waited for, and whatever else is waiting then,
+/// up to `max` in all; `None` once the queue is closed and empty.
+pub(crate) async fn next_batch<T>(
+    queue: &mut mpsc::UnboundedReceiver<T>,
+    max: usize,
+) -> Option<Vec<T>> {
+    let mut batch = vec![queue.recv().await?];
+    while batch.len() < max {
+        match queue.try_recv() {
+            Ok(next) => batch.push(next),
+            Err(_) => break,
+        }
+    }
+    Some(batch)
+}
+
+/// Runs a store write until it succeeds, retrying a failed one (`what` names it in the log)
+/// after 50 ms, then twice as long each time up to 2 s, for as long as `limit` allows; the
+/// last error when that runs out.
+pub(crate) async fn write_with_retries<T, F, Fut>(
+    limit: Duration,
+    what: &str,
+    mut write: F,
+) -> StoreResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = StoreResult<T>>,
+{
+    let give_up = tokio::time::Instant::now() + limit;
     let mut pause = Duration::from_millis(50);
     loop {
-        match shared.queue.finish_jobs(finishes, shared.now()).await {
-            Ok(reached) => {
-                for (finish, status) in finishes.iter().zip(reached) {
-                    match status {
-                        Some(status) => {
-                            tracing::debug!(job_id = %finish.attempt.job_id, status = status.as_str(), "attempt finished")
-                        }
-                        None => {
-                            tracing::info!(job_id = %finish.attempt.job_id, "outcome dropped: the attempt was no longer current")
-                        }
-                    }
-                }
-                return;
-            }
+        match write().await {
+            Ok(written) => return Ok(written),
             Err(error) if tokio::time::Instant::now() < give_up => {
-                tracing::warn!(%error, "writing job outcomes failed; retrying");
+                tracing::warn!(%error, "{what} failed; retrying");
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(Duration::from_secs(2));
             }
-            Err(error) => {
-                tracing::error!(%error, jobs = finishes.len(), "giving up on job outcomes; their leases will expire and the jobs run again");
-                return;
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// Writes a batch of outcomes, retrying while the store is unavailable for up to half a
+/// lease; after that the leases run out and the jobs are taken up again.
+async fn write_outcomes(shared: &Shared, finishes: &[Finish]) {
+    let written = write_with_retries(shared.options.lease / 2, "writing job outcomes", || {
+        shared.queue.finish_jobs(finishes, shared.now())
+    })
+    .await;
+    match written {
+        Ok(reached) => {
+            for (finish, status) in finishes.iter().zip(reached) {
+                match status {
+                    Some(status) => {
+                        tracing::debug!(job_id = %finish.attempt.job_id, status = status.as_str(), "attempt finished")
+                    }
+                    None => {
+                        tracing::info!(job_id = %finish.attempt.job_id, "outcome dropped: the attempt was no longer current")
+                    }
+                }
             }
+        }
+        Err(error) => {
+            tracing::error!(%error, jobs = finishes.len(), "giving up on job outcomes; their leases will expire and the jobs run again");
         }
     }
 }
