@@ -41,25 +41,21 @@ fn has_key(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.starts_with("Bearer xf_live_"))
 }
 
+/// An answer in xf's envelope: `{key: value, "meta": {"requestId": …}}`.
+fn answer(status: StatusCode, key: &str, value: Value) -> Response {
+    let request_id = xf_core::ids::new_id("req");
+    let mut body = json!({"meta": {"requestId": request_id}});
+    body[key] = value;
+    (status, axum::Json(body)).into_response()
+}
+
 /// The envelope xf answers with.
 fn envelope(data: Value) -> Response {
-    let request_id = xf_core::ids::new_id("req");
-    (
-        StatusCode::OK,
-        axum::Json(json!({"data": data, "meta": {"requestId": request_id}})),
-    )
-        .into_response()
+    answer(StatusCode::OK, "data", data)
 }
 
 fn refused(status: StatusCode, code: &str) -> Response {
-    let request_id = xf_core::ids::new_id("req");
-    (
-        status,
-        axum::Json(
-            json!({"error": {"code": code, "message": code}, "meta": {"requestId": request_id}}),
-        ),
-    )
-        .into_response()
+    answer(status, "error", json!({"code": code, "message": code}))
 }
 
 async fn from_map(
@@ -76,19 +72,24 @@ async fn from_map(
     }
 }
 
-/// The `url` of a new property's body.
-fn new_url(body: &[u8]) -> Option<String> {
-    let body: Value = serde_json::from_slice(body).ok()?;
-    body["url"].as_str().map(str::to_owned)
+/// The id and `url` of a property to create, or the refusal: no key, or no `url` in the
+/// body.
+fn new_property(
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(String, String), (StatusCode, &'static str)> {
+    if !has_key(headers) {
+        return Err((StatusCode::UNAUTHORIZED, "api_key_invalid"));
+    }
+    let url = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|body| body["url"].as_str().map(str::to_owned))
+        .ok_or((StatusCode::BAD_REQUEST, "validation_error"))?;
+    Ok((xf_core::ids::new_id("prop"), url))
 }
 
 fn created(property: Value) -> Response {
-    let request_id = xf_core::ids::new_id("req");
-    (
-        StatusCode::CREATED,
-        axum::Json(json!({"data": {"property": property}, "meta": {"requestId": request_id}})),
-    )
-        .into_response()
+    answer(StatusCode::CREATED, "data", json!({"property": property}))
 }
 
 fn now_text() -> String {
@@ -100,13 +101,10 @@ async fn create_in_map(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if !has_key(&headers) {
-        return refused(StatusCode::UNAUTHORIZED, "api_key_invalid");
-    }
-    let Some(url) = new_url(&body) else {
-        return refused(StatusCode::BAD_REQUEST, "validation_error");
+    let (id, url) = match new_property(&headers, &body) {
+        Ok(new) => new,
+        Err((status, code)) => return refused(status, code),
     };
-    let id = xf_core::ids::new_id("prop");
     let property =
         json!({"id": id, "name": url, "url": url, "verified": false, "createdAt": now_text()});
     properties
@@ -121,13 +119,10 @@ async fn create_in_database(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if !has_key(&headers) {
-        return refused(StatusCode::UNAUTHORIZED, "api_key_invalid");
-    }
-    let Some(url) = new_url(&body) else {
-        return refused(StatusCode::BAD_REQUEST, "validation_error");
+    let (id, url) = match new_property(&headers, &body) {
+        Ok(new) => new,
+        Err((status, code)) => return refused(status, code),
     };
-    let id = xf_core::ids::new_id("prop");
     let inserted = sqlx::query(
         "INSERT INTO properties (id, organization_id, name, url, verified, created_at) \
          VALUES ($1, 'org_baseline', $2, $2, false, now()) RETURNING created_at",
