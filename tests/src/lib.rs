@@ -2,6 +2,8 @@
 //! store, a manual clock, and helpers that send requests through the service with `oneshot`
 //! (no sockets) and decode the JSON envelope.
 
+pub mod google;
+pub mod media;
 pub mod receiver;
 
 use std::sync::Arc;
@@ -119,6 +121,15 @@ impl TestApp {
             store,
             clock,
         }
+    }
+
+    /// A test app over this app's store (and a new clock at [`start_time`]), its facade
+    /// builder adjusted by `configure`.
+    pub fn reconfigured(
+        self,
+        configure: impl FnOnce(xf_core::XfBuilder) -> xf_core::XfBuilder,
+    ) -> Self {
+        Self::configured(self.store, configure)
     }
 
     /// A test app over a fresh in-memory store.

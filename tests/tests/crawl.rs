@@ -1118,6 +1118,22 @@ async fn every_check_of_the_catalogue(store: Arc<dyn TestStore>) {
                 "{name}: a request without the crawler's user agent: {hit:?}"
             ));
         }
+        // The scan's pages are kept, with their statuses, for Search Console's crawl
+        // correlation.
+        let property_id = <xf_core::ids::PropertyId as xf_core::ids::Id>::parse_str(property)
+            .expect("a property id");
+        let recorded = app.store.latest_scan_pages(&property_id).await.unwrap();
+        let recorded_pages = recorded.as_ref().map_or(0, |r| r.pages.len());
+        if recorded_pages != *pages
+            || recorded
+                .iter()
+                .flat_map(|r| &r.pages)
+                .any(|p| !p.url.starts_with(&site.url("")))
+        {
+            problems.push(format!(
+                "{name}: {recorded_pages} scan pages recorded for {pages} fetched: {recorded:?}"
+            ));
+        }
         // The job's result: one count per finding, and the score of exactly the expected
         // findings.
         let issues_count = result["issuesCount"].as_u64();

@@ -276,6 +276,33 @@ fn config(args: &[&str]) -> Config {
         .expect("valid flags")
 }
 
+/// The flags of a demo server on a free port with fixed keys and the admin API, then `extra`
+/// (and a scratch `--media-dir` unless `extra` names one).
+fn demo_config(extra: &[&str]) -> Config {
+    let mut args = vec![
+        "--listen",
+        "127.0.0.1:0",
+        "--demo",
+        "--demo-live-key",
+        DEMO_LIVE_KEY,
+        "--demo-test-key",
+        DEMO_TEST_KEY,
+        "--admin-token",
+        ADMIN_TOKEN,
+    ];
+    args.extend_from_slice(extra);
+    // Uploads go to a scratch directory, not the working directory.
+    let scratch = std::env::temp_dir()
+        .join("xf-server-tests-media")
+        .to_str()
+        .expect("a UTF-8 path")
+        .to_owned();
+    if !extra.contains(&"--media-dir") {
+        args.extend(["--media-dir", &scratch]);
+    }
+    config(&args)
+}
+
 /// A running `xf-server` app and the means to stop it.
 struct Server {
     address: SocketAddr,
@@ -311,17 +338,7 @@ impl Server {
 
 #[tokio::test]
 async fn xf_server_serves_the_api_and_the_admin_api() {
-    let config = config(&[
-        "--listen",
-        "127.0.0.1:0",
-        "--demo",
-        "--demo-live-key",
-        DEMO_LIVE_KEY,
-        "--demo-test-key",
-        DEMO_TEST_KEY,
-        "--admin-token",
-        ADMIN_TOKEN,
-    ]);
+    let config = demo_config(&[]);
     assert_eq!(config.store, StoreConfig::Memory);
     let app = xf_server::build_app(&config).await.expect("app");
     let demo = app
@@ -617,4 +634,221 @@ async fn xf_server_on_postgres_migrates_and_reuses_the_demo_organization() {
     server.shut_down().await;
 
     drop_database(&name).await;
+}
+
+/// `--google-*` flags connect the server's syncs to Google's endpoints at the given URLs (a
+/// stand-in here); without them a sync is `gsc_not_configured`.
+#[tokio::test]
+async fn xf_server_syncs_search_console_through_the_configured_google() {
+    use xf_tests::google::{Day, GoogleStandIn, Row, SiteData, CLIENT_ID, CLIENT_SECRET};
+    let google = GoogleStandIn::start().await;
+    let (token_url, api_base_url) = (google.token_url(), google.api_base_url());
+    let config = demo_config(&[
+        "--google-client-id",
+        CLIENT_ID,
+        "--google-client-secret",
+        CLIENT_SECRET,
+        "--google-token-url",
+        &token_url,
+        "--google-api-base-url",
+        &api_base_url,
+    ]);
+    let app = xf_server::build_app(&config).await.expect("app");
+    let demo = app.demo.clone().expect("demo organization");
+    let server = start_server(app).await;
+    let address = server.address;
+
+    let created = send(
+        address,
+        Method::POST,
+        "/api/v1/properties",
+        Some(DEMO_LIVE_KEY),
+        Some(json!({"url": "https://acme.example"})),
+        &[],
+    )
+    .await;
+    let id = created.data(201)["property"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let site = "sc-domain:acme.example";
+    let today = chrono::Utc::now().date_naive();
+    google.grant("1//server-token", &[site]);
+    google.set_site(
+        site,
+        SiteData {
+            days: vec![Day {
+                date: today - chrono::Duration::days(3),
+                clicks: 7,
+                impressions: 70,
+                position: 2.5,
+            }],
+            queries: vec![Row {
+                key: "acme".into(),
+                clicks: 7,
+                impressions: 70,
+                position: 2.5,
+            }],
+            pages: Vec::new(),
+        },
+    );
+    for (path, body) in [
+        (
+            format!("/admin/organizations/{}/gsc", demo.organization.id),
+            json!({"refreshToken": "1//server-token"}),
+        ),
+        (
+            format!("/admin/properties/{id}/gsc"),
+            json!({"siteUrl": site}),
+        ),
+    ] {
+        send(
+            address,
+            Method::PUT,
+            &path,
+            Some(ADMIN_TOKEN),
+            Some(body),
+            &[],
+        )
+        .await
+        .data(200);
+    }
+    let synced = send(
+        address,
+        Method::POST,
+        &format!("/api/v1/properties/{id}/gsc/sync"),
+        Some(DEMO_LIVE_KEY),
+        None,
+        &[],
+    )
+    .await;
+    assert_eq!(synced.data(202)["synced"], true);
+    let overview = get(
+        address,
+        &format!("/api/v1/properties/{id}/gsc/overview"),
+        Some(DEMO_LIVE_KEY),
+    )
+    .await;
+    let overview = overview.data(200);
+    assert_eq!(overview["totals"]["clicks"], 7);
+    assert_eq!(
+        overview["endDate"],
+        (today - chrono::Duration::days(3)).to_string()
+    );
+    assert_eq!(google.token_requests().len(), 1);
+    server.shut_down().await;
+
+    // Without the flags, nothing is configured.
+    let bare = config_without_google().await;
+    let server = start_server(bare).await;
+    let summary = get(
+        server.address,
+        "/api/v1/organization/gsc",
+        Some(DEMO_LIVE_KEY),
+    )
+    .await;
+    assert_eq!(summary.data(200)["configured"], false);
+    server.shut_down().await;
+}
+
+async fn config_without_google() -> xf_server::App {
+    let config = demo_config(&[]);
+    assert_eq!(config.google_token_url, xf_core::gsc::GOOGLE_TOKEN_URL);
+    xf_server::build_app(&config).await.expect("app")
+}
+
+/// xf-server serves the media API under `/api/v1` and, as the spec's alternative base URL,
+/// without the prefix; uploads land in `--media-dir`.
+#[tokio::test]
+async fn xf_server_serves_the_media_api_with_and_without_the_prefix() {
+    let media_dir = std::env::temp_dir().join(format!(
+        "xf-server-media-{}",
+        chrono::Utc::now().timestamp_nanos_opt().unwrap_or_default()
+    ));
+    let dir = media_dir.to_str().expect("a UTF-8 path").to_owned();
+    let app = xf_server::build_app(&demo_config(&["--media-dir", &dir]))
+        .await
+        .expect("app");
+    let server = start_server(app).await;
+    let address = server.address;
+    let created = send(
+        address,
+        Method::POST,
+        "/admin/organizations",
+        Some(ADMIN_TOKEN),
+        Some(json!({"name": "Studio", "plan": "pro"})),
+        &[],
+    )
+    .await;
+    let key = created.data(201)["liveKey"].as_str().unwrap().to_owned();
+    let png = xf_tests::media::image("png", 20, 10);
+    for path in ["/api/v1/media/images", "/media/images"] {
+        let (content_type, body) = xf_tests::media::multipart(&[], Some(("pic.png", &png)));
+        let stream = TcpStream::connect(address).await.expect("connect");
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .expect("HTTP/1.1 handshake");
+        tokio::spawn(connection);
+        let request = Request::builder()
+            .method(Method::POST)
+            .uri(path)
+            .header(HOST, address.to_string())
+            .header("x-api-key", &key)
+            .header(CONTENT_TYPE, content_type)
+            .body(Full::new(Bytes::from(body)))
+            .expect("a request");
+        let response = sender.send_request(request).await.expect("response");
+        assert_eq!(response.status(), StatusCode::CREATED, "{path}");
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let reply: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(reply["success"], true);
+        let id = reply["data"][0]["id"].as_str().unwrap();
+        for read in [
+            format!("/api/v1/media/images/{id}"),
+            format!("/media/images/{id}"),
+        ] {
+            let shown = send(
+                address,
+                Method::GET,
+                &read,
+                None,
+                None,
+                &[("x-api-key", &key)],
+            )
+            .await;
+            assert_eq!(shown.status, StatusCode::OK, "{read}");
+            assert!(shown.text.contains("\"width\":20"), "{}", shown.text);
+        }
+    }
+    let channels = send(
+        address,
+        Method::GET,
+        "/channels",
+        None,
+        None,
+        &[("x-api-key", &key)],
+    )
+    .await;
+    assert_eq!(channels.status, StatusCode::OK);
+    let unknown = send(
+        address,
+        Method::GET,
+        "/media/nope",
+        None,
+        None,
+        &[("x-api-key", &key)],
+    )
+    .await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    assert!(
+        unknown.text.contains("\"success\":false"),
+        "{}",
+        unknown.text
+    );
+    server.shut_down().await;
+    let stored = std::fs::read_dir(media_dir.join("media"))
+        .expect("the uploads' directory")
+        .count();
+    assert_eq!(stored, 1, "one organization's directory");
+    std::fs::remove_dir_all(media_dir).unwrap();
 }

@@ -631,3 +631,177 @@ impl DeliveryListParams {
         }
     }
 }
+
+/// `GET /organization/gsc`: the portfolio summary, from stored snapshots only.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GscPortfolio {
+    /// Whether the host has a Google OAuth client configured.
+    pub configured: bool,
+    /// Whether the organization has a linked Google account that has not been revoked.
+    pub org_connected: bool,
+    /// Properties mapped to a Search Console site.
+    pub linked_properties: u64,
+    /// All the organization's properties.
+    pub total_properties: u64,
+    /// Clicks of the linked properties' snapshots (28 days each).
+    #[serde(rename = "totalClicks28d")]
+    pub total_clicks_28d: u64,
+    /// Impressions of the linked properties' snapshots (28 days each).
+    #[serde(rename = "totalImpressions28d")]
+    pub total_impressions_28d: u64,
+    /// Linked properties never synced, or last synced more than 48 hours ago.
+    pub stale_sync_count: u64,
+    /// Google answered `invalid_grant` for the organization's token; link the account again.
+    pub token_revoked: bool,
+}
+
+/// The connection state of a property's Search Console data.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GscConnection {
+    /// The property.
+    pub property_id: crate::ids::PropertyId,
+    /// Whether the host has a Google OAuth client configured.
+    pub configured: bool,
+    /// Whether the organization has a linked Google account that has not been revoked.
+    pub org_connected: bool,
+    /// Google answered `invalid_grant` for the organization's token.
+    pub token_revoked: bool,
+    /// Whether the property is mapped to a Search Console site.
+    pub linked: bool,
+    /// That site (`sc-domain:example.com` or a URL prefix).
+    pub site_url: Option<String>,
+    /// When the snapshot was synced; null before the first sync.
+    pub last_synced_at: Option<Timestamp>,
+    /// Linked, and never synced or last synced more than 48 hours ago.
+    pub stale: bool,
+}
+
+/// One query row.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GscQueryRow {
+    /// The search query.
+    pub query: String,
+    /// Its figures over the snapshot's 28 days.
+    #[serde(flatten)]
+    pub metrics: crate::gsc::Metrics,
+}
+
+/// One page row, with what the latest completed scan saw of it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GscPageRow {
+    /// The page's URL as Google reports it.
+    pub page: String,
+    /// Its figures over the snapshot's 28 days.
+    #[serde(flatten)]
+    pub metrics: crate::gsc::Metrics,
+    /// The crawl correlation: the status and open issues the property's latest completed scan
+    /// (as of the sync) found at this URL; null when that scan did not fetch it.
+    pub crawl: Option<crate::gsc::PageCrawl>,
+}
+
+/// The stored 28-day snapshot.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GscSnapshotView {
+    /// The Search Console site it was fetched from.
+    pub site_url: String,
+    /// When the sync finished.
+    pub synced_at: Timestamp,
+    /// First day of the window (`YYYY-MM-DD`).
+    #[schema(value_type = String, format = Date)]
+    pub start_date: chrono::NaiveDate,
+    /// Last day: the latest date Google had final data for.
+    #[schema(value_type = String, format = Date)]
+    pub end_date: chrono::NaiveDate,
+    /// Always `final`: only finalised data is fetched.
+    pub data_state: &'static str,
+    /// Totals over the window.
+    pub totals: crate::gsc::Metrics,
+    /// One entry per day, oldest first (28 entries).
+    pub daily: Vec<crate::gsc::GscDay>,
+    /// Query rows in the snapshot (all of them are in `GET .../gsc/queries`).
+    pub query_count: u32,
+    /// Page rows in the snapshot (all of them are in `GET .../gsc/pages`).
+    pub page_count: u32,
+    /// The top 10 queries by clicks.
+    pub top_queries: Vec<GscQueryRow>,
+    /// The top 10 pages by clicks, with their crawl correlation.
+    pub top_pages: Vec<GscPageRow>,
+    /// How the page rows meet the latest completed scan.
+    pub crawl_correlation: crate::gsc::CrawlCorrelation,
+}
+
+/// `GET /properties/{id}/gsc`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PropertyGscDetail {
+    /// The connection state.
+    #[serde(flatten)]
+    pub connection: GscConnection,
+    /// The stored snapshot of the linked site; null when the property is not linked or was
+    /// not synced since it was linked to this site.
+    pub snapshot: Option<GscSnapshotView>,
+}
+
+/// `GET /properties/{id}/gsc/overview`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GscOverview {
+    /// The connection state.
+    #[serde(flatten)]
+    pub connection: GscConnection,
+    /// First day of the snapshot's window; null without a snapshot.
+    #[schema(value_type = Option<String>, format = Date)]
+    pub start_date: Option<chrono::NaiveDate>,
+    /// Last day of the snapshot's window; null without a snapshot.
+    #[schema(value_type = Option<String>, format = Date)]
+    pub end_date: Option<chrono::NaiveDate>,
+    /// Totals over the window; zero without a snapshot.
+    pub totals: crate::gsc::Metrics,
+    /// Query rows in the snapshot.
+    pub query_count: u32,
+    /// Page rows in the snapshot.
+    pub page_count: u32,
+}
+
+/// `POST /properties/{id}/gsc/sync`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GscSyncResult {
+    /// `true` when this request fetched and stored a new snapshot; `false` when a sync of the
+    /// property was already running, so nothing was fetched again (`syncedAt` is then the
+    /// stored snapshot's, or null).
+    pub synced: bool,
+    /// When the stored snapshot was synced.
+    pub synced_at: Option<Timestamp>,
+}
+
+/// Body of `PUT /admin/organizations/{orgId}/gsc`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GscAccountLink {
+    /// The Google OAuth refresh token (scope `webmasters.readonly`), from the host's consent
+    /// flow. Stored sealed with the host's secret.
+    pub refresh_token: String,
+    /// The Google account's address, for display.
+    #[serde(default)]
+    pub account_email: Option<String>,
+}
+
+/// The organization's linked Google account, as the admin API shows it (never the token).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GscAccountView {
+    /// The organization.
+    pub organization_id: OrganizationId,
+    /// The Google account's address, if the host gave one.
+    pub account_email: Option<String>,
+    /// When it was linked.
+    pub linked_at: Timestamp,
+    /// Whether Google has since refused the token.
+    pub token_revoked: bool,
+}

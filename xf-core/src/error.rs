@@ -49,6 +49,55 @@ pub enum Error {
         /// The job's current status.
         status: &'static str,
     },
+    /// 400 `gsc_not_configured`: the host has no Google OAuth client, so nothing can sync.
+    #[error("{0}")]
+    GscNotConfigured(String),
+    /// 400 `gsc_not_linked`: no Google account is linked to the organization, or no Search
+    /// Console site to the property.
+    #[error("{0}")]
+    GscNotLinked(String),
+    /// 400 `gsc_token_revoked`: Google answered `invalid_grant` for the organization's
+    /// refresh token; the account must be linked again.
+    #[error(
+        "Google refused the organization's refresh token (invalid_grant): access was revoked          or has expired; link the Google account again"
+    )]
+    GscTokenRevoked,
+    /// 400 `gsc_site_inaccessible`: the linked Google account cannot read the property's
+    /// Search Console site (Google's 403 or 404), or Google rejected the request.
+    #[error("{0}")]
+    GscSiteInaccessible(String),
+    /// 429 `rate_limit` or 503 `unavailable`, with `Retry-After`: a third party (Google) is
+    /// over its quota, failing, or did not answer in time.
+    #[error("{message}")]
+    Upstream {
+        /// Whether it was the third party's rate limit (429) rather than a failure (503).
+        rate_limited: bool,
+        /// For people: what failed.
+        message: String,
+        /// Whole seconds to wait.
+        retry_after_secs: u64,
+    },
+    /// 412 `tus_version_unsupported`: a resumable-upload request without
+    /// `Tus-Resumable: 1.0.0`.
+    #[error("this server speaks tus 1.0.0: send Tus-Resumable: 1.0.0")]
+    TusVersionUnsupported,
+    /// 409 `upload_offset_mismatch`: a `PATCH` whose `Upload-Offset` is not the upload's.
+    #[error(
+        "Upload-Offset must be the upload's offset, {offset}; ask with HEAD and resume from there"
+    )]
+    UploadOffsetMismatch {
+        /// The upload's offset.
+        offset: u64,
+    },
+    /// 460 `checksum_mismatch`: the chunk's `Upload-Checksum` does not match its bytes; the
+    /// chunk was dropped.
+    #[error(
+        "Upload-Checksum does not match the bytes received; the chunk was dropped, send it again"
+    )]
+    ChecksumMismatch,
+    /// 415 `unsupported_media_type`: the body's `Content-Type` is not the one required.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
     /// 409 `conflict`: the request collides with an existing resource.
     #[error("{0}")]
     Conflict(String),
@@ -105,6 +154,18 @@ impl Error {
             Error::NotFound(_) => "not_found",
             Error::MethodNotAllowed => "method_not_allowed",
             Error::JobNotCancellable { .. } => "job_not_cancellable",
+            Error::GscNotConfigured(_) => "gsc_not_configured",
+            Error::GscNotLinked(_) => "gsc_not_linked",
+            Error::GscTokenRevoked => "gsc_token_revoked",
+            Error::GscSiteInaccessible(_) => "gsc_site_inaccessible",
+            Error::Upstream {
+                rate_limited: true, ..
+            } => "rate_limit",
+            Error::Upstream { .. } => "unavailable",
+            Error::TusVersionUnsupported => "tus_version_unsupported",
+            Error::UploadOffsetMismatch { .. } => "upload_offset_mismatch",
+            Error::ChecksumMismatch => "checksum_mismatch",
+            Error::UnsupportedMediaType(_) => "unsupported_media_type",
             Error::Conflict(_) => "conflict",
             Error::IdempotencyKeyInUse => "idempotency_key_in_use",
             Error::IdempotencyKeyReused => "idempotency_key_reused",
@@ -144,6 +205,9 @@ impl Error {
                 retry_after_secs, ..
             } => Some(*retry_after_secs),
             Error::Unavailable { .. } => Some(UNAVAILABLE_RETRY_AFTER_SECS),
+            Error::Upstream {
+                retry_after_secs, ..
+            } => Some(*retry_after_secs),
             _ => None,
         }
     }
@@ -169,7 +233,17 @@ impl Error {
             | Error::RateLimited { .. }
             | Error::QuotaExceeded { .. }
             | Error::Unavailable { .. }
-            | Error::Internal(_) => false,
+            | Error::Internal(_)
+            // Linking the account or the site, or Google recovering, changes the outcome.
+            | Error::GscNotConfigured(_)
+            | Error::GscNotLinked(_)
+            | Error::GscTokenRevoked
+            | Error::GscSiteInaccessible(_)
+            | Error::Upstream { .. }
+            | Error::TusVersionUnsupported
+            | Error::UploadOffsetMismatch { .. }
+            | Error::ChecksumMismatch
+            | Error::UnsupportedMediaType(_) => false,
         }
     }
 

@@ -199,6 +199,18 @@ id_type!(
     WebhookId, "wh", "webhook"
 );
 id_type!(
+    /// A media item (an uploaded video or image): `med_…`.
+    MediaId, "med", "media item"
+);
+id_type!(
+    /// A connected social channel: `ch_…`.
+    ChannelId, "ch", "channel"
+);
+id_type!(
+    /// A resumable (tus) upload, the `fileId` the upload forms accept: `upl_…`.
+    UploadId, "upl", "upload"
+);
+id_type!(
     /// One delivery attempt in a webhook's log: `whd_…`.
     DeliveryId, "whd", "delivery"
 );

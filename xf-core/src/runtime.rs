@@ -47,7 +47,8 @@
 //! - A **rescue** pass every [`WorkerOptions::rescue_interval`] takes up jobs whose lease
 //!   expired (their worker died): pending again while attempts are left, failed otherwise.
 //! - A **purge** pass every [`WorkerOptions::purge_interval`] deletes rate-limit windows and
-//!   idempotency records past their life, and webhook delivery log rows older than 30 days.
+//!   idempotency records past their life, webhook delivery log rows older than 30 days, and
+//!   resumable uploads 24 hours old (with their bytes).
 //! - The **webhook engine** ([`crate::webhooks`]) fans the event outbox out to webhooks and
 //!   delivers it, up to [`WorkerOptions::webhook_concurrency`] attempts at once, woken by
 //!   [`QueueSignal::EventsWritten`]. In-flight attempts (15 s at most) finish before
@@ -830,7 +831,11 @@ async fn rescue_loop(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
 /// How long rate-limit windows are kept: the longest window (a day) and a day of margin.
 const RATE_WINDOW_RETENTION: chrono::Duration = chrono::Duration::days(2);
 
-/// Deletes rate-limit windows and idempotency records past their life.
+/// Expired resumable uploads deleted per purge pass (with their chunks' blobs).
+const PURGE_BATCH: usize = 1_000;
+
+/// Deletes rate-limit windows, idempotency records, old delivery log rows and expired
+/// resumable uploads.
 async fn purge_loop(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
     loop {
         let now = shared.now();
@@ -857,6 +862,11 @@ async fn purge_loop(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
             Ok(0) => {}
             Ok(rows) => tracing::info!(rows, "purged webhook delivery log rows older than 30 days"),
             Err(error) => tracing::warn!(%error, "purging the webhook delivery log failed"),
+        }
+        match shared.xf.purge_expired_uploads(PURGE_BATCH).await {
+            Ok(0) => {}
+            Ok(uploads) => tracing::info!(uploads, "purged resumable uploads older than 24 hours"),
+            Err(error) => tracing::warn!(%error, "purging expired resumable uploads failed"),
         }
         tokio::select! {
             _ = tokio::time::sleep(shared.options.purge_interval) => {}

@@ -54,6 +54,7 @@ impl IssueStore for MemoryStore {
             return Ok(false);
         }
         state.apply_findings(scan);
+        state.record_scan_pages(&scan.property_id, &scan.job_id, &scan.pages);
         Ok(true)
     }
 

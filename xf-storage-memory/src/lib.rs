@@ -21,9 +21,11 @@
 //! One module per aggregate, as the storage traits of `xf_core::store` are split.
 
 mod events;
+mod gsc;
 mod guards;
 mod issues;
 mod jobs;
+mod media;
 mod organizations;
 mod properties;
 mod reports;
@@ -85,6 +87,20 @@ struct State {
     message_queue: BTreeSet<(Timestamp, String, String)>,
     /// The delivery log, indexed by webhook.
     deliveries: Indexed<WebhookDelivery>,
+    /// Linked Google accounts by organization.
+    gsc_accounts: HashMap<String, xf_core::gsc::GscAccount>,
+    /// Sync claims by property.
+    gsc_claims: HashMap<String, gsc::SyncClaim>,
+    /// Search Console snapshots (with their rows) by property.
+    gsc_snapshots: HashMap<String, std::sync::Arc<xf_core::gsc::NewSnapshot>>,
+    /// The pages of each property's latest completed scan.
+    scan_pages: HashMap<String, gsc::LatestScan>,
+    /// Media items, indexed by organization.
+    media: Indexed<xf_core::media::MediaItem>,
+    /// Connected channels.
+    channels: Vec<xf_core::media::Channel>,
+    /// Resumable uploads by id.
+    uploads: HashMap<String, xf_core::media::Upload>,
 }
 
 #[derive(Debug, Clone)]

@@ -61,6 +61,9 @@ fn unique_rule(constraint: Option<&str>) -> &'static str {
         "webhooks_pkey" => "webhook id",
         "webhook_deliveries_pkey" => "delivery id",
         "webhook_messages_pkey" => "webhook message",
+        "media_items_pkey" => "media item id",
+        "media_uploads_pkey" => "upload id",
+        "channels_pkey" => "channel id",
         _ => "unique constraint",
     }
 }

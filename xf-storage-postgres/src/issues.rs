@@ -68,6 +68,7 @@ impl IssueStore for PgStore {
             return Ok(false);
         }
         apply_findings(&mut tx, scan).await?;
+        replace_scan_pages(&mut tx, scan).await?;
         tx.commit().await.map_err(store_error)?;
         Ok(true)
     }
@@ -212,6 +213,48 @@ async fn apply_findings(tx: &mut PgConnection, scan: &ScanFindings) -> StoreResu
     .bind(scan.job_id.as_str())
     .bind(at(scan.now))
     .bind(&scan.reached)
+    .execute(&mut *tx)
+    .await
+    .map_err(store_error)?;
+    Ok(())
+}
+
+/// The scan's pages replace the property's pages of its previous completed scan
+/// (`scan_pages`, which Search Console's crawl correlation reads), inside the caller's
+/// transaction. Each address appears once in `scan.pages`; their order is kept in `ord`.
+async fn replace_scan_pages(tx: &mut PgConnection, scan: &ScanFindings) -> StoreResult<()> {
+    // Two scans of one property may complete at the same time. Locking the property's row
+    // first makes the second wait for the first to commit, so that its delete sees (and
+    // removes) the first one's pages instead of mixing both scans' pages. (NO KEY UPDATE does
+    // not block the KEY SHARE locks of foreign key checks.)
+    sqlx::query("SELECT 1 FROM properties WHERE id = $1 FOR NO KEY UPDATE")
+        .bind(scan.property_id.as_str())
+        .execute(&mut *tx)
+        .await
+        .map_err(store_error)?;
+    sqlx::query("DELETE FROM scan_pages WHERE property_id = $1")
+        .bind(scan.property_id.as_str())
+        .execute(&mut *tx)
+        .await
+        .map_err(store_error)?;
+    if scan.pages.is_empty() {
+        return Ok(());
+    }
+    let urls: Vec<&str> = scan.pages.iter().map(|page| page.url.as_str()).collect();
+    let statuses: Vec<Option<i32>> = scan
+        .pages
+        .iter()
+        .map(|page| page.status_code.map(i32::from))
+        .collect();
+    sqlx::query(
+        "INSERT INTO scan_pages (property_id, url, job_id, status_code, ord) \
+         SELECT $1, p.url, $2, p.status_code, p.ord::integer \
+         FROM UNNEST($3::text[], $4::integer[]) WITH ORDINALITY AS p(url, status_code, ord)",
+    )
+    .bind(scan.property_id.as_str())
+    .bind(scan.job_id.as_str())
+    .bind(&urls)
+    .bind(&statuses)
     .execute(&mut *tx)
     .await
     .map_err(store_error)?;

@@ -101,9 +101,11 @@
 
 mod error;
 mod events;
+mod gsc;
 mod guards;
 mod issues;
 mod jobs;
+mod media;
 mod organizations;
 mod properties;
 mod queue;

@@ -78,6 +78,8 @@ impl AdminService {
             .route("/organizations/{org_id}", patch(update_organization))
             .route("/organizations/{org_id}/api-keys", post(create_api_key))
             .route("/organizations/{org_id}/usage", post(record_usage))
+            .route("/organizations/{org_id}/gsc", put(link_organization_gsc))
+            .route("/organizations/{org_id}/channels", post(connect_channel))
             .route("/api-keys/{key_id}", delete(revoke_api_key))
             .route("/properties/{property_id}/verify", post(verify_property))
             .route("/properties/{property_id}/gsc", put(link_property_gsc))
@@ -180,6 +182,41 @@ async fn link_property_gsc(
         s.xf.admin_link_property_gsc(&property_id, &input.site_url)
             .await?;
     Ok(envelope::data(StatusCode::OK, &PropertyData { property }))
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct GscAccountData {
+    gsc_account: xf_core::api::GscAccountView,
+}
+
+async fn link_organization_gsc(
+    State(s): State<AdminState>,
+    PathParam(org_id): PathParam,
+    Json(input): Json<xf_core::api::GscAccountLink>,
+) -> Handled {
+    let gsc_account = s.xf.admin_link_organization_gsc(&org_id, input).await?;
+    Ok(envelope::data(
+        StatusCode::OK,
+        &GscAccountData { gsc_account },
+    ))
+}
+
+#[derive(Debug, Serialize)]
+struct ChannelData {
+    channel: xf_core::media::api::AdminChannelView,
+}
+
+async fn connect_channel(
+    State(s): State<AdminState>,
+    PathParam(org_id): PathParam,
+    Json(input): Json<xf_core::media::api::NewChannel>,
+) -> Handled {
+    let channel = s.xf.admin_connect_channel(&org_id, input).await?;
+    Ok(envelope::data(
+        StatusCode::CREATED,
+        &ChannelData { channel },
+    ))
 }
 
 async fn mark_issue_fixed(State(s): State<AdminState>, PathParam(issue_id): PathParam) -> Handled {

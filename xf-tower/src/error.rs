@@ -21,16 +21,30 @@ impl From<Error> for ApiError {
 /// The HTTP status of each error: the mapping the variants of [`Error`] document.
 pub fn status_of(error: &Error) -> StatusCode {
     match error {
-        Error::Validation { .. } | Error::JobNotCancellable { .. } => StatusCode::BAD_REQUEST,
+        Error::Validation { .. }
+        | Error::JobNotCancellable { .. }
+        | Error::GscNotConfigured(_)
+        | Error::GscNotLinked(_)
+        | Error::GscTokenRevoked
+        | Error::GscSiteInaccessible(_) => StatusCode::BAD_REQUEST,
         Error::ApiKeyInvalid | Error::AdminTokenInvalid => StatusCode::UNAUTHORIZED,
         Error::PlanRequired { .. } => StatusCode::FORBIDDEN,
         Error::NotFound(_) => StatusCode::NOT_FOUND,
         Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-        Error::Conflict(_) | Error::IdempotencyKeyInUse => StatusCode::CONFLICT,
+        Error::Conflict(_) | Error::IdempotencyKeyInUse | Error::UploadOffsetMismatch { .. } => {
+            StatusCode::CONFLICT
+        }
+        Error::TusVersionUnsupported => StatusCode::PRECONDITION_FAILED,
+        Error::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        // tus's checksum extension: 460 Checksum Mismatch.
+        Error::ChecksumMismatch => StatusCode::from_u16(460).unwrap_or(StatusCode::BAD_REQUEST),
         Error::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
         Error::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
         Error::RateLimited { .. } | Error::QuotaExceeded { .. } => StatusCode::TOO_MANY_REQUESTS,
-        Error::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+        Error::Upstream {
+            rate_limited: true, ..
+        } => StatusCode::TOO_MANY_REQUESTS,
+        Error::Unavailable { .. } | Error::Upstream { .. } => StatusCode::SERVICE_UNAVAILABLE,
         Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
@@ -73,6 +87,7 @@ impl IntoResponse for ApiError {
         match &error {
             Error::Internal(cause) => tracing::error!(%cause, "internal error"),
             Error::Unavailable { cause } => tracing::warn!(%cause, "storage unavailable"),
+            Error::Upstream { message, .. } => tracing::warn!(%message, "a third party failed"),
             _ => {}
         }
         let mut response = envelope::render(status_of(&error), &error_object(&error));

@@ -202,26 +202,31 @@ impl<S: Send + Sync> FromRequest<S> for Write {
 
     async fn from_request(request: Request, _: &S) -> Result<Self, Self::Rejection> {
         let (parts, body) = request.into_parts();
-        let idempotency_key = match parts.headers.get("idempotency-key") {
-            None => None,
-            Some(value) => Some(
-                value
-                    .to_str()
-                    .ok()
-                    .and_then(|text| IdempotencyKey::parse(text).ok())
-                    .ok_or_else(|| {
-                        Error::invalid(
-                            "Idempotency-Key",
-                            format!("must be {}", IdempotencyKey::EXPECTS),
-                        )
-                    })?,
-            ),
-        };
+        let idempotency_key = idempotency_key(&parts.headers)?;
         Ok(Write {
             idempotency: IdempotencyHeader { idempotency_key },
             sent: Sent::read(&parts, body).await?,
         })
     }
+}
+
+/// The request's `Idempotency-Key`, if it sends one (a malformed one is a 400).
+pub fn idempotency_key(headers: &http::HeaderMap) -> Result<Option<IdempotencyKey>, Error> {
+    headers
+        .get("idempotency-key")
+        .map(|value| {
+            value
+                .to_str()
+                .ok()
+                .and_then(|text| IdempotencyKey::parse(text).ok())
+                .ok_or_else(|| {
+                    Error::invalid(
+                        "Idempotency-Key",
+                        format!("must be {}", IdempotencyKey::EXPECTS),
+                    )
+                })
+        })
+        .transpose()
 }
 
 /// A JSON body of at most 1 MiB parsed into `T` (for the admin API).

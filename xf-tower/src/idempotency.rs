@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode};
 use serde::Serialize;
 use xf_core::store::StoredResponse;
-use xf_core::{Caller, Error, IdempotencyStart, Xf};
+use xf_core::{Caller, Error, IdempotencyStart, IdempotencyTicket, Xf};
 
 use crate::envelope;
 use crate::error::{error_object, status_of, ApiError};
@@ -40,25 +40,7 @@ where
     };
     let outcome = run().await.and_then(|data| envelope::data_object(&data));
     if let Some(ticket) = ticket {
-        let kept = match &outcome {
-            Ok(object) => Some(StoredResponse {
-                status: success.as_u16(),
-                body: object.clone(),
-            }),
-            Err(error) if error.kept_by_idempotency() => Some(StoredResponse {
-                status: status_of(error).as_u16(),
-                body: error_object(error),
-            }),
-            Err(_) => None,
-        };
-        let saved = match &kept {
-            Some(response) => xf.complete_idempotent(&ticket, response).await,
-            None => xf.abandon_idempotent(&ticket).await,
-        };
-        if let Err(error) = saved {
-            // The answer is still right; the key frees itself once its claim goes stale.
-            tracing::warn!(%error, "could not record the idempotency outcome");
-        }
+        record(xf, &ticket, &outcome, success, error_object).await;
     }
     match outcome {
         Ok(object) => envelope::render(success, &object),
@@ -66,7 +48,38 @@ where
     }
 }
 
-fn replay(stored: &StoredResponse) -> Response {
+/// Keeps what a request under an idempotency key answered (`success` with its object, or an
+/// error the core's rule keeps, rendered by `error_body`), or frees the key for a retry.
+pub async fn record(
+    xf: &Xf,
+    ticket: &IdempotencyTicket,
+    outcome: &Result<String, Error>,
+    success: StatusCode,
+    error_body: fn(&Error) -> String,
+) {
+    let kept = match outcome {
+        Ok(object) => Some(StoredResponse {
+            status: success.as_u16(),
+            body: object.clone(),
+        }),
+        Err(error) if error.kept_by_idempotency() => Some(StoredResponse {
+            status: status_of(error).as_u16(),
+            body: error_body(error),
+        }),
+        Err(_) => None,
+    };
+    let saved = match &kept {
+        Some(response) => xf.complete_idempotent(ticket, response).await,
+        None => xf.abandon_idempotent(ticket).await,
+    };
+    if let Err(error) = saved {
+        // The answer is still right; the key frees itself once its claim goes stale.
+        tracing::warn!(%error, "could not record the idempotency outcome");
+    }
+}
+
+/// A kept response again, with the new request's id and `Idempotent-Replayed: true`.
+pub fn replay(stored: &StoredResponse) -> Response {
     let Ok(status) = StatusCode::from_u16(stored.status) else {
         return ApiError(Error::Internal(format!(
             "the idempotency record holds the status {}, which is not an HTTP status",

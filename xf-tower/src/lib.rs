@@ -38,6 +38,7 @@ mod idempotency;
 mod middleware;
 mod mount;
 mod openapi;
+mod openapi_media;
 mod report_page;
 mod request_id;
 mod routes;
@@ -59,6 +60,7 @@ pub use admin::AdminService;
 pub use error::status_of;
 pub use mount::{strip_prefix, StripPrefix};
 pub use report_page::ReportPageService;
+pub use routes::media::is_media_path;
 
 /// The body of every response of this crate's services, and a body type a host can build
 /// requests from ([`Body::from_stream`], `Body::from(bytes)`, [`Body::empty`]). It implements
@@ -104,6 +106,7 @@ impl XfService {
     pub fn new(xf: Xf) -> Self {
         let authenticated = routes::account::router()
             .merge(routes::properties::router())
+            .merge(routes::gsc::router())
             .merge(routes::scans::router())
             .merge(routes::jobs::router())
             .merge(routes::reports::router())
@@ -123,6 +126,7 @@ impl XfService {
             .map(|doc| Bytes::from(doc.to_string()))
             .map_err(Clone::clone);
         let router = router
+            .merge(routes::media::router(xf.clone()))
             .route(
                 "/openapi.json",
                 get(move || {
@@ -131,7 +135,7 @@ impl XfService {
                 }),
             )
             .route_layer(axum::middleware::from_fn(request_id::record_route))
-            .fallback(middleware::not_found)
+            .fallback(middleware::api_not_found)
             .with_state(xf);
         Self {
             router: with_common_layers(router, request_id::Service::Api),

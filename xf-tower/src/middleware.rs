@@ -15,13 +15,40 @@ use crate::extract::bearer;
 /// Authenticates the key, checks the `developerApi` entitlement, counts the request against
 /// the rate limits and puts the [`xf_core::Caller`] into the request for the handler. Every
 /// response after the plan check carries the remaining-request headers, a 429 included.
-pub async fn developer_api(State(xf): State<Xf>, mut request: Request, next: Next) -> Response {
+pub async fn developer_api(State(xf): State<Xf>, request: Request, next: Next) -> Response {
+    guard(
+        &xf,
+        request,
+        next,
+        Guard {
+            key: bearer,
+            entitlement: Entitlement::DeveloperApi,
+            render: |error| ApiError(error).into_response(),
+        },
+    )
+    .await
+}
+
+/// What [`guard`] checks and how it answers: where the key is, which entitlement the plan
+/// needs, and the envelope of its errors.
+pub struct Guard {
+    /// The key of a request, if it has one.
+    pub key: fn(&http::HeaderMap) -> Option<&str>,
+    /// What the plan must include.
+    pub entitlement: Entitlement,
+    /// An error response in the API's envelope.
+    pub render: fn(Error) -> Response,
+}
+
+/// The work of [`developer_api`] (and of the media API's middleware): authenticate, check the
+/// plan, count the request, run it, add the remaining-request headers.
+pub async fn guard(xf: &Xf, mut request: Request, next: Next, guard: Guard) -> Response {
     let caller = match xf
-        .authenticate(bearer(request.headers()), Entitlement::DeveloperApi)
+        .authenticate((guard.key)(request.headers()), guard.entitlement)
         .await
     {
         Ok(caller) => caller,
-        Err(error) => return ApiError(error).into_response(),
+        Err(error) => return (guard.render)(error),
     };
     let kind = match *request.method() {
         Method::GET | Method::HEAD => RequestKind::Read,
@@ -29,10 +56,10 @@ pub async fn developer_api(State(xf): State<Xf>, mut request: Request, next: Nex
     };
     let check = match xf.check_rate_limit(&caller, kind).await {
         Ok(check) => check,
-        Err(error) => return ApiError(error).into_response(),
+        Err(error) => return (guard.render)(error),
     };
     let mut response = match check.retry_after_secs {
-        Some(retry_after_secs) => ApiError(Error::RateLimited { retry_after_secs }).into_response(),
+        Some(retry_after_secs) => (guard.render)(Error::RateLimited { retry_after_secs }),
         None => {
             request.extensions_mut().insert(caller);
             next.run(request).await
@@ -52,12 +79,17 @@ pub async fn developer_api(State(xf): State<Xf>, mut request: Request, next: Nex
 
 /// Gives axum's 405 (a known path, another method) the error envelope, keeping its `Allow`.
 pub async fn method_not_allowed_envelope(request: Request, next: Next) -> Response {
+    let media = crate::routes::media::is_media_path(request.uri().path());
     let response = next.run(request).await;
     if response.status() != StatusCode::METHOD_NOT_ALLOWED {
         return response;
     }
     let allow = response.headers().get(http::header::ALLOW).cloned();
-    let mut enveloped = ApiError(Error::MethodNotAllowed).into_response();
+    let mut enveloped = if media {
+        crate::routes::media::MediaError(Error::MethodNotAllowed).into_response()
+    } else {
+        ApiError(Error::MethodNotAllowed).into_response()
+    };
     if let Some(allow) = allow {
         enveloped.headers_mut().insert(http::header::ALLOW, allow);
     }
@@ -67,6 +99,16 @@ pub async fn method_not_allowed_envelope(request: Request, next: Next) -> Respon
 /// The fallback of unknown paths.
 pub async fn not_found() -> Response {
     ApiError(Error::NotFound("route")).into_response()
+}
+
+/// The fallback of unknown paths of the APIs' service: in the media envelope below the media
+/// API's paths.
+pub async fn api_not_found(uri: http::Uri) -> Response {
+    if crate::routes::media::is_media_path(uri.path()) {
+        crate::routes::media::MediaError(Error::NotFound("route")).into_response()
+    } else {
+        ApiError(Error::NotFound("route")).into_response()
+    }
 }
 
 /// The response to a panic in a handler: logged, and a `500 internal_error` without detail.

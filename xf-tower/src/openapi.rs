@@ -22,10 +22,19 @@ use crate::error::{ApiError, ErrorBody};
             Paths are relative to the mount point, `/api/v1` on the standalone server."
     ),
     servers((url = "/api/v1")),
-    components(schemas(ErrorBody, xf_core::error::FieldError)),
+    components(schemas(
+        ErrorBody,
+        xf_core::error::FieldError,
+        xf_core::media::api::MediaItemView,
+        xf_core::media::api::UploadedItem,
+        xf_core::media::api::Pagination,
+        xf_core::media::api::ChannelsView,
+        xf_core::ids::MediaId,
+    )),
     tags(
         (name = "health"), (name = "organization"), (name = "properties"),
-        (name = "scans"), (name = "jobs"), (name = "reports"), (name = "webhooks")
+        (name = "search-console"), (name = "scans"), (name = "jobs"), (name = "reports"), (name = "webhooks"),
+        (name = "media")
     )
 )]
 struct BaseDoc;
@@ -42,7 +51,7 @@ fn header(description: &str, schema: Value) -> Value {
     json!({"description": description, "schema": schema})
 }
 
-fn error_response(description: &str, retry_after: bool) -> Map<String, Value> {
+fn error_response(envelope: &str, description: &str, retry_after: bool) -> Map<String, Value> {
     let mut headers = Map::new();
     headers.insert(
         "X-Request-Id".into(),
@@ -65,7 +74,7 @@ fn error_response(description: &str, retry_after: bool) -> Map<String, Value> {
     response.insert("headers".into(), Value::Object(headers));
     response.insert(
         "content".into(),
-        json!({"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}),
+        json!({"application/json": {"schema": {"$ref": format!("#/components/schemas/{envelope}")}}}),
     );
     response
 }
@@ -91,6 +100,18 @@ pub fn finish(doc: utoipa::openapi::OpenApi) -> Result<Value, String> {
             .and_then(Value::as_object_mut)
             .ok_or_else(|| missing("components.schemas"))?;
         schemas.insert(
+            "MediaErrorEnvelope".into(),
+            json!({
+                "type": "object",
+                "required": ["success", "error", "meta"],
+                "properties": {
+                    "success": {"type": "boolean", "const": false},
+                    "error": {"$ref": "#/components/schemas/ErrorBody"},
+                    "meta": {"type": "object", "required": ["requestId"], "properties": {"requestId": {"type": "string"}}}
+                }
+            }),
+        );
+        schemas.insert(
             "ErrorEnvelope".into(),
             json!({
                 "type": "object",
@@ -107,19 +128,28 @@ pub fn finish(doc: utoipa::openapi::OpenApi) -> Result<Value, String> {
         .ok_or_else(|| missing("components"))?
         .insert(
             "securitySchemes".into(),
-            json!({"bearer": {"type": "http", "scheme": "bearer", "description": "xf_live_… or xf_test_… API key"}}),
+            json!({
+                "bearer": {"type": "http", "scheme": "bearer", "description": "xf_live_… or xf_test_… API key"},
+                "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key", "description": "The media API also takes the key in X-API-Key"}
+            }),
         );
     let paths = doc
         .get_mut("paths")
         .and_then(Value::as_object_mut)
         .ok_or_else(|| missing("paths"))?;
+    paths.extend(crate::openapi_media::paths());
     for (path, item) in paths.iter_mut() {
         let item = item
             .as_object_mut()
             .ok_or_else(|| format!("the path item {path} is not an object"))?;
+        let media = crate::routes::media::is_media_path(path);
         for (method, operation) in item.iter_mut() {
-            let authenticated = path != "/health";
-            decorate(operation, method, authenticated)?;
+            let api = match (path.as_str(), method.as_str()) {
+                ("/health", _) | (_, "options") => Api::Open,
+                _ if media => Api::Media,
+                _ => Api::Developer,
+            };
+            decorate(operation, method, api)?;
         }
     }
     add_links(paths)?;
@@ -139,7 +169,8 @@ struct LinkGroup {
 }
 
 /// The links of the stateful phase of the contract check, and of any client that follows
-/// them: from a created property to its detail, issues, scans, crawls and jobs; from a queued
+/// them: from a created property to its detail, issues, scans, crawls, jobs and Search Console
+/// data and sync; from a queued
 /// scan or crawl to its job and its cancellation; from a created webhook to its changes,
 /// deletion, test delivery, secret rotation and log.
 const LINKS: &[LinkGroup] = &[
@@ -154,6 +185,11 @@ const LINKS: &[LinkGroup] = &[
             ("QueueScan", "queue_scan"),
             ("QueueCrawl", "queue_crawl"),
             ("ListPropertyJobs", "list_jobs"),
+            ("GetPropertyGsc", "get_property_gsc"),
+            ("GetGscOverview", "get_gsc_overview"),
+            ("ListGscQueries", "list_gsc_queries"),
+            ("ListGscPages", "list_gsc_pages"),
+            ("SyncGsc", "sync_gsc"),
         ],
     },
     LinkGroup {
@@ -215,16 +251,35 @@ fn object_entry<'a>(
         .ok_or_else(|| format!("`{key}` in the OpenAPI document is not an object"))
 }
 
-fn decorate(operation: &mut Value, method: &str, authenticated: bool) -> Result<(), String> {
+/// Which API an operation belongs to, for its security and error envelope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Api {
+    /// Needs no key (`GET /health`, tus's `OPTIONS`).
+    Open,
+    /// The developer API: bearer keys, `{error, meta}`.
+    Developer,
+    /// The media API: `X-API-Key` or bearer, `{success: false, error, meta}`.
+    Media,
+}
+
+fn decorate(operation: &mut Value, method: &str, api: Api) -> Result<(), String> {
     let operation = operation
         .as_object_mut()
         .ok_or_else(|| format!("an operation of {method} is not an object"))?;
     let has_body = operation.contains_key("requestBody");
-    if authenticated {
-        operation.insert("security".into(), json!([{"bearer": []}]));
-    } else {
-        operation.insert("security".into(), json!([]));
-    }
+    let authenticated = api != Api::Open;
+    let envelope = match api {
+        Api::Media => "MediaErrorEnvelope",
+        _ => "ErrorEnvelope",
+    };
+    operation.insert(
+        "security".into(),
+        match api {
+            Api::Developer => json!([{"bearer": []}]),
+            Api::Media => json!([{"bearer": []}, {"apiKey": []}]),
+            Api::Open => json!([]),
+        },
+    );
     let mut parameters = operation
         .remove("parameters")
         .and_then(|p| p.as_array().cloned())
@@ -242,38 +297,75 @@ fn decorate(operation: &mut Value, method: &str, authenticated: bool) -> Result<
 
     let responses = object_entry(operation, "responses")?;
     let mut shared: Vec<(&str, Map<String, Value>)> =
-        vec![("500", error_response("`internal_error`", false))];
+        vec![("500", error_response(envelope, "`internal_error`", false))];
     if authenticated {
         shared.extend([
             (
                 "400",
                 error_response(
+                    envelope,
                     "`validation_error`: bad input, bad cursor, limit out of range",
                     false,
                 ),
             ),
             (
                 "401",
-                error_response("`api_key_invalid`: missing, invalid or revoked key", false),
+                error_response(
+                    envelope,
+                    "`api_key_invalid`: missing, invalid or revoked key",
+                    false,
+                ),
             ),
             (
                 "403",
-                error_response("`plan_required`: the plan lacks the developer API", false),
+                error_response(
+                    envelope,
+                    if api == Api::Media {
+                        "`plan_required`: the plan lacks the media API"
+                    } else {
+                        "`plan_required`: the plan lacks the developer API"
+                    },
+                    false,
+                ),
             ),
             (
                 "429",
-                error_response("`rate_limit` (or `quota_exceeded` for scans)", true),
+                error_response(
+                    envelope,
+                    "`rate_limit` (or `quota_exceeded` for scans)",
+                    true,
+                ),
             ),
             (
                 "503",
-                error_response("`unavailable`: storage is unreachable", true),
+                error_response(envelope, "`unavailable`: storage is unreachable", true),
             ),
         ]);
     }
-    if has_body {
+    if idempotent {
+        shared.extend([
+            (
+                "409",
+                error_response(
+                    envelope,
+                    "`idempotency_key_in_use`: the first request with this Idempotency-Key is still running",
+                    false,
+                ),
+            ),
+            (
+                "422",
+                error_response(
+                    envelope,
+                    "`idempotency_key_reused`: this Idempotency-Key was used with another request",
+                    false,
+                ),
+            ),
+        ]);
+    }
+    if has_body && api != Api::Media {
         shared.push((
             "413",
-            error_response("`payload_too_large`: body over 1 MiB", false),
+            error_response(envelope, "`payload_too_large`: body over 1 MiB", false),
         ));
     }
     for (status, response) in shared {
@@ -289,7 +381,9 @@ fn decorate(operation: &mut Value, method: &str, authenticated: bool) -> Result<
                 .get("description")
                 .and_then(Value::as_str)
                 .ok_or_else(|| format!("the {status} response of {method} has no description"))?;
-            *response = error_response(description, false);
+            // 429 and 503 always carry Retry-After.
+            let retry_after = matches!(status.as_str(), "429" | "503");
+            *response = error_response(envelope, description, retry_after);
         }
         let headers = object_entry(response, "headers")?;
         headers.entry("X-Request-Id").or_insert_with(|| {

@@ -35,7 +35,10 @@ use axum::Router;
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Parser, ValueEnum};
 use tokio::net::TcpListener;
+use tower::ServiceExt;
 use tracing_subscriber::filter::{EnvFilter, LevelFilter};
+use xf_core::media::blob::{BlobStore, LocalBlobStore};
+use xf_core::media::s3::{S3BlobStore, S3Config};
 use xf_core::runtime::WorkerOptions;
 use xf_core::store::Store;
 use xf_core::{CreatedOrganization, Xf};
@@ -135,6 +138,60 @@ pub struct Config {
     /// Webhook deliveries the background runtime makes at once; 0 makes none in this process.
     #[arg(long, env = "XF_WEBHOOK_CONCURRENCY", default_value_t = 64)]
     pub webhook_concurrency: u16,
+
+    /// The directory uploaded media files are kept in (the local blob store).
+    #[arg(long, env = "XF_MEDIA_DIR", default_value = "xf-media")]
+    pub media_dir: std::path::PathBuf,
+
+    /// Keep uploaded media in this S3-compatible bucket instead of `--media-dir` (the bucket
+    /// must exist).
+    #[arg(long, env = "XF_S3_BUCKET")]
+    pub s3_bucket: Option<String>,
+
+    /// The S3 service's base URL (a MinIO or other S3-compatible service); AWS S3 without it.
+    #[arg(long, env = "XF_S3_ENDPOINT")]
+    pub s3_endpoint: Option<String>,
+
+    /// The bucket's region.
+    #[arg(long, env = "XF_S3_REGION", default_value = "us-east-1")]
+    pub s3_region: String,
+
+    /// A key prefix inside the bucket (e.g. `xf/prod`).
+    #[arg(long, env = "XF_S3_PREFIX", default_value = "")]
+    pub s3_prefix: String,
+
+    /// The S3 access key id.
+    #[arg(long, env = "XF_S3_ACCESS_KEY_ID", hide_env_values = true)]
+    pub s3_access_key_id: Option<String>,
+
+    /// The S3 secret access key.
+    #[arg(long, env = "XF_S3_SECRET_ACCESS_KEY", hide_env_values = true)]
+    pub s3_secret_access_key: Option<String>,
+
+    /// The largest video upload, in bytes (larger ones are refused with 413).
+    #[arg(long, env = "XF_MAX_VIDEO_BYTES", default_value_t = 4 << 30)]
+    pub max_video_bytes: u64,
+
+    /// The largest image upload, in bytes.
+    #[arg(long, env = "XF_MAX_IMAGE_BYTES", default_value_t = 50 << 20)]
+    pub max_image_bytes: u64,
+
+    /// The Google OAuth client id of Search Console syncs; without it and the secret, a sync
+    /// is `400 gsc_not_configured`.
+    #[arg(long, env = "XF_GOOGLE_CLIENT_ID")]
+    pub google_client_id: Option<String>,
+
+    /// The Google OAuth client secret.
+    #[arg(long, env = "XF_GOOGLE_CLIENT_SECRET", hide_env_values = true)]
+    pub google_client_secret: Option<String>,
+
+    /// Google's OAuth token endpoint (a local stand-in in tests).
+    #[arg(long, env = "XF_GOOGLE_TOKEN_URL", default_value = xf_core::gsc::GOOGLE_TOKEN_URL)]
+    pub google_token_url: String,
+
+    /// The Search Console API's base URL (a local stand-in in tests).
+    #[arg(long, env = "XF_GOOGLE_API_BASE_URL", default_value = xf_core::gsc::GOOGLE_API_BASE_URL)]
+    pub google_api_base_url: String,
 }
 
 /// What a process of xf-server runs (`--role`).
@@ -180,6 +237,25 @@ impl fmt::Debug for Config {
             .field("shutdown_grace", &self.shutdown_grace)
             .field("allow_private_targets", &self.allow_private_targets)
             .field("webhook_concurrency", &self.webhook_concurrency)
+            .field("media_dir", &self.media_dir)
+            .field("s3_bucket", &self.s3_bucket)
+            .field("s3_endpoint", &self.s3_endpoint)
+            .field("s3_region", &self.s3_region)
+            .field("s3_prefix", &self.s3_prefix)
+            .field("s3_access_key_id", &redacted(&self.s3_access_key_id))
+            .field(
+                "s3_secret_access_key",
+                &redacted(&self.s3_secret_access_key),
+            )
+            .field("max_video_bytes", &self.max_video_bytes)
+            .field("max_image_bytes", &self.max_image_bytes)
+            .field("google_client_id", &self.google_client_id)
+            .field(
+                "google_client_secret",
+                &redacted(&self.google_client_secret),
+            )
+            .field("google_token_url", &self.google_token_url)
+            .field("google_api_base_url", &self.google_api_base_url)
             .finish()
     }
 }
@@ -260,6 +336,9 @@ pub enum StartError {
     /// The PostgreSQL URL is malformed, or the database refused the migrations.
     #[error("cannot open the PostgreSQL store: {0}")]
     Store(#[from] xf_core::StoreError),
+    /// `--media-dir` cannot be created, or the S3 settings are incomplete or malformed.
+    #[error("cannot store media: {0}")]
+    Media(String),
     /// `--demo` failed, e.g. because of a malformed fixed key.
     #[error("cannot set up the demo organization: {0}")]
     Demo(#[source] xf_core::Error),
@@ -388,6 +467,26 @@ pub async fn build_app(config: &Config) -> Result<App, StartError> {
     if let Some(url) = &config.status_page_url {
         builder = builder.status_page_url(url.clone());
     }
+    builder = builder
+        .blob_store(blob_store(config)?)
+        .media_limits(xf_core::MediaLimits {
+            max_video_bytes: config.max_video_bytes,
+            max_image_bytes: config.max_image_bytes,
+        });
+    match (&config.google_client_id, &config.google_client_secret) {
+        (Some(id), Some(secret)) => {
+            builder = builder.google(xf_core::gsc::GoogleConfig {
+                token_url: config.google_token_url.clone(),
+                api_base_url: config.google_api_base_url.clone(),
+                ..xf_core::gsc::GoogleConfig::new(id.clone(), secret.clone())
+            });
+        }
+        (None, None) => {}
+        _ => tracing::warn!(
+            "Search Console needs both XF_GOOGLE_CLIENT_ID and XF_GOOGLE_CLIENT_SECRET; syncs \
+             answer gsc_not_configured"
+        ),
+    }
     let xf = builder.build()?;
 
     let demo = if config.demo {
@@ -400,16 +499,59 @@ pub async fn build_app(config: &Config) -> Result<App, StartError> {
         None
     };
 
+    let api = XfService::new(xf.clone());
     let mut router = Router::new()
-        .nest_service(API_PREFIX, XfService::new(xf.clone()))
+        .nest_service(API_PREFIX, api.clone())
         .nest_service(REPORT_PREFIX, ReportPageService::new(xf.clone()));
     if let Some(token) = &config.admin_token {
         router = router.nest_service(ADMIN_PREFIX, AdminService::new(xf.clone(), token.clone()));
     }
+    // The media API is also served without the prefix (the spec's alternative base URL).
     // Paths outside the mounted services get the API's own 404 envelope, so a client with a
     // wrong base URL reads a JSON error like any other.
-    let router = router.fallback_service(xf_tower::not_found_service());
+    let not_found = xf_tower::not_found_service();
+    let router = router.fallback(move |request: axum::extract::Request| async move {
+        let response = if xf_tower::is_media_path(request.uri().path()) {
+            api.oneshot(request).await
+        } else {
+            not_found
+                .oneshot(request)
+                .await
+                .map(|r| r.map(xf_tower::Body::new))
+        };
+        response.unwrap_or_else(|never| match never {})
+    });
     Ok(App { router, xf, demo })
+}
+
+/// The blob store of `--s3-bucket` (with its credentials), else of `--media-dir`.
+fn blob_store(config: &Config) -> Result<Arc<dyn BlobStore>, StartError> {
+    let Some(bucket) = &config.s3_bucket else {
+        let local = LocalBlobStore::new(&config.media_dir)
+            .map_err(|e| StartError::Media(format!("{}: {e}", config.media_dir.display())))?;
+        return Ok(Arc::new(local));
+    };
+    let (Some(access_key_id), Some(secret_access_key)) =
+        (&config.s3_access_key_id, &config.s3_secret_access_key)
+    else {
+        return Err(StartError::Media(
+            "--s3-bucket needs XF_S3_ACCESS_KEY_ID and XF_S3_SECRET_ACCESS_KEY".to_owned(),
+        ));
+    };
+    let s3 = S3BlobStore::new(S3Config {
+        endpoint: config.s3_endpoint.clone(),
+        region: config.s3_region.clone(),
+        bucket: bucket.clone(),
+        access_key_id: access_key_id.clone(),
+        secret_access_key: secret_access_key.clone(),
+        prefix: config.s3_prefix.clone(),
+        allow_http: config
+            .s3_endpoint
+            .as_deref()
+            .is_some_and(|endpoint| endpoint.starts_with("http://")),
+    })
+    .map_err(|e| StartError::Media(format!("the S3 bucket {bucket}: {e}")))?;
+    Ok(Arc::new(s3))
 }
 
 /// Serves `router` on `listener` until `shutdown` completes, then stops accepting and waits

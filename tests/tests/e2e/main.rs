@@ -5,14 +5,17 @@ mod access;
 mod basics;
 mod builder;
 mod contract;
+mod gsc;
 mod idempotency;
 mod jobs;
+mod media;
 mod openapi;
 mod properties;
 mod reports;
 mod runtime;
 mod scans;
 mod test_mode;
+mod tus;
 mod webhooks;
 
 use serde_json::{json, Value};

@@ -12,7 +12,7 @@ use super::checks::{analyse, score, Finding};
 use super::crawler::{reached, CrawlOptions, Crawler};
 use super::fetch::{FetchError, PageFetcher};
 use crate::runtime::{JobContext, JobError, JobHandler};
-use crate::store::{NewFinding, ScanFindings, Store};
+use crate::store::{FetchedPage, NewFinding, ScanFindings, Store};
 
 /// Runs `seo-scan` jobs. [`crate::Xf::spawn_workers`] registers it unless the host gives a
 /// handler of its own for the type.
@@ -113,6 +113,7 @@ impl JobHandler for ScanHandler {
             now: self.clock.now(),
             findings: findings.iter().map(NewFinding::from).collect(),
             reached: reached(&crawl),
+            pages: fetched_pages(&crawl),
         };
         // Findings and completion in one transaction: a scan cancelled meanwhile records
         // nothing (and then there is nothing left for the runtime to write either).
@@ -123,4 +124,18 @@ impl JobHandler for ScanHandler {
         job.settle();
         Ok(result)
     }
+}
+
+/// The pages of a crawl, each address once (the first fetch of it).
+fn fetched_pages(crawl: &crate::crawl::checks::CrawlRecord) -> Vec<FetchedPage> {
+    let mut seen = std::collections::HashSet::new();
+    crawl
+        .pages
+        .iter()
+        .filter(|page| seen.insert(page.url.as_str()))
+        .map(|page| FetchedPage {
+            url: page.url.clone(),
+            status_code: page.status,
+        })
+        .collect()
 }

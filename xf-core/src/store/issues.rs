@@ -44,6 +44,18 @@ pub struct ScanFindings {
     /// The addresses the scan reached (fetched, or read from its sitemaps and robots.txt): an
     /// open issue whose subject is an address outside this set keeps its state.
     pub reached: Vec<String>,
+    /// The pages it fetched, each address once: they replace the property's pages of its
+    /// previous completed scan (Search Console's crawl correlation reads them).
+    pub pages: Vec<FetchedPage>,
+}
+
+/// A page a scan fetched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchedPage {
+    /// The normalised address requested.
+    pub url: String,
+    /// The final status (after redirects); `None` when the fetch got no answer.
+    pub status_code: Option<u16>,
 }
 
 /// Whether a subject names an address (and so is only resolved by a scan that reached it).

@@ -12,9 +12,11 @@
 //! `Arc<dyn Store>` turns into by upcasting.
 
 mod events;
+mod gsc;
 mod guards;
 mod issues;
 mod jobs;
+mod media;
 mod organizations;
 mod properties;
 mod queue;
@@ -28,11 +30,15 @@ use crate::error::StoreError;
 use crate::time::Timestamp;
 
 pub use events::EventStore;
+pub use gsc::GscStore;
 pub use guards::{
     GuardStore, IdempotencyClaim, IdempotencyRequest, RateBucket, RateOutcome, StoredResponse,
 };
-pub use issues::{subject_is_address, IssueFilter, IssueStore, NewFinding, ScanFindings};
+pub use issues::{
+    subject_is_address, FetchedPage, IssueFilter, IssueStore, NewFinding, ScanFindings,
+};
 pub use jobs::{check_new_job, CancelOutcome, JobFilter, JobStore};
+pub use media::{Appended, MediaFilter, MediaStore};
 pub use organizations::OrganizationStore;
 pub use properties::PropertyStore;
 pub use queue::{
@@ -49,8 +55,8 @@ pub use webhooks::{
 /// xf_core::store::prelude::*;`). Through `Arc<dyn Store>` they are callable without it.
 pub mod prelude {
     pub use super::{
-        EventStore, GuardStore, IssueStore, JobStore, OrganizationStore, PropertyStore, QueueStore,
-        ReportStore, Store, UsageStore, WebhookStore,
+        EventStore, GscStore, GuardStore, IssueStore, JobStore, MediaStore, OrganizationStore,
+        PropertyStore, QueueStore, ReportStore, Store, UsageStore, WebhookStore,
     };
 }
 
@@ -93,6 +99,8 @@ pub trait Store:
     + GuardStore
     + EventStore
     + WebhookStore
+    + GscStore
+    + MediaStore
     + std::fmt::Debug
 {
     /// Checks that the backend answers.

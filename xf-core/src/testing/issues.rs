@@ -447,7 +447,7 @@ pub async fn issue_seen_at_a_scan_time(store: Arc<dyn TestStore>) {
 }
 
 /// Completes the running scan `run` with `scan`'s findings.
-async fn complete(
+pub(super) async fn complete(
     store: &dyn crate::store::Store,
     scan: &ScanFindings,
     run: &crate::store::ClaimedJob,
@@ -461,7 +461,7 @@ async fn complete(
 }
 
 /// A finding of a check for [`issue_scans_apply_the_lifecycle`].
-fn finding(check: &str, kind: ScanKind, subject: &str, evidence: &str) -> NewFinding {
+pub(super) fn finding(check: &str, kind: ScanKind, subject: &str, evidence: &str) -> NewFinding {
     NewFinding {
         issue_type: check.to_owned(),
         title: format!("Title of {check}"),
@@ -501,6 +501,7 @@ pub async fn issue_scans_apply_the_lifecycle(store: Arc<dyn TestStore>) {
         now: minutes(10 * n as i64),
         findings: Vec::new(),
         reached: Vec::new(),
+        pages: Vec::new(),
     };
     let list = |store: Arc<dyn TestStore>, property: crate::ids::PropertyId| async move {
         store
@@ -668,6 +669,10 @@ pub async fn issue_scan_completes_with_its_findings_or_not_at_all(store: Arc<dyn
         now: minutes(30),
         findings: vec![finding("check_a", ScanKind::Page, &page, "found")],
         reached: vec![page.clone()],
+        pages: vec![crate::store::FetchedPage {
+            url: page.clone(),
+            status_code: Some(200),
+        }],
     };
     let result = serde_json::json!({"score": 95, "pagesScanned": 1, "issuesCount": 1});
 

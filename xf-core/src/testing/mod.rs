@@ -62,9 +62,11 @@
 //! seed stores with them.
 
 mod events;
+mod gsc;
 mod guards;
 mod issues;
 mod jobs;
+mod media;
 mod organizations;
 mod properties;
 mod queue;
@@ -73,9 +75,11 @@ mod usage;
 mod webhooks;
 
 pub use events::*;
+pub use gsc::*;
 pub use guards::*;
 pub use issues::*;
 pub use jobs::*;
+pub use media::*;
 pub use organizations::*;
 pub use properties::*;
 pub use queue::*;
@@ -961,6 +965,16 @@ macro_rules! __with_conformance_behaviours {
             webhook_purge_deliveries_removes_old_rows,
             webhook_listen_hears_events_written,
             webhook_delivery_queue_lifecycle,
+            // Search Console.
+            gsc_account_link_and_revoke,
+            gsc_sync_claims_are_exclusive,
+            gsc_snapshot_replaced_whole,
+            gsc_portfolio_counts_current_snapshots,
+            gsc_latest_scan_pages_with_open_issues,
+            // Media items and channels.
+            media_insert_get_and_list,
+            channel_put_reconnects_and_lists,
+            upload_parts_append_once_per_offset,
         }
     };
 }
@@ -1022,9 +1036,11 @@ mod tests {
     const SOURCES: &[(&str, &str)] = &[
         ("mod.rs", include_str!("mod.rs")),
         ("events.rs", include_str!("events.rs")),
+        ("gsc.rs", include_str!("gsc.rs")),
         ("guards.rs", include_str!("guards.rs")),
         ("issues.rs", include_str!("issues.rs")),
         ("jobs.rs", include_str!("jobs.rs")),
+        ("media.rs", include_str!("media.rs")),
         ("organizations.rs", include_str!("organizations.rs")),
         ("properties.rs", include_str!("properties.rs")),
         ("queue.rs", include_str!("queue.rs")),

@@ -12,14 +12,13 @@
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
-use chacha20poly1305::aead::{Aead, KeyInit, Payload};
-use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use hmac::{Hmac, Mac};
 use rand::RngCore;
 use sha2::Sha256;
 
 use crate::ids::WebhookId;
-use crate::secret::derive_key;
+pub use crate::secret::SealError;
+use crate::secret::Sealer;
 
 /// The prefix of every signing secret.
 pub const SECRET_PREFIX: &str = "whsec_";
@@ -27,8 +26,6 @@ pub const SECRET_PREFIX: &str = "whsec_";
 pub const SECRET_BYTES: usize = 24;
 /// Characters of a secret shown as `secretPrefix`.
 pub const SHOWN_PREFIX_LEN: usize = 12;
-/// The tag of sealed values, so a later scheme can be told apart.
-const SEALED_TAG: &str = "v1.";
 
 /// A signing secret in the clear: `whsec_…`. Shown once, to the caller that made it.
 #[derive(Clone, PartialEq, Eq)]
@@ -97,67 +94,27 @@ pub fn signature_header(
 }
 
 /// Seals and opens signing secrets with a key derived from the host's secret.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct SecretBox {
-    cipher: XChaCha20Poly1305,
+    sealer: Sealer,
 }
-
-impl std::fmt::Debug for SecretBox {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SecretBox(<key redacted>)")
-    }
-}
-
-/// A sealed value that does not open: the host's secret changed, or the row was altered.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the webhook's signing secret cannot be opened with this host's secret key")]
-pub struct SealError;
 
 impl SecretBox {
     /// The box of a host secret.
     pub fn new(host_secret: &[u8]) -> Self {
-        let key = derive_key(host_secret, b"xf/webhook-secrets/v1");
         SecretBox {
-            cipher: XChaCha20Poly1305::new(&key.into()),
+            sealer: Sealer::new(host_secret, b"xf/webhook-secrets/v1"),
         }
     }
 
-    /// `secret` sealed for webhook `id`: `v1.` and the base64 of a random nonce and the
-    /// ciphertext.
+    /// `secret` sealed for webhook `id` (see [`Sealer::seal`]).
     pub fn seal(&self, id: &WebhookId, secret: &SigningSecret) -> String {
-        let mut nonce = [0u8; 24];
-        rand::rngs::OsRng.fill_bytes(&mut nonce);
-        let payload = Payload {
-            msg: secret.as_str().as_bytes(),
-            aad: id.as_str().as_bytes(),
-        };
-        let sealed = self
-            .cipher
-            .encrypt(XNonce::from_slice(&nonce), payload)
-            .expect("XChaCha20-Poly1305 seals any message of a few bytes");
-        let mut bytes = nonce.to_vec();
-        bytes.extend_from_slice(&sealed);
-        format!("{SEALED_TAG}{}", STANDARD.encode(bytes))
+        self.sealer.seal(id.as_str(), secret.as_str())
     }
 
     /// The secret `sealed` holds for webhook `id`.
     pub fn open(&self, id: &WebhookId, sealed: &str) -> Result<SigningSecret, SealError> {
-        let bytes = sealed
-            .strip_prefix(SEALED_TAG)
-            .and_then(|body| STANDARD.decode(body).ok())
-            .filter(|bytes| bytes.len() > 24)
-            .ok_or(SealError)?;
-        let (nonce, ciphertext) = bytes.split_at(24);
-        let payload = Payload {
-            msg: ciphertext,
-            aad: id.as_str().as_bytes(),
-        };
-        let plain = self
-            .cipher
-            .decrypt(XNonce::from_slice(nonce), payload)
-            .map_err(|_| SealError)?;
-        let text = String::from_utf8(plain).map_err(|_| SealError)?;
-        let secret = SigningSecret(text);
+        let secret = SigningSecret(self.sealer.open(id.as_str(), sealed)?);
         secret.key().ok_or(SealError)?;
         Ok(secret)
     }
@@ -192,13 +149,10 @@ mod tests {
             SecretBox::new(&[8u8; 32]).open(&webhook, &sealed),
             Err(SealError)
         );
-        let mut tampered = sealed.clone().into_bytes();
-        let last = tampered.len() - 3;
-        tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
-        let tampered = String::from_utf8(tampered).unwrap();
-        assert_eq!(sealer.open(&webhook, &tampered), Err(SealError));
-        assert_eq!(sealer.open(&webhook, "v1.AAAA"), Err(SealError));
-        assert_eq!(sealer.open(&webhook, "plain"), Err(SealError));
+        // A sealed value that is not a signing secret does not open as one.
+        let not_a_secret = Sealer::new(&[7u8; 32], b"xf/webhook-secrets/v1");
+        let sealed = not_a_secret.seal(webhook.as_str(), "plain");
+        assert_eq!(sealer.open(&webhook, &sealed), Err(SealError));
     }
 
     #[test]

@@ -268,9 +268,7 @@ impl Xf {
     /// Links a property to a Search Console site (`siteUrl`, e.g. `sc-domain:example.com`).
     pub async fn admin_link_property_gsc(&self, id: &str, site_url: &str) -> Result<PropertyView> {
         let site_url = site_url.trim();
-        if site_url.is_empty() || site_url.len() > 2048 {
-            return Err(Error::invalid("siteUrl", "must be 1 to 2048 characters"));
-        }
+        crate::gsc::check_site_url(site_url).map_err(|rule| Error::invalid("siteUrl", rule))?;
         let id: PropertyId = Self::path_id(id, "property")?;
         let property = self
             .store()

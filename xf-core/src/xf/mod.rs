@@ -26,11 +26,14 @@
 mod access;
 mod account;
 mod admin;
+mod gsc;
 mod key_cache;
+mod media;
 mod properties;
 mod report_page;
 mod reports;
 mod scans;
+mod uploads;
 mod webhooks;
 
 use std::sync::Arc;
@@ -40,11 +43,14 @@ use crate::crawl::fetch::PageFetcher;
 use crate::cursor::CursorCodec;
 use crate::error::Error;
 use crate::error::Result;
+use crate::gsc::sync::TokenCache;
+use crate::gsc::SearchConsole;
 use crate::ids::{ApiKeyId, Id};
+use crate::media::blob::{BlobStore, LocalBlobStore};
 use crate::model::{KeyMode, Organization};
 use crate::params::PageSize;
 use crate::plans::{Limits, Plan, PlanCatalog};
-use crate::secret::{derive_key, keyed_digest};
+use crate::secret::{derive_key, keyed_digest, Sealer};
 use crate::store::{After, PageRequest, Store};
 use crate::time::{Clock, SystemClock, Timestamp};
 use crate::webhooks::secrets::SecretBox;
@@ -56,9 +62,11 @@ pub use admin::{
     CreatedApiKey, CreatedOrganization, NewOrganization, NewReport, OrganizationPatch,
     RevokedApiKey, UsageDelta,
 };
+pub use media::{ChunkSource, MediaLimits, StagedFile};
 pub use properties::normalize_property_url;
 pub use report_page::{Audit, CheckFindings, ReportPage, MAX_LISTED_FINDINGS};
 pub use scans::MAX_BATCH;
+pub use uploads::UPLOAD_LIFETIME_HOURS;
 
 /// The path version label.
 pub const API_VERSION_LABEL: &str = "v1";
@@ -105,6 +113,14 @@ pub enum BuildError {
          {{base}}/r/{{token}}"
     )]
     PublicBaseUrlMissing,
+    /// The default blob store's directory could not be made.
+    #[error("the media directory {path} could not be created: {cause}")]
+    BlobStore {
+        /// The directory.
+        path: String,
+        /// Why.
+        cause: String,
+    },
     /// A base or status page URL that is not an absolute `http`/`https` URL.
     #[error("{field} must be an absolute http or https URL, got {value:?}")]
     InvalidUrl {
@@ -150,6 +166,16 @@ struct Inner {
     /// What webhooks are checked and posted with; `None` without the `net` feature and a
     /// host's transport.
     webhooks: Option<Arc<dyn WebhookTransport>>,
+    /// Google's Search Console; `None` when the host configured no OAuth client.
+    search_console: Option<Arc<dyn SearchConsole>>,
+    /// Access tokens of the organizations' Google accounts.
+    gsc_tokens: TokenCache,
+    /// Seals Google refresh tokens and channels' OAuth tokens.
+    token_sealer: Sealer,
+    /// Where uploaded media files live.
+    blobs: Arc<dyn BlobStore>,
+    /// Upload size limits.
+    media_limits: MediaLimits,
 }
 
 /// Builds an [`Xf`]. The secret key and the public base URL are required.
@@ -158,6 +184,9 @@ pub struct XfBuilder {
     clock: Arc<dyn Clock>,
     fetcher: Option<Arc<dyn PageFetcher>>,
     webhooks: Option<Arc<dyn WebhookTransport>>,
+    search_console: Option<Arc<dyn SearchConsole>>,
+    blobs: Option<Arc<dyn BlobStore>>,
+    media_limits: MediaLimits,
     allow_private_targets: bool,
     key_cache_ttl: std::time::Duration,
     plans: PlanCatalog,
@@ -206,6 +235,34 @@ impl XfBuilder {
     /// Replaces the network side of webhooks (tests, or a host's own egress).
     pub fn webhook_transport(mut self, transport: Arc<dyn WebhookTransport>) -> Self {
         self.webhooks = Some(transport);
+        self
+    }
+
+    /// Connects Search Console syncs to `client` (a host's own, or a test's). Without one
+    /// (and without [`XfBuilder::google`]) a sync is `400 gsc_not_configured`.
+    pub fn search_console(mut self, client: Arc<dyn SearchConsole>) -> Self {
+        self.search_console = Some(client);
+        self
+    }
+
+    /// Connects Search Console syncs to Google with the host's OAuth client (and, for tests,
+    /// other token and API base URLs).
+    #[cfg(feature = "net")]
+    pub fn google(self, config: crate::gsc::GoogleConfig) -> Self {
+        self.search_console(Arc::new(crate::gsc::GoogleSearchConsole::new(config)))
+    }
+
+    /// Where uploaded media files are stored (default: a [`LocalBlobStore`] in
+    /// `xf-media` under the system's temporary directory, which suits one process and
+    /// tests; a host that scales out gives every instance the same store).
+    pub fn blob_store(mut self, blobs: Arc<dyn BlobStore>) -> Self {
+        self.blobs = Some(blobs);
+        self
+    }
+
+    /// Replaces the upload size limits (default 4 GiB per video, 50 MiB per image).
+    pub fn media_limits(mut self, limits: MediaLimits) -> Self {
+        self.media_limits = limits;
         self
     }
 
@@ -298,6 +355,18 @@ impl XfBuilder {
         #[cfg(not(feature = "net"))]
         let webhooks = self.webhooks;
         let secret_box = SecretBox::new(&config.secret_key);
+        let token_sealer = Sealer::new(&config.secret_key, b"xf/google-refresh-tokens/v1");
+        let blobs = match self.blobs {
+            Some(blobs) => blobs,
+            None => {
+                let root = std::env::temp_dir().join("xf-media");
+                let local = LocalBlobStore::new(&root).map_err(|e| BuildError::BlobStore {
+                    path: root.display().to_string(),
+                    cause: e.to_string(),
+                })?;
+                Arc::new(local) as Arc<dyn BlobStore>
+            }
+        };
         Ok(Xf {
             inner: Arc::new(Inner {
                 store: self.store,
@@ -309,6 +378,11 @@ impl XfBuilder {
                 mock_key,
                 secret_box,
                 webhooks,
+                search_console: self.search_console,
+                gsc_tokens: TokenCache::default(),
+                token_sealer,
+                blobs,
+                media_limits: self.media_limits,
                 allow_private_targets: self.allow_private_targets,
                 keys: key_cache::KeyCache::new(self.key_cache_ttl),
             }),
@@ -346,6 +420,9 @@ impl Xf {
             clock: Arc::new(SystemClock),
             fetcher: None,
             webhooks: None,
+            search_console: None,
+            blobs: None,
+            media_limits: MediaLimits::default(),
             allow_private_targets: false,
             key_cache_ttl: KEY_CACHE_TTL,
             plans: PlanCatalog::default(),

@@ -183,15 +183,23 @@ impl Xf {
                 latest.insert(job.subject.property_id.clone(), job);
             }
         }
+        let mut snapshots = if includes.gsc {
+            self.gsc_blocks(&properties).await?
+        } else {
+            HashMap::new()
+        };
         Ok(properties
             .into_iter()
             .map(|property| {
-                let gsc = includes.gsc.then(|| PropertyGsc {
-                    linked: property.gsc_site_url.is_some(),
-                    site_url: property.gsc_site_url.clone(),
-                    last_synced_at: None,
-                    clicks_28d: 0,
-                    impressions_28d: 0,
+                let gsc = includes.gsc.then(|| {
+                    let snapshot = snapshots.remove(&property.id);
+                    PropertyGsc {
+                        linked: property.gsc_site_url.is_some(),
+                        site_url: property.gsc_site_url.clone(),
+                        last_synced_at: snapshot.as_ref().map(|s| s.synced_at),
+                        clicks_28d: snapshot.as_ref().map_or(0, |s| s.totals.clicks),
+                        impressions_28d: snapshot.as_ref().map_or(0, |s| s.totals.impressions),
+                    }
                 });
                 let last_scan = includes.last_scan.then(|| {
                     latest.remove(&property.id).map(|job| {

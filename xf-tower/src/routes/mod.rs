@@ -2,11 +2,14 @@
 //! then one handler per endpoint that parses, calls one [`xf_core::Xf`] method and renders.
 
 pub mod account;
+pub mod gsc;
 pub mod health;
 pub mod jobs;
+pub mod media;
 pub mod properties;
 pub mod reports;
 pub mod scans;
+pub mod uploads;
 pub mod webhooks;
 
 use serde::Serialize;

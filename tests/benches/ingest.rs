@@ -1,0 +1,254 @@
+//! Ingest speed of a 1 GiB video upload against a plain file copy on the same disk, with the
+//! peak memory of the upload. The upload is a real multipart `POST /api/v1/media/videos` over
+//! a loopback socket to xf-server (in this process, memory store, `--media-dir` on the disk
+//! under test), streamed from a file by a hyper client; it ends when the server answered
+//! `201`, so it includes the multipart parsing, the blob store's write and `fsync`, the
+//! content inspection and the store's insert. The copy reads the same file and writes a new
+//! one with 1 MiB buffers, then `fsync`s it (the upload's durability, for a fair
+//! comparison); `std::fs::copy` (the kernel's `copy_file_range`) is reported beside it. Not a
+//! test: it asserts nothing about speed and reports figures to quote.
+//!
+//! The sample is an ffmpeg video followed by a `free` box up to the size: a valid MP4 whose
+//! content check reads its header boxes and `moov`, then skips the padding.
+//!
+//! Run with: `cargo bench -p xf-tests --bench ingest` (needs ffmpeg, as the tests do).
+//! `XF_BENCH_DIR` (default: the system's temporary directory) picks the disk, `XF_BENCH_MIB`
+//! (default 1024) the size and `XF_BENCH_RUNS` (default 5) the rounds; medians are reported.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use clap::Parser;
+use http::{Method, Request};
+use http_body_util::{BodyExt, StreamBody};
+use hyper_util::rt::TokioIo;
+
+const CHUNK: usize = 1 << 20;
+
+fn env_number(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A valid MP4 of `size` bytes: a real short video, then a `free` box to the size.
+fn sample(path: &Path, size: u64) {
+    let video = xf_tests::media::video("mp4", 320, 240, 1, true, 0);
+    let padding = size - video.len() as u64;
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path).expect("the sample"));
+    file.write_all(&video).unwrap();
+    let box_size = u32::try_from(padding).expect("a padding box under 4 GiB");
+    file.write_all(&box_size.to_be_bytes()).unwrap();
+    file.write_all(b"free").unwrap();
+    let zeros = vec![0u8; CHUNK];
+    let mut left = padding - 8;
+    while left > 0 {
+        let n = left.min(CHUNK as u64) as usize;
+        file.write_all(&zeros[..n]).unwrap();
+        left -= n as u64;
+    }
+    file.flush().unwrap();
+    file.get_ref().sync_all().unwrap();
+}
+
+/// A plain copy: 1 MiB reads and writes, then `fsync`.
+fn buffered_copy(from: &Path, to: &Path) -> Duration {
+    let started = Instant::now();
+    let mut source = std::fs::File::open(from).unwrap();
+    let mut target = std::fs::File::create(to).unwrap();
+    let mut buffer = vec![0u8; CHUNK];
+    loop {
+        let n = source.read(&mut buffer).unwrap();
+        if n == 0 {
+            break;
+        }
+        target.write_all(&buffer[..n]).unwrap();
+    }
+    target.sync_data().unwrap();
+    started.elapsed()
+}
+
+/// `std::fs::copy` (copy_file_range), then `fsync`.
+fn kernel_copy(from: &Path, to: &Path) -> Duration {
+    let started = Instant::now();
+    std::fs::copy(from, to).unwrap();
+    std::fs::File::open(to).unwrap().sync_data().unwrap();
+    started.elapsed()
+}
+
+/// Kibibytes of a `/proc/self/status` line.
+fn status_kib(key: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|line| line.strip_prefix(key))
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Resets the peak resident size (Linux: `5` to `clear_refs`).
+fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// Uploads `path` as a video form and returns how long until the `201`.
+async fn upload(address: std::net::SocketAddr, key: &str, path: &Path) -> Duration {
+    let boundary = xf_tests::media::BOUNDARY;
+    let head = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"platforms\"\r\n\r\n[\"tiktok\"]\r\n\
+         --{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.mp4\"\r\n\
+         Content-Type: video/mp4\r\n\r\n"
+    );
+    let tail = format!("\r\n--{boundary}--\r\n");
+    let size = std::fs::metadata(path).unwrap().len() + (head.len() + tail.len()) as u64;
+    let started = Instant::now();
+    let file = tokio::fs::File::open(path).await.unwrap();
+    // The body: the form's head, the file in 1 MiB reads, the closing boundary.
+    let chunks = futures::stream::unfold(
+        (Some(Bytes::from(head)), Some(file), Some(Bytes::from(tail))),
+        |(head, file, tail)| async move {
+            use tokio::io::AsyncReadExt;
+            if let Some(head) = head {
+                return Some((
+                    Ok::<_, std::io::Error>(hyper::body::Frame::data(head)),
+                    (None, file, tail),
+                ));
+            }
+            if let Some(mut file) = file {
+                let mut buffer = vec![0u8; CHUNK];
+                let n = file.read(&mut buffer).await.unwrap();
+                if n > 0 {
+                    buffer.truncate(n);
+                    return Some((
+                        Ok(hyper::body::Frame::data(Bytes::from(buffer))),
+                        (None, Some(file), tail),
+                    ));
+                }
+            }
+            let tail = tail?;
+            Some((Ok(hyper::body::Frame::data(tail)), (None, None, None)))
+        },
+    );
+    let stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let request = Request::builder()
+        .method(Method::POST)
+        .uri("/api/v1/media/videos")
+        .header("host", address.to_string())
+        .header("x-api-key", key)
+        .header("content-length", size)
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .body(StreamBody::new(chunks))
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    let status = response.status();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
+    started.elapsed()
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let runs = env_number("XF_BENCH_RUNS", 5);
+    let mib = env_number("XF_BENCH_MIB", 1024) as u64;
+    let root: PathBuf = std::env::var_os("XF_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir)
+        .join(format!("xf-ingest-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&root).unwrap();
+    let source = root.join("sample.mp4");
+    sample(&source, mib << 20);
+    let media_dir = root.join("media");
+    let config = xf_server::Config::try_parse_from([
+        "xf-server",
+        "--listen",
+        "127.0.0.1:0",
+        "--admin-token",
+        "bench",
+        "--media-dir",
+        media_dir.to_str().unwrap(),
+    ])
+    .unwrap();
+    let app = xf_server::build_app(&config).await.unwrap();
+    let xf = app.xf.clone();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(xf_server::serve(
+        listener,
+        app.router,
+        std::future::pending(),
+    ));
+    let created = xf
+        .admin_create_organization(xf_core::NewOrganization {
+            name: "Bench".into(),
+            plan: "pro".into(),
+            shop_domain: None,
+        })
+        .await
+        .unwrap();
+    xf.admin_connect_channel(
+        created.organization.id.as_str(),
+        serde_json::from_value(serde_json::json!({
+            "platform": "tiktok", "accountId": "tt", "displayName": "Bench", "accessToken": "t"
+        }))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    let key = created.live_key;
+
+    let seconds = |d: Duration| d.as_secs_f64();
+    let (mut copies, mut kernel, mut ingests, mut peaks) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for round in 1..=runs {
+        let copy = buffered_copy(&source, &root.join("copy.mp4"));
+        std::fs::remove_file(root.join("copy.mp4")).unwrap();
+        let fast = kernel_copy(&source, &root.join("copy.mp4"));
+        std::fs::remove_file(root.join("copy.mp4")).unwrap();
+        let before = status_kib("VmRSS:");
+        reset_peak();
+        let ingest = upload(address, &key, &source).await;
+        let peak = status_kib("VmHWM:").saturating_sub(before);
+        // The uploaded files go, so every round writes to a disk as full as the last.
+        let _ = std::fs::remove_dir_all(media_dir.join("media"));
+        println!(
+            "round {round}: copy {:.2} s, std::fs::copy {:.2} s, upload {:.2} s, peak RSS growth {:.1} MiB",
+            seconds(copy),
+            seconds(fast),
+            seconds(ingest),
+            peak as f64 / 1024.0
+        );
+        copies.push(seconds(copy));
+        kernel.push(seconds(fast));
+        ingests.push(seconds(ingest));
+        peaks.push(peak as f64 / 1024.0);
+    }
+    let (copy, fast, ingest) = (median(copies), median(kernel), median(ingests));
+    let mb = mib as f64 * 1.048576;
+    println!(
+        "{mib} MiB, medians of {runs}: copy {copy:.2} s ({:.0} MB/s), std::fs::copy {fast:.2} s ({:.0} MB/s), \
+         upload {ingest:.2} s ({:.0} MB/s); upload speed / copy speed = {:.2} (/ std::fs::copy = {:.2}); \
+         peak RSS growth during an upload: median {:.1} MiB",
+        mb / copy,
+        mb / fast,
+        mb / ingest,
+        copy / ingest,
+        fast / ingest,
+        median(peaks)
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}

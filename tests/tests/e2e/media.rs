@@ -1,0 +1,864 @@
+//! The media publishing API through the service: uploads of real sample files (made by
+//! ffmpeg) in multipart forms, content checks, platform settings and target accounts, media
+//! items and lists, channels, its envelope, keys and plans, and tenant isolation.
+
+use bytes::Bytes;
+use http::{Method, Request};
+use http_body_util::Full;
+use serde_json::{json, Value};
+use xf_core::media::blob::LocalBlobStore;
+use xf_core::MediaLimits;
+use xf_tests::media::{image, multipart, video};
+use xf_tests::{Reply, TestApp};
+
+crate::backends!(
+    video_upload_reads_the_file_and_plans_each_platform,
+    images_of_each_format_are_read,
+    bad_uploads_are_refused_and_leave_nothing,
+    platform_settings_and_accounts_are_checked,
+    lists_page_and_filter_newest_first,
+    keys_plans_envelopes_and_tenants,
+    uploads_with_an_idempotency_key_happen_once,
+);
+
+/// A media organization (`plus` plan) and its keys.
+struct MediaOrg {
+    id: String,
+    live: String,
+    test: String,
+}
+
+async fn media_org(app: &TestApp, name: &str) -> MediaOrg {
+    let created = app.organization(name, "plus").await;
+    MediaOrg {
+        id: created.organization.id.to_string(),
+        live: created.live_key,
+        test: created.test_key,
+    }
+}
+
+/// Connects a channel through the admin API.
+async fn connect(app: &TestApp, org: &MediaOrg, platform: &str, account: &str) -> Value {
+    let reply = app
+        .admin(
+            Method::POST,
+            &format!("/organizations/{}/channels", org.id),
+            Some(json!({
+                "platform": platform,
+                "accountId": account,
+                "displayName": format!("{account} name"),
+                "thumbnail": "https://cdn.example/a.png",
+                "accessToken": format!("token-of-{account}"),
+                "refreshToken": "refresh",
+                "expiresAt": "2026-12-01T00:00:00Z",
+            })),
+        )
+        .await;
+    reply.expect(201)["channel"].clone()
+}
+
+/// Sends an upload form with `X-API-Key`.
+async fn upload(
+    app: &TestApp,
+    key: &str,
+    path: &str,
+    fields: &[(&str, &str)],
+    file: Option<(&str, &[u8])>,
+) -> Reply {
+    let (content_type, body) = multipart(fields, file);
+    let request = Request::builder()
+        .method(Method::POST)
+        .uri(path)
+        .header("x-api-key", key)
+        .header("content-type", content_type)
+        .body(Full::new(Bytes::from(body)))
+        .expect("a request");
+    app.send(request).await
+}
+
+/// A media request with `X-API-Key`.
+async fn get(app: &TestApp, key: &str, path: &str) -> Reply {
+    let request = Request::builder()
+        .uri(path)
+        .header("x-api-key", key)
+        .body(Full::new(Bytes::new()))
+        .expect("a request");
+    app.send(request).await
+}
+
+/// Asserts the media success envelope and returns `data`.
+#[track_caller]
+fn ok(reply: &Reply, status: u16) -> &Value {
+    assert_eq!(reply.status.as_u16(), status, "{}", reply.body);
+    assert_eq!(reply.body["success"], true, "{}", reply.body);
+    assert!(reply.body["meta"]["requestId"].is_string());
+    &reply.body["data"]
+}
+
+/// Asserts the media error envelope with `code`, and returns the fields it names.
+#[track_caller]
+fn refused(reply: &Reply, status: u16, code: &str) -> Vec<String> {
+    assert_eq!(reply.status.as_u16(), status, "{}", reply.body);
+    assert_eq!(reply.body["success"], false, "{}", reply.body);
+    assert_eq!(reply.body["error"]["code"], code, "{}", reply.body);
+    assert!(reply.body["error"]["message"]
+        .as_str()
+        .is_some_and(|m| !m.is_empty()));
+    reply.body["error"]["details"]
+        .as_array()
+        .map(|details| {
+            details
+                .iter()
+                .map(|d| d["field"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The app with its blob store in a fresh directory (returned) and small image limits.
+fn with_blobs(app: TestApp, max_image_bytes: u64) -> (TestApp, std::path::PathBuf) {
+    let root = std::env::temp_dir().join(format!("xf-media-test-{}", uuid_like()));
+    let blobs = LocalBlobStore::new(&root).expect("a blob directory");
+    let app = app.reconfigured(|builder| {
+        builder
+            .blob_store(std::sync::Arc::new(blobs))
+            .media_limits(MediaLimits {
+                max_video_bytes: 4 << 30,
+                max_image_bytes,
+            })
+    });
+    (app, root)
+}
+
+fn uuid_like() -> String {
+    format!(
+        "{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    )
+}
+
+/// The files below the blob directory, `.partial/` included.
+fn stored_files(root: &std::path::Path) -> Vec<std::path::PathBuf> {
+    fn walk(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, found);
+            } else {
+                found.push(path);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(root, &mut found);
+    found
+}
+
+async fn video_upload_reads_the_file_and_plans_each_platform(app: TestApp) {
+    let (app, root) = with_blobs(app, 50 << 20);
+    let org = media_org(&app, "Studio").await;
+    connect(&app, &org, "youtube", "UC-studio").await;
+    connect(&app, &org, "tiktok", "tt-1").await;
+    connect(&app, &org, "tiktok", "tt-2").await;
+    let clip = video("mp4", 320, 240, 2, true, 90);
+
+    let reply = upload(
+        &app,
+        &org.live,
+        "/media/videos",
+        &[
+            ("title", "Launch"),
+            ("description", "Our launch"),
+            ("platforms", r#"["youtube", "tiktok"]"#),
+            (
+                "youtube",
+                r#"{"privacy": "unlisted", "title": "Launch day"}"#,
+            ),
+            ("youtubeTitle", "loses to the nested title"),
+            ("tiktokPrivacy", "SELF_ONLY"),
+            ("selectedTiktokAccounts", r#"["tt-2"]"#),
+        ],
+        Some(("launch.MP4", &clip)),
+    )
+    .await;
+    let data = ok(&reply, 201);
+    assert_eq!(reply.body["message"], "video uploaded");
+    let items = data.as_array().unwrap();
+    assert_eq!(items.len(), 1);
+    let id = items[0]["id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("med_"));
+    assert_eq!(
+        items[0],
+        json!({"id": id, "title": "Launch", "status": "pending", "platforms": ["youtube", "tiktok"]})
+    );
+
+    let item = get(&app, &org.live, &format!("/media/videos/{id}")).await;
+    let item = ok(&item, 200);
+    assert_eq!(item["kind"], "video");
+    assert_eq!(item["description"], "Our launch");
+    assert_eq!(item["scheduledAt"], Value::Null);
+    assert_eq!(item["file"]["name"], "launch.MP4");
+    assert_eq!(item["file"]["size"], clip.len());
+    assert_eq!(item["file"]["container"], "mp4");
+    assert_eq!(item["file"]["durationMs"], 2000);
+    // Turned a quarter: shown 240 wide and 320 high. ffmpeg 5 writes `rotate=90` as a
+    // matrix that turns the picture counterclockwise, which is 270° clockwise, the way
+    // `rotation` counts (as phones record portrait video: 90° clockwise).
+    assert_eq!(
+        (
+            item["file"]["width"].clone(),
+            item["file"]["height"].clone()
+        ),
+        (json!(240), json!(320))
+    );
+    assert_eq!(item["file"]["rotation"], 270);
+    assert_eq!(item["file"]["videoCodec"], "avc1");
+    assert_eq!(item["file"]["audioCodec"], "mp4a");
+    assert_eq!(item["youtube"]["status"], "idle");
+    assert_eq!(item["youtube"]["videoId"], Value::Null);
+    assert_eq!(item["youtube"]["accounts"], json!(["UC-studio"]));
+    assert_eq!(
+        item["youtube"]["settings"],
+        json!({"title": "Launch day", "privacy": "unlisted"})
+    );
+    assert_eq!(item["tiktok"]["accounts"], json!(["tt-2"]));
+    assert_eq!(item["tiktok"]["settings"], json!({"privacy": "SELF_ONLY"}));
+    assert_eq!(
+        item["instagram"],
+        json!({"status": "idle", "mediaId": null, "url": null})
+    );
+    assert_eq!(
+        item["linkedin"],
+        json!({"status": "idle", "urn": null, "url": null})
+    );
+    assert_eq!(
+        item["pinterest"],
+        json!({"status": "idle", "pinId": null, "url": null})
+    );
+    assert_eq!(item["createdAt"], "2026-11-16T10:20:30.000Z");
+    // The file is kept, and nothing else.
+    assert_eq!(stored_files(&root).len(), 1);
+
+    // A QuickTime movie without sound, as a draft, and a scheduled one, on the legacy path.
+    let movie = video("mov", 160, 120, 1, false, 0);
+    let draft = upload(
+        &app,
+        &org.live,
+        "/media/videos",
+        &[("platforms", r#"["youtube"]"#), ("isDraft", "true")],
+        Some(("clip.mov", &movie)),
+    )
+    .await;
+    let draft_id = ok(&draft, 201)[0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(ok(&draft, 201)[0]["status"], "draft");
+    let shown = get(&app, &org.live, &format!("/media/videos/{draft_id}")).await;
+    let shown = ok(&shown, 200);
+    assert_eq!(shown["file"]["container"], "mov");
+    assert_eq!(
+        (
+            shown["file"]["width"].clone(),
+            shown["file"]["height"].clone()
+        ),
+        (json!(160), json!(120))
+    );
+    assert_eq!(shown["file"]["durationMs"], 1000);
+    assert_eq!(shown["file"]["audioCodec"], Value::Null);
+    let scheduled = upload(
+        &app,
+        &org.live,
+        "/video/upload",
+        &[
+            ("platforms", r#"["tiktok"]"#),
+            ("scheduledAt", "2026-12-24T18:00:00Z"),
+            ("selectedTiktokAccounts", "tt-1"),
+        ],
+        Some(("clip.mov", &movie)),
+    )
+    .await;
+    assert_eq!(ok(&scheduled, 201)[0]["status"], "scheduled");
+    let _ = std::fs::remove_dir_all(root);
+}
+
+async fn images_of_each_format_are_read(app: TestApp) {
+    let (app, root) = with_blobs(app, 50 << 20);
+    let org = media_org(&app, "Gallery").await;
+    connect(&app, &org, "instagram", "ig-1").await;
+    for (format, name) in [
+        ("png", "a.png"),
+        ("jpg", "b.JPG"),
+        ("jpg", "c.jpeg"),
+        ("webp", "d.webp"),
+    ] {
+        let bytes = image(format, 64, 48);
+        let reply = upload(
+            &app,
+            &org.live,
+            "/media/images",
+            &[
+                ("platforms", r#"["instagram"]"#),
+                ("instagramCaption", "hi"),
+            ],
+            Some((name, &bytes)),
+        )
+        .await;
+        let id = ok(&reply, 201)[0]["id"].as_str().unwrap().to_owned();
+        let item = get(&app, &org.live, &format!("/media/images/{id}")).await;
+        let item = ok(&item, 200);
+        let expected = if format == "jpg" { "jpeg" } else { format };
+        assert_eq!(
+            item["file"],
+            json!({"name": name, "size": bytes.len(), "format": expected, "width": 64, "height": 48})
+        );
+        assert_eq!(item["instagram"]["settings"], json!({"caption": "hi"}));
+        // An image is not a video.
+        get(&app, &org.live, &format!("/media/videos/{id}")).await;
+        refused(
+            &get(&app, &org.live, &format!("/media/videos/{id}")).await,
+            404,
+            "not_found",
+        );
+    }
+    // Images may go nowhere yet.
+    let bytes = image("png", 8, 8);
+    let reply = upload(
+        &app,
+        &org.live,
+        "/media/images",
+        &[],
+        Some(("x.png", &bytes)),
+    )
+    .await;
+    assert_eq!(ok(&reply, 201)[0]["platforms"], json!([]));
+    let _ = std::fs::remove_dir_all(root);
+}
+
+/// A refused upload: what it is, its file, its fields, and the status, code and field of the
+/// answer.
+type Case<'a> = (
+    &'a str,
+    Option<(&'a str, Vec<u8>)>,
+    Vec<(&'a str, &'a str)>,
+    u16,
+    &'a str,
+    &'a str,
+);
+
+async fn bad_uploads_are_refused_and_leave_nothing(app: TestApp) {
+    let (app, root) = with_blobs(app, 2_000);
+    let org = media_org(&app, "Studio").await;
+    connect(&app, &org, "youtube", "UC-1").await;
+    let clip = video("mp4", 160, 120, 1, true, 0);
+    let png = image("png", 32, 32);
+    let platforms = [("platforms", r#"["youtube"]"#)];
+    let cases: Vec<Case> = vec![
+        (
+            "wrong extension",
+            Some(("clip.avi", clip.clone())),
+            platforms.to_vec(),
+            400,
+            "validation_error",
+            "file",
+        ),
+        (
+            "no extension",
+            Some(("clip", clip.clone())),
+            platforms.to_vec(),
+            400,
+            "validation_error",
+            "file",
+        ),
+        (
+            "content of another kind",
+            Some(("clip.mp4", png.clone())),
+            platforms.to_vec(),
+            400,
+            "validation_error",
+            "file",
+        ),
+        (
+            "mp4 named mov",
+            Some(("clip.mov", clip.clone())),
+            platforms.to_vec(),
+            400,
+            "validation_error",
+            "file",
+        ),
+        (
+            "truncated",
+            Some(("clip.mp4", clip[..clip.len() / 2].to_vec())),
+            platforms.to_vec(),
+            400,
+            "validation_error",
+            "file",
+        ),
+        (
+            "empty",
+            Some(("clip.mp4", Vec::new())),
+            platforms.to_vec(),
+            400,
+            "validation_error",
+            "file",
+        ),
+        (
+            "missing file and fileId",
+            None,
+            platforms.to_vec(),
+            400,
+            "validation_error",
+            "file",
+        ),
+        (
+            "both file and fileId",
+            Some(("clip.mp4", clip.clone())),
+            vec![("platforms", r#"["youtube"]"#), ("fileId", "upl_x")],
+            400,
+            "validation_error",
+            "fileId",
+        ),
+        (
+            "bad platforms JSON",
+            Some(("clip.mp4", clip.clone())),
+            vec![("platforms", "[youtube")],
+            400,
+            "validation_error",
+            "platforms",
+        ),
+        (
+            "unknown platform",
+            Some(("clip.mp4", clip.clone())),
+            vec![("platforms", r#"["myspace"]"#)],
+            400,
+            "validation_error",
+            "platforms",
+        ),
+        (
+            "bad setting value",
+            Some(("clip.mp4", clip.clone())),
+            vec![
+                ("platforms", r#"["youtube"]"#),
+                ("youtubePrivacy", "secret"),
+            ],
+            400,
+            "validation_error",
+            "youtubePrivacy",
+        ),
+    ];
+    for (what, file, fields, status, code, field) in cases {
+        let file = file.as_ref().map(|(name, bytes)| (*name, bytes.as_slice()));
+        let reply = upload(&app, &org.live, "/media/videos", &fields, file).await;
+        let named = refused(&reply, status, code);
+        assert!(
+            named.contains(&field.to_owned()),
+            "{what}: {named:?} {}",
+            reply.body
+        );
+        assert!(stored_files(&root).is_empty(), "{what} left a file");
+    }
+    // Over the (small, configured) image limit.
+    let big = image("png", 256, 256);
+    assert!(big.len() > 2_000);
+    let reply = upload(
+        &app,
+        &org.live,
+        "/media/images",
+        &[],
+        Some(("big.png", &big)),
+    )
+    .await;
+    refused(&reply, 413, "payload_too_large");
+    assert!(stored_files(&root).is_empty());
+    // Not a multipart body at all.
+    let reply = app
+        .send(xf_tests::request(
+            Method::POST,
+            "/media/videos",
+            Some(&org.live),
+            Some("{}".into()),
+            &[],
+        ))
+        .await;
+    assert_eq!(refused(&reply, 400, "validation_error"), ["body"]);
+    let list = get(&app, &org.live, "/media/videos").await;
+    assert_eq!(ok(&list, 200)["pagination"]["total"], 0);
+    let _ = std::fs::remove_dir_all(root);
+}
+
+async fn platform_settings_and_accounts_are_checked(app: TestApp) {
+    let (app, root) = with_blobs(app, 50 << 20);
+    let org = media_org(&app, "Studio").await;
+    let clip = video("mp4", 160, 120, 1, false, 0);
+    let png = image("png", 16, 16);
+    let send = |fields: Vec<(&'static str, &'static str)>| {
+        let (app, key, clip) = (&app, org.live.clone(), clip.clone());
+        async move { upload(app, &key, "/media/videos", &fields, Some(("c.mp4", &clip))).await }
+    };
+    // No channel connected, then several without naming one, then one not connected.
+    let reply = send(vec![("platforms", r#"["linkedin"]"#)]).await;
+    assert_eq!(
+        refused(&reply, 400, "validation_error"),
+        ["linkedin.accounts"]
+    );
+    connect(&app, &org, "linkedin", "urn:li:person:1").await;
+    connect(&app, &org, "linkedin", "urn:li:organization:2").await;
+    let reply = send(vec![("platforms", r#"["linkedin"]"#)]).await;
+    assert_eq!(
+        refused(&reply, 400, "validation_error"),
+        ["linkedin.accounts"]
+    );
+    let reply = send(vec![
+        ("platforms", r#"["linkedin"]"#),
+        ("linkedin", r#"{"accounts": ["urn:li:person:9"]}"#),
+    ])
+    .await;
+    assert_eq!(
+        refused(&reply, 400, "validation_error"),
+        ["linkedin.accounts"]
+    );
+    let reply = send(vec![
+        ("platforms", r#"["linkedin"]"#),
+        (
+            "linkedin",
+            r#"{"accounts": ["urn:li:organization:2"], "comment": "Hello"}"#,
+        ),
+    ])
+    .await;
+    ok(&reply, 201);
+    // Unknown nested settings and types; settings of a platform not chosen are checked too.
+    let reply = send(vec![
+        ("platforms", r#"["linkedin"]"#),
+        (
+            "linkedin",
+            r#"{"accounts": ["urn:li:person:1"], "colour": "red", "autoPublish": "yes"}"#,
+        ),
+        ("tiktokDisableDuet", "maybe"),
+        ("pinterest", "not json"),
+    ])
+    .await;
+    let mut fields = refused(&reply, 400, "validation_error");
+    fields.sort();
+    assert_eq!(
+        fields,
+        [
+            "linkedin.autoPublish",
+            "linkedin.colour",
+            "pinterest",
+            "tiktokDisableDuet"
+        ]
+    );
+    // Images take no YouTube, neither as a platform nor in settings.
+    for fields in [
+        vec![("platforms", r#"["youtube"]"#)],
+        vec![("youtube", r#"{"privacy": "public"}"#)],
+    ] {
+        let reply = upload(
+            &app,
+            &org.live,
+            "/media/images",
+            &fields,
+            Some(("p.png", &png)),
+        )
+        .await;
+        let named = refused(&reply, 400, "validation_error");
+        assert!(named == ["platforms"] || named == ["youtube"], "{named:?}");
+    }
+    assert_eq!(
+        stored_files(&root).len(),
+        1,
+        "only the accepted upload is kept"
+    );
+    let _ = std::fs::remove_dir_all(root);
+}
+
+async fn lists_page_and_filter_newest_first(app: TestApp) {
+    let (app, root) = with_blobs(app, 50 << 20);
+    let org = media_org(&app, "Studio").await;
+    connect(&app, &org, "tiktok", "tt").await;
+    connect(&app, &org, "pinterest", "pin").await;
+    let clip = video("mp4", 160, 120, 1, false, 0);
+    let mut ids = Vec::new();
+    for n in 0..12 {
+        app.clock.advance(chrono::Duration::seconds(1));
+        let platforms = if n % 3 == 0 {
+            r#"["pinterest"]"#
+        } else {
+            r#"["tiktok"]"#
+        };
+        let draft = if n == 5 { "true" } else { "false" };
+        let reply = upload(
+            &app,
+            &org.live,
+            "/media/videos",
+            &[("platforms", platforms), ("isDraft", draft)],
+            Some(("c.mp4", &clip)),
+        )
+        .await;
+        ids.push(ok(&reply, 201)[0]["id"].as_str().unwrap().to_owned());
+    }
+    ids.reverse();
+    let first = get(&app, &org.live, "/media/videos").await;
+    let first = ok(&first, 200);
+    assert_eq!(
+        first["pagination"],
+        json!({"total": 12, "page": 1, "limit": 10, "pages": 2})
+    );
+    let shown: Vec<&str> = first["videos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        shown,
+        ids[..10].iter().map(String::as_str).collect::<Vec<_>>()
+    );
+    assert_eq!(first["videos"][0]["file"]["container"], "mp4");
+    let second = get(&app, &org.live, "/media/videos?page=2&limit=10").await;
+    assert_eq!(ok(&second, 200)["videos"].as_array().unwrap().len(), 2);
+    let beyond = get(&app, &org.live, "/media/videos?page=9").await;
+    assert_eq!(ok(&beyond, 200)["videos"], json!([]));
+    let pins = get(
+        &app,
+        &org.live,
+        "/media/videos?platform=pinterest&limit=100",
+    )
+    .await;
+    assert_eq!(ok(&pins, 200)["pagination"]["total"], 4);
+    let drafts = get(&app, &org.live, "/media/videos?status=draft").await;
+    assert_eq!(ok(&drafts, 200)["pagination"]["total"], 1);
+    let images = get(&app, &org.live, "/media/images").await;
+    assert_eq!(
+        ok(&images, 200),
+        &json!({"images": [], "pagination": {"total": 0, "page": 1, "limit": 10, "pages": 0}})
+    );
+    for bad in [
+        "page=0",
+        "page=x",
+        "limit=0",
+        "limit=101",
+        "status=published",
+        "platform=myspace",
+    ] {
+        let reply = get(&app, &org.live, &format!("/media/videos?{bad}")).await;
+        refused(&reply, 400, "validation_error");
+    }
+    let reply = get(&app, &org.live, "/media/images?platform=youtube").await;
+    assert_eq!(refused(&reply, 400, "validation_error"), ["platform"]);
+    let _ = std::fs::remove_dir_all(root);
+}
+
+async fn keys_plans_envelopes_and_tenants(app: TestApp) {
+    let (app, root) = with_blobs(app, 50 << 20);
+    let org = media_org(&app, "Studio").await;
+    let other = media_org(&app, "Rival").await;
+    connect(&app, &org, "youtube", "UC-a").await;
+    let youtube = connect(&app, &org, "youtube", "UC-b").await;
+    assert!(youtube["id"].as_str().unwrap().starts_with("ch_"));
+    assert!(!youtube.to_string().contains("token-of"));
+    // Connecting again keeps the channel.
+    let again = connect(&app, &org, "youtube", "UC-b").await;
+    assert_eq!(again["id"], youtube["id"]);
+    connect(&app, &org, "linkedin", "urn:li:person:1").await;
+    connect(&app, &org, "instagram", "ig").await;
+
+    let channels = get(&app, &org.live, "/channels").await;
+    let channels = ok(&channels, 200);
+    assert_eq!(channels["youtube"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        channels["youtube"][1],
+        json!({"id": youtube["id"], "channelId": "UC-b", "title": "UC-b name", "thumbnail": "https://cdn.example/a.png"})
+    );
+    assert_eq!(channels["linkedin"][0]["name"], "urn:li:person:1 name");
+    assert_eq!(channels["instagram"][0]["username"], "ig name");
+    assert_eq!(channels["tiktok"], json!([]));
+    // Bearer works as well as X-API-Key.
+    let bearer = app.get("/channels", &org.live).await;
+    assert_eq!(bearer.body["success"], true);
+    let theirs = get(&app, &other.live, "/channels").await;
+    assert_eq!(ok(&theirs, 200)["youtube"], json!([]));
+
+    let clip = video("mp4", 160, 120, 1, false, 0);
+    let reply = upload(
+        &app,
+        &org.live,
+        "/media/videos",
+        &[
+            ("platforms", r#"["youtube"]"#),
+            ("selectedYoutubeChannels", "UC-a"),
+        ],
+        Some(("c.mp4", &clip)),
+    )
+    .await;
+    let id = ok(&reply, 201)[0]["id"].as_str().unwrap().to_owned();
+    refused(
+        &get(&app, &other.live, &format!("/media/videos/{id}")).await,
+        404,
+        "not_found",
+    );
+    refused(
+        &get(&app, &org.live, "/media/videos/med_unknown").await,
+        404,
+        "not_found",
+    );
+    assert_eq!(
+        ok(&get(&app, &other.live, "/media/videos").await, 200)["pagination"]["total"],
+        0
+    );
+
+    // Test keys: checked, answered, and nothing kept.
+    let mock = upload(
+        &app,
+        &org.test,
+        "/media/videos",
+        &[
+            ("platforms", r#"["youtube"]"#),
+            ("selectedYoutubeChannels", "UC-a"),
+        ],
+        Some(("c.mp4", &clip)),
+    )
+    .await;
+    let mock = ok(&mock, 201)[0].clone();
+    assert_eq!(mock["status"], "pending");
+    refused(
+        &get(
+            &app,
+            &org.live,
+            &format!("/media/videos/{}", mock["id"].as_str().unwrap()),
+        )
+        .await,
+        404,
+        "not_found",
+    );
+    assert_eq!(
+        ok(&get(&app, &org.live, "/media/videos").await, 200)["pagination"]["total"],
+        1
+    );
+    assert_eq!(stored_files(&root).len(), 1);
+
+    // Keys and plans.
+    refused(
+        &get(&app, "xf_live_nope", "/media/videos").await,
+        401,
+        "api_key_invalid",
+    );
+    let anonymous = app
+        .send(xf_tests::request(Method::GET, "/channels", None, None, &[]))
+        .await;
+    refused(&anonymous, 401, "api_key_invalid");
+    let seo_only = app.organization("SEO shop", "growth").await;
+    refused(
+        &get(&app, &seo_only.live_key, "/media/videos").await,
+        403,
+        "plan_required",
+    );
+    // The admin API checks what it is given.
+    for bad in [
+        json!({"platform": "myspace", "accountId": "a", "displayName": "A", "accessToken": "t"}),
+        json!({"platform": "tiktok", "displayName": "A", "accessToken": "t"}),
+        json!({"platform": "tiktok", "accountId": "a", "accessToken": "t"}),
+        json!({"platform": "tiktok", "accountId": "a", "displayName": "A", "accessToken": ""}),
+        json!({"platform": "tiktok", "accountId": "a", "displayName": "A", "accessToken": "t", "thumbnail": "ftp://x"}),
+        json!({"platform": "tiktok", "accountId": "a", "displayName": "A", "accessToken": "t", "expiresAt": "soon"}),
+    ] {
+        app.admin(
+            Method::POST,
+            &format!("/organizations/{}/channels", org.id),
+            Some(bad),
+        )
+        .await
+        .expect_error(400, "validation_error");
+    }
+    app.admin(
+        Method::POST,
+        "/organizations/org_unknown/channels",
+        Some(
+            json!({"platform": "tiktok", "accountId": "a", "displayName": "A", "accessToken": "t"}),
+        ),
+    )
+    .await
+    .expect_error(404, "not_found");
+    let _ = std::fs::remove_dir_all(root);
+}
+
+/// Sends an upload form with `X-API-Key` and `Idempotency-Key`.
+async fn upload_once(
+    app: &TestApp,
+    key: &str,
+    idempotency_key: &str,
+    fields: &[(&str, &str)],
+    file: &[u8],
+) -> Reply {
+    let (content_type, body) = multipart(fields, Some(("clip.mp4", file)));
+    let request = Request::builder()
+        .method(Method::POST)
+        .uri("/media/videos")
+        .header("x-api-key", key)
+        .header("idempotency-key", idempotency_key)
+        .header("content-type", content_type)
+        .body(Full::new(Bytes::from(body)))
+        .expect("a request");
+    app.send(request).await
+}
+
+async fn uploads_with_an_idempotency_key_happen_once(app: TestApp) {
+    let (app, root) = with_blobs(app, 50 << 20);
+    let org = media_org(&app, "Studio").await;
+    connect(&app, &org, "tiktok", "tt").await;
+    let clip = video("mp4", 160, 120, 1, false, 0);
+    let fields = [("platforms", r#"["tiktok"]"#), ("title", "Once")];
+
+    let first = upload_once(&app, &org.live, "launch-1", &fields, &clip).await;
+    let id = ok(&first, 201)[0]["id"].clone();
+    assert_eq!(first.header("idempotent-replayed"), None);
+    let again = upload_once(&app, &org.live, "launch-1", &fields, &clip).await;
+    assert_eq!(ok(&again, 201)[0]["id"], id);
+    assert_eq!(again.body["message"], "video uploaded");
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+    assert_ne!(
+        again.body["meta"]["requestId"],
+        first.body["meta"]["requestId"]
+    );
+    // One item, one file: the second copy of the bytes was dropped.
+    assert_eq!(
+        ok(&get(&app, &org.live, "/media/videos").await, 200)["pagination"]["total"],
+        1
+    );
+    assert_eq!(stored_files(&root).len(), 1);
+
+    // The same key with another form (other fields, or other bytes) is refused.
+    let other_fields = upload_once(
+        &app,
+        &org.live,
+        "launch-1",
+        &[("platforms", r#"["tiktok"]"#)],
+        &clip,
+    )
+    .await;
+    refused(&other_fields, 422, "idempotency_key_reused");
+    let other_clip = video("mp4", 160, 120, 2, false, 0);
+    let other_bytes = upload_once(&app, &org.live, "launch-1", &fields, &other_clip).await;
+    refused(&other_bytes, 422, "idempotency_key_reused");
+    // A refused form is not kept: corrected, the same key goes through.
+    let bad = upload_once(
+        &app,
+        &org.live,
+        "launch-2",
+        &[("platforms", "tiktok")],
+        &clip,
+    )
+    .await;
+    refused(&bad, 400, "validation_error");
+    let fixed = upload_once(&app, &org.live, "launch-2", &fields, &clip).await;
+    assert_ne!(ok(&fixed, 201)[0]["id"], id);
+    for key in ["", &"k".repeat(129)] {
+        let reply = upload_once(&app, &org.live, key, &fields, &clip).await;
+        assert_eq!(
+            refused(&reply, 400, "validation_error"),
+            ["Idempotency-Key"]
+        );
+    }
+    assert_eq!(stored_files(&root).len(), 2);
+    let _ = std::fs::remove_dir_all(root);
+}

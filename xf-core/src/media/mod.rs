@@ -1,0 +1,15 @@
+//! The media publishing API: media items, their files and per-platform plans, connected
+//! channels, and the checks an upload goes through.
+
+pub mod api;
+pub mod blob;
+pub mod inspect;
+pub mod model;
+#[cfg(feature = "s3")]
+pub mod s3;
+pub mod settings;
+
+pub use model::{
+    Channel, FileFacts, MediaItem, MediaKind, MediaStatus, Platform, PlatformStatus,
+    PlatformTarget, StoredFile, Upload, UploadPart,
+};

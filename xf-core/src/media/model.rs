@@ -1,0 +1,323 @@
+//! The media publishing API's records: media items with their per-platform state, and
+//! connected channels.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+use super::inspect::{ImageFacts, VideoFacts};
+use crate::ids::{ChannelId, MediaId, OrganizationId};
+use crate::time::Timestamp;
+
+/// A social platform media can be published to.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Platform {
+    /// YouTube (Shorts and long-form video).
+    Youtube,
+    /// Instagram (Reels and posts).
+    Instagram,
+    /// TikTok.
+    Tiktok,
+    /// LinkedIn (image and video posts).
+    Linkedin,
+    /// Pinterest (pins).
+    Pinterest,
+}
+
+impl Platform {
+    /// Every platform, in the spec's order.
+    pub const ALL: [Platform; 5] = [
+        Platform::Youtube,
+        Platform::Instagram,
+        Platform::Tiktok,
+        Platform::Linkedin,
+        Platform::Pinterest,
+    ];
+
+    /// Its name in the API (`youtube`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Platform::Youtube => "youtube",
+            Platform::Instagram => "instagram",
+            Platform::Tiktok => "tiktok",
+            Platform::Linkedin => "linkedin",
+            Platform::Pinterest => "pinterest",
+        }
+    }
+
+    /// The platform of a name, if it is one.
+    pub fn parse(name: &str) -> Option<Platform> {
+        Platform::ALL.into_iter().find(|p| p.as_str() == name)
+    }
+
+    /// Whether media of `kind` can go there (YouTube takes no images).
+    pub fn accepts(self, kind: MediaKind) -> bool {
+        !(kind == MediaKind::Image && self == Platform::Youtube)
+    }
+}
+
+/// Video or image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum MediaKind {
+    /// An `.mp4` or `.mov` video.
+    Video,
+    /// A `.jpg`, `.png` or `.webp` image.
+    Image,
+}
+
+impl MediaKind {
+    /// `video` or `image`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MediaKind::Video => "video",
+            MediaKind::Image => "image",
+        }
+    }
+}
+
+/// The overall status of a media item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum MediaStatus {
+    /// Saved as a draft: never processed automatically.
+    Draft,
+    /// Waiting to be processed or published.
+    Pending,
+    /// Waiting for its `scheduledAt`.
+    Scheduled,
+    /// Platform calls are under way.
+    Processing,
+    /// Every selected platform is `published` or `manual`.
+    Completed,
+    /// At least one selected platform failed (the others keep their own status).
+    Failed,
+}
+
+impl MediaStatus {
+    /// Every status.
+    pub const ALL: [MediaStatus; 6] = [
+        MediaStatus::Draft,
+        MediaStatus::Pending,
+        MediaStatus::Scheduled,
+        MediaStatus::Processing,
+        MediaStatus::Completed,
+        MediaStatus::Failed,
+    ];
+
+    /// Its name in the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MediaStatus::Draft => "draft",
+            MediaStatus::Pending => "pending",
+            MediaStatus::Scheduled => "scheduled",
+            MediaStatus::Processing => "processing",
+            MediaStatus::Completed => "completed",
+            MediaStatus::Failed => "failed",
+        }
+    }
+
+    /// The status of a name, if it is one.
+    pub fn parse(name: &str) -> Option<MediaStatus> {
+        MediaStatus::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+
+    /// The status of a new item (CONTRACT.md): a draft stays `draft`; a `scheduledAt` in the
+    /// future is `scheduled`; anything else is `pending`.
+    pub fn initial(is_draft: bool, scheduled_at: Option<Timestamp>, now: Timestamp) -> Self {
+        match (is_draft, scheduled_at) {
+            (true, _) => MediaStatus::Draft,
+            (false, Some(at)) if at > now => MediaStatus::Scheduled,
+            _ => MediaStatus::Pending,
+        }
+    }
+}
+
+/// The status of a media item on one platform.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PlatformStatus {
+    /// Nothing done yet (or the platform is not selected).
+    Idle,
+    /// Waiting to be sent.
+    Pending,
+    /// Being uploaded or processed by the platform.
+    Processing,
+    /// Live.
+    Published,
+    /// Failed on that platform.
+    Failed,
+    /// Needs a person to finish it on the platform.
+    Manual,
+}
+
+/// The file of a media item, as stored and inspected.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredFile {
+    /// Where the bytes are in the blob store.
+    pub key: String,
+    /// The name the client gave the file.
+    pub name: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// What inspecting the content found.
+    pub facts: FileFacts,
+}
+
+/// What inspecting a file's content found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum FileFacts {
+    /// A video's container, duration, display size, rotation and codecs.
+    Video(VideoFacts),
+    /// An image's format and size.
+    Image(ImageFacts),
+}
+
+/// A media item on one selected platform.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlatformTarget {
+    /// Where it stands there.
+    pub status: PlatformStatus,
+    /// The accounts it goes to (`channelId` for YouTube, `accountId` elsewhere).
+    pub accounts: Vec<String>,
+    /// The platform's settings given with the upload (the nested keys of the spec).
+    pub settings: Map<String, Value>,
+    /// The platform's id of the post, once published.
+    pub remote_id: Option<String>,
+    /// Its public address, once published.
+    pub url: Option<String>,
+    /// Why it failed, when it did.
+    pub error: Option<String>,
+}
+
+/// An uploaded video or image and its publication plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MediaItem {
+    /// `med_…`.
+    pub id: MediaId,
+    /// The owner.
+    pub organization_id: OrganizationId,
+    /// Video or image.
+    pub kind: MediaKind,
+    /// Internal title.
+    pub title: Option<String>,
+    /// Internal description (the default caption).
+    pub description: Option<String>,
+    /// The overall status.
+    pub status: MediaStatus,
+    /// When to publish; `None` for as soon as possible.
+    pub scheduled_at: Option<Timestamp>,
+    /// The file.
+    pub file: StoredFile,
+    /// The selected platforms and their state, in the order of [`Platform::ALL`].
+    pub targets: BTreeMap<Platform, PlatformTarget>,
+    /// When it was uploaded.
+    pub created_at: Timestamp,
+    /// When anything about it last changed.
+    pub updated_at: Timestamp,
+}
+
+impl MediaItem {
+    /// The selected platforms, in the order of [`Platform::ALL`].
+    pub fn platforms(&self) -> Vec<Platform> {
+        self.targets.keys().copied().collect()
+    }
+}
+
+/// A social account connected by the host, that media can be published to.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Channel {
+    /// `ch_…`.
+    pub id: ChannelId,
+    /// The owner.
+    pub organization_id: OrganizationId,
+    /// The platform.
+    pub platform: Platform,
+    /// The platform's id of the account (`channelId` for YouTube, the account id, URN or
+    /// user id elsewhere).
+    pub account_id: String,
+    /// Its display name (YouTube's title, LinkedIn's name, a username elsewhere).
+    pub name: String,
+    /// Its picture, if any.
+    pub thumbnail: Option<String>,
+    /// The OAuth access token, sealed with the host's secret.
+    pub sealed_access_token: String,
+    /// The OAuth refresh token, sealed, if the platform issued one.
+    pub sealed_refresh_token: Option<String>,
+    /// When the access token expires, if known.
+    pub expires_at: Option<Timestamp>,
+    /// When it was connected.
+    pub created_at: Timestamp,
+    /// When it was last connected again or changed.
+    pub updated_at: Timestamp,
+}
+
+impl std::fmt::Debug for Channel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Channel")
+            .field("id", &self.id)
+            .field("platform", &self.platform)
+            .field("account_id", &self.account_id)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A piece of a resumable upload: the body of one `PATCH` (or of the creation request),
+/// stored as a blob of its own until the upload is used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UploadPart {
+    /// Where its bytes start in the upload.
+    pub offset: u64,
+    /// How many bytes it holds.
+    pub length: u64,
+    /// Its blob.
+    pub key: String,
+}
+
+/// A resumable upload (tus 1.0.0), whose id is the `fileId` the upload forms accept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upload {
+    /// `upl_…`.
+    pub id: crate::ids::UploadId,
+    /// The owner.
+    pub organization_id: OrganizationId,
+    /// The whole upload's size (`Upload-Length`).
+    pub length: u64,
+    /// Bytes received so far (`Upload-Offset`).
+    pub offset: u64,
+    /// `Upload-Metadata` as sent: keys and base64 values.
+    pub metadata: Vec<(String, String)>,
+    /// The pieces received, in order, each starting where the one before ends.
+    pub parts: Vec<UploadPart>,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// When it is purged if unused (`Upload-Expires`): 24 hours after creation.
+    pub expires_at: Timestamp,
+}
+
+impl Upload {
+    /// The decoded value of a metadata key (`filename`, ...), if it is UTF-8.
+    pub fn metadata_value(&self, key: &str) -> Option<String> {
+        use base64::Engine;
+        let (_, value) = self.metadata.iter().find(|(k, _)| k == key)?;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(value)
+            .ok()?;
+        String::from_utf8(bytes).ok()
+    }
+
+    /// Whether every byte arrived.
+    pub fn is_complete(&self) -> bool {
+        self.offset == self.length
+    }
+}

@@ -1,0 +1,562 @@
+//! The text fields of the upload forms: title, description, platforms, schedule, draft flag,
+//! and each platform's settings, given as one JSON field per platform (`youtube`, ...) or as
+//! flat fields (`youtubePrivacy`, `selectedYoutubeChannels`, ...). Where both name the same
+//! setting, the nested JSON wins (CONTRACT.md).
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::model::{MediaKind, Platform};
+use crate::error::{Error, FieldError};
+use crate::time::Timestamp;
+
+/// Longest internal title.
+pub const MAX_TITLE: usize = 200;
+/// Longest internal description.
+pub const MAX_DESCRIPTION: usize = 5_000;
+/// Most accounts of one platform one upload can target.
+pub const MAX_ACCOUNTS: usize = 20;
+
+/// The type of a setting.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    /// Text of at most this many characters (the platform's own limit).
+    Text(usize),
+    /// `true` or `false`.
+    Bool,
+    /// One of these values.
+    Select(&'static [&'static str]),
+    /// A list of account ids.
+    Accounts,
+}
+
+/// One setting: its nested key, its flat field, its type.
+#[derive(Debug, Clone, Copy)]
+struct Setting {
+    nested: &'static str,
+    flat: &'static str,
+    kind: Kind,
+}
+
+const fn setting(nested: &'static str, flat: &'static str, kind: Kind) -> Setting {
+    Setting { nested, flat, kind }
+}
+
+const YOUTUBE: &[Setting] = &[
+    setting("title", "youtubeTitle", Kind::Text(100)),
+    setting("description", "youtubeDescription", Kind::Text(5_000)),
+    setting(
+        "privacy",
+        "youtubePrivacy",
+        Kind::Select(&["public", "private", "unlisted"]),
+    ),
+    setting("autoPublish", "youtubeAutoPublish", Kind::Bool),
+    setting("channels", "selectedYoutubeChannels", Kind::Accounts),
+];
+const INSTAGRAM: &[Setting] = &[
+    setting("caption", "instagramCaption", Kind::Text(2_200)),
+    setting("autoPublish", "instagramAutoPublish", Kind::Bool),
+    setting("accounts", "selectedInstagramAccounts", Kind::Accounts),
+];
+const TIKTOK: &[Setting] = &[
+    setting("caption", "tiktokCaption", Kind::Text(2_200)),
+    setting(
+        "privacy",
+        "tiktokPrivacy",
+        Kind::Select(&["PUBLIC_TO_EVERYONE", "MUTUAL_FOLLOW_FRIENDS", "SELF_ONLY"]),
+    ),
+    setting("autoPublish", "tiktokAutoPublish", Kind::Bool),
+    setting("accounts", "selectedTiktokAccounts", Kind::Accounts),
+    setting("disableComment", "tiktokDisableComment", Kind::Bool),
+    setting("disableDuet", "tiktokDisableDuet", Kind::Bool),
+    setting("disableStitch", "tiktokDisableStitch", Kind::Bool),
+];
+const LINKEDIN: &[Setting] = &[
+    setting("comment", "linkedinComment", Kind::Text(3_000)),
+    setting("autoPublish", "linkedinAutoPublish", Kind::Bool),
+    setting("accounts", "selectedLinkedinAccounts", Kind::Accounts),
+];
+const PINTEREST: &[Setting] = &[
+    setting("title", "pinterestTitle", Kind::Text(100)),
+    setting("description", "pinterestDescription", Kind::Text(500)),
+    setting("autoPublish", "pinterestAutoPublish", Kind::Bool),
+    setting("accounts", "selectedPinterestAccounts", Kind::Accounts),
+];
+
+fn settings_of(platform: Platform) -> &'static [Setting] {
+    match platform {
+        Platform::Youtube => YOUTUBE,
+        Platform::Instagram => INSTAGRAM,
+        Platform::Tiktok => TIKTOK,
+        Platform::Linkedin => LINKEDIN,
+        Platform::Pinterest => PINTEREST,
+    }
+}
+
+/// The form fields other than the file and the platform settings.
+const COMMON_FIELDS: &[&str] = &[
+    "title",
+    "description",
+    "platforms",
+    "scheduledAt",
+    "isDraft",
+    "fileId",
+];
+
+/// One platform's choices in an upload.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PlatformChoice {
+    /// The settings given (nested keys), account lists left out.
+    pub settings: Map<String, Value>,
+    /// The accounts asked for; `None` when none were named.
+    pub accounts: Option<Vec<String>>,
+}
+
+/// The text fields of an upload, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UploadFields {
+    /// Internal title.
+    pub title: Option<String>,
+    /// Internal description.
+    pub description: Option<String>,
+    /// The chosen platforms, each once, in the order of [`Platform::ALL`].
+    pub platforms: Vec<Platform>,
+    /// When to publish.
+    pub scheduled_at: Option<Timestamp>,
+    /// Save as a draft.
+    pub is_draft: bool,
+    /// `fileId`: a finished resumable upload to use instead of a file part.
+    pub file_id: Option<String>,
+    /// The settings of each chosen platform (settings given for a platform that is not
+    /// chosen are checked, then dropped).
+    pub choices: BTreeMap<Platform, PlatformChoice>,
+}
+
+/// Checks the text fields of an upload form of `kind`. Every problem is reported, each
+/// naming its field (`platforms`, `youtube.privacy`, `tiktokPrivacy`, ...).
+pub fn parse_upload_fields(
+    kind: MediaKind,
+    fields: &[(String, String)],
+) -> Result<UploadFields, Error> {
+    let mut problems: Vec<FieldError> = Vec::new();
+    let mut problem = |field: &str, message: String| {
+        problems.push(FieldError {
+            field: field.to_owned(),
+            message,
+        })
+    };
+    let mut by_name: BTreeMap<&str, &str> = BTreeMap::new();
+    for (name, value) in fields {
+        let known = COMMON_FIELDS.contains(&name.as_str())
+            || Platform::parse(name).is_some()
+            || Platform::ALL
+                .iter()
+                .any(|p| settings_of(*p).iter().any(|s| s.flat == name));
+        if !known {
+            problem(name, "is not a field of this form".into());
+        } else if value.contains('\0') {
+            problem(name, "must not contain a NUL character".into());
+        } else if by_name.insert(name, value).is_some() {
+            problem(name, "is given more than once".into());
+        }
+    }
+
+    let text = |name: &str, max: usize, problem: &mut dyn FnMut(&str, String)| {
+        by_name.get(name).and_then(|value| {
+            let value = value.trim();
+            if value.chars().count() > max {
+                problem(name, format!("must be at most {max} characters"));
+                None
+            } else {
+                (!value.is_empty()).then(|| value.to_owned())
+            }
+        })
+    };
+    let title = text("title", MAX_TITLE, &mut problem);
+    let description = text("description", MAX_DESCRIPTION, &mut problem);
+    let file_id = text("fileId", 64, &mut problem);
+
+    let platforms = match by_name.get("platforms") {
+        None if kind == MediaKind::Video => {
+            problem(
+                "platforms",
+                "is required: a JSON array of platform names".into(),
+            );
+            Vec::new()
+        }
+        None => Vec::new(),
+        Some(raw) => parse_platforms(kind, raw).unwrap_or_else(|message| {
+            problem("platforms", message);
+            Vec::new()
+        }),
+    };
+    let scheduled_at = by_name.get("scheduledAt").and_then(|raw| {
+        let parsed = Timestamp::parse_rfc3339(raw.trim());
+        if parsed.is_none() {
+            problem(
+                "scheduledAt",
+                "must be an ISO 8601 date and time with a time zone, e.g. 2026-12-01T09:30:00Z"
+                    .into(),
+            );
+        }
+        parsed
+    });
+    let is_draft = match by_name.get("isDraft").map(|v| v.trim()) {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(_) => {
+            problem("isDraft", "must be true or false".into());
+            false
+        }
+    };
+
+    let mut choices = BTreeMap::new();
+    for platform in Platform::ALL {
+        let given_nested = by_name.contains_key(platform.as_str());
+        let given_flat = settings_of(platform)
+            .iter()
+            .any(|s| by_name.contains_key(s.flat));
+        if !platform.accepts(kind) && (given_nested || given_flat) {
+            problem(
+                platform.as_str(),
+                format!("{} takes no {}s", platform.as_str(), kind.as_str()),
+            );
+            continue;
+        }
+        let choice = platform_choice(platform, &by_name, &mut problem);
+        if platforms.contains(&platform) {
+            choices.insert(platform, choice);
+        }
+    }
+
+    if !problems.is_empty() {
+        return Err(Error::invalid_fields(problems));
+    }
+    Ok(UploadFields {
+        title,
+        description,
+        platforms,
+        scheduled_at,
+        is_draft,
+        file_id,
+        choices,
+    })
+}
+
+/// `platforms`: a JSON array of distinct platform names that take media of `kind`.
+fn parse_platforms(kind: MediaKind, raw: &str) -> Result<Vec<Platform>, String> {
+    let names: Vec<Value> = match serde_json::from_str(raw) {
+        Ok(Value::Array(names)) => names,
+        _ => {
+            return Err(format!(
+                "must be a JSON array of platform names, e.g. [\"instagram\", \"tiktok\"]; got {}",
+                shorten(raw)
+            ))
+        }
+    };
+    let mut platforms = Vec::new();
+    for name in names {
+        let platform = name.as_str().and_then(Platform::parse).ok_or_else(|| {
+            format!("{name} is not a platform: youtube, instagram, tiktok, linkedin or pinterest")
+        })?;
+        if !platform.accepts(kind) {
+            return Err(format!("{} takes no {}s", platform.as_str(), kind.as_str()));
+        }
+        if platforms.contains(&platform) {
+            return Err(format!("{} is listed twice", platform.as_str()));
+        }
+        platforms.push(platform);
+    }
+    platforms.sort();
+    Ok(platforms)
+}
+
+fn shorten(raw: &str) -> String {
+    let short: String = raw.chars().take(40).collect();
+    if short.len() < raw.len() {
+        format!("{short:?}…")
+    } else {
+        format!("{short:?}")
+    }
+}
+
+/// One platform's settings from its nested JSON field and its flat fields; a nested value
+/// wins over a flat one.
+fn platform_choice(
+    platform: Platform,
+    fields: &BTreeMap<&str, &str>,
+    problem: &mut dyn FnMut(&str, String),
+) -> PlatformChoice {
+    let name = platform.as_str();
+    let nested: Map<String, Value> = match fields.get(name) {
+        None => Map::new(),
+        Some(raw) => match serde_json::from_str(raw) {
+            Ok(Value::Object(object)) => object,
+            _ => {
+                problem(name, format!("must be a JSON object of {name}'s settings"));
+                Map::new()
+            }
+        },
+    };
+    let table = settings_of(platform);
+    for key in nested.keys() {
+        if !table.iter().any(|s| s.nested == key) {
+            let known: Vec<&str> = table.iter().map(|s| s.nested).collect();
+            problem(
+                &format!("{name}.{key}"),
+                format!("is not a setting of {name} ({})", known.join(", ")),
+            );
+        }
+    }
+    let mut choice = PlatformChoice::default();
+    for setting in table {
+        let value = match nested.get(setting.nested) {
+            Some(value) => nested_value(setting.kind, value)
+                .map_err(|m| (format!("{name}.{}", setting.nested), m)),
+            None => match fields.get(setting.flat) {
+                Some(raw) => {
+                    flat_value(setting.kind, raw).map_err(|m| (setting.flat.to_owned(), m))
+                }
+                None => continue,
+            },
+        };
+        match value {
+            Ok(Value::Array(accounts)) => {
+                choice.accounts = Some(
+                    accounts
+                        .into_iter()
+                        .filter_map(|a| a.as_str().map(str::to_owned))
+                        .collect(),
+                );
+            }
+            Ok(Value::Null) => {}
+            Ok(value) => {
+                choice.settings.insert(setting.nested.to_owned(), value);
+            }
+            Err((field, message)) => problem(&field, message),
+        }
+    }
+    choice
+}
+
+/// A nested setting's JSON value, checked against its type (`null` is as if not given).
+fn nested_value(kind: Kind, value: &Value) -> Result<Value, String> {
+    match (kind, value) {
+        (_, Value::Null) => Ok(Value::Null),
+        (Kind::Text(max), Value::String(text)) => checked_text(max, text),
+        (Kind::Bool, Value::Bool(_)) => Ok(value.clone()),
+        (Kind::Select(allowed), Value::String(text)) => checked_choice(allowed, text),
+        (Kind::Accounts, Value::Array(items)) => {
+            let ids: Option<Vec<&str>> = items.iter().map(Value::as_str).collect();
+            checked_accounts(ids.ok_or("must be an array of account id strings")?)
+        }
+        (kind, _) => Err(expected(kind)),
+    }
+}
+
+/// A flat field's text, read as its type: `true`/`false`; a JSON array or a comma-separated
+/// list of account ids.
+fn flat_value(kind: Kind, raw: &str) -> Result<Value, String> {
+    let raw = raw.trim();
+    match kind {
+        Kind::Text(max) => checked_text(max, raw),
+        Kind::Bool => match raw {
+            "true" => Ok(Value::Bool(true)),
+            "false" => Ok(Value::Bool(false)),
+            _ => Err(expected(kind)),
+        },
+        Kind::Select(allowed) => checked_choice(allowed, raw),
+        Kind::Accounts if raw.starts_with('[') => match serde_json::from_str::<Vec<String>>(raw) {
+            Ok(ids) => checked_accounts(ids.iter().map(String::as_str).collect()),
+            Err(_) => Err("must be a JSON array of account id strings".into()),
+        },
+        Kind::Accounts => checked_accounts(
+            raw.split(',')
+                .map(str::trim)
+                .filter(|id| !id.is_empty())
+                .collect(),
+        ),
+    }
+}
+
+fn expected(kind: Kind) -> String {
+    match kind {
+        Kind::Text(max) => format!("must be text of at most {max} characters"),
+        Kind::Bool => "must be true or false".into(),
+        Kind::Select(allowed) => format!("must be one of {}", allowed.join(", ")),
+        Kind::Accounts => "must be an array of account ids".into(),
+    }
+}
+
+fn checked_text(max: usize, text: &str) -> Result<Value, String> {
+    if text.chars().count() > max {
+        Err(format!("must be at most {max} characters"))
+    } else {
+        Ok(Value::String(text.to_owned()))
+    }
+}
+
+fn checked_choice(allowed: &[&str], text: &str) -> Result<Value, String> {
+    if allowed.contains(&text) {
+        Ok(Value::String(text.to_owned()))
+    } else {
+        Err(format!(
+            "must be one of {}; got {}",
+            allowed.join(", "),
+            shorten(text)
+        ))
+    }
+}
+
+fn checked_accounts(ids: Vec<&str>) -> Result<Value, String> {
+    if ids.len() > MAX_ACCOUNTS {
+        return Err(format!("names more than {MAX_ACCOUNTS} accounts"));
+    }
+    let mut unique: Vec<&str> = Vec::new();
+    for id in ids {
+        if id.is_empty() || id.len() > 256 || id.chars().any(char::is_control) {
+            return Err("must hold account ids of 1 to 256 characters".into());
+        }
+        if !unique.contains(&id) {
+            unique.push(id);
+        }
+    }
+    Ok(Value::Array(
+        unique
+            .into_iter()
+            .map(|id| Value::String(id.to_owned()))
+            .collect(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn form(fields: &[(&str, &str)]) -> Vec<(String, String)> {
+        fields
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    fn fields_of(error: Error) -> Vec<String> {
+        match error {
+            Error::Validation { details, .. } => details.into_iter().map(|d| d.field).collect(),
+            other => panic!("not a validation error: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_full_video_form_is_read() {
+        let parsed = parse_upload_fields(
+            MediaKind::Video,
+            &form(&[
+                ("title", " Launch "),
+                ("platforms", r#"["tiktok", "youtube"]"#),
+                ("scheduledAt", "2026-12-01T09:30:00Z"),
+                ("isDraft", "false"),
+                (
+                    "youtube",
+                    r#"{"privacy": "unlisted", "channels": ["UC1", "UC1"], "title": "Nested"}"#,
+                ),
+                ("youtubeTitle", "Flat loses"),
+                ("youtubeAutoPublish", "true"),
+                ("tiktokPrivacy", "SELF_ONLY"),
+                ("selectedTiktokAccounts", "a1, a2"),
+                ("instagramCaption", "not chosen, dropped"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(parsed.title.as_deref(), Some("Launch"));
+        assert_eq!(parsed.platforms, vec![Platform::Youtube, Platform::Tiktok]);
+        assert!(!parsed.is_draft);
+        let youtube = &parsed.choices[&Platform::Youtube];
+        assert_eq!(youtube.settings["title"], "Nested");
+        assert_eq!(youtube.settings["privacy"], "unlisted");
+        assert_eq!(youtube.settings["autoPublish"], true);
+        assert_eq!(youtube.accounts, Some(vec!["UC1".to_owned()]));
+        let tiktok = &parsed.choices[&Platform::Tiktok];
+        assert_eq!(tiktok.settings["privacy"], "SELF_ONLY");
+        assert_eq!(
+            tiktok.accounts,
+            Some(vec!["a1".to_owned(), "a2".to_owned()])
+        );
+        assert!(!parsed.choices.contains_key(&Platform::Instagram));
+    }
+
+    #[test]
+    fn every_problem_names_its_field() {
+        let error = parse_upload_fields(
+            MediaKind::Video,
+            &form(&[
+                ("platforms", r#"["youtube"]"#),
+                ("youtube", r#"{"privacy": "secret", "colour": 1}"#),
+                ("tiktokPrivacy", "EVERYONE"),
+                ("isDraft", "yes"),
+                ("scheduledAt", "tomorrow"),
+                ("titel", "typo"),
+            ]),
+        )
+        .unwrap_err();
+        let mut fields = fields_of(error);
+        fields.sort();
+        assert_eq!(
+            fields,
+            [
+                "isDraft",
+                "scheduledAt",
+                "tiktokPrivacy",
+                "titel",
+                "youtube.colour",
+                "youtube.privacy"
+            ]
+        );
+    }
+
+    #[test]
+    fn platforms_must_be_a_json_array_of_known_names() {
+        for bad in [
+            "youtube",
+            r#"["myspace"]"#,
+            r#"["tiktok", "tiktok"]"#,
+            "{}",
+            r#"[1]"#,
+        ] {
+            let error =
+                parse_upload_fields(MediaKind::Video, &form(&[("platforms", bad)])).unwrap_err();
+            assert_eq!(fields_of(error), ["platforms"], "{bad}");
+        }
+        let missing = parse_upload_fields(MediaKind::Video, &form(&[])).unwrap_err();
+        assert_eq!(fields_of(missing), ["platforms"]);
+        // Images may leave platforms out, and take no YouTube.
+        assert!(parse_upload_fields(MediaKind::Image, &form(&[])).is_ok());
+        let youtube =
+            parse_upload_fields(MediaKind::Image, &form(&[("platforms", r#"["youtube"]"#)]))
+                .unwrap_err();
+        assert_eq!(fields_of(youtube), ["platforms"]);
+        let settings =
+            parse_upload_fields(MediaKind::Image, &form(&[("youtubePrivacy", "public")]))
+                .unwrap_err();
+        assert_eq!(fields_of(settings), ["youtube"]);
+    }
+
+    #[test]
+    fn texts_respect_the_platforms_limits() {
+        let long = "x".repeat(101);
+        let error = parse_upload_fields(
+            MediaKind::Video,
+            &form(&[("platforms", r#"["pinterest"]"#), ("pinterestTitle", &long)]),
+        )
+        .unwrap_err();
+        assert_eq!(fields_of(error), ["pinterestTitle"]);
+        let repeated = vec![
+            ("platforms".to_owned(), r#"["pinterest"]"#.to_owned()),
+            ("title".to_owned(), "a".to_owned()),
+            ("title".to_owned(), "b".to_owned()),
+        ];
+        let error = parse_upload_fields(MediaKind::Video, &repeated).unwrap_err();
+        assert_eq!(fields_of(error), ["title"]);
+    }
+}

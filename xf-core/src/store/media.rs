@@ -1,0 +1,85 @@
+//! Media items and connected channels.
+
+use async_trait::async_trait;
+
+use super::StoreResult;
+use crate::ids::{MediaId, OrganizationId, UploadId};
+use crate::media::{Channel, MediaItem, MediaKind, MediaStatus, Platform, Upload, UploadPart};
+use crate::time::Timestamp;
+
+/// What [`MediaStore::append_upload_part`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Appended {
+    /// The part was added; the upload as it is now.
+    Added(Upload),
+    /// The upload's offset is not the part's: another request got there first. Its offset.
+    OffsetMoved(u64),
+    /// No such upload (or it expired).
+    Missing,
+}
+
+/// Filters of `GET /media/videos` and `GET /media/images`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MediaFilter {
+    /// Videos or images.
+    pub kind: MediaKind,
+    /// Only items with this overall status.
+    pub status: Option<MediaStatus>,
+    /// Only items that target this platform.
+    pub platform: Option<Platform>,
+}
+
+/// Media items and channels.
+#[async_trait]
+pub trait MediaStore: Send + Sync {
+    /// Stores a new media item; [`StoreError::Duplicate`](crate::StoreError::Duplicate) when
+    /// the id is taken.
+    async fn insert_media(&self, item: &MediaItem) -> StoreResult<()>;
+
+    /// The media item with this id (any organization: the caller checks ownership).
+    async fn get_media(&self, id: &MediaId) -> StoreResult<Option<MediaItem>>;
+
+    /// The organization's items matching `filter`, newest first (`createdAt`, then id,
+    /// descending), skipping `offset` and taking at most `limit`; and how many match in all.
+    async fn list_media(
+        &self,
+        organization_id: &OrganizationId,
+        filter: &MediaFilter,
+        offset: u64,
+        limit: usize,
+    ) -> StoreResult<(Vec<MediaItem>, u64)>;
+
+    /// Connects a channel, or connects it again: a channel of the same organization,
+    /// platform and account is updated (name, thumbnail, tokens, expiry, `updated_at`) and
+    /// keeps its id and `created_at`. Returns the stored channel. `None` when the
+    /// organization does not exist.
+    async fn put_channel(&self, channel: &Channel) -> StoreResult<Option<Channel>>;
+
+    /// Stores a new resumable upload.
+    async fn insert_upload(&self, upload: &Upload) -> StoreResult<()>;
+
+    /// The upload with this id (any organization: the caller checks ownership), unless it
+    /// expired at or before `now`.
+    async fn get_upload(&self, id: &UploadId, now: Timestamp) -> StoreResult<Option<Upload>>;
+
+    /// Adds `part` to the upload if its offset is still `part.offset` and it has not expired
+    /// at `now`, and moves the offset past the part, atomically: of two requests at one
+    /// offset, one wins.
+    async fn append_upload_part(
+        &self,
+        id: &UploadId,
+        part: &UploadPart,
+        now: Timestamp,
+    ) -> StoreResult<Appended>;
+
+    /// Removes an upload (terminated, or used by a media item) and returns it, so that its
+    /// parts' blobs can be deleted.
+    async fn delete_upload(&self, id: &UploadId) -> StoreResult<Option<Upload>>;
+
+    /// Removes up to `limit` uploads that expired at or before `now`, and returns them.
+    async fn take_expired_uploads(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<Upload>>;
+
+    /// The organization's channels, by platform (in the order of [`Platform::ALL`]), then
+    /// oldest first.
+    async fn list_channels(&self, organization_id: &OrganizationId) -> StoreResult<Vec<Channel>>;
+}

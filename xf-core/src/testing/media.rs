@@ -1,0 +1,353 @@
+//! Media items and connected channels.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::{minutes, seed_organization, TestStore};
+use crate::ids::{ChannelId, MediaId, OrganizationId};
+use crate::media::inspect::{ImageFacts, ImageFormat};
+use crate::media::{
+    Channel, FileFacts, MediaItem, MediaKind, MediaStatus, Platform, PlatformStatus,
+    PlatformTarget, StoredFile,
+};
+use crate::store::MediaFilter;
+use crate::time::Timestamp;
+use crate::StoreError;
+
+/// A new media item of `organization_id`: a 1080×1080 PNG (whatever `kind` says), `pending`,
+/// targeting `platforms` with one account each and a setting. Not stored.
+pub fn media_item(
+    organization_id: &OrganizationId,
+    kind: MediaKind,
+    platforms: &[Platform],
+    created_at: Timestamp,
+) -> MediaItem {
+    let id = MediaId::new();
+    let targets = platforms
+        .iter()
+        .map(|platform| {
+            let mut settings = serde_json::Map::new();
+            settings.insert("autoPublish".into(), true.into());
+            let target = PlatformTarget {
+                status: PlatformStatus::Idle,
+                accounts: vec![format!("{}-account", platform.as_str())],
+                settings,
+                remote_id: None,
+                url: None,
+                error: None,
+            };
+            (*platform, target)
+        })
+        .collect::<BTreeMap<_, _>>();
+    MediaItem {
+        file: StoredFile {
+            key: format!("media/{id}"),
+            name: "square.png".to_owned(),
+            size: 12_345,
+            facts: FileFacts::Image(ImageFacts {
+                format: ImageFormat::Png,
+                width: 1080,
+                height: 1080,
+            }),
+        },
+        id,
+        organization_id: organization_id.clone(),
+        kind,
+        title: Some("Launch «ü»".to_owned()),
+        description: None,
+        status: MediaStatus::Pending,
+        scheduled_at: Some(created_at.plus(chrono::Duration::days(1))),
+        targets,
+        created_at,
+        updated_at: created_at,
+    }
+}
+
+/// A channel of `organization_id` on `platform` for `account_id`, connected at `at`. Not
+/// stored.
+pub fn channel(
+    organization_id: &OrganizationId,
+    platform: Platform,
+    account_id: &str,
+    at: Timestamp,
+) -> Channel {
+    Channel {
+        id: ChannelId::new(),
+        organization_id: organization_id.clone(),
+        platform,
+        account_id: account_id.to_owned(),
+        name: format!("{account_id} name"),
+        thumbnail: Some(format!("https://cdn.example/{account_id}.png")),
+        sealed_access_token: format!("v1.access-{account_id}"),
+        sealed_refresh_token: None,
+        expires_at: Some(at.plus(chrono::Duration::hours(1))),
+        created_at: at,
+        updated_at: at,
+    }
+}
+
+/// Media items are stored whole, found by id, and listed newest first by kind, status and
+/// platform, a page at a time with the total; another organization's never show.
+pub async fn media_insert_get_and_list(store: Arc<dyn TestStore>) {
+    let org = seed_organization(&*store, "Media").await;
+    let other = seed_organization(&*store, "Media, other").await;
+    let mut videos = Vec::new();
+    for n in 0..7 {
+        let platforms: &[Platform] = if n % 2 == 0 {
+            &[Platform::Youtube, Platform::Tiktok]
+        } else {
+            &[Platform::Instagram]
+        };
+        let mut item = media_item(&org.id, MediaKind::Video, platforms, minutes(n));
+        if n == 3 {
+            item.status = MediaStatus::Draft;
+            item.scheduled_at = None;
+        }
+        store.insert_media(&item).await.unwrap();
+        videos.push(item);
+    }
+    // Two at the same time: the id decides.
+    let twin = media_item(&org.id, MediaKind::Video, &[Platform::Linkedin], minutes(6));
+    store.insert_media(&twin).await.unwrap();
+    videos.push(twin);
+    let image = media_item(
+        &org.id,
+        MediaKind::Image,
+        &[Platform::Pinterest],
+        minutes(9),
+    );
+    store.insert_media(&image).await.unwrap();
+    let theirs = media_item(
+        &other.id,
+        MediaKind::Video,
+        &[Platform::Youtube],
+        minutes(9),
+    );
+    store.insert_media(&theirs).await.unwrap();
+    assert!(matches!(
+        store.insert_media(&image).await,
+        Err(StoreError::Duplicate(_))
+    ));
+
+    assert_eq!(
+        store.get_media(&image.id).await.unwrap(),
+        Some(image.clone())
+    );
+    assert_eq!(store.get_media(&MediaId::new()).await.unwrap(), None);
+
+    let mut newest_first = videos.clone();
+    newest_first.sort_by(|a, b| (b.created_at, b.id.as_str()).cmp(&(a.created_at, a.id.as_str())));
+    let all = MediaFilter {
+        kind: MediaKind::Video,
+        status: None,
+        platform: None,
+    };
+    let (first, total) = store.list_media(&org.id, &all, 0, 3).await.unwrap();
+    assert_eq!(total, 8);
+    assert_eq!(first, newest_first[..3]);
+    let (last, total) = store.list_media(&org.id, &all, 6, 3).await.unwrap();
+    assert_eq!(total, 8);
+    assert_eq!(last, newest_first[6..]);
+    let (beyond, total) = store.list_media(&org.id, &all, 8, 3).await.unwrap();
+    assert!(beyond.is_empty());
+    assert_eq!(total, 8);
+
+    let drafts = MediaFilter {
+        status: Some(MediaStatus::Draft),
+        ..all
+    };
+    let (found, total) = store.list_media(&org.id, &drafts, 0, 10).await.unwrap();
+    assert_eq!((found, total), (vec![videos[3].clone()], 1));
+    let tiktok = MediaFilter {
+        platform: Some(Platform::Tiktok),
+        ..all
+    };
+    let (found, total) = store.list_media(&org.id, &tiktok, 0, 10).await.unwrap();
+    assert_eq!(total, 4);
+    assert!(found
+        .iter()
+        .all(|i| i.targets.contains_key(&Platform::Tiktok)));
+    let images = MediaFilter {
+        kind: MediaKind::Image,
+        ..all
+    };
+    let (found, total) = store.list_media(&org.id, &images, 0, 10).await.unwrap();
+    assert_eq!((found, total), (vec![image], 1));
+}
+
+/// A channel is connected once per organization, platform and account: connecting it again
+/// updates it and keeps its id and creation time. Lists are per organization, by platform
+/// then oldest first.
+pub async fn channel_put_reconnects_and_lists(store: Arc<dyn TestStore>) {
+    let org = seed_organization(&*store, "Channels").await;
+    let other = seed_organization(&*store, "Channels, other").await;
+    assert_eq!(
+        store
+            .put_channel(&channel(
+                &OrganizationId::new(),
+                Platform::Tiktok,
+                "t1",
+                minutes(0)
+            ))
+            .await
+            .unwrap(),
+        None
+    );
+    let tiktok = channel(&org.id, Platform::Tiktok, "t1", minutes(1));
+    assert_eq!(
+        store.put_channel(&tiktok).await.unwrap(),
+        Some(tiktok.clone())
+    );
+    let youtube = channel(&org.id, Platform::Youtube, "UC1", minutes(2));
+    store.put_channel(&youtube).await.unwrap();
+    let second_tiktok = channel(&org.id, Platform::Tiktok, "t2", minutes(3));
+    store.put_channel(&second_tiktok).await.unwrap();
+    // The same account elsewhere is another channel.
+    let theirs = channel(&other.id, Platform::Tiktok, "t1", minutes(4));
+    store.put_channel(&theirs).await.unwrap();
+
+    let again = Channel {
+        name: "renamed".to_owned(),
+        sealed_access_token: "v1.new".to_owned(),
+        sealed_refresh_token: Some("v1.refresh".to_owned()),
+        updated_at: minutes(5),
+        ..channel(&org.id, Platform::Tiktok, "t1", minutes(5))
+    };
+    let stored = store.put_channel(&again).await.unwrap().unwrap();
+    assert_eq!(stored.id, tiktok.id);
+    assert_eq!(stored.created_at, tiktok.created_at);
+    assert_eq!(stored.name, "renamed");
+    assert_eq!(stored.sealed_access_token, "v1.new");
+    assert_eq!(stored.sealed_refresh_token.as_deref(), Some("v1.refresh"));
+    assert_eq!(stored.updated_at, minutes(5));
+
+    assert_eq!(
+        store.list_channels(&org.id).await.unwrap(),
+        vec![youtube, stored, second_tiktok]
+    );
+    assert_eq!(store.list_channels(&other.id).await.unwrap(), vec![theirs]);
+}
+
+/// A resumable upload of `length` bytes of `organization_id`, created at `at`, expiring a
+/// day later, with a file name in its metadata. Not stored.
+pub fn upload(
+    organization_id: &OrganizationId,
+    length: u64,
+    at: Timestamp,
+) -> crate::media::Upload {
+    crate::media::Upload {
+        id: crate::ids::UploadId::new(),
+        organization_id: organization_id.clone(),
+        length,
+        offset: 0,
+        metadata: vec![
+            ("filename".to_owned(), "Y2xpcC5tcDQ=".to_owned()),
+            ("is_confidential".to_owned(), String::new()),
+        ],
+        parts: Vec::new(),
+        created_at: at,
+        expires_at: at.plus(chrono::Duration::hours(24)),
+    }
+}
+
+/// An upload's offset moves by one part at a time, only from the part's own offset (of
+/// concurrent requests at one offset, one wins); it is gone once expired, purged by
+/// `take_expired_uploads`, and removed by `delete_upload`.
+pub async fn upload_parts_append_once_per_offset(store: Arc<dyn TestStore>) {
+    use crate::media::UploadPart;
+    use crate::store::Appended;
+    let org = seed_organization(&*store, "Uploads").await;
+    let created = upload(&org.id, 10, minutes(0));
+    store.insert_upload(&created).await.unwrap();
+    assert!(matches!(
+        store.insert_upload(&created).await,
+        Err(StoreError::Duplicate(_))
+    ));
+    assert_eq!(
+        store.get_upload(&created.id, minutes(1)).await.unwrap(),
+        Some(created.clone())
+    );
+    assert_eq!(
+        created.metadata_value("filename").as_deref(),
+        Some("clip.mp4")
+    );
+    let part = |offset: u64, length: u64, tag: &str| UploadPart {
+        offset,
+        length,
+        key: format!("uploads/{}/{tag}", created.id),
+    };
+    let first = part(0, 4, "a");
+    let Appended::Added(after) = store
+        .append_upload_part(&created.id, &first, minutes(1))
+        .await
+        .unwrap()
+    else {
+        panic!("the first part is added");
+    };
+    assert_eq!(
+        (after.offset, after.parts.clone()),
+        (4, vec![first.clone()])
+    );
+    assert_eq!(
+        store
+            .append_upload_part(&created.id, &part(0, 4, "again"), minutes(1))
+            .await
+            .unwrap(),
+        Appended::OffsetMoved(4)
+    );
+
+    let contenders: Vec<_> = (0..8)
+        .map(|n| {
+            let (store, id, part) = (
+                store.clone(),
+                created.id.clone(),
+                part(4, 6, &format!("c{n}")),
+            );
+            tokio::spawn(async move {
+                store
+                    .append_upload_part(&id, &part, minutes(2))
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut added = 0;
+    for contender in contenders {
+        match contender.await.unwrap() {
+            Appended::Added(upload) => {
+                added += 1;
+                assert!(upload.is_complete());
+                assert_eq!(upload.parts.len(), 2);
+            }
+            Appended::OffsetMoved(offset) => assert_eq!(offset, 10),
+            Appended::Missing => panic!("the upload went missing"),
+        }
+    }
+    assert_eq!(added, 1);
+
+    // Expired: invisible, refused, then purged.
+    let expiry = created.expires_at;
+    assert_eq!(store.get_upload(&created.id, expiry).await.unwrap(), None);
+    assert_eq!(
+        store
+            .append_upload_part(&created.id, &part(10, 0, "late"), expiry)
+            .await
+            .unwrap(),
+        Appended::Missing
+    );
+    let fresh = upload(&org.id, 3, minutes(60));
+    store.insert_upload(&fresh).await.unwrap();
+    let purged = store.take_expired_uploads(expiry, 1_000).await.unwrap();
+    let purged_ids: Vec<_> = purged.iter().map(|u| u.id.clone()).collect();
+    assert!(purged_ids.contains(&created.id));
+    assert!(!purged_ids.contains(&fresh.id));
+    assert_eq!(store.delete_upload(&created.id).await.unwrap(), None);
+    assert_eq!(
+        store.delete_upload(&fresh.id).await.unwrap(),
+        Some(fresh.clone())
+    );
+    assert_eq!(
+        store.get_upload(&fresh.id, minutes(61)).await.unwrap(),
+        None
+    );
+}

@@ -1,0 +1,644 @@
+//! The media publishing API: uploads (a file part streamed to the blob store, then the form
+//! checked and the item stored), media items and lists, and connected channels.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use serde_json::json;
+
+use super::{Caller, Xf};
+use crate::error::{Error, Result};
+use crate::ids::{ChannelId, Id, MediaId, OrganizationId};
+use crate::media::api::{
+    AdminChannelView, ChannelsView, MediaItemView, MediaList, MediaListQuery, NewChannel,
+    Pagination, UploadedItem,
+};
+use crate::media::inspect::{extension_of, inspect_image, inspect_video, Refused};
+use crate::media::settings::{parse_upload_fields, UploadFields};
+use crate::media::{
+    Channel, FileFacts, MediaItem, MediaKind, MediaStatus, Platform, PlatformStatus,
+    PlatformTarget, StoredFile,
+};
+use crate::store::MediaFilter;
+
+/// Size limits of uploads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MediaLimits {
+    /// The largest video, in bytes (default 4 GiB).
+    pub max_video_bytes: u64,
+    /// The largest image, in bytes (default 50 MiB).
+    pub max_image_bytes: u64,
+}
+
+impl Default for MediaLimits {
+    fn default() -> Self {
+        MediaLimits {
+            max_video_bytes: 4 << 30,
+            max_image_bytes: 50 << 20,
+        }
+    }
+}
+
+impl MediaLimits {
+    fn of(&self, kind: MediaKind) -> u64 {
+        match kind {
+            MediaKind::Video => self.max_video_bytes,
+            MediaKind::Image => self.max_image_bytes,
+        }
+    }
+}
+
+/// The bytes of a file part as they arrive.
+#[async_trait]
+pub trait ChunkSource: Send {
+    /// The next chunk; `None` at the end; `Err` (for the log) when the body broke off.
+    async fn next_chunk(&mut self) -> Option<std::result::Result<bytes::Bytes, String>>;
+}
+
+/// A file part written to the blob store, not yet a media item. Given to
+/// [`Xf::create_media`], which keeps it as the item's file or deletes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StagedFile {
+    key: String,
+    name: String,
+    size: u64,
+    extension: String,
+}
+
+impl StagedFile {
+    /// The name the client gave the file.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+}
+
+/// Default page size of media lists.
+const DEFAULT_LIMIT: u64 = 10;
+/// Largest page size of media lists.
+const MAX_LIMIT: u64 = 100;
+
+fn accepted_extensions(kind: MediaKind) -> &'static [&'static str] {
+    match kind {
+        MediaKind::Video => &["mp4", "mov"],
+        MediaKind::Image => &["jpg", "jpeg", "png", "webp"],
+    }
+}
+
+fn refused(error: Refused) -> Error {
+    match error {
+        Refused::Io(cause) => Error::Internal(format!("reading a staged upload: {cause}")),
+        other => Error::invalid("file", other.to_string()),
+    }
+}
+
+/// The field a platform's account list is given in (nested form).
+fn accounts_field(platform: Platform) -> String {
+    let key = if platform == Platform::Youtube {
+        "channels"
+    } else {
+        "accounts"
+    };
+    format!("{}.{key}", platform.as_str())
+}
+
+/// The associated data that binds a channel's sealed tokens to it.
+pub(crate) fn channel_owner(
+    organization_id: &OrganizationId,
+    platform: Platform,
+    account_id: &str,
+) -> String {
+    format!("{organization_id}/{}/{account_id}", platform.as_str())
+}
+
+impl Xf {
+    /// Streams one file part of an upload form of `kind` into the blob store. The name must
+    /// have an accepted extension (checked before any byte is stored); past the kind's size
+    /// limit the part is dropped and the answer is `413`. The stored bytes are checked later,
+    /// by [`Xf::create_media`].
+    pub async fn stage_media_file(
+        &self,
+        caller: &Caller,
+        kind: MediaKind,
+        file_name: &str,
+        body: &mut (dyn ChunkSource + '_),
+    ) -> Result<StagedFile> {
+        if file_name.len() > 255 || file_name.chars().any(char::is_control) {
+            return Err(Error::invalid(
+                "file",
+                "the file name must be at most 255 bytes, without control characters",
+            ));
+        }
+        let extension = extension_of(file_name)
+            .filter(|e| accepted_extensions(kind).contains(&e.as_str()))
+            .ok_or_else(|| {
+                Error::invalid(
+                    "file",
+                    format!(
+                        "{file_name:?} is not an accepted {} file: .{}",
+                        kind.as_str(),
+                        accepted_extensions(kind).join(", .")
+                    ),
+                )
+            })?;
+        let limit = self.inner.media_limits.of(kind);
+        let key = format!(
+            "media/{}/{}.{extension}",
+            caller.organization.id,
+            uuid::Uuid::now_v7().simple()
+        );
+        let blobs = &self.inner.blobs;
+        let mut writer = blobs.create(&key).await.map_err(|e| Error::Unavailable {
+            cause: format!("the blob store refused a new upload: {e}"),
+        })?;
+        let mut size = 0u64;
+        while let Some(chunk) = body.next_chunk().await {
+            let chunk = match chunk {
+                Ok(chunk) => chunk,
+                Err(cause) => {
+                    writer.abort().await;
+                    return Err(Error::invalid(
+                        "file",
+                        format!("the upload broke off before its end: {cause}"),
+                    ));
+                }
+            };
+            size += chunk.len() as u64;
+            if size > limit {
+                writer.abort().await;
+                return Err(Error::PayloadTooLarge { limit_bytes: limit });
+            }
+            if let Err(error) = writer.write(&chunk).await {
+                writer.abort().await;
+                return Err(Error::Unavailable {
+                    cause: format!("writing an upload to the blob store: {error}"),
+                });
+            }
+        }
+        if size == 0 {
+            writer.abort().await;
+            return Err(Error::invalid("file", "is empty"));
+        }
+        writer.finish().await.map_err(|e| Error::Unavailable {
+            cause: format!("finishing an upload in the blob store: {e}"),
+        })?;
+        Ok(StagedFile {
+            key,
+            name: file_name.to_owned(),
+            size,
+            extension,
+        })
+    }
+
+    /// Deletes the staged file (if any) of a form that cannot be used.
+    pub async fn discard_staged(&self, staged: Option<StagedFile>) {
+        if let Some(staged) = staged {
+            self.delete_blob(&staged.key).await;
+        }
+    }
+
+    /// Checks an upload form of `kind` (its text fields, and the file staged from its file
+    /// part, if any) and stores the media item. Whatever fails, the staged file is deleted.
+    /// With a test key nothing is stored and the answer is a mock (the file is deleted too).
+    pub async fn create_media(
+        &self,
+        caller: &Caller,
+        kind: MediaKind,
+        fields: &[(String, String)],
+        staged: Option<StagedFile>,
+    ) -> Result<Vec<UploadedItem>> {
+        // A `fileId` (without a file part) names a finished resumable upload: its chunks are
+        // copied into one staged file, which then goes the way of a file part.
+        let file_id = fields
+            .iter()
+            .find(|(name, _)| name == "fileId")
+            .map(|(_, value)| value.trim())
+            .filter(|value| !value.is_empty());
+        let (staged, upload) = match (staged, file_id) {
+            (None, Some(file_id)) => {
+                let (staged, upload) = self.assemble_upload(caller, kind, file_id).await?;
+                (Some(staged), Some(upload))
+            }
+            (staged, _) => (staged, None),
+        };
+        let key = staged.as_ref().map(|s| s.key.clone());
+        let stored: Result<MediaItem> = async {
+            let item = self
+                .checked_media(caller, kind, fields, staged, upload.is_some())
+                .await?;
+            if !caller.is_test() {
+                self.store().insert_media(&item).await?;
+            }
+            Ok(item)
+        }
+        .await;
+        // The file stays only as a stored item's: a refused form, a test key's mock and a
+        // failed insert leave nothing behind.
+        if stored.is_err() || caller.is_test() {
+            if let Some(key) = key {
+                self.delete_blob(&key).await;
+            }
+        }
+        let item = stored?;
+        if let Some(upload) = upload.filter(|_| !caller.is_test()) {
+            self.consume_upload(&upload).await;
+        }
+        Ok(vec![UploadedItem {
+            platforms: item.platforms(),
+            id: item.id,
+            title: item.title,
+            status: item.status,
+        }])
+    }
+
+    /// The media item of a form, its file staged from a file part or (`from_upload`) from
+    /// the resumable upload its `fileId` names.
+    async fn checked_media(
+        &self,
+        caller: &Caller,
+        kind: MediaKind,
+        fields: &[(String, String)],
+        staged: Option<StagedFile>,
+        from_upload: bool,
+    ) -> Result<MediaItem> {
+        let form = parse_upload_fields(kind, fields)?;
+        let staged = match (staged, &form.file_id) {
+            (Some(_), Some(_)) if !from_upload => {
+                return Err(Error::invalid(
+                    "fileId",
+                    "give either a file or a fileId, not both",
+                ))
+            }
+            (Some(staged), _) => staged,
+            (None, _) => {
+                return Err(Error::invalid(
+                    "file",
+                    "is required (or a fileId of a finished resumable upload)",
+                ))
+            }
+        };
+        let blob = self
+            .inner
+            .blobs
+            .open(&staged.key)
+            .await
+            .map_err(|e| Error::Internal(format!("a staged upload went missing: {e}")))?;
+        let facts = match kind {
+            MediaKind::Video => FileFacts::Video(
+                inspect_video(&staged.extension, &*blob)
+                    .await
+                    .map_err(refused)?,
+            ),
+            MediaKind::Image => FileFacts::Image(
+                inspect_image(&staged.extension, &*blob)
+                    .await
+                    .map_err(refused)?,
+            ),
+        };
+        let targets = self.targets(caller, &form).await?;
+        let now = self.now();
+        let (id, at) = if caller.is_test() {
+            let request = super::Fingerprint::of("POST", kind.as_str(), staged.name.as_bytes());
+            (
+                MediaId::derived(&self.mock_digest(caller, &request, MediaId::PREFIX, 0)),
+                self.mock_time(),
+            )
+        } else {
+            (MediaId::new(), now)
+        };
+        Ok(MediaItem {
+            id,
+            organization_id: caller.organization.id.clone(),
+            kind,
+            title: form.title,
+            description: form.description,
+            status: MediaStatus::initial(form.is_draft, form.scheduled_at, now),
+            scheduled_at: form.scheduled_at,
+            file: StoredFile {
+                key: staged.key,
+                name: staged.name,
+                size: staged.size,
+                facts,
+            },
+            targets,
+            created_at: at,
+            updated_at: at,
+        })
+    }
+
+    /// Each chosen platform's plan: its settings and accounts. Named accounts must be
+    /// connected channels of that platform; with none named, the one connected channel is
+    /// used, and with none or several it is a 400 naming the field.
+    async fn targets(
+        &self,
+        caller: &Caller,
+        form: &UploadFields,
+    ) -> Result<BTreeMap<Platform, PlatformTarget>> {
+        let channels = self.store().list_channels(&caller.organization.id).await?;
+        let mut problems = Vec::new();
+        let mut targets = BTreeMap::new();
+        for (platform, choice) in &form.choices {
+            let connected: Vec<&str> = channels
+                .iter()
+                .filter(|c| c.platform == *platform)
+                .map(|c| c.account_id.as_str())
+                .collect();
+            let accounts = match &choice.accounts {
+                Some(named) if !named.is_empty() => {
+                    for account in named {
+                        if !connected.contains(&account.as_str()) {
+                            problems.push(crate::error::FieldError {
+                                field: accounts_field(*platform),
+                                message: format!(
+                                    "{account:?} is not a connected {} channel of this organization",
+                                    platform.as_str()
+                                ),
+                            });
+                        }
+                    }
+                    named.clone()
+                }
+                _ => match connected.as_slice() {
+                    [only] => vec![(*only).to_owned()],
+                    [] => {
+                        problems.push(crate::error::FieldError {
+                            field: accounts_field(*platform),
+                            message: format!(
+                                "no {} channel is connected to this organization",
+                                platform.as_str()
+                            ),
+                        });
+                        Vec::new()
+                    }
+                    several => {
+                        problems.push(crate::error::FieldError {
+                            field: accounts_field(*platform),
+                            message: format!(
+                                "{} {} channels are connected; name the ones to use ({})",
+                                several.len(),
+                                platform.as_str(),
+                                several.join(", ")
+                            ),
+                        });
+                        Vec::new()
+                    }
+                },
+            };
+            targets.insert(
+                *platform,
+                PlatformTarget {
+                    status: PlatformStatus::Idle,
+                    accounts,
+                    settings: choice.settings.clone(),
+                    remote_id: None,
+                    url: None,
+                    error: None,
+                },
+            );
+        }
+        if problems.is_empty() {
+            Ok(targets)
+        } else {
+            Err(Error::invalid_fields(problems))
+        }
+    }
+
+    /// `GET /media/videos/{id}` and `GET /media/images/{id}`: an item of the caller's
+    /// organization and of that kind.
+    pub async fn get_media(
+        &self,
+        caller: &Caller,
+        kind: MediaKind,
+        id: &str,
+    ) -> Result<MediaItemView> {
+        let what = kind.as_str();
+        let id: MediaId = Self::path_id(id, what)?;
+        let item = self
+            .store()
+            .get_media(&id)
+            .await?
+            .filter(|item| item.organization_id == caller.organization.id && item.kind == kind)
+            .ok_or(Error::NotFound(what))?;
+        Ok(MediaItemView::from(&item))
+    }
+
+    /// `GET /media/videos` and `GET /media/images`: newest first, a page at a time.
+    pub async fn list_media(
+        &self,
+        caller: &Caller,
+        kind: MediaKind,
+        query: &MediaListQuery,
+    ) -> Result<MediaList> {
+        let number = |field: &str, value: &Option<String>, default: u64, max: u64| match value
+            .as_deref()
+            .map(str::trim)
+        {
+            None => Ok(default),
+            Some(text) => text
+                .parse::<u64>()
+                .ok()
+                .filter(|n| (1..=max).contains(n))
+                .ok_or_else(|| {
+                    Error::invalid(field, format!("must be a whole number from 1 to {max}"))
+                }),
+        };
+        let page = number("page", &query.page, 1, 1_000_000)?;
+        let limit = number("limit", &query.limit, DEFAULT_LIMIT, MAX_LIMIT)?;
+        let status = query
+            .status
+            .as_deref()
+            .map(|s| {
+                MediaStatus::parse(s.trim()).ok_or_else(|| {
+                    Error::invalid(
+                        "status",
+                        "must be one of draft, pending, scheduled, processing, completed, failed",
+                    )
+                })
+            })
+            .transpose()?;
+        let platform = query
+            .platform
+            .as_deref()
+            .map(|p| {
+                Platform::parse(p.trim())
+                    .filter(|p| p.accepts(kind))
+                    .ok_or_else(|| {
+                        Error::invalid(
+                            "platform",
+                            match kind {
+                                MediaKind::Video => {
+                                    "must be one of youtube, instagram, tiktok, linkedin, pinterest"
+                                }
+                                MediaKind::Image => {
+                                    "must be one of instagram, tiktok, linkedin, pinterest"
+                                }
+                            },
+                        )
+                    })
+            })
+            .transpose()?;
+        let filter = MediaFilter {
+            kind,
+            status,
+            platform,
+        };
+        let (items, total) = self
+            .store()
+            .list_media(
+                &caller.organization.id,
+                &filter,
+                (page - 1) * limit,
+                limit as usize,
+            )
+            .await?;
+        Ok(MediaList {
+            items: items.iter().map(MediaItemView::from).collect(),
+            pagination: Pagination {
+                total,
+                page,
+                limit,
+                pages: total.div_ceil(limit),
+            },
+        })
+    }
+
+    /// `GET /channels`: the organization's connected channels by platform, with the spec's
+    /// fields of each.
+    pub async fn list_channels(&self, caller: &Caller) -> Result<ChannelsView> {
+        let mut view = ChannelsView::default();
+        for channel in self.store().list_channels(&caller.organization.id).await? {
+            let shown = match channel.platform {
+                Platform::Youtube => json!({
+                    "id": channel.id, "channelId": channel.account_id,
+                    "title": channel.name, "thumbnail": channel.thumbnail,
+                }),
+                Platform::Linkedin => json!({
+                    "id": channel.id, "accountId": channel.account_id,
+                    "name": channel.name, "thumbnail": channel.thumbnail,
+                }),
+                _ => json!({
+                    "id": channel.id, "accountId": channel.account_id,
+                    "username": channel.name, "thumbnail": channel.thumbnail,
+                }),
+            };
+            let list = match channel.platform {
+                Platform::Youtube => &mut view.youtube,
+                Platform::Instagram => &mut view.instagram,
+                Platform::Tiktok => &mut view.tiktok,
+                Platform::Linkedin => &mut view.linkedin,
+                Platform::Pinterest => &mut view.pinterest,
+            };
+            list.push(shown);
+        }
+        Ok(view)
+    }
+
+    /// `POST /admin/organizations/{orgId}/channels`: connects (or connects again) a social
+    /// account; its tokens are sealed with the host's secret.
+    pub async fn admin_connect_channel(
+        &self,
+        organization_id: &str,
+        input: NewChannel,
+    ) -> Result<AdminChannelView> {
+        let organization_id: OrganizationId = Self::path_id(organization_id, "organization")?;
+        let platform = Platform::parse(input.platform.trim()).ok_or_else(|| {
+            Error::invalid(
+                "platform",
+                "must be one of youtube, instagram, tiktok, linkedin, pinterest",
+            )
+        })?;
+        let account_id = input
+            .account_id
+            .or(input.channel_id)
+            .map(|a| a.trim().to_owned())
+            .filter(|a| !a.is_empty() && a.len() <= 256 && !a.chars().any(char::is_control))
+            .ok_or_else(|| {
+                Error::invalid("accountId", "is required: the platform's account id (channelId for YouTube), 1 to 256 characters")
+            })?;
+        let name = input
+            .display_name
+            .or(input.title)
+            .or(input.username)
+            .or(input.name)
+            .map(|n| n.trim().to_owned())
+            .filter(|n| !n.is_empty() && n.chars().count() <= 200)
+            .ok_or_else(|| Error::invalid("displayName", "is required: 1 to 200 characters"))?;
+        let thumbnail = match input.thumbnail.map(|t| t.trim().to_owned()) {
+            Some(url) if !url.is_empty() => match url::Url::parse(&url) {
+                Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => Some(url),
+                _ => {
+                    return Err(Error::invalid(
+                        "thumbnail",
+                        "must be an absolute http or https URL",
+                    ))
+                }
+            },
+            _ => None,
+        };
+        let token = |field: &str, value: &str| -> Result<String> {
+            let value = value.trim();
+            if value.is_empty()
+                || value.len() > 8192
+                || !value.bytes().all(|b| b.is_ascii_graphic())
+            {
+                Err(Error::invalid(
+                    field,
+                    "must be 1 to 8192 visible ASCII characters",
+                ))
+            } else {
+                Ok(value.to_owned())
+            }
+        };
+        let access_token = token("accessToken", &input.access_token)?;
+        let refresh_token = input
+            .refresh_token
+            .as_deref()
+            .filter(|t| !t.trim().is_empty())
+            .map(|t| token("refreshToken", t))
+            .transpose()?;
+        let expires_at = input
+            .expires_at
+            .as_deref()
+            .map(|t| {
+                crate::time::Timestamp::parse_rfc3339(t.trim())
+                    .ok_or_else(|| Error::invalid("expiresAt", "must be an RFC 3339 time"))
+            })
+            .transpose()?;
+        let now = self.now();
+        // Bound to what identifies the channel across reconnections (its id is kept then).
+        let owner = channel_owner(&organization_id, platform, &account_id);
+        let sealer = &self.inner.token_sealer;
+        let channel = Channel {
+            sealed_access_token: sealer.seal(&owner, &access_token),
+            sealed_refresh_token: refresh_token.map(|t| sealer.seal(&owner, &t)),
+            id: ChannelId::new(),
+            organization_id,
+            platform,
+            account_id,
+            name,
+            thumbnail,
+            expires_at,
+            created_at: now,
+            updated_at: now,
+        };
+        let stored = self
+            .store()
+            .put_channel(&channel)
+            .await?
+            .ok_or(Error::NotFound("organization"))?;
+        Ok(AdminChannelView {
+            id: stored.id,
+            platform: stored.platform,
+            account_id: stored.account_id,
+            name: stored.name,
+            thumbnail: stored.thumbnail,
+            expires_at: stored.expires_at,
+            created_at: stored.created_at,
+            updated_at: stored.updated_at,
+        })
+    }
+}

@@ -1,0 +1,172 @@
+//! Media items and connected channels.
+
+use async_trait::async_trait;
+use xf_core::ids::{MediaId, OrganizationId, UploadId};
+use xf_core::media::{Channel, MediaItem, Upload, UploadPart};
+use xf_core::store::{Appended, MediaFilter, MediaStore, StoreResult};
+use xf_core::time::Timestamp;
+use xf_core::StoreError;
+
+use crate::MemoryStore;
+
+fn matches(item: &MediaItem, filter: &MediaFilter) -> bool {
+    item.kind == filter.kind
+        && filter.status.is_none_or(|s| item.status == s)
+        && filter
+            .platform
+            .is_none_or(|p| item.targets.contains_key(&p))
+}
+
+#[async_trait]
+impl MediaStore for MemoryStore {
+    async fn insert_media(&self, item: &MediaItem) -> StoreResult<()> {
+        let mut state = self.write();
+        let inserted = state.media.insert(
+            item.organization_id.as_str(),
+            item.created_at,
+            item.id.as_str(),
+            item,
+        );
+        if inserted {
+            Ok(())
+        } else {
+            Err(StoreError::Duplicate("media item id"))
+        }
+    }
+
+    async fn get_media(&self, id: &MediaId) -> StoreResult<Option<MediaItem>> {
+        Ok(self.read().media.get(id.as_str()))
+    }
+
+    async fn list_media(
+        &self,
+        organization_id: &OrganizationId,
+        filter: &MediaFilter,
+        offset: u64,
+        limit: usize,
+    ) -> StoreResult<(Vec<MediaItem>, u64)> {
+        let state = self.read();
+        let mut total = 0u64;
+        let mut page = Vec::new();
+        for id in state.media.ids_of(organization_id.as_str()) {
+            let Some(item) = state.media.rows.get(&id) else {
+                continue;
+            };
+            if !matches(item, filter) {
+                continue;
+            }
+            if total >= offset && page.len() < limit {
+                page.push(item.clone());
+            }
+            total += 1;
+        }
+        Ok((page, total))
+    }
+
+    async fn put_channel(&self, channel: &Channel) -> StoreResult<Option<Channel>> {
+        let mut state = self.write();
+        if !state
+            .organizations
+            .contains_key(channel.organization_id.as_str())
+        {
+            return Ok(None);
+        }
+        let existing = state.channels.iter_mut().find(|c| {
+            c.organization_id == channel.organization_id
+                && c.platform == channel.platform
+                && c.account_id == channel.account_id
+        });
+        let stored = match existing {
+            Some(existing) => {
+                *existing = Channel {
+                    id: existing.id.clone(),
+                    created_at: existing.created_at,
+                    ..channel.clone()
+                };
+                existing.clone()
+            }
+            None => {
+                state.channels.push(channel.clone());
+                channel.clone()
+            }
+        };
+        Ok(Some(stored))
+    }
+
+    async fn insert_upload(&self, upload: &Upload) -> StoreResult<()> {
+        let mut state = self.write();
+        if state.uploads.contains_key(upload.id.as_str()) {
+            return Err(StoreError::Duplicate("upload id"));
+        }
+        state.uploads.insert(upload.id.to_string(), upload.clone());
+        Ok(())
+    }
+
+    async fn get_upload(&self, id: &UploadId, now: Timestamp) -> StoreResult<Option<Upload>> {
+        Ok(self
+            .read()
+            .uploads
+            .get(id.as_str())
+            .filter(|u| u.expires_at > now)
+            .cloned())
+    }
+
+    async fn append_upload_part(
+        &self,
+        id: &UploadId,
+        part: &UploadPart,
+        now: Timestamp,
+    ) -> StoreResult<Appended> {
+        let mut state = self.write();
+        let Some(upload) = state
+            .uploads
+            .get_mut(id.as_str())
+            .filter(|u| u.expires_at > now)
+        else {
+            return Ok(Appended::Missing);
+        };
+        if upload.offset != part.offset {
+            return Ok(Appended::OffsetMoved(upload.offset));
+        }
+        upload.offset += part.length;
+        upload.parts.push(part.clone());
+        Ok(Appended::Added(upload.clone()))
+    }
+
+    async fn delete_upload(&self, id: &UploadId) -> StoreResult<Option<Upload>> {
+        Ok(self.write().uploads.remove(id.as_str()))
+    }
+
+    async fn take_expired_uploads(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<Upload>> {
+        let mut state = self.write();
+        let expired: Vec<String> = state
+            .uploads
+            .values()
+            .filter(|u| u.expires_at <= now)
+            .take(limit)
+            .map(|u| u.id.to_string())
+            .collect();
+        Ok(expired
+            .iter()
+            .filter_map(|id| state.uploads.remove(id))
+            .collect())
+    }
+
+    async fn list_channels(&self, organization_id: &OrganizationId) -> StoreResult<Vec<Channel>> {
+        let state = self.read();
+        let mut channels: Vec<Channel> = state
+            .channels
+            .iter()
+            .filter(|c| &c.organization_id == organization_id)
+            .cloned()
+            .collect();
+        channels.sort_by(|a, b| {
+            (a.platform, a.created_at, a.id.as_str()).cmp(&(
+                b.platform,
+                b.created_at,
+                b.id.as_str(),
+            ))
+        });
+        Ok(channels)
+    }
+}

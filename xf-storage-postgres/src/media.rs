@@ -1,0 +1,349 @@
+//! Media items and connected channels.
+//!
+//! See migration 0008 for the tables. A media item's file and per-platform plan are JSONB
+//! (`StoredFile` and a map of `PlatformTarget`s, as their serde forms); its selected platforms
+//! are also kept as a text array, which the list's `platform` filter reads.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use sqlx::postgres::PgRow;
+use sqlx::types::Json;
+use sqlx::{Postgres, QueryBuilder};
+use xf_core::ids::{MediaId, OrganizationId, UploadId};
+use xf_core::media::{
+    Channel, MediaItem, MediaKind, MediaStatus, Platform, PlatformTarget, StoredFile, Upload,
+    UploadPart,
+};
+use xf_core::store::{Appended, MediaFilter, MediaStore, StoreResult};
+use xf_core::time::Timestamp;
+use xf_core::StoreError;
+
+use crate::error::store_error;
+use crate::rows::{at, at_opt, big, unsigned, RowExt};
+use crate::{all, one, PgStore};
+
+/// The columns [`media_item`] reads (`platforms` is not among them: it repeats the keys of
+/// `targets`).
+const MEDIA_COLUMNS: &str = "id, organization_id, kind, title, description, status, \
+     scheduled_at, file, targets, created_at, updated_at";
+
+/// The columns [`channel_row`] reads.
+const CHANNEL_COLUMNS: &str = "id, organization_id, platform, account_id, name, thumbnail, \
+     sealed_access_token, sealed_refresh_token, expires_at, created_at, updated_at";
+
+/// The columns [`upload_row`] reads.
+const UPLOAD_COLUMNS: &str =
+    "id, organization_id, length, \"offset\", metadata, parts, created_at, expires_at";
+
+/// The names of [`Platform::ALL`], in its order: what `list_channels` sorts by.
+fn platform_order() -> Vec<&'static str> {
+    Platform::ALL.into_iter().map(Platform::as_str).collect()
+}
+
+/// Appends the conditions of an organization's items matching `filter` (after a `WHERE`).
+/// Each filter adds a condition only when set, so every combination is its own prepared
+/// statement.
+fn push_matching(
+    builder: &mut QueryBuilder<'_, Postgres>,
+    organization_id: &OrganizationId,
+    filter: &MediaFilter,
+) {
+    builder
+        .push("organization_id = ")
+        .push_bind(organization_id.as_str().to_owned())
+        .push(" AND kind = ")
+        .push_bind(filter.kind.as_str());
+    if let Some(status) = filter.status {
+        builder.push(" AND status = ").push_bind(status.as_str());
+    }
+    if let Some(platform) = filter.platform {
+        builder
+            .push(" AND ")
+            .push_bind(platform.as_str())
+            .push(" = ANY (platforms)");
+    }
+}
+
+#[async_trait]
+impl MediaStore for PgStore {
+    async fn insert_media(&self, item: &MediaItem) -> StoreResult<()> {
+        let platforms: Vec<&str> = item.targets.keys().map(|p| p.as_str()).collect();
+        sqlx::query(
+            "INSERT INTO media_items (id, organization_id, kind, title, description, status, \
+                 scheduled_at, file, platforms, targets, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+        )
+        .bind(item.id.as_str())
+        .bind(item.organization_id.as_str())
+        .bind(item.kind.as_str())
+        .bind(&item.title)
+        .bind(&item.description)
+        .bind(item.status.as_str())
+        .bind(at_opt(item.scheduled_at))
+        .bind(Json(&item.file))
+        .bind(&platforms)
+        .bind(Json(&item.targets))
+        .bind(at(item.created_at))
+        .bind(at(item.updated_at))
+        .execute(&self.pool)
+        .await
+        .map_err(store_error)?;
+        Ok(())
+    }
+
+    async fn get_media(&self, id: &MediaId) -> StoreResult<Option<MediaItem>> {
+        let row = sqlx::query(&format!(
+            "SELECT {MEDIA_COLUMNS} FROM media_items WHERE id = $1"
+        ))
+        .bind(id.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(store_error)?;
+        one(row, media_item)
+    }
+
+    async fn list_media(
+        &self,
+        organization_id: &OrganizationId,
+        filter: &MediaFilter,
+        offset: u64,
+        limit: usize,
+    ) -> StoreResult<(Vec<MediaItem>, u64)> {
+        // One statement, so the page and the total come from one snapshot: the count is one
+        // row, joined with the page's rows. An empty page (past the end, or a limit of 0)
+        // still gives the count's row, with nulls for the item.
+        let mut builder = QueryBuilder::new(format!(
+            "WITH page AS (SELECT {MEDIA_COLUMNS} FROM media_items WHERE "
+        ));
+        push_matching(&mut builder, organization_id, filter);
+        builder
+            .push(" ORDER BY created_at DESC, id DESC OFFSET ")
+            .push_bind(big(offset))
+            .push(" LIMIT ")
+            .push_bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .push(") SELECT t.total, p.* FROM (")
+            .push("SELECT count(*) AS total FROM media_items WHERE ");
+        push_matching(&mut builder, organization_id, filter);
+        builder.push(") t LEFT JOIN page p ON true ORDER BY p.created_at DESC, p.id DESC");
+        let rows = builder
+            .build()
+            .fetch_all(&self.pool)
+            .await
+            .map_err(store_error)?;
+        let total = match rows.first() {
+            Some(row) => row.count("total")?,
+            None => return Err(StoreError::Internal("media count missing".to_owned())),
+        };
+        let mut items = Vec::with_capacity(rows.len());
+        for row in &rows {
+            if row.col::<Option<String>>("id")?.is_some() {
+                items.push(media_item(row)?);
+            }
+        }
+        Ok((items, total))
+    }
+
+    async fn put_channel(&self, channel: &Channel) -> StoreResult<Option<Channel>> {
+        // Nothing is inserted for an organization that does not exist (and the foreign key
+        // would refuse it anyway). Connecting again updates the row in place: the unique
+        // constraint decides, so concurrent connections of one account make one channel.
+        let row = sqlx::query(&format!(
+            "INSERT INTO channels (id, organization_id, platform, account_id, name, thumbnail, \
+                 sealed_access_token, sealed_refresh_token, expires_at, created_at, updated_at) \
+             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11 \
+             WHERE EXISTS (SELECT 1 FROM organizations WHERE id = $2) \
+             ON CONFLICT (organization_id, platform, account_id) DO UPDATE SET \
+                 name = EXCLUDED.name, \
+                 thumbnail = EXCLUDED.thumbnail, \
+                 sealed_access_token = EXCLUDED.sealed_access_token, \
+                 sealed_refresh_token = EXCLUDED.sealed_refresh_token, \
+                 expires_at = EXCLUDED.expires_at, \
+                 updated_at = EXCLUDED.updated_at \
+             RETURNING {CHANNEL_COLUMNS}"
+        ))
+        .bind(channel.id.as_str())
+        .bind(channel.organization_id.as_str())
+        .bind(channel.platform.as_str())
+        .bind(&channel.account_id)
+        .bind(&channel.name)
+        .bind(&channel.thumbnail)
+        .bind(&channel.sealed_access_token)
+        .bind(&channel.sealed_refresh_token)
+        .bind(at_opt(channel.expires_at))
+        .bind(at(channel.created_at))
+        .bind(at(channel.updated_at))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(store_error)?;
+        one(row, channel_row)
+    }
+
+    async fn insert_upload(&self, upload: &Upload) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO media_uploads (id, organization_id, length, \"offset\", metadata, \
+                 parts, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind(upload.id.as_str())
+        .bind(upload.organization_id.as_str())
+        .bind(big(upload.length))
+        .bind(big(upload.offset))
+        .bind(Json(&upload.metadata))
+        .bind(Json(&upload.parts))
+        .bind(at(upload.created_at))
+        .bind(at(upload.expires_at))
+        .execute(&self.pool)
+        .await
+        .map_err(store_error)?;
+        Ok(())
+    }
+
+    async fn get_upload(&self, id: &UploadId, now: Timestamp) -> StoreResult<Option<Upload>> {
+        let row = sqlx::query(&format!(
+            "SELECT {UPLOAD_COLUMNS} FROM media_uploads WHERE id = $1 AND expires_at > $2"
+        ))
+        .bind(id.as_str())
+        .bind(at(now))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(store_error)?;
+        one(row, upload_row)
+    }
+
+    async fn append_upload_part(
+        &self,
+        id: &UploadId,
+        part: &UploadPart,
+        now: Timestamp,
+    ) -> StoreResult<Appended> {
+        // The offset moves only from the part's own offset. When it does not, the row is read
+        // again in a statement of its own: within the update's statement a concurrent winner's
+        // change is not visible yet, and the loser would report the old offset.
+        let moved = sqlx::query(&format!(
+            "UPDATE media_uploads SET \"offset\" = \"offset\" + $3, \
+                 parts = parts || jsonb_build_array($4::jsonb) \
+             WHERE id = $1 AND \"offset\" = $2 AND expires_at > $5 \
+             RETURNING {UPLOAD_COLUMNS}"
+        ))
+        .bind(id.as_str())
+        .bind(big(part.offset))
+        .bind(big(part.length))
+        .bind(Json(part))
+        .bind(at(now))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(store_error)?;
+        if let Some(row) = moved {
+            return Ok(Appended::Added(upload_row(&row)?));
+        }
+        Ok(match self.get_upload(id, now).await? {
+            Some(upload) => Appended::OffsetMoved(upload.offset),
+            None => Appended::Missing,
+        })
+    }
+
+    async fn delete_upload(&self, id: &UploadId) -> StoreResult<Option<Upload>> {
+        let row = sqlx::query(&format!(
+            "DELETE FROM media_uploads WHERE id = $1 RETURNING {UPLOAD_COLUMNS}"
+        ))
+        .bind(id.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(store_error)?;
+        one(row, upload_row)
+    }
+
+    async fn take_expired_uploads(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<Upload>> {
+        // SKIP LOCKED: two instances purging at once take different uploads.
+        let rows = sqlx::query(&format!(
+            "DELETE FROM media_uploads WHERE id IN ( \
+                 SELECT id FROM media_uploads WHERE expires_at <= $1 \
+                 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED) \
+             RETURNING {UPLOAD_COLUMNS}"
+        ))
+        .bind(at(now))
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(store_error)?;
+        all(rows, upload_row)
+    }
+
+    async fn list_channels(&self, organization_id: &OrganizationId) -> StoreResult<Vec<Channel>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {CHANNEL_COLUMNS} FROM channels WHERE organization_id = $1 \
+             ORDER BY array_position($2::text[], platform), created_at, id"
+        ))
+        .bind(organization_id.as_str())
+        .bind(platform_order())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(store_error)?;
+        all(rows, channel_row)
+    }
+}
+
+/// A `media_items` row.
+fn media_item(row: &PgRow) -> StoreResult<MediaItem> {
+    let kind = match row.col::<String>("kind")?.as_str() {
+        "video" => MediaKind::Video,
+        "image" => MediaKind::Image,
+        other => {
+            return Err(StoreError::Internal(format!(
+                "unknown media kind {other:?}"
+            )))
+        }
+    };
+    let status: String = row.col("status")?;
+    let status = MediaStatus::parse(&status)
+        .ok_or_else(|| StoreError::Internal(format!("unknown media status {status:?}")))?;
+    Ok(MediaItem {
+        id: row.id("id")?,
+        organization_id: row.id("organization_id")?,
+        kind,
+        title: row.col("title")?,
+        description: row.col("description")?,
+        status,
+        scheduled_at: row.timestamp_opt("scheduled_at")?,
+        file: row.col::<Json<StoredFile>>("file")?.0,
+        targets: row
+            .col::<Json<BTreeMap<Platform, PlatformTarget>>>("targets")?
+            .0,
+        created_at: row.timestamp("created_at")?,
+        updated_at: row.timestamp("updated_at")?,
+    })
+}
+
+/// A `channels` row.
+fn channel_row(row: &PgRow) -> StoreResult<Channel> {
+    let platform: String = row.col("platform")?;
+    let platform = Platform::parse(&platform)
+        .ok_or_else(|| StoreError::Internal(format!("unknown platform {platform:?}")))?;
+    Ok(Channel {
+        id: row.id("id")?,
+        organization_id: row.id("organization_id")?,
+        platform,
+        account_id: row.col("account_id")?,
+        name: row.col("name")?,
+        thumbnail: row.col("thumbnail")?,
+        sealed_access_token: row.col("sealed_access_token")?,
+        sealed_refresh_token: row.col("sealed_refresh_token")?,
+        expires_at: row.timestamp_opt("expires_at")?,
+        created_at: row.timestamp("created_at")?,
+        updated_at: row.timestamp("updated_at")?,
+    })
+}
+
+/// A `media_uploads` row.
+fn upload_row(row: &PgRow) -> StoreResult<Upload> {
+    Ok(Upload {
+        id: row.id("id")?,
+        organization_id: row.id("organization_id")?,
+        length: unsigned(row.col("length")?, "upload length")?,
+        offset: unsigned(row.col("offset")?, "upload offset")?,
+        metadata: row.col::<Json<Vec<(String, String)>>>("metadata")?.0,
+        parts: row.col::<Json<Vec<UploadPart>>>("parts")?.0,
+        created_at: row.timestamp("created_at")?,
+        expires_at: row.timestamp("expires_at")?,
+    })
+}

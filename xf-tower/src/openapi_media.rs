@@ -1,0 +1,315 @@
+//! The media API's operations in the OpenAPI document. Its routes are plain axum routes (a
+//! multipart form and the tus protocol's headers and bodies do not fit the derive macros), so
+//! their operations are written out here, next to the shared decoration in
+//! [`crate::openapi`]; `tests/tests/e2e/openapi.rs` checks that every route is documented and
+//! every documented operation is routed.
+
+use serde_json::{json, Map, Value};
+use xf_core::media::settings::{MAX_DESCRIPTION, MAX_TITLE};
+
+/// A `$ref` to a component schema.
+fn schema(name: &str) -> Value {
+    json!({"$ref": format!("#/components/schemas/{name}")})
+}
+
+/// A media success envelope around `data`.
+fn success(description: &str, data: Value, message: bool) -> Value {
+    let mut properties = json!({
+        "success": {"type": "boolean", "const": true},
+        "data": data,
+        "meta": {"type": "object", "required": ["requestId"], "properties": {"requestId": {"type": "string"}}}
+    });
+    let mut required = vec!["success", "data", "meta"];
+    if message {
+        properties["message"] = json!({"type": "string"});
+        required.push("message");
+    }
+    json!({
+        "description": description,
+        "content": {"application/json": {"schema": {
+            "type": "object", "required": required, "properties": properties
+        }}}
+    })
+}
+
+/// An error status of a handler (the envelope is added by the decoration).
+fn error(description: &str) -> Value {
+    json!({"description": description})
+}
+
+/// A header parameter.
+fn header(name: &str, required: bool, description: &str, schema: Value) -> Value {
+    json!({"name": name, "in": "header", "required": required, "description": description, "schema": schema})
+}
+
+fn tus_resumable() -> Value {
+    header(
+        "Tus-Resumable",
+        true,
+        "The protocol version: 1.0.0 (else 412 with Tus-Version)",
+        json!({"type": "string", "enum": ["1.0.0"]}),
+    )
+}
+
+/// A response header.
+fn response_header(description: &str, schema: Value) -> Value {
+    json!({"description": description, "schema": schema})
+}
+
+/// A tus response without a body, with the upload's headers.
+fn tus_answer(description: &str, location: bool) -> Value {
+    let mut headers = json!({
+        "Tus-Resumable": response_header("1.0.0", json!({"type": "string"})),
+        "Upload-Offset": response_header("Bytes received so far", json!({"type": "integer"})),
+        "Upload-Expires": response_header("When the upload is purged if unused (HTTP date)", json!({"type": "string"})),
+    });
+    if location {
+        headers["Location"] = response_header(
+            "The upload's address; its last segment is the fileId of the upload forms",
+            json!({"type": "string"}),
+        );
+    }
+    json!({"description": description, "headers": headers})
+}
+
+/// The upload form of `kind` (`video` or `image`).
+fn form(video: bool) -> Value {
+    let text = |max: usize, description: &str| json!({"type": "string", "maxLength": max, "description": description});
+    let boolean = |description: &str| json!({"type": "string", "enum": ["true", "false"], "description": description});
+    let json_text = |description: &str| json!({"type": "string", "description": description});
+    let mut properties = json!({
+        "file": {"type": "string", "format": "binary", "description": if video { "The video: .mp4 or .mov (content checked)" } else { "The image: .jpg, .png or .webp (content checked)" }},
+        "fileId": {"type": "string", "pattern": "^upl_[0-9a-f]{32}$", "description": "A finished resumable upload to use instead of a file"},
+        "title": text(MAX_TITLE, "Internal title"),
+        "description": text(MAX_DESCRIPTION, "Internal description (default caption)"),
+        "platforms": json_text(if video { "JSON array of youtube, instagram, tiktok, linkedin, pinterest" } else { "JSON array of instagram, tiktok, linkedin, pinterest" }),
+        "scheduledAt": {"type": "string", "format": "date-time", "description": "When to publish"},
+        "isDraft": boolean("Save as a draft"),
+        "instagram": json_text("JSON object: caption, autoPublish, accounts"),
+        "tiktok": json_text("JSON object: caption, privacy, autoPublish, accounts, disableComment, disableDuet, disableStitch"),
+        "linkedin": json_text("JSON object: comment, autoPublish, accounts"),
+        "pinterest": json_text("JSON object: title, description, autoPublish, accounts"),
+        "instagramCaption": text(2_200, "Instagram caption"),
+        "instagramAutoPublish": boolean("Publish automatically"),
+        "selectedInstagramAccounts": json_text("Instagram accountIds: a JSON array or comma-separated"),
+        "tiktokCaption": text(2_200, "TikTok caption"),
+        "tiktokPrivacy": {"type": "string", "enum": ["PUBLIC_TO_EVERYONE", "MUTUAL_FOLLOW_FRIENDS", "SELF_ONLY"]},
+        "tiktokAutoPublish": boolean("Publish automatically"),
+        "selectedTiktokAccounts": json_text("TikTok accountIds: a JSON array or comma-separated"),
+        "tiktokDisableComment": boolean("Disable comments"),
+        "tiktokDisableDuet": boolean("Disable duets"),
+        "tiktokDisableStitch": boolean("Disable stitches"),
+        "linkedinComment": text(3_000, "LinkedIn post text"),
+        "linkedinAutoPublish": boolean("Publish automatically"),
+        "selectedLinkedinAccounts": json_text("LinkedIn accountIds (URNs): a JSON array or comma-separated"),
+        "pinterestTitle": text(100, "Pin title"),
+        "pinterestDescription": text(500, "Pin description"),
+        "pinterestAutoPublish": boolean("Publish automatically"),
+        "selectedPinterestAccounts": json_text("Pinterest accountIds: a JSON array or comma-separated"),
+    });
+    if video {
+        let extra = json!({
+            "youtube": json_text("JSON object: title, description, privacy, autoPublish, channels"),
+            "youtubeTitle": text(100, "YouTube title"),
+            "youtubeDescription": text(5_000, "YouTube description"),
+            "youtubePrivacy": {"type": "string", "enum": ["public", "private", "unlisted"]},
+            "youtubeAutoPublish": boolean("Publish automatically"),
+            "selectedYoutubeChannels": json_text("YouTube channelIds: a JSON array or comma-separated"),
+        });
+        if let (Some(properties), Value::Object(extra)) = (properties.as_object_mut(), extra) {
+            properties.extend(extra);
+        }
+    }
+    let mut schema = json!({"type": "object", "properties": properties});
+    if video {
+        schema["required"] = json!(["platforms"]);
+    }
+    json!({
+        "required": true,
+        "description": "A multipart form; nested platform settings win over flat ones",
+        "content": {"multipart/form-data": {"schema": schema}}
+    })
+}
+
+fn upload(operation_id: &str, video: bool, summary: &str) -> Value {
+    json!({
+        "operationId": operation_id,
+        "tags": ["media"],
+        "summary": summary,
+        "parameters": [header(
+            "Idempotency-Key",
+            false,
+            "Retained 24 hours. The same key with the same form (fields and file bytes) replays the first response with Idempotent-Replayed: true; with another form it is a 422",
+            json!({"type": "string", "pattern": "^[!-~]{1,128}$"}),
+        )],
+        "requestBody": form(video),
+        "responses": {
+            "201": success("Stored", json!({"type": "array", "items": schema("UploadedItem")}), true),
+            "400": error("`validation_error`: a field, the file's extension or content, the platforms, settings or accounts"),
+            "413": error("`payload_too_large`: over the size limit"),
+        }
+    })
+}
+
+fn list(operation_id: &str, key: &str, platforms: &[&str]) -> Value {
+    let query = |name: &str, schema: Value, description: &str| json!({"name": name, "in": "query", "required": false, "description": description, "schema": schema});
+    json!({
+        "operationId": operation_id,
+        "tags": ["media"],
+        "summary": "Items newest first, a page at a time",
+        "parameters": [
+            query("page", json!({"type": "string", "pattern": "^[1-9][0-9]{0,5}$"}), "Page, from 1 (default 1)"),
+            query("limit", json!({"type": "string", "pattern": "^([1-9]|[1-9][0-9]|100)$"}), "Items per page, 1 to 100 (default 10)"),
+            query("status", json!({"type": "string", "enum": ["draft", "pending", "scheduled", "processing", "completed", "failed"]}), "Only items with this overall status"),
+            query("platform", json!({"type": "string", "enum": platforms}), "Only items that target this platform"),
+        ],
+        "responses": {
+            "200": success("A page", json!({
+                "type": "object",
+                "required": [key, "pagination"],
+                "properties": {key: {"type": "array", "items": schema("MediaItemView")}, "pagination": schema("Pagination")}
+            }), false),
+        }
+    })
+}
+
+fn detail(operation_id: &str) -> Value {
+    json!({
+        "operationId": operation_id,
+        "tags": ["media"],
+        "summary": "One item with its file and per-platform state",
+        "parameters": [{"name": "id", "in": "path", "required": true, "schema": schema("MediaId")}],
+        "responses": {
+            "200": success("The item", schema("MediaItemView"), false),
+            "404": error("`not_found`: no such item of this kind in the organization"),
+        }
+    })
+}
+
+fn options() -> Value {
+    json!({
+        "operationId": "tus_options",
+        "tags": ["media"],
+        "summary": "What the server supports (no key needed)",
+        "responses": {"204": {
+            "description": "Tus-Version, Tus-Extension, Tus-Max-Size and Tus-Checksum-Algorithm",
+            "headers": {
+                "Tus-Resumable": response_header("1.0.0", json!({"type": "string"})),
+                "Tus-Version": response_header("1.0.0", json!({"type": "string"})),
+                "Tus-Extension": response_header("creation,creation-with-upload,expiration,termination,checksum", json!({"type": "string"})),
+                "Tus-Max-Size": response_header("The largest upload, in bytes", json!({"type": "integer"})),
+                "Tus-Checksum-Algorithm": response_header("sha1", json!({"type": "string"})),
+            }
+        }}
+    })
+}
+
+fn upload_id() -> Value {
+    json!({"name": "uploadId", "in": "path", "required": true, "schema": {"type": "string", "pattern": "^upl_[0-9a-f]{32}$"}})
+}
+
+/// The media API's path items, relative to the mount point.
+pub fn paths() -> Map<String, Value> {
+    let video_platforms = ["youtube", "instagram", "tiktok", "linkedin", "pinterest"];
+    let image_platforms = ["instagram", "tiktok", "linkedin", "pinterest"];
+    let checksum = header(
+        "Upload-Checksum",
+        false,
+        "sha1 and the base64 of the chunk's SHA-1 (460 when it does not match)",
+        json!({"type": "string", "pattern": "^sha1 [A-Za-z0-9+/]{27}=$"}),
+    );
+    let chunk = json!({
+        "required": true,
+        "content": {"application/offset+octet-stream": {"schema": {"type": "string", "format": "binary"}}}
+    });
+    let items = json!({
+        "/media/videos": {
+            "post": upload("upload_video", true, "Upload a video (multipart form)"),
+            "get": list("list_videos", "videos", &video_platforms),
+        },
+        "/media/images": {
+            "post": upload("upload_image", false, "Upload an image (multipart form)"),
+            "get": list("list_images", "images", &image_platforms),
+        },
+        "/media/videos/{id}": {"get": detail("get_video")},
+        "/media/images/{id}": {"get": detail("get_image")},
+        "/video/upload": {"post": upload("upload_video_legacy", true, "Upload a video (the older path; same form)")},
+        "/channels": {"get": {
+            "operationId": "list_channels",
+            "tags": ["media"],
+            "summary": "Connected accounts by platform",
+            "responses": {"200": success("The channels", schema("ChannelsView"), false)}
+        }},
+        "/media/uploads": {
+            "options": options(),
+            "post": {
+                "operationId": "tus_create",
+                "tags": ["media"],
+                "summary": "Create a resumable upload (tus creation, creation-with-upload)",
+                "parameters": [
+                    tus_resumable(),
+                    header("Upload-Length", true, "The upload's size in bytes", json!({"type": "string", "pattern": "^[0-9]{1,19}$"})),
+                    header("Upload-Metadata", false, "Comma-separated `key base64value` pairs; `filename` names the file", json!({"type": "string", "maxLength": 4096})),
+                    checksum.clone(),
+                ],
+                "requestBody": {"required": false, "content": {"application/offset+octet-stream": {"schema": {"type": "string", "format": "binary"}}}},
+                "responses": {
+                    "201": tus_answer("Created", true),
+                    "400": error("`validation_error`: a header"),
+                    "412": error("`tus_version_unsupported`"),
+                    "413": error("`payload_too_large`: Upload-Length over the limit"),
+                    "460": error("`checksum_mismatch`: the first chunk was dropped"),
+                }
+            }
+        },
+        "/media/uploads/{uploadId}": {
+            "head": {
+                "operationId": "tus_status",
+                "tags": ["media"],
+                "summary": "The upload's offset (where to resume)",
+                "parameters": [upload_id(), tus_resumable()],
+                "responses": {
+                    "200": tus_answer("The upload, with Upload-Length and Upload-Metadata", false),
+                    "404": error("`not_found`: no such upload, or it expired"),
+                    "412": error("`tus_version_unsupported`"),
+                }
+            },
+            "patch": {
+                "operationId": "tus_append",
+                "tags": ["media"],
+                "summary": "Append a chunk at Upload-Offset",
+                "parameters": [
+                    upload_id(),
+                    tus_resumable(),
+                    header("Upload-Offset", true, "The upload's offset", json!({"type": "string", "pattern": "^[0-9]{1,19}$"})),
+                    checksum,
+                ],
+                "requestBody": chunk,
+                "responses": {
+                    "204": tus_answer("Appended", false),
+                    "404": error("`not_found`: no such upload, or it expired"),
+                    "409": error("`upload_offset_mismatch`: resume from the offset HEAD gives"),
+                    "412": error("`tus_version_unsupported`"),
+                    "413": error("`payload_too_large`: more bytes than Upload-Length"),
+                    "415": error("`unsupported_media_type`: chunks are application/offset+octet-stream"),
+                    "460": error("`checksum_mismatch`: the chunk was dropped"),
+                }
+            },
+            "delete": {
+                "operationId": "tus_terminate",
+                "tags": ["media"],
+                "summary": "Drop the upload (tus termination)",
+                "parameters": [upload_id(), tus_resumable()],
+                "responses": {
+                    "204": {"description": "Dropped", "headers": {"Tus-Resumable": response_header("1.0.0", json!({"type": "string"}))}},
+                    "404": error("`not_found`: no such upload, or it expired"),
+                    "412": error("`tus_version_unsupported`"),
+                }
+            }
+        },
+    });
+    match items {
+        Value::Object(items) => items,
+        _ => Map::new(),
+    }
+}

@@ -1,0 +1,262 @@
+//! Resumable uploads by the tus 1.0.0 protocol at `/media/uploads` (core, creation,
+//! creation-with-upload, expiration, termination, checksum with sha1). The last segment of an
+//! upload's `Location` is its id, the `fileId` the upload forms accept.
+
+use axum::extract::{OriginalUri, Request, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use http::{header, HeaderMap, HeaderValue, StatusCode};
+use xf_core::media::Upload;
+use xf_core::{ChunkSource, Error, Xf};
+
+use super::media::{MediaCaller, MediaError, MediaPath};
+
+/// The protocol version spoken.
+const TUS_VERSION: &str = "1.0.0";
+/// The extensions offered.
+const TUS_EXTENSIONS: &str = "creation,creation-with-upload,expiration,termination,checksum";
+/// The content type of chunks.
+const OFFSET_OCTET_STREAM: &str = "application/offset+octet-stream";
+
+/// The routes of this module (mounted inside the media API's router, behind its guard, which
+/// lets `OPTIONS` through unauthenticated as tus asks).
+pub fn router() -> Router<Xf> {
+    Router::new()
+        .route("/media/uploads", post(create).options(options))
+        .route(
+            "/media/uploads/{id}",
+            axum::routing::head(status).patch(append).delete(terminate),
+        )
+}
+
+type Handled = Result<Response, Tus>;
+
+/// An error of a tus route: the media error envelope (no body for `HEAD`), with
+/// `Tus-Resumable` and, for a version mismatch, `Tus-Version`.
+struct Tus(Error);
+
+impl From<Error> for Tus {
+    fn from(error: Error) -> Self {
+        Tus(error)
+    }
+}
+
+impl From<MediaError> for Tus {
+    fn from(error: MediaError) -> Self {
+        Tus(error.0)
+    }
+}
+
+impl IntoResponse for Tus {
+    fn into_response(self) -> Response {
+        let version = matches!(self.0, Error::TusVersionUnsupported);
+        let offset = match self.0 {
+            Error::UploadOffsetMismatch { offset } => Some(offset),
+            _ => None,
+        };
+        let mut response = MediaError(self.0).into_response();
+        let headers = response.headers_mut();
+        headers.insert("tus-resumable", HeaderValue::from_static(TUS_VERSION));
+        if version {
+            headers.insert("tus-version", HeaderValue::from_static(TUS_VERSION));
+        }
+        if let Some(offset) = offset {
+            headers.insert("upload-offset", HeaderValue::from(offset));
+        }
+        response
+    }
+}
+
+fn text<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+}
+
+/// Every request but `OPTIONS` must say it speaks 1.0.0.
+fn check_version(headers: &HeaderMap) -> Result<(), Error> {
+    match text(headers, "tus-resumable") {
+        Some(TUS_VERSION) => Ok(()),
+        _ => Err(Error::TusVersionUnsupported),
+    }
+}
+
+/// A header holding a byte count (`name` as the protocol spells it).
+fn count(headers: &HeaderMap, name: &str) -> Result<Option<u64>, Error> {
+    text(headers, name)
+        .map(|value| {
+            value
+                .parse::<u64>()
+                .map_err(|_| Error::invalid(name, "must be a whole number of bytes"))
+        })
+        .transpose()
+}
+
+/// `Upload-Expires` is an HTTP date.
+fn http_date(upload: &Upload) -> HeaderValue {
+    let text = upload
+        .expires_at
+        .as_datetime()
+        .format("%a, %d %b %Y %H:%M:%S GMT")
+        .to_string();
+    HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+/// A tus response: `status`, no body, `Tus-Resumable`.
+fn tus_status(status: StatusCode) -> Response {
+    let mut response = status.into_response();
+    response
+        .headers_mut()
+        .insert("tus-resumable", HeaderValue::from_static(TUS_VERSION));
+    response
+}
+
+/// A tus response with the upload's headers.
+fn answer(status: StatusCode, upload: &Upload) -> Response {
+    let mut response = tus_status(status);
+    let headers = response.headers_mut();
+    headers.insert("upload-offset", HeaderValue::from(upload.offset));
+    headers.insert("upload-expires", http_date(upload));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// A request body's chunks.
+struct BodyChunks(axum::body::Body);
+
+#[async_trait::async_trait]
+impl ChunkSource for BodyChunks {
+    async fn next_chunk(&mut self) -> Option<Result<bytes::Bytes, String>> {
+        use http_body_util::BodyExt;
+        loop {
+            match self.0.frame().await? {
+                Err(error) => return Some(Err(error.to_string())),
+                // Trailers carry no bytes of the upload.
+                Ok(frame) => {
+                    if let Ok(data) = frame.into_data() {
+                        return Some(Ok(data));
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn chunks(request: Request) -> BodyChunks {
+    BodyChunks(request.into_body())
+}
+
+/// What the server supports.
+async fn options(State(xf): State<Xf>) -> Response {
+    let mut response = tus_status(StatusCode::NO_CONTENT);
+    let headers = response.headers_mut();
+    headers.insert("tus-version", HeaderValue::from_static(TUS_VERSION));
+    headers.insert("tus-extension", HeaderValue::from_static(TUS_EXTENSIONS));
+    headers.insert("tus-max-size", HeaderValue::from(xf.max_upload_bytes()));
+    headers.insert("tus-checksum-algorithm", HeaderValue::from_static("sha1"));
+    response
+}
+
+/// Creates an upload (`Upload-Length` required), with a first chunk when the body carries
+/// one as `application/offset+octet-stream`.
+async fn create(
+    State(xf): State<Xf>,
+    MediaCaller(caller): MediaCaller,
+    OriginalUri(uri): OriginalUri,
+    request: Request,
+) -> Handled {
+    let headers = request.headers().clone();
+    check_version(&headers)?;
+    if text(&headers, "upload-defer-length").is_some() {
+        return Err(Error::invalid(
+            "Upload-Defer-Length",
+            "is not supported: send Upload-Length",
+        )
+        .into());
+    }
+    let length = count(&headers, "Upload-Length")?
+        .ok_or_else(|| Error::invalid("Upload-Length", "is required"))?;
+    let with_body = text(&headers, "content-type") == Some(OFFSET_OCTET_STREAM);
+    let metadata = text(&headers, "upload-metadata");
+    let checksum = text(&headers, "upload-checksum");
+    let mut body = chunks(request);
+    let first = with_body.then_some((checksum, &mut body as &mut dyn ChunkSource));
+    let upload = xf.create_upload(&caller, length, metadata, first).await?;
+    let mut response = answer(StatusCode::CREATED, &upload);
+    let location = format!("{}/{}", uri.path().trim_end_matches('/'), upload.id);
+    if let Ok(location) = HeaderValue::from_str(&location) {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    Ok(response)
+}
+
+/// The upload's offset and length.
+async fn status(
+    State(xf): State<Xf>,
+    MediaCaller(caller): MediaCaller,
+    MediaPath(id): MediaPath,
+    headers: HeaderMap,
+) -> Handled {
+    check_version(&headers)?;
+    let upload = xf.get_upload(&caller, &id).await?;
+    let mut response = answer(StatusCode::OK, &upload);
+    response
+        .headers_mut()
+        .insert("upload-length", HeaderValue::from(upload.length));
+    let metadata: Vec<String> = upload
+        .metadata
+        .iter()
+        .map(|(key, value)| {
+            if value.is_empty() {
+                key.clone()
+            } else {
+                format!("{key} {value}")
+            }
+        })
+        .collect();
+    if let Ok(metadata) = HeaderValue::from_str(&metadata.join(",")) {
+        if !metadata.is_empty() {
+            response.headers_mut().insert("upload-metadata", metadata);
+        }
+    }
+    Ok(response)
+}
+
+/// Appends a chunk at `Upload-Offset`.
+async fn append(
+    State(xf): State<Xf>,
+    MediaCaller(caller): MediaCaller,
+    MediaPath(id): MediaPath,
+    request: Request,
+) -> Handled {
+    let headers = request.headers().clone();
+    check_version(&headers)?;
+    if text(&headers, "content-type") != Some(OFFSET_OCTET_STREAM) {
+        return Err(Error::UnsupportedMediaType(format!(
+            "a chunk's Content-Type must be {OFFSET_OCTET_STREAM}"
+        ))
+        .into());
+    }
+    let offset = count(&headers, "Upload-Offset")?
+        .ok_or_else(|| Error::invalid("Upload-Offset", "is required"))?;
+    let checksum = text(&headers, "upload-checksum");
+    let mut body = chunks(request);
+    let upload = xf
+        .append_upload(&caller, &id, offset, checksum, &mut body)
+        .await?;
+    Ok(answer(StatusCode::NO_CONTENT, &upload))
+}
+
+/// Drops the upload and its bytes.
+async fn terminate(
+    State(xf): State<Xf>,
+    MediaCaller(caller): MediaCaller,
+    MediaPath(id): MediaPath,
+    headers: HeaderMap,
+) -> Handled {
+    check_version(&headers)?;
+    xf.terminate_upload(&caller, &id).await?;
+    Ok(tus_status(StatusCode::NO_CONTENT))
+}
