@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use xf_core::media::blob::BlobStore;
 use xf_core::media::inspect::{inspect_image, ImageFacts, ImageFormat};
@@ -215,7 +216,10 @@ fn assert_not_found<T>(result: io::Result<T>, what: &str) {
 async fn put(store: &S3BlobStore, key: &str, data: &[u8], chunk: usize) -> u64 {
     let mut writer = store.create(key).await.expect("create");
     for piece in data.chunks(chunk) {
-        writer.write(piece).await.expect("write");
+        writer
+            .write(Bytes::copy_from_slice(piece))
+            .await
+            .expect("write");
     }
     writer.finish().await.expect("finish")
 }
@@ -270,7 +274,10 @@ async fn an_s3_bucket_keeps_blobs_as_the_local_store_does() {
     let key = "media/org_1/med_big.mp4";
     let mut writer = store.create(key).await.expect("create");
     for (index, piece) in data.chunks(MIB).enumerate() {
-        writer.write(piece).await.expect("write");
+        writer
+            .write(Bytes::copy_from_slice(piece))
+            .await
+            .expect("write");
         if index == 10 {
             // A part is up by now (or on its way), yet there is no object.
             assert_not_found(store.open(key).await, "a blob half written");
@@ -327,7 +334,10 @@ async fn an_s3_bucket_keeps_blobs_as_the_local_store_does() {
 
     // A replacement shows only once finished; until then the old blob stays.
     let mut writer = store.create(key).await.expect("create");
-    writer.write(b"a new version").await.expect("write");
+    writer
+        .write(Bytes::from_static(b"a new version"))
+        .await
+        .expect("write");
     assert_eq!(store.open(key).await.expect("open").len(), len);
     assert_eq!(writer.finish().await.expect("finish"), 13);
     let blob = store.open(key).await.expect("open");
@@ -342,7 +352,10 @@ async fn an_s3_bucket_keeps_blobs_as_the_local_store_does() {
 
     // An aborted writer leaves no object, and no upload either.
     let mut aborted = store.create("media/aborted").await.expect("create");
-    aborted.write(&data[..9 * MIB]).await.expect("write");
+    aborted
+        .write(Bytes::copy_from_slice(&data[..9 * MIB]))
+        .await
+        .expect("write");
     assert_eq!(moto.uploads_in_progress("media/aborted").await, 1);
     aborted.abort().await;
     assert_not_found(store.open("media/aborted").await, "an aborted blob");
@@ -350,7 +363,10 @@ async fn an_s3_bucket_keeps_blobs_as_the_local_store_does() {
 
     // Nor does a dropped one; its upload is aborted in the background.
     let mut dropped = store.create("media/dropped").await.expect("create");
-    dropped.write(&data[..9 * MIB]).await.expect("write");
+    dropped
+        .write(Bytes::copy_from_slice(&data[..9 * MIB]))
+        .await
+        .expect("write");
     drop(dropped);
     assert_not_found(store.open("media/dropped").await, "a dropped blob");
     let deadline = Instant::now() + Duration::from_secs(30);

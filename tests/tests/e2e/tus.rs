@@ -128,7 +128,7 @@ async fn studio(app: &TestApp) -> (String, String) {
 
 async fn a_chunked_upload_becomes_a_video(app: TestApp) {
     let (app, root) = with_blobs(app);
-    let (key, _) = studio(&app).await;
+    let (key, test_key) = studio(&app).await;
     let clip = video("mp4", 320, 240, 2, true, 0);
     let third = clip.len() / 3;
 
@@ -226,6 +226,43 @@ async fn a_chunked_upload_becomes_a_video(app: TestApp) {
     assert_eq!(files_below(&root), 1);
     let again = post_video_form(&app, &key, &content_type, &body).await;
     assert_eq!(again.status, 400);
+
+    // A test key's upload is real (HEAD must tell where to resume); its form is checked and
+    // mocked, and leaves the upload unused and no item behind.
+    let whole = tus(
+        &app,
+        Method::POST,
+        "/media/uploads",
+        &test_key,
+        &[
+            ("upload-length", clip.len().to_string()),
+            ("upload-metadata", metadata("trial.mp4")),
+            ("content-type", "application/offset+octet-stream".to_owned()),
+        ],
+        &clip,
+    )
+    .await;
+    assert_eq!(whole.status, 201, "{}", whole.body);
+    let test_location = header(&whole, "location").to_owned();
+    let test_file = test_location.rsplit('/').next().unwrap().to_owned();
+    let (content_type, body) = multipart(
+        &[("platforms", r#"["tiktok"]"#), ("fileId", &test_file)],
+        None,
+    );
+    let mocked = post_video_form(&app, &test_key, &content_type, &body).await;
+    assert_eq!(mocked.status, 201, "{}", mocked.body);
+    let kept = tus(&app, Method::HEAD, &test_location, &test_key, &[], b"").await;
+    assert_eq!(kept.status, 200);
+    assert_eq!(header(&kept, "upload-offset"), clip.len().to_string());
+    let list = app
+        .send(
+            Request::get("/media/videos")
+                .header("x-api-key", &key)
+                .body(Full::new(Bytes::new()))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(list.body["data"]["pagination"]["total"], 1, "{}", list.body);
     let _ = std::fs::remove_dir_all(root);
 }
 

@@ -20,6 +20,7 @@ use std::io;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use bytes::Bytes;
 use object_store::aws::AmazonS3Builder;
 use object_store::path::Path;
 use object_store::{MultipartUpload, ObjectStore, ObjectStoreExt, PutPayload};
@@ -295,13 +296,13 @@ impl S3Writer {
 
 #[async_trait]
 impl BlobWriter for S3Writer {
-    async fn write(&mut self, chunk: &[u8]) -> io::Result<()> {
+    async fn write(&mut self, chunk: Bytes) -> io::Result<()> {
         if self.upload.is_none() {
             return Err(io::Error::other(
                 "the blob is already finished, or failed before",
             ));
         }
-        let mut rest = chunk;
+        let mut rest = &chunk[..];
         while !rest.is_empty() {
             if self.buffer.capacity() == 0 {
                 self.buffer.reserve_exact(PART_SIZE);

@@ -172,7 +172,7 @@ impl Xf {
                 writer.abort().await;
                 return Err(Error::PayloadTooLarge { limit_bytes: limit });
             }
-            if let Err(error) = writer.write(&chunk).await {
+            if let Err(error) = writer.write(chunk).await {
                 writer.abort().await;
                 return Err(Error::Unavailable {
                     cause: format!("writing an upload to the blob store: {error}"),

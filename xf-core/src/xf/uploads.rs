@@ -175,13 +175,9 @@ impl Xf {
                         Some(Error::PayloadTooLarge { limit_bytes: room })
                     } else {
                         hasher.update(&chunk);
-                        writer
-                            .write(&chunk)
-                            .await
-                            .err()
-                            .map(|e| Error::Unavailable {
-                                cause: format!("writing an upload chunk: {e}"),
-                            })
+                        writer.write(chunk).await.err().map(|e| Error::Unavailable {
+                            cause: format!("writing an upload chunk: {e}"),
+                        })
                     }
                 }
             };
