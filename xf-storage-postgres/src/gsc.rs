@@ -155,7 +155,7 @@ impl GscStore for PgStore {
         let snapshot = &new.snapshot;
         let totals = &snapshot.totals;
         let daily = daily_json(&snapshot.daily)?;
-        let mut tx = self.pool.begin().await.map_err(store_error)?;
+        let mut tx = self.begin().await?;
         // The snapshot row first: from then on it is locked, so a concurrent replacement of
         // the same property waits for this one to commit, and its delete below then sees (and
         // removes) every row this one inserted.

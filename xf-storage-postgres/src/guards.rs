@@ -163,7 +163,7 @@ impl GuardStore for PgStore {
         &self,
         request: &IdempotencyRequest,
     ) -> StoreResult<IdempotencyClaim> {
-        let mut tx = self.pool.begin().await.map_err(store_error)?;
+        let mut tx = self.begin().await?;
         // Claims the key when it is new, when the record expired (then it is replaced), or when
         // the same request's unfinished claim went stale (then only the claim time moves). In
         // every other case the upsert updates nothing but still locks the existing row, so the

@@ -55,7 +55,7 @@ impl IssueStore for PgStore {
         attempt: &Attempt,
         result: &Value,
     ) -> StoreResult<bool> {
-        let mut tx = self.pool.begin().await.map_err(store_error)?;
+        let mut tx = self.begin().await?;
         // The completion first: it succeeds only for the current attempt, and from then on the
         // job's row is locked, so a cancel waits and then finds it completed.
         let finish = Finish {

@@ -57,7 +57,7 @@ impl JobStore for PgStore {
         scans_limit: u64,
     ) -> StoreResult<()> {
         check_new_job(job)?;
-        let mut tx = self.pool.begin().await.map_err(store_error)?;
+        let mut tx = self.begin().await?;
         // The job first, so a duplicate id is reported as such even when the quota is spent.
         insert_jobs_query(std::slice::from_ref(job))
             .build()
@@ -92,7 +92,7 @@ impl JobStore for PgStore {
             return Ok(());
         }
         jobs.iter().try_for_each(check_new_job)?;
-        let mut tx = self.pool.begin().await.map_err(store_error)?;
+        let mut tx = self.begin().await?;
         for chunk in jobs.chunks(INSERT_CHUNK) {
             insert_jobs_query(chunk)
                 .build()

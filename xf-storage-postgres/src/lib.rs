@@ -198,6 +198,23 @@ impl PgStore {
     pub fn pool(&self) -> &PgPool {
         &self.pool
     }
+
+    /// Starts a transaction on a connection of the pool, whatever happens to the caller.
+    ///
+    /// sqlx counts a transaction as open only once `BEGIN` has answered: a `begin()` future
+    /// dropped in between (a request whose client went away) hands its connection back to
+    /// the pool with the transaction open on the server and nothing to roll it back. Every
+    /// later statement on that connection then runs inside it, uncommitted, holding its
+    /// locks; a rate-limit counter locked that way stopped every request of the instance.
+    /// Here `BEGIN` runs in a task of its own: it completes, and if the caller is gone the
+    /// task drops the transaction, which sqlx does roll back.
+    pub(crate) async fn begin(&self) -> StoreResult<sqlx::Transaction<'static, Postgres>> {
+        let pool = self.pool.clone();
+        tokio::spawn(async move { pool.begin().await })
+            .await
+            .map_err(|error| StoreError::Internal(format!("starting a transaction: {error}")))?
+            .map_err(store_error)
+    }
 }
 
 /// Appends the keyset condition, order and limit of a newest-first page. `id_column` is the

@@ -72,7 +72,7 @@ impl OrganizationStore for PgStore {
         keys: &[ApiKey],
     ) -> StoreResult<()> {
         // A failing insert returns early and drops the transaction, which rolls it back.
-        let mut tx = self.pool.begin().await.map_err(store_error)?;
+        let mut tx = self.begin().await?;
         insert_organization_query(organization)
             .execute(&mut *tx)
             .await
@@ -129,7 +129,7 @@ impl OrganizationStore for PgStore {
     }
 
     async fn insert_api_key(&self, key: &ApiKey, max_active: u64) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(store_error)?;
+        let mut tx = self.begin().await?;
         // Serialises key creation per organization across instances. An advisory lock rather
         // than a lock on the organization row: it works whether or not that row exists and
         // does not block updates of the organization.

@@ -83,7 +83,7 @@ fn claim_sql() -> &'static str {
 #[async_trait]
 impl WebhookStore for PgStore {
     async fn insert_webhook(&self, webhook: &Webhook, max: u64) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(store_error)?;
+        let mut tx = self.begin().await?;
         // Serialises webhook creation per organization across instances, as the key cap does
         // (see `insert_api_key`): the count below then sees every webhook committed before.
         sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
@@ -193,7 +193,7 @@ impl WebhookStore for PgStore {
         // a fan-out holding that lock (FOR SHARE) queued meanwhile, which a CTE of the UPDATE
         // (whose snapshot predates the wait) would miss. Fan-outs after the commit see the
         // webhook disabled.
-        let mut tx = self.pool.begin().await.map_err(store_error)?;
+        let mut tx = self.begin().await?;
         let row = update.fetch_optional(&mut *tx).await.map_err(store_error)?;
         if row.is_some() {
             sqlx::query("DELETE FROM webhook_messages WHERE webhook_id = $1")

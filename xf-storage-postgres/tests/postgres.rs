@@ -751,6 +751,139 @@ async fn rate_limits_are_exact_and_all_or_nothing_across_instances() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_dropped_at_any_point_leaves_no_transaction_open() {
+    // One connection, so every call below runs on the connection the dropped ones used.
+    let base = fresh_database().await;
+    let options = base.pool().connect_options().as_ref().clone();
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_with(options)
+        .await
+        .expect("a one-connection pool");
+    let store = PgStore::new(pool);
+    for attempt in 0..60u64 {
+        // Polled a few times, with pauses in which the server answers, then dropped: at
+        // some attempt while `BEGIN` is on its way, at others later.
+        let organization = organization(org(u128::from(attempt) + 1));
+        let keys = [api_key(
+            key(u128::from(attempt) + 1),
+            organization.id.clone(),
+        )];
+        let mut call = Box::pin(store.insert_organization_with_keys(&organization, &keys));
+        for _ in 0..attempt % 6 + 1 {
+            let polled = std::future::poll_fn(|cx| {
+                std::task::Poll::Ready(std::future::Future::poll(call.as_mut(), cx).is_ready())
+            })
+            .await;
+            if polled {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1 + attempt / 6 % 3)).await;
+        }
+        drop(call);
+        // A statement on the connection (so whatever it had queued has run), then a look
+        // from another connection at what the pool's connection is doing between statements.
+        sqlx::query("SELECT 1")
+            .execute(store.pool())
+            .await
+            .expect("the connection answers");
+        let (open,): (i64,) = sqlx::query_as(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND state = 'idle in transaction'",
+        )
+        .fetch_one(base.pool())
+        .await
+        .expect("the activity");
+        assert_eq!(open, 0, "attempt {attempt} left a transaction open");
+    }
+}
+
+/// One call of `xf_hit_rate_limits_many` with `batch` (a request's buckets as
+/// `(name, limit, consume)`): each request's number, counts and exceeded indexes.
+async fn hit_batch(
+    store: &PgStore,
+    batch: &[&[(&str, i64, bool)]],
+) -> Vec<(i32, Vec<i64>, Vec<i32>)> {
+    let (mut requests, mut names, mut windows, mut limits, mut consume) =
+        (vec![], vec![], vec![], vec![], vec![]);
+    for (request, buckets) in batch.iter().enumerate() {
+        for (name, limit, consumed) in buckets.iter() {
+            requests.push(request as i32);
+            names.push(*name);
+            windows.push(t0().start_of_hour().as_datetime());
+            limits.push(*limit);
+            consume.push(*consumed);
+        }
+    }
+    sqlx::query_as(
+        "SELECT request, counts, exceeded FROM xf_hit_rate_limits_many($1::integer[], \
+         $2::text[], $3::timestamptz[], $4::bigint[], $5::boolean[])",
+    )
+    .bind(&requests)
+    .bind(&names)
+    .bind(&windows)
+    .bind(&limits)
+    .bind(&consume)
+    .fetch_all(store.pool())
+    .await
+    .expect("the batch is counted")
+}
+
+#[tokio::test]
+async fn a_batch_decides_its_requests_one_after_the_other() {
+    let store = fresh_database().await;
+    // Two writes fill `w` (limit 2) and count `d`; the third write is refused whole, so `d`
+    // does not count it; a read peeks at `w` and `d` and counts `r`; the last write names
+    // `w` twice, is refused, and reports the counter at its limit in both places.
+    let write: &[(&str, i64, bool)] = &[("w", 2, true), ("d", 10, true)];
+    let read: &[(&str, i64, bool)] = &[("r", 5, true), ("w", 2, false), ("d", 10, false)];
+    let twice: &[(&str, i64, bool)] = &[("w", 2, true), ("w", 2, true)];
+    let rows = hit_batch(&store, &[write, write, write, read, twice]).await;
+    assert_eq!(
+        rows,
+        vec![
+            (0, vec![1, 1], vec![]),
+            (1, vec![2, 2], vec![]),
+            (2, vec![2, 2], vec![0]),
+            (3, vec![1, 2, 2], vec![]),
+            (4, vec![2, 2], vec![0, 1]),
+        ]
+    );
+    // The counts were written back once: a lone request sees them.
+    let peek = store
+        .hit_rate_limits(&[
+            bucket("w", 2, false),
+            bucket("d", 10, false),
+            bucket("r", 5, false),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(peek.counts, vec![2, 2, 1]);
+    // A counter consumed twice in one request counts once, as alone.
+    let rows = hit_batch(
+        &store,
+        &[&[("x", 5, true), ("x", 5, true)], &[("x", 5, true)]],
+    )
+    .await;
+    assert_eq!(rows, vec![(0, vec![1, 1], vec![]), (1, vec![2], vec![])]);
+    // Requests out of order, or arrays of different lengths, are refused.
+    let refused = sqlx::query(
+        "SELECT * FROM xf_hit_rate_limits_many('{1,0}'::integer[], '{a,b}'::text[], \
+         ARRAY[now(), now()], '{5,5}'::bigint[], '{true,true}'::boolean[])",
+    )
+    .fetch_all(store.pool())
+    .await;
+    assert!(refused.is_err());
+    let refused = sqlx::query(
+        "SELECT * FROM xf_hit_rate_limits_many('{0}'::integer[], '{a,b}'::text[], \
+         ARRAY[now()], '{5}'::bigint[], '{true}'::boolean[])",
+    )
+    .fetch_all(store.pool())
+    .await;
+    assert!(refused.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_counts_one_window_and_peeks_at_the_others() {
     let stores = two_instances().await;
     for _ in 0..3 {
