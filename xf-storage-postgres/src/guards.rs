@@ -22,9 +22,10 @@ pub(crate) type PendingHit = (Vec<RateBucket>, oneshot::Sender<StoreResult<RateO
 const MAX_BATCH: usize = 256;
 
 /// Counts waiting requests, gathered into batches: whatever is waiting when the previous
-/// batch returns goes in one call of `xf_hit_rate_limits_many` (migration 0006), which counts
-/// each exactly as alone; a lone request takes `xf_hit_rate_limits` (0002). So a busy
-/// instance makes one round trip for many requests, and an idle one answers at once.
+/// batch returns goes in one call of `xf_hit_rate_limits_many` (migrations 0006 and 0009),
+/// which counts each exactly as alone with three statements per batch; a lone request takes
+/// `xf_hit_rate_limits` (0002). So a busy instance makes one round trip for many requests,
+/// and an idle one answers at once.
 async fn count_batches(pool: PgPool, mut waiting: mpsc::UnboundedReceiver<PendingHit>) {
     while let Some(first) = waiting.recv().await {
         let mut batch = vec![first];
