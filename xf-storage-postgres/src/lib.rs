@@ -160,9 +160,29 @@ pub struct PgStore {
     rates: Arc<OnceLock<tokio::sync::mpsc::UnboundedSender<guards::PendingHit>>>,
 }
 
+/// A connection idle for less than this is handed out without a ping first.
+const TRUSTED_IDLE: Duration = Duration::from_millis(500);
+
 /// The pool settings [`PgStore::connect`] uses.
+///
+/// sqlx pings every idle connection before handing it out, by default: a round trip per
+/// statement, on the request's path. Here only a connection idle for [`TRUSTED_IDLE`] or more
+/// is pinged (as HikariCP does); one in use a moment ago is trusted. So a dead connection
+/// (the database restarted) is found by the ping once the pool sat idle for half a second;
+/// under load, the statement that first uses it fails instead (`unavailable`, and the pool
+/// replaces the connection).
 pub(crate) fn pool_options() -> PgPoolOptions {
-    PgPoolOptions::new().acquire_timeout(ACQUIRE_TIMEOUT)
+    PgPoolOptions::new()
+        .acquire_timeout(ACQUIRE_TIMEOUT)
+        .test_before_acquire(false)
+        .before_acquire(|connection, meta| {
+            Box::pin(async move {
+                if meta.idle_for >= TRUSTED_IDLE {
+                    sqlx::Connection::ping(connection).await?;
+                }
+                Ok(true)
+            })
+        })
 }
 
 impl PgStore {

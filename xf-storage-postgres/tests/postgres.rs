@@ -596,7 +596,9 @@ async fn the_store_recovers_by_itself_after_its_connections_are_killed() {
     .await
     .unwrap();
     assert!(!killed.is_empty() && killed.iter().all(|k| *k));
-    // The pool notices the dead connections and opens new ones.
+    // The pool pings a connection idle for half a second before handing it out: it notices
+    // the dead connections and opens new ones.
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
     assert_eq!(
         store.get_organization(&org(1)).await.unwrap().map(|o| o.id),
         Some(org(1))
