@@ -24,6 +24,8 @@
 //! # }
 //! ```
 
+pub mod log_queue;
+
 use std::fmt;
 use std::future::Future;
 use std::io::IsTerminal;
@@ -381,18 +383,10 @@ pub fn init_logging(format: LogFormat) -> Result<LogWriter, StartError> {
         .with_default_directive(LevelFilter::INFO.into())
         .from_env()
         .map_err(|error| StartError::Logging(format!("RUST_LOG: {error}")))?;
-    // Lines go to a writer thread through a queue, so a request never waits for stderr; the
-    // queue is not lossy (a full one makes the writer's callers wait rather than drop lines).
-    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
-        .lossy(false)
-        .buffered_lines_limit(LOG_QUEUE_LINES)
-        .thread_name("xf-server-log")
-        // Buffered: the writer thread writes whatever lines are queued with one system call,
-        // and flushes each time the queue is empty, so lines are never held back.
-        .finish(std::io::BufWriter::with_capacity(
-            LOG_BUFFER_BYTES,
-            std::io::stderr(),
-        ));
+    // Lines go to a writer thread through a queue, so a request never waits for stderr (see
+    // `log_queue`).
+    let (queue, writer) = log_queue::LogQueue::start(std::io::stderr())
+        .map_err(|error| StartError::Logging(format!("the log thread: {error}")))?;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
@@ -406,19 +400,13 @@ pub fn init_logging(format: LogFormat) -> Result<LogWriter, StartError> {
             .try_init(),
     };
     installed.map_err(|error| StartError::Logging(error.to_string()))?;
-    Ok(LogWriter(guard))
+    Ok(LogWriter(queue))
 }
-
-/// Lines the log queue holds before writers wait.
-const LOG_QUEUE_LINES: usize = 64 * 1024;
-/// Bytes the log's writer thread gathers before it writes them out (it also writes out
-/// whenever the queue is empty).
-const LOG_BUFFER_BYTES: usize = 64 * 1024;
 
 /// The log's writer thread: keep it until the process ends; dropping it writes out what is
 /// queued.
 #[derive(Debug)]
-pub struct LogWriter(#[allow(dead_code)] tracing_appender::non_blocking::WorkerGuard);
+pub struct LogWriter(#[allow(dead_code)] log_queue::LogQueue);
 
 /// Opens the store (migrating PostgreSQL), builds the facade, sets up the demo organization
 /// with `--demo`, and mounts the services.
