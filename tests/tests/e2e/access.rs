@@ -35,6 +35,16 @@ async fn read_limits_count_down_and_reset_with_the_hour(app: TestApp) {
     limited.expect_error(429, "rate_limit");
     // 10:20:30 -> 11:00:00.
     assert_eq!(limited.header("retry-after"), Some("2370"));
+    // A read's handler runs while its count is decided; over the limit, what it answered
+    // (a 404 here) is dropped unseen.
+    let missing = app
+        .get(
+            "/properties/prop_0123456789abcdef0123456789abcdef",
+            &org.live,
+        )
+        .await;
+    missing.expect_error(429, "rate_limit");
+    assert_eq!(missing.header("retry-after"), Some("2370"));
     assert_eq!(
         limited.header("x-developer-api-ratelimit-read-remaining"),
         Some("0")
