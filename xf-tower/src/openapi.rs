@@ -342,6 +342,8 @@ fn decorate(operation: &mut Value, method: &str, api: Api) -> Result<(), String>
             ),
         ]);
     }
+    // Every operation that takes an Idempotency-Key can refuse it in these two ways; an
+    // operation's own 409 (`POST /properties`: a URL registered already) names both causes.
     if idempotent {
         shared.extend([
             (

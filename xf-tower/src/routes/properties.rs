@@ -67,7 +67,6 @@ async fn list_properties(
     responses(
         (status = 201, description = "Created", body = Envelope<PropertyCreated>),
         (status = 409, description = "`conflict`: the URL is registered already, or `idempotency_key_in_use`"),
-        (status = 422, description = "`idempotency_key_reused`"),
     ))]
 async fn create_property(State(xf): State<Xf>, Authed(caller): Authed, write: Write) -> Response {
     idempotency::respond(&xf, &caller, &write, StatusCode::CREATED, || async {

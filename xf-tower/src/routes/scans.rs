@@ -28,8 +28,6 @@ pub fn router() -> OpenApiRouter<Xf> {
     responses(
         (status = 202, description = "Queued", body = Envelope<ScanQueued>),
         (status = 404, description = "`not_found`"),
-        (status = 409, description = "`idempotency_key_in_use`"),
-        (status = 422, description = "`idempotency_key_reused`"),
     ))]
 async fn queue_scan(
     State(xf): State<Xf>,
@@ -47,8 +45,6 @@ async fn queue_scan(
     responses(
         (status = 202, description = "Queued", body = Envelope<ScanQueued>),
         (status = 404, description = "`not_found`"),
-        (status = 409, description = "`idempotency_key_in_use`"),
-        (status = 422, description = "`idempotency_key_reused`"),
     ))]
 async fn queue_crawl(
     State(xf): State<Xf>,
@@ -80,8 +76,6 @@ async fn scan(
     request_body = BatchScanRequest,
     responses(
         (status = 202, description = "Per-item results", body = Envelope<BatchScanResults>),
-        (status = 409, description = "`idempotency_key_in_use`"),
-        (status = 422, description = "`idempotency_key_reused`"),
     ))]
 async fn queue_batch(State(xf): State<Xf>, Authed(caller): Authed, write: Write) -> Response {
     idempotency::respond(&xf, &caller, &write, StatusCode::ACCEPTED, || async {
