@@ -54,36 +54,32 @@ pub async fn guard(xf: &Xf, mut request: Request, next: Next, guard: Guard) -> R
         Method::GET | Method::HEAD => RequestKind::Read,
         _ => RequestKind::Write,
     };
-    let refused = |retry_after_secs| (guard.render)(Error::RateLimited { retry_after_secs });
-    let (check, mut response) = if kind == RequestKind::Read {
-        // A read changes nothing, so it runs while its count is decided (on PostgreSQL, its
-        // share of a rate-limit batch, a round trip): the request waits for the longer of the
-        // two instead of their sum. A read over the limit is refused all the same, and what
-        // its handler answered is dropped unseen.
+    // A read changes nothing, so it runs while its count is decided (on PostgreSQL, its share
+    // of a rate-limit batch, a round trip): the request waits for the longer of the two
+    // instead of their sum. A read over the limit is refused all the same, and what its
+    // handler answered is dropped unseen. A write runs only once counted: `Err` hands its
+    // request on.
+    let (check, ran) = if kind == RequestKind::Read {
         request.extensions_mut().insert(caller.clone());
         let (check, response) = tokio::join!(xf.check_rate_limit(&caller, kind), next.run(request));
-        let check = match check {
-            Ok(check) => check,
-            Err(error) => return (guard.render)(error),
-        };
-        let response = match check.retry_after_secs {
-            Some(retry_after_secs) => refused(retry_after_secs),
-            None => response,
-        };
-        (check, response)
+        (check, Ok(response))
     } else {
-        let check = match xf.check_rate_limit(&caller, kind).await {
-            Ok(check) => check,
-            Err(error) => return (guard.render)(error),
-        };
-        let response = match check.retry_after_secs {
-            Some(retry_after_secs) => refused(retry_after_secs),
-            None => {
-                request.extensions_mut().insert(caller);
-                next.run(request).await
-            }
-        };
-        (check, response)
+        (
+            xf.check_rate_limit(&caller, kind).await,
+            Err((request, next)),
+        )
+    };
+    let check = match check {
+        Ok(check) => check,
+        Err(error) => return (guard.render)(error),
+    };
+    let mut response = match (check.retry_after_secs, ran) {
+        (Some(retry_after_secs), _) => (guard.render)(Error::RateLimited { retry_after_secs }),
+        (None, Ok(response)) => response,
+        (None, Err((mut request, next))) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
     };
     let headers = response.headers_mut();
     headers.insert(

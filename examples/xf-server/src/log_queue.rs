@@ -42,15 +42,6 @@ pub struct LogQueue {
 #[derive(Debug, Clone)]
 pub struct QueueWriter(SyncSender<Message>);
 
-impl std::fmt::Debug for Message {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Message::Line(line) => write!(f, "Line({} bytes)", line.len()),
-            Message::Stop => f.write_str("Stop"),
-        }
-    }
-}
-
 impl LogQueue {
     /// Starts the thread writing to `out` (stderr in xf-server); the writer for the
     /// subscriber.
