@@ -202,8 +202,10 @@ pub struct JobRecord {
     pub status: JobStatus,
     /// 0 to 100; never goes down; kept when cancelled.
     pub progress: u8,
-    /// What the job is about.
-    pub subject: JobSubject,
+    /// The property the job is about; `None` for the library's own internal jobs
+    /// (publishing a media item), which the jobs API never shows or counts and which write
+    /// no events.
+    pub subject: Option<JobSubject>,
     /// Attempts started so far.
     pub attempts: u32,
     /// After this many attempts a job that keeps failing (or whose worker keeps dying) fails.
@@ -228,7 +230,7 @@ impl JobRecord {
         organization_id: OrganizationId,
         job_type: impl Into<String>,
         payload: Value,
-        subject: JobSubject,
+        subject: impl Into<Option<JobSubject>>,
         now: Timestamp,
     ) -> Self {
         JobRecord {
@@ -238,7 +240,7 @@ impl JobRecord {
             payload,
             status: JobStatus::Pending,
             progress: 0,
-            subject,
+            subject: subject.into(),
             attempts: 0,
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             run_at: now,
@@ -250,18 +252,30 @@ impl JobRecord {
         }
     }
 
-    /// The API's view of the job.
-    pub fn view(&self) -> Job {
-        Job {
+    /// Whether the jobs API shows the job (it is about a property).
+    pub fn is_visible(&self) -> bool {
+        self.subject.is_some()
+    }
+
+    /// The property the job is about, if any.
+    pub fn property_id(&self) -> Option<&PropertyId> {
+        self.subject.as_ref().map(|s| &s.property_id)
+    }
+
+    /// The API's view of the job; `None` for an internal job (no property), which the API
+    /// never shows.
+    pub fn view(&self) -> Option<Job> {
+        let subject = self.subject.as_ref()?;
+        Some(Job {
             id: self.id.clone(),
             job_type: self.job_type.clone(),
             status: self.status,
             progress: self.progress,
-            property_id: self.subject.property_id.clone(),
-            property_name: self.subject.property_name.clone(),
+            property_id: subject.property_id.clone(),
+            property_name: subject.property_name.clone(),
             tenant_type: TENANT_TYPE,
-            tenant_label: self.subject.tenant_label.clone(),
-            shop_domain: self.subject.shop_domain.clone(),
+            tenant_label: subject.tenant_label.clone(),
+            shop_domain: subject.shop_domain.clone(),
             created_at: self.created_at,
             started_at: self.started_at,
             completed_at: self.completed_at,
@@ -270,7 +284,7 @@ impl JobRecord {
                 JobStatus::Completed => self.result.clone(),
                 _ => None,
             },
-        }
+        })
     }
 
     /// The budgets of a scan job (`None` for other types or a malformed payload).

@@ -28,11 +28,12 @@ pub(crate) struct StoredJob {
 }
 
 fn job_matches(job: &JobRecord, filter: &JobFilter) -> bool {
-    filter.status.is_none_or(|s| job.status == s)
+    job.is_visible()
+        && filter.status.is_none_or(|s| job.status == s)
         && filter
             .property_id
             .as_ref()
-            .is_none_or(|p| &job.subject.property_id == p)
+            .is_none_or(|p| job.property_id() == Some(p))
         && filter.job_type.as_deref().is_none_or(|t| job.job_type == t)
 }
 
@@ -57,7 +58,8 @@ impl State {
 
     /// Writes the event of a job that just reached a final state.
     pub(crate) fn record_event(&mut self, job: &JobRecord, now: Timestamp) {
-        if let Some(event_type) = EventType::for_status(job.status) {
+        let event_type = EventType::for_status(job.status).filter(|_| job.is_visible());
+        if let Some(event_type) = event_type {
             self.events.push(Event {
                 id: EventId::new(),
                 organization_id: job.organization_id.clone(),
@@ -218,7 +220,11 @@ impl JobStore for MemoryStore {
             .read()
             .jobs
             .values()
-            .filter(|j| &j.record.organization_id == organization_id && j.record.status.is_active())
+            .filter(|j| {
+                &j.record.organization_id == organization_id
+                    && j.record.status.is_active()
+                    && j.record.is_visible()
+            })
             .count() as u64)
     }
 
@@ -229,13 +235,13 @@ impl JobStore for MemoryStore {
         let wanted: HashSet<&PropertyId> = property_ids.iter().collect();
         let state = self.read();
         let mut latest: HashMap<&PropertyId, &JobRecord> = HashMap::new();
-        for job in state
-            .jobs
-            .values()
-            .map(|j| &j.record)
-            .filter(|j| wanted.contains(&j.subject.property_id))
-        {
-            let entry = latest.entry(&job.subject.property_id).or_insert(job);
+        for (property_id, job) in state.jobs.values().filter_map(|j| {
+            let property_id = j.record.property_id()?;
+            wanted
+                .contains(property_id)
+                .then_some((property_id, &j.record))
+        }) {
+            let entry = latest.entry(property_id).or_insert(job);
             if (job.created_at, &job.id) > (entry.created_at, &entry.id) {
                 *entry = job;
             }
@@ -284,7 +290,10 @@ impl JobStore for MemoryStore {
         let state = self.read();
         let mut counts: BTreeMap<String, JobCounts> = BTreeMap::new();
         for job in state.jobs.values().map(|j| &j.record).filter(|j| {
-            &j.organization_id == organization_id && j.created_at >= from && j.created_at < to
+            &j.organization_id == organization_id
+                && j.is_visible()
+                && j.created_at >= from
+                && j.created_at < to
         }) {
             let entry = counts.entry(job.job_type.clone()).or_default();
             entry.total += 1;

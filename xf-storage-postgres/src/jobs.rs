@@ -33,10 +33,10 @@ fn insert_jobs_query(jobs: &[JobRecord]) -> QueryBuilder<'_, Postgres> {
             .push_bind(Json(&job.payload))
             .push_bind(job.status.as_str())
             .push_bind(i16::from(job.progress.min(100)))
-            .push_bind(job.subject.property_id.as_str())
-            .push_bind(&job.subject.property_name)
-            .push_bind(&job.subject.tenant_label)
-            .push_bind(&job.subject.shop_domain)
+            .push_bind(job.subject.as_ref().map(|s| s.property_id.as_str()))
+            .push_bind(job.subject.as_ref().map(|s| &s.property_name))
+            .push_bind(job.subject.as_ref().map(|s| &s.tenant_label))
+            .push_bind(job.subject.as_ref().and_then(|s| s.shop_domain.as_ref()))
             .push_bind(i32::try_from(job.attempts).unwrap_or(i32::MAX))
             .push_bind(i32::try_from(job.max_attempts).unwrap_or(i32::MAX))
             .push_bind(at(job.run_at))
@@ -132,7 +132,8 @@ impl JobStore for PgStore {
         // Two ranges of jobs_organization_status_page_idx: only live jobs are read.
         let count: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM jobs \
-             WHERE organization_id = $1 AND status IN ('pending', 'processing')",
+             WHERE organization_id = $1 AND status IN ('pending', 'processing') \
+               AND property_id IS NOT NULL",
         )
         .bind(organization_id.as_str())
         .fetch_one(&self.pool)
@@ -178,7 +179,7 @@ impl JobStore for PgStore {
                  ), outbox AS ( \
                      INSERT INTO events (id, organization_id, event_type, job_id, created_at) \
                      SELECT xf_new_id('evt'), organization_id, 'job.cancelled', id, $2 \
-                     FROM cancelled \
+                     FROM cancelled WHERE property_id IS NOT NULL \
                  ), told AS ( \
                      SELECT pg_notify('xf_job_cancel', id) FROM cancelled WHERE was_running \
                  ) \
@@ -216,6 +217,7 @@ impl JobStore for PgStore {
                     count(*) FILTER (WHERE status = 'completed') AS completed, \
                     count(*) FILTER (WHERE status = 'failed') AS failed \
              FROM jobs WHERE organization_id = $1 AND created_at >= $2 AND created_at < $3 \
+               AND property_id IS NOT NULL \
              GROUP BY job_type ORDER BY job_type",
         )
         .bind(organization_id.as_str())

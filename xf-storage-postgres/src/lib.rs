@@ -287,7 +287,7 @@ pub(crate) fn list_jobs_query<'a>(
 ) {
     builder
         .push(format!(
-            "SELECT {JOB_COLUMNS} FROM jobs WHERE organization_id = "
+            "SELECT {JOB_COLUMNS} FROM jobs WHERE property_id IS NOT NULL AND organization_id = "
         ))
         .push_bind(organization_id.to_owned());
     if let Some(status) = filter.status {

@@ -156,11 +156,11 @@ impl QueueStore for PgStore {
                      run_at = CASE WHEN attempts < max_attempts THEN $1 ELSE run_at END, \
                      attempt_token = NULL, lease_expires_at = NULL \
                  FROM expired WHERE id = expired_id \
-                 RETURNING id, organization_id, status \
+                 RETURNING id, organization_id, status, property_id \
              ), outbox AS ( \
                  INSERT INTO events (id, organization_id, event_type, job_id, created_at) \
                  SELECT xf_new_id('evt'), organization_id, 'job.failed', id, $1 \
-                 FROM changed WHERE status = 'failed' \
+                 FROM changed WHERE status = 'failed' AND property_id IS NOT NULL \
              ) \
              SELECT count(*) FILTER (WHERE status = 'pending') AS requeued, \
                     count(*) FILTER (WHERE status = 'failed') AS failed \
@@ -273,11 +273,11 @@ pub(crate) async fn finish_attempts(
                  attempt_token = NULL, lease_expires_at = NULL \
              FROM input i \
              WHERE j.id = i.job_id AND j.attempt_token = i.token AND j.status = 'processing' \
-             RETURNING j.id, j.organization_id, j.status \
+             RETURNING j.id, j.organization_id, j.status, j.property_id \
          ), outbox AS ( \
              INSERT INTO events (id, organization_id, event_type, job_id, created_at) \
              SELECT xf_new_id('evt'), organization_id, 'job.' || status, id, $7 \
-             FROM done WHERE status <> 'pending' \
+             FROM done WHERE status <> 'pending' AND property_id IS NOT NULL \
          ) \
          SELECT id, status FROM done",
     )

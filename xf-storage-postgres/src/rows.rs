@@ -222,11 +222,14 @@ pub(crate) fn job(row: &impl RowExt) -> StoreResult<JobRecord> {
         status: parsed(row.col("status")?, JobStatus::parse, "job status")?,
         progress: u8::try_from(progress)
             .map_err(|_| StoreError::Internal(format!("progress out of range: {progress}")))?,
-        subject: JobSubject {
-            property_id: row.id("property_id")?,
-            property_name: row.col("property_name")?,
-            tenant_label: row.col("tenant_label")?,
-            shop_domain: row.col("shop_domain")?,
+        subject: match row.col::<Option<String>>("property_id")? {
+            None => None,
+            Some(_) => Some(JobSubject {
+                property_id: row.id("property_id")?,
+                property_name: row.col("property_name")?,
+                tenant_label: row.col("tenant_label")?,
+                shop_domain: row.col("shop_domain")?,
+            }),
         },
         attempts: row.int("attempts")?,
         max_attempts: row.int("max_attempts")?,

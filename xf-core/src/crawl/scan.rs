@@ -68,9 +68,12 @@ impl JobHandler for ScanHandler {
         let budget = record.scan_payload().ok_or_else(|| {
             JobError::Fail("the scan's payload is not {maxPages, maxDepth}".into())
         })?;
+        let property_id = record
+            .property_id()
+            .ok_or_else(|| JobError::Fail("a scan job must name its property".into()))?;
         let property = self
             .store
-            .get_property(&record.subject.property_id)
+            .get_property(property_id)
             .await
             .map_err(store_failure)?
             .ok_or_else(|| JobError::Fail("the property no longer exists".into()))?;
@@ -108,7 +111,7 @@ impl JobHandler for ScanHandler {
         });
         let scan = ScanFindings {
             organization_id: record.organization_id.clone(),
-            property_id: record.subject.property_id.clone(),
+            property_id: property.id.clone(),
             job_id: record.id.clone(),
             now: self.clock.now(),
             findings: findings.iter().map(NewFinding::from).collect(),

@@ -7,10 +7,10 @@ use chrono::Duration;
 use serde_json::json;
 
 use super::{
-    assert_single_event, at, claim, claim_one, completed, finish, first_page, job, kept_lease,
-    millis, minutes, run_concurrently, seconds, seed_job, seed_job_of_type, seed_organization,
-    seed_property, seed_running_job, sort_newest_first, stored_job, typed_job, unique_job_type,
-    wait_for_signal, walk_pages, TestStore, BASE_MONTH, NO_SCAN_LIMIT,
+    assert_no_events, assert_single_event, at, claim, claim_one, completed, finish, first_page,
+    job, kept_lease, millis, minutes, run_concurrently, seconds, seed_job, seed_job_of_type,
+    seed_organization, seed_property, seed_running_job, sort_newest_first, stored_job, typed_job,
+    unique_job_type, wait_for_signal, walk_pages, TestStore, BASE_MONTH, NO_SCAN_LIMIT,
 };
 use crate::error::StoreError;
 use crate::ids::{JobId, PropertyId};
@@ -205,7 +205,9 @@ pub async fn job_insert_jobs_all_or_nothing(store: Arc<dyn TestStore>) {
     let site = seed_property(&*store, &org, minutes(0)).await;
     let mut first = typed_job(&org, &site, minutes(1), &unique_job_type("host"));
     first.payload = json!({"sitemap": site.url, "notify": ["a@example.com"], "depth": 3});
-    first.subject.shop_domain = Some("host.myshopify.com".to_owned());
+    if let Some(subject) = first.subject.as_mut() {
+        subject.shop_domain = Some("host.myshopify.com".to_owned());
+    }
     first.max_attempts = 5;
     first.run_at = minutes(90);
     let second = job(&org, &site, minutes(2));
@@ -436,7 +438,7 @@ pub async fn job_list_pages_with_keyset(store: Arc<dyn TestStore>) {
     );
     let expected_p1: Vec<JobRecord> = expected
         .iter()
-        .filter(|j| j.subject.property_id == p1.id)
+        .filter(|j| j.property_id() == Some(&p1.id))
         .cloned()
         .collect();
     assert_eq!(pages.concat(), expected_p1);
@@ -878,5 +880,83 @@ pub async fn job_cancel_races_finish(store: Arc<dyn TestStore>) {
             }
             other => panic!("cancel and finish both or neither took effect: {other:?}"),
         }
+    }
+}
+
+/// A job about no property (the library's own work, such as publishing) runs on the queue
+/// like any other: it is claimed and finished, and `get_job` reads it. But the jobs API's
+/// reads never show it: lists, the active count, the per-type counts and the latest job of
+/// a property pass it by, and neither finishing, failing nor cancelling it writes an event.
+pub async fn job_internal_jobs_stay_out_of_the_api(store: Arc<dyn TestStore>) {
+    let org = seed_organization(&*store, "Internal").await;
+    let site = seed_property(&*store, &org, minutes(0)).await;
+    let s = &*store;
+    let job_type = unique_job_type("internal");
+    let internal = |at| JobRecord::new(org.id.clone(), job_type.clone(), json!({"n": 1}), None, at);
+    let (done, failed, cancelled) = (
+        internal(minutes(1)),
+        internal(minutes(2)),
+        internal(minutes(3)),
+    );
+    store
+        .insert_jobs(&[done.clone(), failed.clone(), cancelled.clone()])
+        .await
+        .expect("internal jobs are inserted");
+    let visible = seed_job(s, &org, &site, minutes(4), JobStatus::Pending).await;
+
+    assert_eq!(stored_job(s, &done.id).await.subject, None);
+    let listed = store
+        .list_jobs(&org.id, &JobFilter::default(), &first_page(100))
+        .await
+        .unwrap();
+    assert_eq!(job_ids(&listed), vec![visible.id.clone()]);
+    let typed = JobFilter {
+        job_type: Some(job_type.clone()),
+        ..JobFilter::default()
+    };
+    assert!(store
+        .list_jobs(&org.id, &typed, &first_page(100))
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(store.count_active_jobs(&org.id).await.unwrap(), 1);
+    let counts = store
+        .job_counts_by_type(&org.id, minutes(0), minutes(10))
+        .await
+        .unwrap();
+    assert_eq!(
+        counts.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>(),
+        vec![visible.job_type.as_str()]
+    );
+    let latest = store
+        .latest_jobs_for_properties(&[site.id.clone()])
+        .await
+        .unwrap();
+    assert_eq!(job_ids(&latest), vec![visible.id.clone()]);
+
+    let claimed = claim(s, &job_type, 10, minutes(5), kept_lease()).await;
+    assert_eq!(claimed.len(), 3, "internal jobs are claimed like any other");
+    let attempt_of = |id: &JobId| {
+        claimed
+            .iter()
+            .find(|c| &c.job.id == id)
+            .map(|c| c.attempt.clone())
+            .expect("claimed")
+    };
+    assert_eq!(
+        finish(s, &attempt_of(&done.id), completed(), minutes(6)).await,
+        Some(JobStatus::Completed)
+    );
+    let fail = AttemptOutcome::Failed("rejected".into());
+    assert_eq!(
+        finish(s, &attempt_of(&failed.id), fail, minutes(6)).await,
+        Some(JobStatus::Failed)
+    );
+    assert!(matches!(
+        store.cancel_job(&cancelled.id, minutes(7)).await.unwrap(),
+        CancelOutcome::Cancelled(_)
+    ));
+    for id in [&done.id, &failed.id, &cancelled.id] {
+        assert_no_events(s, id).await;
     }
 }

@@ -897,6 +897,7 @@ macro_rules! __with_conformance_behaviours {
             job_get_and_list_with_filters,
             job_list_pages_with_keyset,
             job_count_active,
+            job_internal_jobs_stay_out_of_the_api,
             job_latest_for_properties,
             job_counts_by_type_over_half_open_range,
             job_cancel,

@@ -209,7 +209,7 @@ impl Xf {
             .store()
             .get_job(&scan_id)
             .await?
-            .filter(|job| job.subject.property_id == property.id)
+            .filter(|job| job.property_id() == Some(&property.id))
             .ok_or(Error::NotFound("scan"))?;
         if job.status != JobStatus::Completed {
             return Err(Error::invalid("scanId", "must be a completed scan"));

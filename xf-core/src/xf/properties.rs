@@ -180,7 +180,9 @@ impl Xf {
         if includes.last_scan && !properties.is_empty() {
             let ids: Vec<PropertyId> = properties.iter().map(|p| p.id.clone()).collect();
             for job in self.store().latest_jobs_for_properties(&ids).await? {
-                latest.insert(job.subject.property_id.clone(), job);
+                if let Some(property_id) = job.property_id().cloned() {
+                    latest.insert(property_id, job);
+                }
             }
         }
         let mut snapshots = if includes.gsc {

@@ -73,7 +73,7 @@ impl Xf {
                 id: job.id,
                 status: job.status,
                 job_type: job.job_type,
-                property_id: job.subject.property_id,
+                property_id: property.id.clone(),
                 created_at: job.created_at,
                 progress: (endpoint == ScanEndpoint::Crawl).then_some(job.progress),
             },
@@ -114,7 +114,7 @@ impl Xf {
             results.push(match outcome {
                 Ok(job) => BatchItemResult {
                     property_id: item.property_id,
-                    job: Some(job.view()),
+                    job: job.view(),
                     error: None,
                 },
                 // An outage fails the whole batch: the client must retry, not guess.
@@ -208,12 +208,16 @@ impl Xf {
             created_at: j.created_at,
             id: j.id.as_str().to_owned(),
         });
-        Ok(page.map(|job| job.view()))
+        Ok(Page {
+            items: page.items.iter().filter_map(JobRecord::view).collect(),
+            next_cursor: page.next_cursor,
+        })
     }
 
     /// `GET /jobs/{id}`.
     pub async fn get_job(&self, caller: &Caller, id: &str) -> Result<Job> {
-        Ok(self.owned_job(caller, id).await?.view())
+        let job = self.owned_job(caller, id).await?;
+        job.view().ok_or(Error::NotFound("job"))
     }
 
     /// The caller's job with this id (`NotFound` for an id of the wrong form, too).
@@ -222,7 +226,7 @@ impl Xf {
         self.store()
             .get_job(&id)
             .await?
-            .filter(|job| job.organization_id == caller.organization.id)
+            .filter(|job| job.organization_id == caller.organization.id && job.is_visible())
             .ok_or(Error::NotFound("job"))
     }
 
@@ -256,7 +260,7 @@ impl Xf {
             job.id, job.progress
         );
         Ok(CancelledJob {
-            job: job.view(),
+            job: job.view().ok_or(Error::NotFound("job"))?,
             message,
         })
     }
