@@ -38,7 +38,7 @@ fn job_matches(job: &JobRecord, filter: &JobFilter) -> bool {
 }
 
 impl State {
-    fn insert_job(&mut self, job: &JobRecord) -> StoreResult<()> {
+    pub(crate) fn insert_job(&mut self, job: &JobRecord) -> StoreResult<()> {
         check_new_job(job)?;
         let stored = StoredJob {
             record: job.clone(),
@@ -53,6 +53,19 @@ impl State {
             return Err(StoreError::Duplicate("job id"));
         }
         self.pending.insert((job.run_at, job.id.to_string()));
+        Ok(())
+    }
+
+    /// Checks that `jobs` can all be inserted (each pending, ids new and distinct) before
+    /// any is, so that an insert is all or nothing.
+    pub(crate) fn check_new_jobs(&self, jobs: &[JobRecord]) -> StoreResult<()> {
+        let mut ids = HashSet::new();
+        for job in jobs {
+            check_new_job(job)?;
+            if self.jobs.contains(job.id.as_str()) || !ids.insert(&job.id) {
+                return Err(StoreError::Duplicate("job id"));
+            }
+        }
         Ok(())
     }
 
@@ -183,13 +196,7 @@ impl JobStore for MemoryStore {
     async fn insert_jobs(&self, jobs: &[JobRecord]) -> StoreResult<()> {
         {
             let mut state = self.write();
-            let mut ids = HashSet::new();
-            for job in jobs {
-                check_new_job(job)?;
-                if state.jobs.contains(job.id.as_str()) || !ids.insert(&job.id) {
-                    return Err(StoreError::Duplicate("job id"));
-                }
-            }
+            state.check_new_jobs(jobs)?;
             for job in jobs {
                 state.insert_job(job)?;
             }

@@ -1,9 +1,10 @@
 //! Media items and connected channels.
 
 use async_trait::async_trait;
-use xf_core::ids::{MediaId, OrganizationId, UploadId};
-use xf_core::media::{Channel, MediaItem, Upload, UploadPart};
-use xf_core::store::{Appended, MediaFilter, MediaStore, StoreResult};
+use xf_core::ids::{ChannelId, MediaId, OrganizationId, UploadId};
+use xf_core::media::{Channel, MediaItem, Platform, Post, Upload, UploadPart};
+use xf_core::model::JobRecord;
+use xf_core::store::{Appended, MediaFilter, MediaStore, QueueSignal, StoreResult};
 use xf_core::time::Timestamp;
 use xf_core::StoreError;
 
@@ -19,19 +20,96 @@ fn matches(item: &MediaItem, filter: &MediaFilter) -> bool {
 
 #[async_trait]
 impl MediaStore for MemoryStore {
-    async fn insert_media(&self, item: &MediaItem) -> StoreResult<()> {
-        let mut state = self.write();
-        let inserted = state.media.insert(
-            item.organization_id.as_str(),
-            item.created_at,
-            item.id.as_str(),
-            item,
-        );
-        if inserted {
-            Ok(())
-        } else {
-            Err(StoreError::Duplicate("media item id"))
+    async fn insert_media(&self, item: &MediaItem, jobs: &[JobRecord]) -> StoreResult<()> {
+        {
+            let mut state = self.write();
+            state.check_new_jobs(jobs)?;
+            if state.media.contains(item.id.as_str()) {
+                return Err(StoreError::Duplicate("media item id"));
+            }
+            state.media.insert(
+                item.organization_id.as_str(),
+                item.created_at,
+                item.id.as_str(),
+                item,
+            );
+            for job in jobs {
+                state.insert_job(job)?;
+            }
         }
+        if !jobs.is_empty() {
+            self.signal(QueueSignal::JobsReady);
+        }
+        Ok(())
+    }
+
+    async fn update_post(
+        &self,
+        id: &MediaId,
+        platform: Platform,
+        account: &str,
+        post: &Post,
+        now: Timestamp,
+    ) -> StoreResult<Option<MediaItem>> {
+        let mut state = self.write();
+        let Some(item) = state.media.get_mut(id.as_str()) else {
+            return Ok(None);
+        };
+        Ok(item
+            .set_post(platform, account, post.clone(), now)
+            .then(|| item.clone()))
+    }
+
+    async fn find_channel(
+        &self,
+        organization_id: &OrganizationId,
+        platform: Platform,
+        account: &str,
+    ) -> StoreResult<Option<Channel>> {
+        Ok(self
+            .read()
+            .channels
+            .iter()
+            .find(|c| {
+                &c.organization_id == organization_id
+                    && c.platform == platform
+                    && c.account_id == account
+            })
+            .cloned())
+    }
+
+    async fn update_channel_tokens(
+        &self,
+        id: &ChannelId,
+        sealed_access_token: &str,
+        sealed_refresh_token: Option<&str>,
+        expires_at: Option<Timestamp>,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        let mut state = self.write();
+        if let Some(channel) = state.channels.iter_mut().find(|c| &c.id == id) {
+            channel.sealed_access_token = sealed_access_token.to_owned();
+            if let Some(refresh) = sealed_refresh_token {
+                channel.sealed_refresh_token = Some(refresh.to_owned());
+            }
+            channel.expires_at = expires_at;
+            channel.updated_at = now;
+        }
+        Ok(())
+    }
+
+    async fn disconnect_channel(
+        &self,
+        id: &ChannelId,
+        reason: &str,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        let mut state = self.write();
+        if let Some(channel) = state.channels.iter_mut().find(|c| &c.id == id) {
+            channel.disconnected = Some(reason.to_owned());
+            channel.updated_at = now;
+        }
+        Ok(())
     }
 
     async fn get_media(&self, id: &MediaId) -> StoreResult<Option<MediaItem>> {

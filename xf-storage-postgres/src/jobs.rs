@@ -24,7 +24,7 @@ const INSERT_CHUNK: usize = 1_000;
 
 /// The `INSERT` of `jobs`, every field of each record stored as it is (one statement for
 /// one job or a chunk of many).
-fn insert_jobs_query(jobs: &[JobRecord]) -> QueryBuilder<'_, Postgres> {
+pub(crate) fn insert_jobs_query(jobs: &[JobRecord]) -> QueryBuilder<'_, Postgres> {
     let mut builder = QueryBuilder::new(INSERT_COLUMNS);
     builder.push_values(jobs, |mut row, job| {
         row.push_bind(job.id.as_str())

@@ -10,16 +10,18 @@ use async_trait::async_trait;
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use sqlx::{Postgres, QueryBuilder};
-use xf_core::ids::{MediaId, OrganizationId, UploadId};
+use xf_core::ids::{ChannelId, MediaId, OrganizationId, UploadId};
 use xf_core::media::{
-    Channel, MediaItem, MediaKind, MediaStatus, Platform, PlatformTarget, StoredFile, Upload,
+    Channel, MediaItem, MediaKind, MediaStatus, Platform, PlatformTarget, Post, StoredFile, Upload,
     UploadPart,
 };
-use xf_core::store::{Appended, MediaFilter, MediaStore, StoreResult};
+use xf_core::model::JobRecord;
+use xf_core::store::{check_new_job, Appended, MediaFilter, MediaStore, StoreResult};
 use xf_core::time::Timestamp;
 use xf_core::StoreError;
 
 use crate::error::store_error;
+use crate::jobs::insert_jobs_query;
 use crate::rows::{at, at_opt, big, unsigned, RowExt};
 use crate::{all, one, PgStore};
 
@@ -30,7 +32,7 @@ const MEDIA_COLUMNS: &str = "id, organization_id, kind, title, description, stat
 
 /// The columns [`channel_row`] reads.
 const CHANNEL_COLUMNS: &str = "id, organization_id, platform, account_id, name, thumbnail, \
-     sealed_access_token, sealed_refresh_token, expires_at, created_at, updated_at";
+     sealed_access_token, sealed_refresh_token, expires_at, disconnected, created_at, updated_at";
 
 /// The columns [`upload_row`] reads.
 const UPLOAD_COLUMNS: &str =
@@ -67,8 +69,10 @@ fn push_matching(
 
 #[async_trait]
 impl MediaStore for PgStore {
-    async fn insert_media(&self, item: &MediaItem) -> StoreResult<()> {
+    async fn insert_media(&self, item: &MediaItem, jobs: &[JobRecord]) -> StoreResult<()> {
+        jobs.iter().try_for_each(check_new_job)?;
         let platforms: Vec<&str> = item.targets.keys().map(|p| p.as_str()).collect();
+        let mut tx = self.begin().await?;
         sqlx::query(
             "INSERT INTO media_items (id, organization_id, kind, title, description, status, \
                  scheduled_at, file, platforms, targets, created_at, updated_at) \
@@ -86,9 +90,115 @@ impl MediaStore for PgStore {
         .bind(Json(&item.targets))
         .bind(at(item.created_at))
         .bind(at(item.updated_at))
+        .execute(&mut *tx)
+        .await
+        .map_err(store_error)?;
+        // Jobs wake idle workers through their insert trigger, at commit.
+        for chunk in jobs.chunks(1_000) {
+            insert_jobs_query(chunk)
+                .build()
+                .execute(&mut *tx)
+                .await
+                .map_err(store_error)?;
+        }
+        tx.commit().await.map_err(store_error)
+    }
+
+    async fn update_post(
+        &self,
+        id: &MediaId,
+        platform: Platform,
+        account: &str,
+        post: &Post,
+        now: Timestamp,
+    ) -> StoreResult<Option<MediaItem>> {
+        // The item is read and written back under its row lock, so two posts of one item
+        // updated at once both land, and the derived statuses see both.
+        let mut tx = self.begin().await?;
+        let row = sqlx::query(&format!(
+            "SELECT {MEDIA_COLUMNS} FROM media_items WHERE id = $1 FOR UPDATE"
+        ))
+        .bind(id.as_str())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(store_error)?;
+        let Some(mut item) = one(row, media_item)? else {
+            return Ok(None);
+        };
+        if !item.set_post(platform, account, post.clone(), now) {
+            return Ok(None);
+        }
+        sqlx::query(
+            "UPDATE media_items SET status = $2, targets = $3, updated_at = $4 WHERE id = $1",
+        )
+        .bind(id.as_str())
+        .bind(item.status.as_str())
+        .bind(Json(&item.targets))
+        .bind(at(item.updated_at))
+        .execute(&mut *tx)
+        .await
+        .map_err(store_error)?;
+        tx.commit().await.map_err(store_error)?;
+        Ok(Some(item))
+    }
+
+    async fn find_channel(
+        &self,
+        organization_id: &OrganizationId,
+        platform: Platform,
+        account: &str,
+    ) -> StoreResult<Option<Channel>> {
+        let row = sqlx::query(&format!(
+            "SELECT {CHANNEL_COLUMNS} FROM channels \
+             WHERE organization_id = $1 AND platform = $2 AND account_id = $3"
+        ))
+        .bind(organization_id.as_str())
+        .bind(platform.as_str())
+        .bind(account)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(store_error)?;
+        one(row, channel_row)
+    }
+
+    async fn update_channel_tokens(
+        &self,
+        id: &ChannelId,
+        sealed_access_token: &str,
+        sealed_refresh_token: Option<&str>,
+        expires_at: Option<Timestamp>,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        sqlx::query(
+            "UPDATE channels SET sealed_access_token = $2, \
+                 sealed_refresh_token = COALESCE($3, sealed_refresh_token), \
+                 expires_at = $4, updated_at = $5 \
+             WHERE id = $1",
+        )
+        .bind(id.as_str())
+        .bind(sealed_access_token)
+        .bind(sealed_refresh_token)
+        .bind(at_opt(expires_at))
+        .bind(at(now))
         .execute(&self.pool)
         .await
         .map_err(store_error)?;
+        Ok(())
+    }
+
+    async fn disconnect_channel(
+        &self,
+        id: &ChannelId,
+        reason: &str,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        sqlx::query("UPDATE channels SET disconnected = $2, updated_at = $3 WHERE id = $1")
+            .bind(id.as_str())
+            .bind(reason)
+            .bind(at(now))
+            .execute(&self.pool)
+            .await
+            .map_err(store_error)?;
         Ok(())
     }
 
@@ -159,6 +269,7 @@ impl MediaStore for PgStore {
                  sealed_access_token = EXCLUDED.sealed_access_token, \
                  sealed_refresh_token = EXCLUDED.sealed_refresh_token, \
                  expires_at = EXCLUDED.expires_at, \
+                 disconnected = NULL, \
                  updated_at = EXCLUDED.updated_at \
              RETURNING {CHANNEL_COLUMNS}"
         ))
@@ -329,6 +440,7 @@ fn channel_row(row: &PgRow) -> StoreResult<Channel> {
         sealed_access_token: row.col("sealed_access_token")?,
         sealed_refresh_token: row.col("sealed_refresh_token")?,
         expires_at: row.timestamp_opt("expires_at")?,
+        disconnected: row.col("disconnected")?,
         created_at: row.timestamp("created_at")?,
         updated_at: row.timestamp("updated_at")?,
     })

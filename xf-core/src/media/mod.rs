@@ -5,11 +5,13 @@ pub mod api;
 pub mod blob;
 pub mod inspect;
 pub mod model;
+pub mod publish;
+pub mod rules;
 #[cfg(feature = "s3")]
 pub mod s3;
 pub mod settings;
 
 pub use model::{
     Channel, FileFacts, MediaItem, MediaKind, MediaStatus, Platform, PlatformStatus,
-    PlatformTarget, StoredFile, Upload, UploadPart,
+    PlatformTarget, Post, PostStage, StoredFile, Upload, UploadPart,
 };

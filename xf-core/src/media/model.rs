@@ -180,11 +180,77 @@ pub enum FileFacts {
     Image(ImageFacts),
 }
 
+/// How far the publishing of one post got: each step's checkpoint is stored before the
+/// next step starts, so an attempt that stops anywhere resumes where it stopped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum PostStage {
+    /// Nothing sent yet.
+    #[default]
+    New,
+    /// Reversible work is under way or done (an upload session, a container, the media's
+    /// bytes); the checkpoint says how far.
+    Started,
+    /// The platform is ready for the irreversible call.
+    Ready,
+    /// The irreversible call was made and its outcome is not known (it timed out, or the
+    /// process stopped): the platform is asked for the post before anything else is done.
+    Finalizing,
+    /// Finished: published, needs a person, or failed for good.
+    Done,
+}
+
+/// One post: a media item on one account of one platform, published by one job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Post {
+    /// Where it stands.
+    pub status: PlatformStatus,
+    /// How far publishing got.
+    #[serde(default)]
+    pub stage: PostStage,
+    /// The platform client's state after the last step (session URL, container id, …).
+    #[serde(default)]
+    pub checkpoint: Value,
+    /// The platform's id of the post, once published.
+    pub remote_id: Option<String>,
+    /// Its public address, once published.
+    pub url: Option<String>,
+    /// Why it failed (the platform's code and message where it gave them), or what is
+    /// being waited for.
+    pub error: Option<String>,
+    /// The job that publishes it.
+    pub job_id: Option<crate::ids::JobId>,
+}
+
+impl Post {
+    /// A post not yet sent, in `status`.
+    pub fn new(status: PlatformStatus) -> Self {
+        Post {
+            status,
+            stage: PostStage::New,
+            checkpoint: Value::Null,
+            remote_id: None,
+            url: None,
+            error: None,
+            job_id: None,
+        }
+    }
+
+    /// Whether nothing more will happen to it.
+    pub fn is_final(&self) -> bool {
+        matches!(
+            self.status,
+            PlatformStatus::Published | PlatformStatus::Failed | PlatformStatus::Manual
+        )
+    }
+}
+
 /// A media item on one selected platform.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PlatformTarget {
-    /// Where it stands there.
+    /// Where it stands there: derived from its posts (see [`PlatformTarget::settle`]).
     pub status: PlatformStatus,
     /// The accounts it goes to (`channelId` for YouTube, `accountId` elsewhere).
     pub accounts: Vec<String>,
@@ -196,6 +262,49 @@ pub struct PlatformTarget {
     pub url: Option<String>,
     /// Why it failed, when it did.
     pub error: Option<String>,
+    /// One post per account, by account.
+    #[serde(default)]
+    pub posts: BTreeMap<String, Post>,
+}
+
+impl PlatformTarget {
+    /// Derives the platform's status, id, URL and error from its posts: `failed` if any
+    /// failed; `published` when all are; `manual` when all are published or manual and
+    /// some manual; `processing` once any started; `pending` while any waits; else `idle`.
+    /// The id and URL are the first published post's; the error the first failed one's.
+    pub fn settle(&mut self) {
+        if self.posts.is_empty() {
+            return;
+        }
+        let statuses: Vec<PlatformStatus> = self.posts.values().map(|p| p.status).collect();
+        let all = |wanted: &[PlatformStatus]| statuses.iter().all(|s| wanted.contains(s));
+        let any = |wanted: PlatformStatus| statuses.contains(&wanted);
+        self.status = if any(PlatformStatus::Failed) {
+            PlatformStatus::Failed
+        } else if all(&[PlatformStatus::Published]) {
+            PlatformStatus::Published
+        } else if all(&[PlatformStatus::Published, PlatformStatus::Manual]) {
+            PlatformStatus::Manual
+        } else if any(PlatformStatus::Processing)
+            || any(PlatformStatus::Published)
+            || any(PlatformStatus::Manual)
+        {
+            PlatformStatus::Processing
+        } else if any(PlatformStatus::Pending) {
+            PlatformStatus::Pending
+        } else {
+            PlatformStatus::Idle
+        };
+        let published = self.posts.values().find(|p| p.remote_id.is_some());
+        self.remote_id = published.and_then(|p| p.remote_id.clone());
+        self.url = published.and_then(|p| p.url.clone());
+        self.error = self
+            .posts
+            .values()
+            .find(|p| p.status == PlatformStatus::Failed)
+            .or_else(|| self.posts.values().find(|p| p.error.is_some()))
+            .and_then(|p| p.error.clone());
+    }
 }
 
 /// An uploaded video or image and its publication plan.
@@ -230,6 +339,65 @@ impl MediaItem {
     pub fn platforms(&self) -> Vec<Platform> {
         self.targets.keys().copied().collect()
     }
+
+    /// The post of `account` on `platform`, if the item has one.
+    pub fn post(&self, platform: Platform, account: &str) -> Option<&Post> {
+        self.targets.get(&platform)?.posts.get(account)
+    }
+
+    /// Replaces the post of `account` on `platform` (if the item has one) and derives the
+    /// platform's and the item's status again, as of `now`; whether there was such a post.
+    pub fn set_post(
+        &mut self,
+        platform: Platform,
+        account: &str,
+        post: Post,
+        now: Timestamp,
+    ) -> bool {
+        let Some(slot) = self
+            .targets
+            .get_mut(&platform)
+            .and_then(|t| t.posts.get_mut(account))
+        else {
+            return false;
+        };
+        *slot = post;
+        self.settle(now);
+        self.updated_at = now;
+        true
+    }
+
+    /// Derives each platform's status from its posts, and the overall status from the
+    /// platforms' (CONTRACT.md): a draft stays `draft`; `failed` when any platform failed
+    /// (the others keep their own status); `completed` when every platform is `published`
+    /// or `manual`; `processing` once any platform started; otherwise `scheduled` while the
+    /// time is in the future, else `pending`.
+    pub fn settle(&mut self, now: Timestamp) {
+        for target in self.targets.values_mut() {
+            target.settle();
+        }
+        if self.status == MediaStatus::Draft || self.targets.is_empty() {
+            return;
+        }
+        let statuses: Vec<PlatformStatus> = self.targets.values().map(|t| t.status).collect();
+        self.status = if statuses.contains(&PlatformStatus::Failed) {
+            MediaStatus::Failed
+        } else if statuses
+            .iter()
+            .all(|s| matches!(s, PlatformStatus::Published | PlatformStatus::Manual))
+        {
+            MediaStatus::Completed
+        } else if statuses.iter().any(|s| {
+            matches!(
+                s,
+                PlatformStatus::Processing | PlatformStatus::Published | PlatformStatus::Manual
+            )
+        }) {
+            MediaStatus::Processing
+        } else {
+            MediaStatus::initial(false, self.scheduled_at, now)
+        };
+    }
 }
 
 /// A social account connected by the host, that media can be published to.
@@ -254,6 +422,8 @@ pub struct Channel {
     pub sealed_refresh_token: Option<String>,
     /// When the access token expires, if known.
     pub expires_at: Option<Timestamp>,
+    /// Why it is disconnected (its grant was revoked), until it is connected again.
+    pub disconnected: Option<String>,
     /// When it was connected.
     pub created_at: Timestamp,
     /// When it was last connected again or changed.
@@ -267,6 +437,7 @@ impl std::fmt::Debug for Channel {
             .field("platform", &self.platform)
             .field("account_id", &self.account_id)
             .field("name", &self.name)
+            .field("disconnected", &self.disconnected)
             .finish_non_exhaustive()
     }
 }

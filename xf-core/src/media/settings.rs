@@ -80,6 +80,7 @@ const LINKEDIN: &[Setting] = &[
 const PINTEREST: &[Setting] = &[
     setting("title", "pinterestTitle", Kind::Text(100)),
     setting("description", "pinterestDescription", Kind::Text(500)),
+    setting("boardId", "pinterestBoardId", Kind::Text(64)),
     setting("autoPublish", "pinterestAutoPublish", Kind::Bool),
     setting("accounts", "selectedPinterestAccounts", Kind::Accounts),
 ];

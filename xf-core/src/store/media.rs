@@ -3,8 +3,11 @@
 use async_trait::async_trait;
 
 use super::StoreResult;
-use crate::ids::{MediaId, OrganizationId, UploadId};
-use crate::media::{Channel, MediaItem, MediaKind, MediaStatus, Platform, Upload, UploadPart};
+use crate::ids::{ChannelId, MediaId, OrganizationId, UploadId};
+use crate::media::{
+    Channel, MediaItem, MediaKind, MediaStatus, Platform, Post, Upload, UploadPart,
+};
+use crate::model::JobRecord;
 use crate::time::Timestamp;
 
 /// What [`MediaStore::append_upload_part`] did.
@@ -32,9 +35,51 @@ pub struct MediaFilter {
 /// Media items and channels.
 #[async_trait]
 pub trait MediaStore: Send + Sync {
-    /// Stores a new media item; [`StoreError::Duplicate`](crate::StoreError::Duplicate) when
-    /// the id is taken.
-    async fn insert_media(&self, item: &MediaItem) -> StoreResult<()>;
+    /// Stores a new media item and the pending jobs that publish its posts, all or nothing;
+    /// [`StoreError::Duplicate`](crate::StoreError::Duplicate) when the id is taken. Idle
+    /// workers are woken. A job that is not pending is refused
+    /// ([`check_new_job`](super::check_new_job)).
+    async fn insert_media(&self, item: &MediaItem, jobs: &[JobRecord]) -> StoreResult<()>;
+
+    /// Replaces the post of `account` on `platform` of item `id` and derives the item's
+    /// statuses again ([`MediaItem::set_post`]), atomically; the item as it is now, or
+    /// `None` when there is no such item or post.
+    async fn update_post(
+        &self,
+        id: &MediaId,
+        platform: Platform,
+        account: &str,
+        post: &Post,
+        now: Timestamp,
+    ) -> StoreResult<Option<MediaItem>>;
+
+    /// The organization's channel of `account` on `platform`.
+    async fn find_channel(
+        &self,
+        organization_id: &OrganizationId,
+        platform: Platform,
+        account: &str,
+    ) -> StoreResult<Option<Channel>>;
+
+    /// Stores a refreshed access token (sealed) and its expiry; the refresh token only when
+    /// `sealed_refresh_token` is given (a refresh that returned none keeps the old one).
+    async fn update_channel_tokens(
+        &self,
+        id: &ChannelId,
+        sealed_access_token: &str,
+        sealed_refresh_token: Option<&str>,
+        expires_at: Option<Timestamp>,
+        now: Timestamp,
+    ) -> StoreResult<()>;
+
+    /// Marks the channel disconnected (its grant was revoked), with the reason; connecting
+    /// it again ([`MediaStore::put_channel`]) clears it.
+    async fn disconnect_channel(
+        &self,
+        id: &ChannelId,
+        reason: &str,
+        now: Timestamp,
+    ) -> StoreResult<()>;
 
     /// The media item with this id (any organization: the caller checks ownership).
     async fn get_media(&self, id: &MediaId) -> StoreResult<Option<MediaItem>>;
@@ -51,8 +96,8 @@ pub trait MediaStore: Send + Sync {
 
     /// Connects a channel, or connects it again: a channel of the same organization,
     /// platform and account is updated (name, thumbnail, tokens, expiry, `updated_at`) and
-    /// keeps its id and `created_at`. Returns the stored channel. `None` when the
-    /// organization does not exist.
+    /// keeps its id and `created_at`, and is no longer disconnected. Returns the stored
+    /// channel. `None` when the organization does not exist.
     async fn put_channel(&self, channel: &Channel) -> StoreResult<Option<Channel>>;
 
     /// Stores a new resumable upload.

@@ -35,6 +35,7 @@ pub fn media_item(
                 remote_id: None,
                 url: None,
                 error: None,
+                posts: BTreeMap::new(),
             };
             (*platform, target)
         })
@@ -81,6 +82,7 @@ pub fn channel(
         sealed_access_token: format!("v1.access-{account_id}"),
         sealed_refresh_token: None,
         expires_at: Some(at.plus(chrono::Duration::hours(1))),
+        disconnected: None,
         created_at: at,
         updated_at: at,
     }
@@ -103,12 +105,12 @@ pub async fn media_insert_get_and_list(store: Arc<dyn TestStore>) {
             item.status = MediaStatus::Draft;
             item.scheduled_at = None;
         }
-        store.insert_media(&item).await.unwrap();
+        store.insert_media(&item, &[]).await.unwrap();
         videos.push(item);
     }
     // Two at the same time: the id decides.
     let twin = media_item(&org.id, MediaKind::Video, &[Platform::Linkedin], minutes(6));
-    store.insert_media(&twin).await.unwrap();
+    store.insert_media(&twin, &[]).await.unwrap();
     videos.push(twin);
     let image = media_item(
         &org.id,
@@ -116,16 +118,16 @@ pub async fn media_insert_get_and_list(store: Arc<dyn TestStore>) {
         &[Platform::Pinterest],
         minutes(9),
     );
-    store.insert_media(&image).await.unwrap();
+    store.insert_media(&image, &[]).await.unwrap();
     let theirs = media_item(
         &other.id,
         MediaKind::Video,
         &[Platform::Youtube],
         minutes(9),
     );
-    store.insert_media(&theirs).await.unwrap();
+    store.insert_media(&theirs, &[]).await.unwrap();
     assert!(matches!(
-        store.insert_media(&image).await,
+        store.insert_media(&image, &[]).await,
         Err(StoreError::Duplicate(_))
     ));
 
@@ -350,4 +352,243 @@ pub async fn upload_parts_append_once_per_offset(store: Arc<dyn TestStore>) {
         store.get_upload(&fresh.id, minutes(61)).await.unwrap(),
         None
     );
+}
+
+/// A media item comes with the jobs that publish its posts, all or nothing: with a job id
+/// already taken, neither the item nor its other jobs are stored. `update_post` replaces one
+/// post and derives the platform's and the item's statuses; an unknown item, platform or
+/// account changes nothing.
+pub async fn media_insert_with_jobs_and_update_posts(store: Arc<dyn TestStore>) {
+    use crate::media::publish::MEDIA_PUBLISH;
+    use crate::media::Post;
+    use crate::model::{JobRecord, JobStatus};
+    let org = seed_organization(&*store, "Publishing").await;
+    let mut item = media_item(
+        &org.id,
+        MediaKind::Video,
+        &[Platform::Youtube, Platform::Tiktok],
+        minutes(1),
+    );
+    let job = |at| {
+        JobRecord::new(
+            org.id.clone(),
+            MEDIA_PUBLISH,
+            serde_json::json!({}),
+            None,
+            at,
+        )
+    };
+    let jobs = vec![job(minutes(1)), job(minutes(1))];
+    for (target, job) in item.targets.values_mut().zip(&jobs) {
+        let account = target.accounts[0].clone();
+        let mut post = Post::new(PlatformStatus::Pending);
+        post.job_id = Some(job.id.clone());
+        target.posts.insert(account, post);
+    }
+    item.scheduled_at = None;
+    item.settle(minutes(1));
+    assert_eq!(item.status, MediaStatus::Pending);
+
+    // A taken job id: nothing is stored.
+    let taken = job(minutes(0));
+    store
+        .insert_jobs(std::slice::from_ref(&taken))
+        .await
+        .unwrap();
+    let clash = MediaItem {
+        id: MediaId::new(),
+        ..item.clone()
+    };
+    assert!(store
+        .insert_media(&clash, &[jobs[0].clone(), taken.clone()])
+        .await
+        .is_err());
+    assert_eq!(store.get_media(&clash.id).await.unwrap(), None);
+    assert_eq!(store.get_job(&jobs[0].id).await.unwrap(), None);
+
+    store.insert_media(&item, &jobs).await.unwrap();
+    assert_eq!(store.get_media(&item.id).await.unwrap(), Some(item.clone()));
+    for job in &jobs {
+        let stored = store.get_job(&job.id).await.unwrap().expect("job stored");
+        assert_eq!(stored.status, JobStatus::Pending);
+        assert_eq!(stored.subject, None);
+    }
+
+    let youtube_account = item.targets[&Platform::Youtube].accounts[0].clone();
+    let mut published = item
+        .post(Platform::Youtube, &youtube_account)
+        .unwrap()
+        .clone();
+    published.status = PlatformStatus::Published;
+    published.remote_id = Some("vid1".into());
+    published.url = Some("https://www.youtube.com/watch?v=vid1".into());
+    let updated = store
+        .update_post(
+            &item.id,
+            Platform::Youtube,
+            &youtube_account,
+            &published,
+            minutes(2),
+        )
+        .await
+        .unwrap()
+        .expect("the post exists");
+    assert_eq!(
+        updated.targets[&Platform::Youtube].status,
+        PlatformStatus::Published
+    );
+    assert_eq!(
+        updated.targets[&Platform::Youtube].remote_id.as_deref(),
+        Some("vid1")
+    );
+    assert_eq!(
+        updated.status,
+        MediaStatus::Processing,
+        "TikTok is still pending"
+    );
+    assert_eq!(updated.updated_at, minutes(2));
+    assert_eq!(
+        store.get_media(&item.id).await.unwrap(),
+        Some(updated.clone())
+    );
+
+    let tiktok_account = item.targets[&Platform::Tiktok].accounts[0].clone();
+    let mut failed = item
+        .post(Platform::Tiktok, &tiktok_account)
+        .unwrap()
+        .clone();
+    failed.status = PlatformStatus::Failed;
+    failed.error = Some("spam_risk_too_many_posts: too many posts".into());
+    let updated = store
+        .update_post(
+            &item.id,
+            Platform::Tiktok,
+            &tiktok_account,
+            &failed,
+            minutes(3),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(updated.status, MediaStatus::Failed);
+    assert_eq!(
+        updated.targets[&Platform::Youtube].status,
+        PlatformStatus::Published
+    );
+    assert_eq!(
+        updated.targets[&Platform::Tiktok].error.as_deref(),
+        Some("spam_risk_too_many_posts: too many posts")
+    );
+    // Lists filter on the derived status.
+    let filter = MediaFilter {
+        kind: MediaKind::Video,
+        status: Some(MediaStatus::Failed),
+        platform: None,
+    };
+    let (listed, total) = store.list_media(&org.id, &filter, 0, 10).await.unwrap();
+    assert_eq!((listed, total), (vec![updated.clone()], 1));
+
+    for (id, platform, account) in [
+        (MediaId::new(), Platform::Youtube, youtube_account.as_str()),
+        (
+            item.id.clone(),
+            Platform::Linkedin,
+            youtube_account.as_str(),
+        ),
+        (item.id.clone(), Platform::Youtube, "someone-else"),
+    ] {
+        assert_eq!(
+            store
+                .update_post(&id, platform, account, &published, minutes(4))
+                .await
+                .unwrap(),
+            None
+        );
+    }
+    assert_eq!(store.get_media(&item.id).await.unwrap(), Some(updated));
+}
+
+/// A channel is found by organization, platform and account. Refreshed tokens replace the
+/// access token and expiry, and the refresh token only when a new one is given. A revoked
+/// grant marks it disconnected, and connecting it again clears that.
+pub async fn channel_tokens_refresh_and_disconnect(store: Arc<dyn TestStore>) {
+    let org = seed_organization(&*store, "Tokens").await;
+    let other = seed_organization(&*store, "Tokens, other").await;
+    let original = Channel {
+        sealed_refresh_token: Some("v1.refresh-1".into()),
+        ..channel(&org.id, Platform::Linkedin, "urn:li:person:1", minutes(1))
+    };
+    let stored = store.put_channel(&original).await.unwrap().unwrap();
+    let find = |org: OrganizationId, platform, account: &'static str| {
+        let store = Arc::clone(&store);
+        async move { store.find_channel(&org, platform, account).await.unwrap() }
+    };
+    assert_eq!(
+        find(org.id.clone(), Platform::Linkedin, "urn:li:person:1").await,
+        Some(stored.clone())
+    );
+    assert_eq!(
+        find(other.id.clone(), Platform::Linkedin, "urn:li:person:1").await,
+        None
+    );
+    assert_eq!(
+        find(org.id.clone(), Platform::Tiktok, "urn:li:person:1").await,
+        None
+    );
+
+    store
+        .update_channel_tokens(
+            &stored.id,
+            "v1.access-2",
+            None,
+            Some(minutes(70)),
+            minutes(2),
+        )
+        .await
+        .unwrap();
+    let now = find(org.id.clone(), Platform::Linkedin, "urn:li:person:1")
+        .await
+        .unwrap();
+    assert_eq!(now.sealed_access_token, "v1.access-2");
+    assert_eq!(now.sealed_refresh_token.as_deref(), Some("v1.refresh-1"));
+    assert_eq!(now.expires_at, Some(minutes(70)));
+    assert_eq!(now.updated_at, minutes(2));
+    store
+        .update_channel_tokens(
+            &stored.id,
+            "v1.access-3",
+            Some("v1.refresh-2"),
+            None,
+            minutes(3),
+        )
+        .await
+        .unwrap();
+    let now = find(org.id.clone(), Platform::Linkedin, "urn:li:person:1")
+        .await
+        .unwrap();
+    assert_eq!(now.sealed_refresh_token.as_deref(), Some("v1.refresh-2"));
+    assert_eq!(now.expires_at, None);
+
+    store
+        .disconnect_channel(&stored.id, "invalid_grant: revoked", minutes(4))
+        .await
+        .unwrap();
+    let now = find(org.id.clone(), Platform::Linkedin, "urn:li:person:1")
+        .await
+        .unwrap();
+    assert_eq!(now.disconnected.as_deref(), Some("invalid_grant: revoked"));
+    assert_eq!(store.list_channels(&org.id).await.unwrap(), vec![now]);
+
+    let again = store
+        .put_channel(&channel(
+            &org.id,
+            Platform::Linkedin,
+            "urn:li:person:1",
+            minutes(5),
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.id, stored.id);
+    assert_eq!(again.disconnected, None);
 }

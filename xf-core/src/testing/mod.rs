@@ -975,6 +975,8 @@ macro_rules! __with_conformance_behaviours {
             // Media items and channels.
             media_insert_get_and_list,
             channel_put_reconnects_and_lists,
+            media_insert_with_jobs_and_update_posts,
+            channel_tokens_refresh_and_disconnect,
             upload_parts_append_once_per_offset,
         }
     };

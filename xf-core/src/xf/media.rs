@@ -14,12 +14,19 @@ use crate::media::api::{
     Pagination, UploadedItem,
 };
 use crate::media::inspect::{extension_of, inspect_image, inspect_video, Refused};
+use crate::media::publish::MEDIA_PUBLISH;
+use crate::media::rules::{self, ItemTexts};
 use crate::media::settings::{parse_upload_fields, UploadFields};
+use crate::media::Post;
 use crate::media::{
     Channel, FileFacts, MediaItem, MediaKind, MediaStatus, Platform, PlatformStatus,
     PlatformTarget, StoredFile,
 };
+use crate::model::JobRecord;
 use crate::store::MediaFilter;
+
+/// Attempts of a publishing job before its post fails (each waits out a doubling backoff).
+pub(crate) const PUBLISH_ATTEMPTS: u32 = 6;
 
 /// Size limits of uploads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -227,11 +234,11 @@ impl Xf {
         };
         let key = staged.as_ref().map(|s| s.key.clone());
         let stored: Result<MediaItem> = async {
-            let item = self
+            let (item, jobs) = self
                 .checked_media(caller, kind, fields, staged, upload.is_some())
                 .await?;
             if !caller.is_test() {
-                self.store().insert_media(&item).await?;
+                self.store().insert_media(&item, &jobs).await?;
             }
             Ok(item)
         }
@@ -256,7 +263,7 @@ impl Xf {
     }
 
     /// The media item of a form, its file staged from a file part or (`from_upload`) from
-    /// the resumable upload its `fileId` names.
+    /// the resumable upload its `fileId` names, and the jobs that publish its posts.
     async fn checked_media(
         &self,
         caller: &Caller,
@@ -264,7 +271,7 @@ impl Xf {
         fields: &[(String, String)],
         staged: Option<StagedFile>,
         from_upload: bool,
-    ) -> Result<MediaItem> {
+    ) -> Result<(MediaItem, Vec<JobRecord>)> {
         let form = parse_upload_fields(kind, fields)?;
         let staged = match (staged, &form.file_id) {
             (Some(_), Some(_)) if !from_upload => {
@@ -299,10 +306,27 @@ impl Xf {
                     .map_err(refused)?,
             ),
         };
-        let targets = self.targets(caller, &form).await?;
+        let mut targets = self.targets(caller, &form).await?;
+        let file = StoredFile {
+            key: staged.key,
+            name: staged.name,
+            size: staged.size,
+            facts,
+        };
+        let texts = ItemTexts {
+            title: form.title.as_deref(),
+            description: form.description.as_deref(),
+        };
+        let problems: Vec<_> = targets
+            .iter()
+            .flat_map(|(platform, target)| rules::check(*platform, &file, &target.settings, texts))
+            .collect();
+        if !problems.is_empty() {
+            return Err(Error::invalid_fields(problems));
+        }
         let now = self.now();
         let (id, at) = if caller.is_test() {
-            let request = super::Fingerprint::of("POST", kind.as_str(), staged.name.as_bytes());
+            let request = super::Fingerprint::of("POST", kind.as_str(), file.name.as_bytes());
             (
                 MediaId::derived(&self.mock_digest(caller, &request, MediaId::PREFIX, 0)),
                 self.mock_time(),
@@ -310,24 +334,62 @@ impl Xf {
         } else {
             (MediaId::new(), now)
         };
-        Ok(MediaItem {
+        let status = MediaStatus::initial(form.is_draft, form.scheduled_at, now);
+        let run_at = form.scheduled_at.filter(|at| *at > now).unwrap_or(now);
+        let mut jobs = Vec::new();
+        for (platform, target) in &mut targets {
+            let auto_publish = target
+                .settings
+                .get("autoPublish")
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(true);
+            for account in &target.accounts {
+                // Without autoPublish a person finishes the post, except on TikTok, whose
+                // inbox upload is that very flow.
+                let runs = auto_publish || *platform == Platform::Tiktok;
+                let mut post = Post::new(match (status, runs) {
+                    (MediaStatus::Draft, _) => PlatformStatus::Idle,
+                    (_, false) => PlatformStatus::Manual,
+                    (MediaStatus::Scheduled, true) => PlatformStatus::Idle,
+                    _ => PlatformStatus::Pending,
+                });
+                if !runs {
+                    post.error = Some(
+                        "autoPublish is off: publish it on the platform or in the dashboard"
+                            .to_owned(),
+                    );
+                }
+                if status != MediaStatus::Draft && runs {
+                    let mut job = JobRecord::new(
+                        caller.organization.id.clone(),
+                        MEDIA_PUBLISH,
+                        json!({"mediaId": id, "platform": platform, "account": account}),
+                        None,
+                        now,
+                    );
+                    job.run_at = run_at;
+                    job.max_attempts = PUBLISH_ATTEMPTS;
+                    post.job_id = Some(job.id.clone());
+                    jobs.push(job);
+                }
+                target.posts.insert(account.clone(), post);
+            }
+        }
+        let mut item = MediaItem {
             id,
             organization_id: caller.organization.id.clone(),
             kind,
             title: form.title,
             description: form.description,
-            status: MediaStatus::initial(form.is_draft, form.scheduled_at, now),
+            status,
             scheduled_at: form.scheduled_at,
-            file: StoredFile {
-                key: staged.key,
-                name: staged.name,
-                size: staged.size,
-                facts,
-            },
+            file,
             targets,
             created_at: at,
             updated_at: at,
-        })
+        };
+        item.settle(now);
+        Ok((item, jobs))
     }
 
     /// Each chosen platform's plan: its settings and accounts. Named accounts must be
@@ -397,6 +459,7 @@ impl Xf {
                     remote_id: None,
                     url: None,
                     error: None,
+                    posts: BTreeMap::new(),
                 },
             );
         }
@@ -622,6 +685,7 @@ impl Xf {
             name,
             thumbnail,
             expires_at,
+            disconnected: None,
             created_at: now,
             updated_at: now,
         };

@@ -1,0 +1,259 @@
+//! Publishing to the platforms: the [`Publisher`] trait each platform's client implements,
+//! what it is given, and how it fails.
+//!
+//! A post (a media item on one account of one platform) is published in three steps, each
+//! followed by a stored checkpoint, so that a restart resumes where it stopped:
+//!
+//! 1. [`Publisher::start`]: reversible work only (an upload session, a container, the
+//!    media's bytes). It may save intermediate checkpoints through
+//!    [`PostContext::save`] (a resumable upload's session, say), and it is retried with
+//!    backoff.
+//! 2. [`Publisher::poll`]: one read-only status check, repeated until the platform is ready.
+//! 3. [`Publisher::finalize`]: the one irreversible call. It is never retried blindly: when
+//!    its outcome is unknown (a time-out, a crash), the post's stage stays
+//!    [`PostStage::Finalizing`](super::PostStage::Finalizing) and the next attempt first
+//!    asks the platform for the post ([`Publisher::find`]).
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+use super::inspect::RangeRead;
+use super::model::{MediaItem, MediaKind, Platform};
+
+/// The job type of publishing one post.
+pub const MEDIA_PUBLISH: &str = "media-publish";
+
+/// How a platform call failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PublishError {
+    /// The platform's rate limit: try again after `retry_after` (if it said).
+    #[error("rate limited by the platform: {message}")]
+    RateLimited {
+        /// The platform's message.
+        message: String,
+        /// When to try again, if the platform said.
+        retry_after: Option<Duration>,
+    },
+    /// A 5xx, a broken connection or an answer not as documented: worth another try.
+    #[error("{0}")]
+    Unavailable(String),
+    /// The platform refused the post or its media for good.
+    #[error("{code}: {message}")]
+    Rejected {
+        /// The platform's error code.
+        code: String,
+        /// The platform's message.
+        message: String,
+    },
+    /// The access token was not accepted (401): refresh it and try again.
+    #[error("the access token was not accepted: {0}")]
+    Unauthorized(String),
+    /// The grant was revoked (or cannot be refreshed): the channel must be connected again.
+    #[error("the channel's authorization was revoked: {0}")]
+    Disconnected(String),
+    /// The irreversible call's outcome is not known (it timed out or the answer broke off).
+    #[error("the outcome is not known: {0}")]
+    OutcomeUnknown(String),
+}
+
+impl PublishError {
+    /// A refusal with the platform's code and message.
+    pub fn rejected(code: impl Into<String>, message: impl Into<String>) -> Self {
+        PublishError::Rejected {
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// A post the platform has: its id and public address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Published {
+    /// The platform's id of the post (a video id, media id, URN or pin id).
+    pub remote_id: String,
+    /// Its public address, where the platform has one.
+    pub url: Option<String>,
+}
+
+/// What one status check found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PollOutcome {
+    /// Ready for [`Publisher::finalize`].
+    Ready,
+    /// Still processing: check again after this long.
+    Wait(Duration),
+    /// The platform finished the post on its own (the last step was the irreversible one).
+    Published(Published),
+    /// The platform needs a person to finish it (TikTok's inbox): why.
+    Manual(String),
+}
+
+/// A fresh access token from a refresh.
+#[derive(Clone, PartialEq, Eq)]
+pub struct TokenGrant {
+    /// The bearer token.
+    pub access_token: String,
+    /// How long it lives, if the platform said.
+    pub expires_in: Option<Duration>,
+    /// A new refresh token, if the platform rotated it (an empty one is never stored).
+    pub refresh_token: Option<String>,
+}
+
+impl std::fmt::Debug for TokenGrant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenGrant")
+            .field("expires_in", &self.expires_in)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Stores a post's checkpoint in the middle of a step.
+#[async_trait]
+pub trait CheckpointSink: Send + Sync {
+    /// Stores `checkpoint` as the post's; an error when the store failed or the attempt is
+    /// no longer current (stop then).
+    async fn save(&self, checkpoint: &Value) -> Result<(), PublishError>;
+}
+
+/// What a step is given: the post, its media, the account's token.
+pub struct PostContext<'a> {
+    /// The media item.
+    pub item: &'a MediaItem,
+    /// The platform's id of the account posted to.
+    pub account: &'a str,
+    /// The platform's settings of the upload (the spec's nested keys).
+    pub settings: &'a Map<String, Value>,
+    /// The account's OAuth access token.
+    pub access_token: &'a str,
+    /// The media's bytes.
+    pub file: &'a dyn RangeRead,
+    /// A signed, expiring, `Range`-capable URL of the media, for platforms that pull it.
+    pub media_url: &'a str,
+    /// Stores checkpoints within a step.
+    pub checkpoints: &'a dyn CheckpointSink,
+}
+
+impl std::fmt::Debug for PostContext<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostContext")
+            .field("item", &self.item.id)
+            .field("account", &self.account)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PostContext<'_> {
+    /// Stores `checkpoint` as the post's, now.
+    pub async fn save(&self, checkpoint: &Value) -> Result<(), PublishError> {
+        self.checkpoints.save(checkpoint).await
+    }
+
+    /// A text setting, trimmed, if given and not empty.
+    pub fn setting(&self, key: &str) -> Option<&str> {
+        self.settings
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+    }
+
+    /// A boolean setting (default `false`).
+    pub fn flag(&self, key: &str) -> bool {
+        self.settings
+            .get(key)
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+
+    /// The caption: the platform's `key` setting, else the item's description.
+    pub fn caption(&self, key: &str) -> Option<&str> {
+        self.setting(key).or(self
+            .item
+            .description
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty()))
+    }
+
+    /// The title: the platform's `title` setting, else the item's title, else the file's
+    /// name.
+    pub fn title(&self) -> &str {
+        self.setting("title")
+            .or(self
+                .item
+                .title
+                .as_deref()
+                .map(str::trim)
+                .filter(|s| !s.is_empty()))
+            .unwrap_or(&self.item.file.name)
+    }
+
+    /// The media's MIME type.
+    pub fn content_type(&self) -> &'static str {
+        content_type(&self.item.file.name, self.item.kind)
+    }
+
+    /// Whether it is a video.
+    pub fn is_video(&self) -> bool {
+        self.item.kind == MediaKind::Video
+    }
+}
+
+/// The MIME type of a stored file, by its (checked) extension.
+pub fn content_type(name: &str, kind: MediaKind) -> &'static str {
+    let extension = name
+        .rsplit_once('.')
+        .map(|(_, e)| e.to_ascii_lowercase())
+        .unwrap_or_default();
+    match (kind, extension.as_str()) {
+        (MediaKind::Video, "mov") => "video/quicktime",
+        (MediaKind::Video, _) => "video/mp4",
+        (MediaKind::Image, "png") => "image/png",
+        (MediaKind::Image, "webp") => "image/webp",
+        (MediaKind::Image, _) => "image/jpeg",
+    }
+}
+
+/// One platform's client.
+#[async_trait]
+pub trait Publisher: Send + Sync + std::fmt::Debug {
+    /// The platform it publishes to.
+    fn platform(&self) -> Platform;
+
+    /// Exchanges a refresh token for a fresh access token. Platforms without refresh
+    /// tokens answer [`PublishError::Disconnected`].
+    async fn refresh(&self, refresh_token: &str) -> Result<TokenGrant, PublishError>;
+
+    /// Reversible work: sessions, containers, the media's bytes. `checkpoint` is the last
+    /// one stored (`null` at first); the step leaves it as the next step needs it.
+    async fn start(
+        &self,
+        post: &PostContext<'_>,
+        checkpoint: &mut Value,
+    ) -> Result<(), PublishError>;
+
+    /// One read-only status check.
+    async fn poll(
+        &self,
+        post: &PostContext<'_>,
+        checkpoint: &mut Value,
+    ) -> Result<PollOutcome, PublishError>;
+
+    /// The one irreversible call: the post goes live (or, for a platform that needs a
+    /// person to finish, to them: [`PollOutcome::Manual`] is then what `poll` says next).
+    async fn finalize(
+        &self,
+        post: &PostContext<'_>,
+        checkpoint: &mut Value,
+    ) -> Result<Published, PublishError>;
+
+    /// After a [`Publisher::finalize`] whose outcome is unknown: the post, if the platform
+    /// has it.
+    async fn find(
+        &self,
+        post: &PostContext<'_>,
+        checkpoint: &Value,
+    ) -> Result<Option<Published>, PublishError>;
+}
