@@ -68,6 +68,30 @@ pub fn video(
     bytes
 }
 
+/// A silent H.264 video of `seconds` at `width`×`height` covered in noise, so that it does
+/// not compress: tens of kilobytes per second even when small (LinkedIn takes no video under
+/// 75 KB).
+pub fn grainy_video(container: &str, width: u32, height: u32, seconds: u32) -> Vec<u8> {
+    let path = scratch(container);
+    let size = format!("testsrc=size={width}x{height}:rate=10:duration={seconds}");
+    run(&[
+        "-f",
+        "lavfi",
+        "-i",
+        &size,
+        "-vf",
+        "noise=alls=60:allf=t+u",
+        "-c:v",
+        "libx264",
+        "-pix_fmt",
+        "yuv420p",
+        path.to_str().expect("a UTF-8 path"),
+    ]);
+    let bytes = std::fs::read(&path).expect("the video");
+    let _ = std::fs::remove_file(path);
+    bytes
+}
+
 /// An image of `width`×`height` in `format` (`png`, `jpg` or `webp`).
 pub fn image(format: &str, width: u32, height: u32) -> Vec<u8> {
     let path = scratch(format);

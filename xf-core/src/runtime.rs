@@ -88,6 +88,15 @@ pub enum JobError {
     /// Hopeless (bad input): the job fails now, with this message as its `error`.
     #[error("{0}")]
     Fail(String),
+    /// Like [`JobError::Retry`], but not before `after` (a rate limit's reset): the wait is
+    /// the longer of the two.
+    #[error("{error}")]
+    RetryAfter {
+        /// Why the attempt failed.
+        error: String,
+        /// The least wait.
+        after: Duration,
+    },
 }
 
 /// What a handler gets: the job, and the means to report progress and learn of a cancel.
@@ -379,6 +388,10 @@ impl Xf {
                 options = options.handler(crate::model::SEO_SCAN, scans);
             }
         }
+        let publish = crate::media::publish::MEDIA_PUBLISH;
+        if options.run_jobs && !options.handlers.contains_key(publish) {
+            options = options.handler(publish, self.publish_handler());
+        }
         let (stop, stopped) = watch::channel(false);
         let (finish_tx, finish_rx) = mpsc::unbounded_channel();
         let store: Arc<dyn Store> = Arc::clone(self.store());
@@ -659,8 +672,15 @@ fn outcome_of(
     match result {
         Ok(Ok(value)) => AttemptOutcome::Completed(value),
         Ok(Err(JobError::Fail(error))) => AttemptOutcome::Failed(error),
-        Ok(Err(JobError::Retry(error))) => {
-            let delay = shared.options.retry_delay(attempts);
+        Ok(Err(error @ (JobError::Retry(_) | JobError::RetryAfter { .. }))) => {
+            let mut delay = shared.options.retry_delay(attempts);
+            let error = match error {
+                JobError::RetryAfter { error, after } => {
+                    delay = delay.max(after);
+                    error
+                }
+                JobError::Retry(error) | JobError::Fail(error) => error,
+            };
             AttemptOutcome::Retry {
                 error,
                 run_at: shared

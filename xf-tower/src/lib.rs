@@ -28,13 +28,15 @@
 //!
 //! [`AdminService`] serves the host's admin API (organizations, keys, limits, verification,
 //! reports, usage) behind a bearer token. [`ReportPageService`], mounted at `/r`, serves the
-//! public page of shared reports (`/r/{token}`) as self-contained HTML.
+//! public page of shared reports (`/r/{token}`) as self-contained HTML. [`MediaFileService`],
+//! mounted at `/m`, serves the signed, expiring media URLs that platforms pull media from.
 
 mod admin;
 mod envelope;
 mod error;
 mod extract;
 mod idempotency;
+mod media_file;
 mod middleware;
 mod mount;
 mod openapi;
@@ -58,6 +60,7 @@ use xf_core::Xf;
 
 pub use admin::AdminService;
 pub use error::status_of;
+pub use media_file::MediaFileService;
 pub use mount::{strip_prefix, StripPrefix};
 pub use report_page::ReportPageService;
 pub use routes::media::is_media_path;

@@ -33,6 +33,8 @@ pub enum Service {
     Admin,
     /// The public report pages.
     Report,
+    /// The signed media URLs platforms pull from.
+    MediaFile,
     /// Neither: the 404 of paths outside the mounted services.
     None,
 }
@@ -43,6 +45,7 @@ impl Service {
             Service::Api => "api",
             Service::Admin => "admin",
             Service::Report => "report",
+            Service::MediaFile => "media-file",
             Service::None => "none",
         }
     }

@@ -8,7 +8,7 @@ use http_body_util::Full;
 use serde_json::{json, Value};
 use xf_core::media::blob::LocalBlobStore;
 use xf_core::MediaLimits;
-use xf_tests::media::{image, multipart, video};
+use xf_tests::media::{grainy_video, image, multipart, video};
 use xf_tests::{Reply, TestApp};
 
 crate::backends!(
@@ -163,7 +163,7 @@ async fn video_upload_reads_the_file_and_plans_each_platform(app: TestApp) {
     connect(&app, &org, "youtube", "UC-studio").await;
     connect(&app, &org, "tiktok", "tt-1").await;
     connect(&app, &org, "tiktok", "tt-2").await;
-    let clip = video("mp4", 320, 240, 2, true, 90);
+    let clip = video("mp4", 640, 360, 4, true, 90);
 
     let reply = upload(
         &app,
@@ -203,8 +203,8 @@ async fn video_upload_reads_the_file_and_plans_each_platform(app: TestApp) {
     assert_eq!(item["file"]["name"], "launch.MP4");
     assert_eq!(item["file"]["size"], clip.len());
     assert_eq!(item["file"]["container"], "mp4");
-    assert_eq!(item["file"]["durationMs"], 2000);
-    // Turned a quarter: shown 240 wide and 320 high. ffmpeg 5 writes `rotate=90` as a
+    assert_eq!(item["file"]["durationMs"], 4000);
+    // Turned a quarter: shown 360 wide and 640 high. ffmpeg 5 writes `rotate=90` as a
     // matrix that turns the picture counterclockwise, which is 270° clockwise, the way
     // `rotation` counts (as phones record portrait video: 90° clockwise).
     assert_eq!(
@@ -212,13 +212,18 @@ async fn video_upload_reads_the_file_and_plans_each_platform(app: TestApp) {
             item["file"]["width"].clone(),
             item["file"]["height"].clone()
         ),
-        (json!(240), json!(320))
+        (json!(360), json!(640))
     );
     assert_eq!(item["file"]["rotation"], 270);
     assert_eq!(item["file"]["videoCodec"], "avc1");
     assert_eq!(item["file"]["audioCodec"], "mp4a");
-    assert_eq!(item["youtube"]["status"], "idle");
+    // A publishing job waits for each post.
+    assert_eq!(item["youtube"]["status"], "pending");
     assert_eq!(item["youtube"]["videoId"], Value::Null);
+    assert_eq!(
+        item["youtube"]["posts"],
+        json!([{"account": "UC-studio", "status": "pending", "videoId": null, "url": null, "error": null}])
+    );
     assert_eq!(item["youtube"]["accounts"], json!(["UC-studio"]));
     assert_eq!(
         item["youtube"]["settings"],
@@ -266,6 +271,10 @@ async fn video_upload_reads_the_file_and_plans_each_platform(app: TestApp) {
     );
     assert_eq!(shown["file"]["durationMs"], 1000);
     assert_eq!(shown["file"]["audioCodec"], Value::Null);
+    // A draft never runs: its posts stay idle.
+    assert_eq!(shown["youtube"]["status"], "idle");
+    assert_eq!(shown["youtube"]["posts"][0]["status"], "idle");
+    let movie = video("mov", 640, 360, 4, false, 0);
     let scheduled = upload(
         &app,
         &org.live,
@@ -279,6 +288,10 @@ async fn video_upload_reads_the_file_and_plans_each_platform(app: TestApp) {
     )
     .await;
     assert_eq!(ok(&scheduled, 201)[0]["status"], "scheduled");
+    let scheduled_id = ok(&scheduled, 201)[0]["id"].as_str().unwrap().to_owned();
+    let shown = get(&app, &org.live, &format!("/media/videos/{scheduled_id}")).await;
+    // Scheduled: the post is idle until its time.
+    assert_eq!(ok(&shown, 200)["tiktok"]["status"], "idle");
     let _ = std::fs::remove_dir_all(root);
 }
 
@@ -286,6 +299,7 @@ async fn images_of_each_format_are_read(app: TestApp) {
     let (app, root) = with_blobs(app, 50 << 20);
     let org = media_org(&app, "Gallery").await;
     connect(&app, &org, "instagram", "ig-1").await;
+    connect(&app, &org, "pinterest", "pin-1").await;
     for (format, name) in [
         ("png", "a.png"),
         ("jpg", "b.JPG"),
@@ -293,14 +307,17 @@ async fn images_of_each_format_are_read(app: TestApp) {
         ("webp", "d.webp"),
     ] {
         let bytes = image(format, 64, 48);
+        // Instagram takes JPEG only; Pinterest every format.
+        let (platforms, settings) = if format == "jpg" {
+            (r#"["instagram"]"#, ("instagramCaption", "hi"))
+        } else {
+            (r#"["pinterest"]"#, ("pinterestBoardId", "board-1"))
+        };
         let reply = upload(
             &app,
             &org.live,
             "/media/images",
-            &[
-                ("platforms", r#"["instagram"]"#),
-                ("instagramCaption", "hi"),
-            ],
+            &[("platforms", platforms), settings],
             Some((name, &bytes)),
         )
         .await;
@@ -312,7 +329,25 @@ async fn images_of_each_format_are_read(app: TestApp) {
             item["file"],
             json!({"name": name, "size": bytes.len(), "format": expected, "width": 64, "height": 48})
         );
-        assert_eq!(item["instagram"]["settings"], json!({"caption": "hi"}));
+        if format == "jpg" {
+            assert_eq!(item["instagram"]["settings"], json!({"caption": "hi"}));
+        } else {
+            assert_eq!(item["pinterest"]["settings"], json!({"boardId": "board-1"}));
+            // A PNG or WebP for Instagram is refused before anything is stored.
+            let refused_form = upload(
+                &app,
+                &org.live,
+                "/media/images",
+                &[("platforms", r#"["instagram"]"#)],
+                Some((name, &bytes)),
+            )
+            .await;
+            refused(&refused_form, 400, "validation_error");
+            assert_eq!(
+                refused_form.body["error"]["details"][0]["field"],
+                "instagram"
+            );
+        }
         // An image is not a video.
         get(&app, &org.live, &format!("/media/videos/{id}")).await;
         refused(
@@ -489,7 +524,7 @@ async fn bad_uploads_are_refused_and_leave_nothing(app: TestApp) {
 async fn platform_settings_and_accounts_are_checked(app: TestApp) {
     let (app, root) = with_blobs(app, 50 << 20);
     let org = media_org(&app, "Studio").await;
-    let clip = video("mp4", 160, 120, 1, false, 0);
+    let clip = grainy_video("mp4", 160, 120, 4);
     let png = image("png", 16, 16);
     let send = |fields: Vec<(&'static str, &'static str)>| {
         let (app, key, clip) = (&app, org.live.clone(), clip.clone());
@@ -577,7 +612,7 @@ async fn lists_page_and_filter_newest_first(app: TestApp) {
     let org = media_org(&app, "Studio").await;
     connect(&app, &org, "tiktok", "tt").await;
     connect(&app, &org, "pinterest", "pin").await;
-    let clip = video("mp4", 160, 120, 1, false, 0);
+    let clip = video("mp4", 640, 360, 4, false, 0);
     let mut ids = Vec::new();
     for n in 0..12 {
         app.clock.advance(chrono::Duration::seconds(1));
@@ -591,7 +626,11 @@ async fn lists_page_and_filter_newest_first(app: TestApp) {
             &app,
             &org.live,
             "/media/videos",
-            &[("platforms", platforms), ("isDraft", draft)],
+            &[
+                ("platforms", platforms),
+                ("isDraft", draft),
+                ("pinterestBoardId", "board-1"),
+            ],
             Some(("c.mp4", &clip)),
         )
         .await;
@@ -806,7 +845,7 @@ async fn uploads_with_an_idempotency_key_happen_once(app: TestApp) {
     let (app, root) = with_blobs(app, 50 << 20);
     let org = media_org(&app, "Studio").await;
     connect(&app, &org, "tiktok", "tt").await;
-    let clip = video("mp4", 160, 120, 1, false, 0);
+    let clip = video("mp4", 640, 360, 3, false, 0);
     let fields = [("platforms", r#"["tiktok"]"#), ("title", "Once")];
 
     let first = upload_once(&app, &org.live, "launch-1", &fields, &clip).await;
@@ -837,7 +876,7 @@ async fn uploads_with_an_idempotency_key_happen_once(app: TestApp) {
     )
     .await;
     refused(&other_fields, 422, "idempotency_key_reused");
-    let other_clip = video("mp4", 160, 120, 2, false, 0);
+    let other_clip = video("mp4", 640, 360, 4, false, 0);
     let other_bytes = upload_once(&app, &org.live, "launch-1", &fields, &other_clip).await;
     refused(&other_bytes, 422, "idempotency_key_reused");
     // A refused form is not kept: corrected, the same key goes through.

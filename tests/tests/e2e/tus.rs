@@ -129,7 +129,7 @@ async fn studio(app: &TestApp) -> (String, String) {
 async fn a_chunked_upload_becomes_a_video(app: TestApp) {
     let (app, root) = with_blobs(app);
     let (key, test_key) = studio(&app).await;
-    let clip = video("mp4", 320, 240, 2, true, 0);
+    let clip = video("mp4", 640, 360, 3, true, 0);
     let third = clip.len() / 3;
 
     // Creation with the first chunk.
@@ -218,8 +218,8 @@ async fn a_chunked_upload_becomes_a_video(app: TestApp) {
         .await;
     assert_eq!(item.body["data"]["file"]["name"], "launch.mp4");
     assert_eq!(item.body["data"]["file"]["size"], clip.len());
-    assert_eq!(item.body["data"]["file"]["durationMs"], 2000);
-    assert_eq!(item.body["data"]["file"]["width"], 320);
+    assert_eq!(item.body["data"]["file"]["durationMs"], 3000);
+    assert_eq!(item.body["data"]["file"]["width"], 640);
     // The upload was used up: its chunks are gone, only the item's file is left.
     let gone = tus(&app, Method::HEAD, &location, &key, &[], b"").await;
     assert_eq!(gone.status, 404);

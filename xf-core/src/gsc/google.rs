@@ -68,13 +68,7 @@ pub struct GoogleSearchConsole {
 impl GoogleSearchConsole {
     /// The client of `config`.
     pub fn new(config: GoogleConfig) -> Self {
-        let client = reqwest::Client::builder()
-            .user_agent(concat!("xf/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(config.timeout)
-            .timeout(config.timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap_or_else(|_| reqwest::Client::new());
+        let client = crate::net::client(config.timeout);
         GoogleSearchConsole { config, client }
     }
 
@@ -136,14 +130,6 @@ struct ErrorBody {
     status: Option<String>,
 }
 
-fn unreachable(error: reqwest::Error) -> GoogleError {
-    GoogleError::Unreachable(if error.is_timeout() {
-        "no answer in time".to_owned()
-    } else {
-        error.to_string()
-    })
-}
-
 /// What Google answered: the status, its `Retry-After` (in seconds), and the body.
 struct Answer {
     status: u16,
@@ -153,28 +139,16 @@ struct Answer {
 
 /// Sends a request that asks for JSON and reads the answer, at most [`MAX_ANSWER_BYTES`].
 async fn exchange(request: reqwest::RequestBuilder) -> Result<Answer, GoogleError> {
-    let mut response = request
-        .header("accept", "application/json")
-        .send()
-        .await
-        .map_err(unreachable)?;
-    let status = response.status().as_u16();
-    let wait = retry_after(&response);
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(unreachable)? {
-        if body.len() + chunk.len() > MAX_ANSWER_BYTES {
-            return Err(GoogleError::Unavailable(format!(
-                "the answer is larger than {MAX_ANSWER_BYTES} bytes"
-            )));
-        }
-        body.extend_from_slice(&chunk);
+    let request = request.header("accept", "application/json");
+    match crate::net::exchange(request, MAX_ANSWER_BYTES).await {
+        Ok(answer) => Ok(Answer {
+            status: answer.status,
+            wait: answer.retry_after,
+            body: answer.body,
+        }),
+        Err(crate::net::ExchangeError::Unreachable(why)) => Err(GoogleError::Unreachable(why)),
+        Err(too_large) => Err(GoogleError::Unavailable(too_large.to_string())),
     }
-    Ok(Answer { status, wait, body })
-}
-
-fn retry_after(response: &reqwest::Response) -> Option<Duration> {
-    let value = response.headers().get("retry-after")?.to_str().ok()?;
-    value.trim().parse::<u64>().ok().map(Duration::from_secs)
 }
 
 /// A non-2xx answer of the API as an error.

@@ -28,7 +28,10 @@ pub struct MediaItemView {
     pub scheduled_at: Option<Timestamp>,
     /// The file: its name, size and what inspecting it found.
     pub file: FileView,
-    /// YouTube: `{status, videoId, url, …}`.
+    /// YouTube: `{status, videoId, url, accounts, settings, error, posts}`, where `posts`
+    /// has one `{account, status, videoId, url, error}` per account; `{status: idle,
+    /// videoId: null, url: null}` when YouTube is not selected. The other platforms' objects
+    /// have the same shape with their own id field.
     #[schema(value_type = Object)]
     pub youtube: Value,
     /// Instagram: `{status, mediaId, url, …}`.
@@ -89,6 +92,23 @@ impl From<&MediaItem> for MediaItemView {
                     view.insert("accounts".into(), serde_json::json!(target.accounts));
                     view.insert("settings".into(), Value::Object(target.settings.clone()));
                     view.insert("error".into(), serde_json::json!(target.error));
+                    let posts: Vec<Value> = target
+                        .posts
+                        .iter()
+                        .map(|(account, post)| {
+                            let mut shown = Map::new();
+                            shown.insert("account".into(), serde_json::json!(account));
+                            shown.insert("status".into(), serde_json::json!(post.status));
+                            shown.insert(
+                                remote_id_field(platform).into(),
+                                serde_json::json!(post.remote_id),
+                            );
+                            shown.insert("url".into(), serde_json::json!(post.url));
+                            shown.insert("error".into(), serde_json::json!(post.error));
+                            Value::Object(shown)
+                        })
+                        .collect();
+                    view.insert("posts".into(), Value::Array(posts));
                 }
                 None => {
                     view.insert("status".into(), serde_json::json!(PlatformStatus::Idle));

@@ -5,6 +5,8 @@ pub mod api;
 pub mod blob;
 pub mod inspect;
 pub mod model;
+#[cfg(feature = "net")]
+pub mod platforms;
 pub mod publish;
 pub mod rules;
 #[cfg(feature = "s3")]

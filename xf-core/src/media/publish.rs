@@ -77,17 +77,24 @@ pub struct Published {
     pub url: Option<String>,
 }
 
-/// What one status check found.
+/// What one status check before the irreversible call found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PollOutcome {
     /// Ready for [`Publisher::finalize`].
     Ready,
     /// Still processing: check again after this long.
     Wait(Duration),
-    /// The platform finished the post on its own (the last step was the irreversible one).
+}
+
+/// Where a post stands after the irreversible call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Live.
     Published(Published),
     /// The platform needs a person to finish it (TikTok's inbox): why.
     Manual(String),
+    /// The platform took it and is still processing: [`Publisher::find`] after this long.
+    Pending(Duration),
 }
 
 /// A fresh access token from a refresh.
@@ -241,19 +248,21 @@ pub trait Publisher: Send + Sync + std::fmt::Debug {
         checkpoint: &mut Value,
     ) -> Result<PollOutcome, PublishError>;
 
-    /// The one irreversible call: the post goes live (or, for a platform that needs a
-    /// person to finish, to them: [`PollOutcome::Manual`] is then what `poll` says next).
+    /// The one irreversible call: the post goes live, goes to a person (TikTok's inbox),
+    /// or is taken for processing. A refusal must be [`PublishError::Rejected`]; any other
+    /// error leaves the outcome unknown.
     async fn finalize(
         &self,
         post: &PostContext<'_>,
         checkpoint: &mut Value,
-    ) -> Result<Published, PublishError>;
+    ) -> Result<Outcome, PublishError>;
 
-    /// After a [`Publisher::finalize`] whose outcome is unknown: the post, if the platform
-    /// has it.
+    /// After [`Publisher::finalize`] (its outcome unknown, or the platform still
+    /// processing): where the post stands, or `None` when the platform has no trace of it
+    /// (the call never took effect, and it is made again).
     async fn find(
         &self,
         post: &PostContext<'_>,
         checkpoint: &Value,
-    ) -> Result<Option<Published>, PublishError>;
+    ) -> Result<Option<Outcome>, PublishError>;
 }

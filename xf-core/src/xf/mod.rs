@@ -30,11 +30,14 @@ mod gsc;
 mod key_cache;
 mod media;
 mod properties;
+mod publishing;
 mod report_page;
 mod reports;
 mod scans;
 mod uploads;
 mod webhooks;
+
+pub use publishing::{MediaFile, PublishHandler, PublishOptions};
 
 use std::sync::Arc;
 
@@ -176,6 +179,12 @@ struct Inner {
     blobs: Arc<dyn BlobStore>,
     /// Upload size limits.
     media_limits: MediaLimits,
+    /// The platforms' clients.
+    publishers: publishing::Publishers,
+    /// Settings of the publishing handler.
+    publish_options: publishing::PublishOptions,
+    /// Signs media URLs platforms pull from.
+    media_url_key: [u8; 32],
 }
 
 /// Builds an [`Xf`]. The secret key and the public base URL are required.
@@ -187,6 +196,8 @@ pub struct XfBuilder {
     search_console: Option<Arc<dyn SearchConsole>>,
     blobs: Option<Arc<dyn BlobStore>>,
     media_limits: MediaLimits,
+    publishers: publishing::Publishers,
+    publish_options: publishing::PublishOptions,
     allow_private_targets: bool,
     key_cache_ttl: std::time::Duration,
     plans: PlanCatalog,
@@ -260,6 +271,19 @@ impl XfBuilder {
         self
     }
 
+    /// Publishes to `publisher`'s platform with it (replacing an earlier one for the
+    /// platform). A post to a platform without a publisher fails, saying so.
+    pub fn publisher(mut self, publisher: Arc<dyn crate::media::publish::Publisher>) -> Self {
+        self.publishers.insert(publisher.platform(), publisher);
+        self
+    }
+
+    /// Replaces the settings of the publishing handler.
+    pub fn publish_options(mut self, options: publishing::PublishOptions) -> Self {
+        self.publish_options = options;
+        self
+    }
+
     /// Replaces the upload size limits (default 4 GiB per video, 50 MiB per image).
     pub fn media_limits(mut self, limits: MediaLimits) -> Self {
         self.media_limits = limits;
@@ -329,6 +353,7 @@ impl XfBuilder {
         };
         let cursors = CursorCodec::new(&config.secret_key);
         let mock_key = derive_key(&config.secret_key, b"xf/test-mode/v1");
+        let media_url_key = derive_key(&config.secret_key, b"xf/media-url/v1");
         #[cfg(feature = "net")]
         let fetcher = self.fetcher.or_else(|| {
             let agent = format!(
@@ -383,6 +408,9 @@ impl XfBuilder {
                 token_sealer,
                 blobs,
                 media_limits: self.media_limits,
+                publishers: self.publishers,
+                publish_options: self.publish_options,
+                media_url_key,
                 allow_private_targets: self.allow_private_targets,
                 keys: key_cache::KeyCache::new(self.key_cache_ttl),
             }),
@@ -423,6 +451,8 @@ impl Xf {
             search_console: None,
             blobs: None,
             media_limits: MediaLimits::default(),
+            publishers: publishing::Publishers::new(),
+            publish_options: publishing::PublishOptions::default(),
             allow_private_targets: false,
             key_cache_ttl: KEY_CACHE_TTL,
             plans: PlanCatalog::default(),

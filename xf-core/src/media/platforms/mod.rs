@@ -1,0 +1,119 @@
+//! The platforms' clients over HTTPS, each following the platform's documented flow, with
+//! base URLs a host (or a test) can point elsewhere. See each module for the flow.
+
+pub mod instagram;
+pub mod youtube;
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::inspect::RangeRead;
+use super::publish::{PublishError, TokenGrant};
+use crate::net::{exchange, Answer, ExchangeError};
+
+/// Longest wait for one answer, by default (uploads of a chunk included).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// Answers are read up to this size.
+const MAX_ANSWER_BYTES: usize = 4 << 20;
+
+/// Sends a request and reads the answer; no answer is [`PublishError::Unavailable`].
+pub(crate) async fn send(request: reqwest::RequestBuilder) -> Result<Answer, PublishError> {
+    exchange(request, MAX_ANSWER_BYTES)
+        .await
+        .map_err(|error| match error {
+            ExchangeError::Unreachable(why) => {
+                PublishError::Unavailable(format!("the platform did not answer: {why}"))
+            }
+            too_large => PublishError::Unavailable(too_large.to_string()),
+        })
+}
+
+/// `len` bytes of the media from `offset` (fewer only at its end).
+pub(crate) async fn read(
+    file: &dyn RangeRead,
+    offset: u64,
+    len: u64,
+) -> Result<Vec<u8>, PublishError> {
+    let len = usize::try_from(len).unwrap_or(usize::MAX);
+    file.read_at(offset, len)
+        .await
+        .map_err(|e| PublishError::Unavailable(format!("reading the media file: {e}")))
+}
+
+/// The JSON of an answer, or [`PublishError::Unavailable`] naming what was expected.
+pub(crate) fn json<T: serde::de::DeserializeOwned>(
+    answer: &Answer,
+    what: &str,
+) -> Result<T, PublishError> {
+    serde_json::from_slice(&answer.body).map_err(|e| {
+        PublishError::Unavailable(format!(
+            "{what} answered HTTP {} with an unexpected body: {e}",
+            answer.status
+        ))
+    })
+}
+
+/// The answer of an OAuth 2.0 token endpoint (RFC 6749 §5), success or error.
+#[derive(Deserialize)]
+struct TokenAnswer {
+    access_token: Option<String>,
+    expires_in: Option<u64>,
+    refresh_token: Option<String>,
+    error: Option<String>,
+    error_description: Option<String>,
+}
+
+/// A refresh-token grant's answer: a fresh token, or the error it is.
+/// `invalid_grant` (revoked or expired) disconnects the channel.
+pub(crate) fn token_grant(answer: &Answer) -> Result<TokenGrant, PublishError> {
+    let parsed: Option<TokenAnswer> = serde_json::from_slice(&answer.body).ok();
+    if answer.is_success() {
+        if let Some(TokenAnswer {
+            access_token: Some(access_token),
+            expires_in,
+            refresh_token,
+            ..
+        }) = parsed.filter(|a| a.access_token.as_deref().is_some_and(|t| !t.is_empty()))
+        {
+            return Ok(TokenGrant {
+                access_token,
+                expires_in: expires_in.map(Duration::from_secs),
+                refresh_token: refresh_token.filter(|t| !t.trim().is_empty()),
+            });
+        }
+        return Err(PublishError::Unavailable(
+            "the token endpoint's answer has no access_token".into(),
+        ));
+    }
+    let (code, description) = parsed
+        .map(|a| (a.error.unwrap_or_default(), a.error_description))
+        .unwrap_or_default();
+    let message = match description {
+        Some(description) => format!("{code}: {description}"),
+        None => format!("HTTP {} {code}", answer.status),
+    };
+    Err(match (answer.status, code.as_str()) {
+        (_, "invalid_grant") => PublishError::Disconnected(message),
+        (429, _) => PublishError::RateLimited {
+            message,
+            retry_after: answer.retry_after,
+        },
+        (400..=499, _) => PublishError::rejected("token_refresh_refused", message),
+        _ => PublishError::Unavailable(message),
+    })
+}
+
+/// The usual mapping of a failed call by status: 401 a token to refresh, 429 a rate limit,
+/// 5xx an outage, another 4xx a refusal with the platform's `code` and `message`.
+pub(crate) fn by_status(answer: &Answer, code: String, message: String) -> PublishError {
+    match answer.status {
+        401 => PublishError::Unauthorized(message),
+        429 => PublishError::RateLimited {
+            message,
+            retry_after: answer.retry_after,
+        },
+        400..=499 => PublishError::Rejected { code, message },
+        _ => PublishError::Unavailable(format!("HTTP {}: {message}", answer.status)),
+    }
+}

@@ -1,0 +1,378 @@
+//! YouTube through the YouTube Data API v3's resumable upload.
+//!
+//! - **start**: `POST {upload}/upload/youtube/v3/videos?uploadType=resumable&part=snippet,status`
+//!   with the video's metadata as JSON and `X-Upload-Content-Length` / `-Type`; the answer's
+//!   `Location` is the upload session, stored at once. Then every chunk but the last is
+//!   `PUT` to the session with `Content-Range: bytes a-b/N`, each a multiple of 256 KiB; each
+//!   answer is `308 Resume Incomplete` whose `Range: bytes=0-b` says how much arrived. A
+//!   restarted start asks the session where it stands (`PUT` with `Content-Range: bytes
+//!   */N` and no body) and goes on from there. A session that is gone (`404`, `410`) is
+//!   dropped and a new one is made on the next try.
+//! - **poll**: nothing to wait for.
+//! - **finalize**: asks where the session stands, then sends the rest; the answer of the
+//!   last chunk (`200` or `201`) is the video resource, whose `id` is the `videoId`. This is
+//!   the irreversible call: the video exists once the last byte arrives.
+//! - **find**: asks the session: `200`/`201` carries the video; `308` means the upload is
+//!   not complete (nothing was published, finalize again).
+//! - **tokens**: Google's OAuth 2.0 refresh-token grant.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{by_status, json as parse, read, send, token_grant, DEFAULT_TIMEOUT};
+use crate::media::publish::{
+    Outcome, PollOutcome, PostContext, PublishError, Published, Publisher, TokenGrant,
+};
+use crate::media::{FileFacts, Platform};
+use crate::net::Answer;
+
+/// Google's OAuth 2.0 token endpoint.
+pub const TOKEN_URL: &str = "https://oauth2.googleapis.com/token";
+/// The base of the upload endpoint.
+pub const UPLOAD_BASE_URL: &str = "https://www.googleapis.com";
+/// The granularity of resumable upload chunks.
+pub const CHUNK_UNIT: u64 = 256 * 1024;
+
+/// The host's OAuth client and where YouTube is.
+#[derive(Clone)]
+pub struct YoutubeConfig {
+    /// The OAuth client id.
+    pub client_id: String,
+    /// The OAuth client secret.
+    pub client_secret: String,
+    /// The token endpoint (default [`TOKEN_URL`]).
+    pub token_url: String,
+    /// The upload endpoint's base (default [`UPLOAD_BASE_URL`]).
+    pub upload_base_url: String,
+    /// Bytes per chunk, rounded down to a multiple of 256 KiB (default 8 MiB).
+    pub chunk_size: u64,
+    /// Longest wait for one answer.
+    pub timeout: Duration,
+}
+
+impl YoutubeConfig {
+    /// YouTube's endpoints with this OAuth client.
+    pub fn new(client_id: impl Into<String>, client_secret: impl Into<String>) -> Self {
+        YoutubeConfig {
+            client_id: client_id.into(),
+            client_secret: client_secret.into(),
+            token_url: TOKEN_URL.to_owned(),
+            upload_base_url: UPLOAD_BASE_URL.to_owned(),
+            chunk_size: 32 * CHUNK_UNIT,
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
+}
+
+impl std::fmt::Debug for YoutubeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("YoutubeConfig")
+            .field("client_id", &self.client_id)
+            .field("token_url", &self.token_url)
+            .field("upload_base_url", &self.upload_base_url)
+            .field("chunk_size", &self.chunk_size)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The YouTube client.
+#[derive(Debug, Clone)]
+pub struct Youtube {
+    config: YoutubeConfig,
+    client: reqwest::Client,
+}
+
+impl Youtube {
+    /// The client of `config`.
+    pub fn new(config: YoutubeConfig) -> Self {
+        let client = crate::net::client(config.timeout);
+        Youtube { config, client }
+    }
+
+    fn chunk(&self) -> u64 {
+        (self.config.chunk_size / CHUNK_UNIT).max(1) * CHUNK_UNIT
+    }
+
+    /// Asks the session how many bytes it has: `Ok(Err(video))` when the upload is
+    /// complete, `Ok(Ok(offset))` otherwise.
+    async fn probe(
+        &self,
+        session: &str,
+        size: u64,
+        token: &str,
+    ) -> Result<Result<u64, Value>, PublishError> {
+        let request = self
+            .client
+            .put(session)
+            .bearer_auth(token)
+            .header("content-range", format!("bytes */{size}"))
+            .header("content-length", "0");
+        let answer = send(request).await?;
+        session_answer(&answer)
+    }
+
+    /// Sends bytes from `offset` until `until` (exclusive) or the upload's end, a chunk at
+    /// a time; the server's offset after each chunk, or the video once the last byte is in.
+    async fn upload(
+        &self,
+        post: &PostContext<'_>,
+        session: &str,
+        mut offset: u64,
+        until: u64,
+    ) -> Result<Result<u64, Value>, PublishError> {
+        let size = post.file.len();
+        while offset < until {
+            let len = self.chunk().min(until - offset);
+            let bytes = read(post.file, offset, len).await?;
+            let last = offset + bytes.len() as u64 - 1;
+            let request = self
+                .client
+                .put(session)
+                .bearer_auth(post.access_token)
+                .header("content-type", post.content_type())
+                .header("content-range", format!("bytes {offset}-{last}/{size}"))
+                .body(bytes);
+            let answer = send(request).await?;
+            match session_answer(&answer)? {
+                Ok(next) => offset = next,
+                done @ Err(_) => return Ok(done),
+            }
+        }
+        Ok(Ok(offset))
+    }
+
+    /// The session of the checkpoint, or a new one (stored at once).
+    async fn session(
+        &self,
+        post: &PostContext<'_>,
+        checkpoint: &mut Value,
+    ) -> Result<String, PublishError> {
+        if let Some(session) = checkpoint.get("session").and_then(Value::as_str) {
+            return Ok(session.to_owned());
+        }
+        let privacy = post.setting("privacy").unwrap_or("public");
+        let mut snippet = json!({"title": post.title(), "categoryId": "22"});
+        if let Some(description) = post.caption("description") {
+            snippet["description"] = json!(description);
+        }
+        let metadata = json!({
+            "snippet": snippet,
+            "status": {"privacyStatus": privacy, "selfDeclaredMadeForKids": false},
+        });
+        let url = format!(
+            "{}/upload/youtube/v3/videos?uploadType=resumable&part=snippet,status",
+            self.config.upload_base_url.trim_end_matches('/')
+        );
+        let request = self
+            .client
+            .post(url)
+            .bearer_auth(post.access_token)
+            .header("content-type", "application/json; charset=UTF-8")
+            .header("x-upload-content-length", post.file.len().to_string())
+            .header("x-upload-content-type", post.content_type())
+            .body(metadata.to_string());
+        let answer = send(request).await?;
+        if !answer.is_success() {
+            return Err(api_error(&answer));
+        }
+        let session = answer
+            .header("location")
+            .filter(|l| l.starts_with("http"))
+            .ok_or_else(|| {
+                PublishError::Unavailable("the upload session's answer has no Location".into())
+            })?
+            .to_owned();
+        *checkpoint = json!({"session": session});
+        post.save(checkpoint).await?;
+        Ok(session)
+    }
+
+    fn published(post: &PostContext<'_>, video: &Value) -> Result<Published, PublishError> {
+        let id = video
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|id| !id.is_empty())
+            .ok_or_else(|| {
+                PublishError::Unavailable("the finished upload's answer has no video id".into())
+            })?;
+        // Vertical videos up to three minutes are Shorts.
+        let short = matches!(&post.item.file.facts, FileFacts::Video(v)
+            if v.height > v.width && v.duration_ms <= 180_000);
+        let url = if short {
+            format!("https://www.youtube.com/shorts/{id}")
+        } else {
+            format!("https://www.youtube.com/watch?v={id}")
+        };
+        Ok(Published {
+            remote_id: id.to_owned(),
+            url: Some(url),
+        })
+    }
+}
+
+/// A session's answer: `308` with how much it has, `200`/`201` with the video, or an error
+/// (a session that is gone is [`PublishError::Unavailable`]: a new one is made).
+fn session_answer(answer: &Answer) -> Result<Result<u64, Value>, PublishError> {
+    match answer.status {
+        308 => Ok(Ok(answer
+            .header("range")
+            .and_then(|r| r.trim().strip_prefix("bytes=0-"))
+            .and_then(|last| last.parse::<u64>().ok())
+            .map_or(0, |last| last + 1))),
+        200 | 201 => Ok(Err(parse(answer, "the upload session")?)),
+        404 | 410 => Err(PublishError::Unavailable(format!(
+            "the upload session is gone (HTTP {}); a new one is made",
+            answer.status
+        ))),
+        _ => Err(api_error(answer)),
+    }
+}
+
+#[derive(Deserialize)]
+struct ErrorAnswer {
+    error: ErrorBody,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    message: Option<String>,
+    #[serde(default)]
+    errors: Vec<ErrorItem>,
+}
+
+#[derive(Deserialize)]
+struct ErrorItem {
+    reason: Option<String>,
+}
+
+/// A Google API error: its first `reason` and `message`. Quota reasons are rate limits.
+fn api_error(answer: &Answer) -> PublishError {
+    let parsed: Option<ErrorAnswer> = serde_json::from_slice(&answer.body).ok();
+    let (reason, message) = parsed
+        .map(|a| {
+            let reason = a.error.errors.into_iter().find_map(|e| e.reason);
+            (reason, a.error.message)
+        })
+        .unwrap_or_default();
+    let reason = reason.unwrap_or_else(|| format!("http_{}", answer.status));
+    let message = message.unwrap_or_else(|| format!("HTTP {}", answer.status));
+    let quota = matches!(
+        reason.as_str(),
+        "quotaExceeded" | "rateLimitExceeded" | "userRateLimitExceeded" | "uploadLimitExceeded"
+    );
+    if answer.status == 403 && quota {
+        return PublishError::RateLimited {
+            message: format!("{reason}: {message}"),
+            retry_after: answer.retry_after,
+        };
+    }
+    by_status(answer, reason, message)
+}
+
+#[async_trait]
+impl Publisher for Youtube {
+    fn platform(&self) -> Platform {
+        Platform::Youtube
+    }
+
+    async fn refresh(&self, refresh_token: &str) -> Result<TokenGrant, PublishError> {
+        let request = self.client.post(&self.config.token_url).form(&[
+            ("client_id", self.config.client_id.as_str()),
+            ("client_secret", self.config.client_secret.as_str()),
+            ("refresh_token", refresh_token),
+            ("grant_type", "refresh_token"),
+        ]);
+        token_grant(&send(request).await?)
+    }
+
+    async fn start(
+        &self,
+        post: &PostContext<'_>,
+        checkpoint: &mut Value,
+    ) -> Result<(), PublishError> {
+        let size = post.file.len();
+        let resumed = checkpoint.get("session").is_some();
+        let session = self.session(post, checkpoint).await?;
+        let offset = if resumed {
+            match self.probe(&session, size, post.access_token).await {
+                Ok(Ok(offset)) => offset,
+                // Complete already: nothing more to send before finalize, which finds it.
+                Ok(Err(_)) => return Ok(()),
+                Err(error) => {
+                    // A session that is gone is forgotten, so the next try makes another.
+                    *checkpoint = Value::Null;
+                    post.save(checkpoint).await?;
+                    return Err(error);
+                }
+            }
+        } else {
+            0
+        };
+        // Everything but the last chunk: the last byte makes the video, and that is
+        // finalize's to send.
+        let last_chunk_start = size.saturating_sub(1) / self.chunk() * self.chunk();
+        match self.upload(post, &session, offset, last_chunk_start).await {
+            Ok(_) => Ok(()),
+            Err(error) => {
+                if matches!(&error, PublishError::Unavailable(m) if m.contains("session is gone")) {
+                    *checkpoint = Value::Null;
+                    post.save(checkpoint).await?;
+                }
+                Err(error)
+            }
+        }
+    }
+
+    async fn poll(
+        &self,
+        _post: &PostContext<'_>,
+        _checkpoint: &mut Value,
+    ) -> Result<PollOutcome, PublishError> {
+        Ok(PollOutcome::Ready)
+    }
+
+    async fn finalize(
+        &self,
+        post: &PostContext<'_>,
+        checkpoint: &mut Value,
+    ) -> Result<Outcome, PublishError> {
+        let session = checkpoint
+            .get("session")
+            .and_then(Value::as_str)
+            .ok_or_else(|| PublishError::rejected("no_session", "no upload session to finish"))?
+            .to_owned();
+        let size = post.file.len();
+        let video = match self.probe(&session, size, post.access_token).await? {
+            Err(video) => video,
+            Ok(offset) => match self.upload(post, &session, offset, size).await? {
+                Err(video) => video,
+                Ok(_) => {
+                    return Err(PublishError::Unavailable(
+                        "the last chunk was not answered with the video".into(),
+                    ))
+                }
+            },
+        };
+        Ok(Outcome::Published(Self::published(post, &video)?))
+    }
+
+    async fn find(
+        &self,
+        post: &PostContext<'_>,
+        checkpoint: &Value,
+    ) -> Result<Option<Outcome>, PublishError> {
+        let Some(session) = checkpoint.get("session").and_then(Value::as_str) else {
+            return Ok(None);
+        };
+        match self
+            .probe(session, post.file.len(), post.access_token)
+            .await?
+        {
+            Err(video) => Ok(Some(Outcome::Published(Self::published(post, &video)?))),
+            Ok(_) => Ok(None),
+        }
+    }
+}
