@@ -4,6 +4,7 @@
 
 pub mod google;
 pub mod media;
+pub mod platforms;
 pub mod receiver;
 
 use std::sync::Arc;
@@ -106,11 +107,10 @@ impl TestApp {
     ) -> Self {
         let clock = ManualClock::new(start_time());
         let facade_store: Arc<dyn Store> = store.clone();
-        let builder = configure(Xf::builder(facade_store));
-        let xf = builder
+        let builder = Xf::builder(facade_store).public_base_url("https://app.example.test");
+        let xf = configure(builder)
             .clock(Arc::new(clock.clone()))
             .secret_key(TEST_SECRET.to_vec())
-            .public_base_url("https://app.example.test")
             .status_page_url("https://status.example.test")
             .build()
             .expect("a complete configuration");

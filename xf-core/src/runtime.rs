@@ -495,7 +495,10 @@ impl Drop for WorkerHandle {
         self.stop.send_replace(true);
         // The completer writes what is waiting, then ends.
         self.shared.close_completer();
-        for id in self.shared.running().keys().cloned().collect::<Vec<_>>() {
+        // The ids are copied out first: the lock must be free again for `stop_job`, and a
+        // `for` loop would hold its iterator expression's guard until the loop ends.
+        let running: Vec<JobId> = self.shared.running().keys().cloned().collect();
+        for id in running {
             self.shared.stop_job(&id, Stop::Abandon);
         }
     }

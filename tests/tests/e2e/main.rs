@@ -11,6 +11,7 @@ mod jobs;
 mod media;
 mod openapi;
 mod properties;
+mod publishing;
 mod reports;
 mod runtime;
 mod scans;

@@ -1,0 +1,752 @@
+//! Publishing for real, against local stand-ins of YouTube's and Instagram's endpoints that
+//! check what the clients send: every stage read through `GET /media/videos/{id}`, chunked
+//! and resumed uploads, a lost or crashed finalize that publishes once, tokens refreshed and
+//! revoked, rate limits, refusals that fail one platform only, the signed media URL
+//! Instagram pulls, and a scheduled post published once by two instances.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Request};
+use http_body_util::Full;
+use serde_json::{json, Value};
+use xf_core::media::platforms::instagram::Instagram;
+use xf_core::media::platforms::youtube::{Youtube, CHUNK_UNIT};
+use xf_core::media::publish::MEDIA_PUBLISH;
+use xf_core::runtime::{WorkerHandle, WorkerOptions};
+use xf_tests::media::{grainy_video, image, multipart, video};
+use xf_tests::platforms::{Failure, PlatformStandIn, Route};
+use xf_tests::{Reply, TestApp};
+
+crate::backends!(
+    youtube_publishes_in_chunks_and_reports_each_stage,
+    an_interrupted_upload_resumes_where_it_stopped,
+    a_lost_finalize_is_looked_up_not_sent_again,
+    a_crash_between_start_and_finalize_publishes_once,
+    tokens_are_refreshed_and_a_revoked_grant_disconnects,
+    a_rate_limit_waits_for_its_reset,
+    a_refusal_fails_that_platform_only,
+    instagram_pulls_the_signed_url_and_publishes,
+);
+
+const ACCESS: &str = "ya29.access-of-studio";
+const REFRESH: &str = "1//refresh-of-studio";
+
+/// The app with YouTube and Instagram pointed at a fresh stand-in, its public base URL served
+/// by a real HTTP server of signed media URLs (which the Instagram stand-in fetches).
+async fn publishing(app: TestApp) -> (TestApp, PlatformStandIn) {
+    let platforms = PlatformStandIn::start().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (youtube, instagram) = (platforms.youtube_config(), platforms.instagram_config());
+    let app = app.reconfigured(|builder| {
+        builder
+            .public_base_url(base)
+            .publisher(Arc::new(Youtube::new(youtube)))
+            .publisher(Arc::new(Instagram::new(instagram)))
+    });
+    let files = axum::Router::new().nest_service(
+        "/m",
+        xf_tower::MediaFileService::new(app.xf.clone()).into_router(),
+    );
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, files).await;
+    });
+    (app, platforms)
+}
+
+/// Workers that claim often and rescue expired leases quickly.
+fn workers(app: &TestApp) -> WorkerHandle {
+    app.xf.spawn_workers(
+        WorkerOptions::new()
+            .poll_interval(Duration::from_millis(20))
+            .rescue_interval(Duration::from_millis(50))
+            .heartbeat_interval(Duration::from_millis(100)),
+    )
+}
+
+struct Studio {
+    id: String,
+    key: String,
+}
+
+async fn studio(app: &TestApp) -> Studio {
+    let created = app.organization("Studio", "plus").await;
+    Studio {
+        id: created.organization.id.to_string(),
+        key: created.live_key,
+    }
+}
+
+/// Connects a channel whose token expires `expires_in_minutes` from the test clock.
+async fn connect(
+    app: &TestApp,
+    org: &Studio,
+    platform: &str,
+    account: &str,
+    expires_in_minutes: i64,
+) {
+    let expires = app
+        .xf
+        .now()
+        .plus(chrono::Duration::minutes(expires_in_minutes));
+    let reply = app
+        .admin(
+            Method::POST,
+            &format!("/organizations/{}/channels", org.id),
+            Some(json!({
+                "platform": platform, "accountId": account, "displayName": account,
+                "accessToken": ACCESS, "refreshToken": REFRESH, "expiresAt": expires,
+            })),
+        )
+        .await;
+    reply.expect(201);
+}
+
+async fn upload(
+    app: &TestApp,
+    key: &str,
+    path: &str,
+    fields: &[(&str, &str)],
+    file: (&str, &[u8]),
+) -> Reply {
+    let (content_type, body) = multipart(fields, Some(file));
+    let request = Request::builder()
+        .method(Method::POST)
+        .uri(path)
+        .header("x-api-key", key)
+        .header("content-type", content_type)
+        .body(Full::new(Bytes::from(body)))
+        .unwrap();
+    app.send(request).await
+}
+
+async fn item(app: &TestApp, key: &str, id: &str) -> Value {
+    let reply = app.get(&format!("/media/videos/{id}"), key).await;
+    reply.expect(200).clone()
+}
+
+/// Reads the item until `done` holds (10 s at most).
+async fn wait_for(app: &TestApp, key: &str, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+    for _ in 0..500 {
+        let shown = item(app, key, id).await;
+        if done(&shown) {
+            return shown;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the item never got there: {}", item(app, key, id).await);
+}
+
+/// Uploads `clip` for `platforms` with `fields`; the item's id.
+async fn post_video(app: &TestApp, org: &Studio, clip: &[u8], fields: &[(&str, &str)]) -> String {
+    let reply = upload(app, &org.key, "/media/videos", fields, ("launch.mp4", clip)).await;
+    reply.expect(201)[0]["id"].as_str().unwrap().to_owned()
+}
+
+/// The job of the item's post on `platform`.
+async fn job_of(app: &TestApp, id: &str, platform: &str) -> xf_core::model::JobRecord {
+    let item = app
+        .store
+        .get_media(&xf_core::ids::MediaId::parse(id).unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let platform = xf_core::media::Platform::parse(platform).unwrap();
+    let post = item.targets[&platform].posts.values().next().unwrap();
+    app.store
+        .get_job(post.job_id.as_ref().unwrap())
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+fn sessions(platforms: &PlatformStandIn) -> usize {
+    platforms
+        .seen()
+        .iter()
+        .filter(|s| s.method == Method::POST && s.uri.contains("uploadType=resumable"))
+        .count()
+}
+
+/// The chunk `PUT`s: `(first, last, total)` of each `Content-Range`, `None` for probes.
+fn chunk_ranges(platforms: &PlatformStandIn) -> Vec<Option<(u64, u64, u64)>> {
+    platforms
+        .seen()
+        .iter()
+        .filter(|s| s.method == Method::PUT)
+        .map(|s| {
+            let range = s.header("content-range").unwrap();
+            let (span, total) = range
+                .strip_prefix("bytes ")
+                .unwrap()
+                .split_once('/')
+                .unwrap();
+            let total: u64 = total.parse().unwrap();
+            (span != "*").then(|| {
+                let (a, b) = span.split_once('-').unwrap();
+                (a.parse().unwrap(), b.parse().unwrap(), total)
+            })
+        })
+        .collect()
+}
+
+async fn youtube_publishes_in_chunks_and_reports_each_stage(app: TestApp) {
+    let (app, platforms) = publishing(app).await;
+    platforms.grant(ACCESS, None);
+    let org = studio(&app).await;
+    connect(&app, &org, "youtube", "UC-studio", 60).await;
+    // About 1.4 MB: six chunks of 256 KiB.
+    let clip = grainy_video("mp4", 320, 240, 4);
+    let size = clip.len() as u64;
+    assert!(size > 5 * CHUNK_UNIT, "{size}");
+    let id = post_video(
+        &app,
+        &org,
+        &clip,
+        &[
+            ("title", "Launch"),
+            ("platforms", r#"["youtube"]"#),
+            (
+                "youtube",
+                r#"{"title": "Launch day", "privacy": "unlisted", "description": "Hello"}"#,
+            ),
+        ],
+    )
+    .await;
+    let shown = item(&app, &org.key, &id).await;
+    assert_eq!(
+        (shown["status"].clone(), shown["youtube"]["status"].clone()),
+        (json!("pending"), json!("pending"))
+    );
+
+    // Held at the first chunk: processing.
+    let held = platforms.hold(Route::YoutubeChunk, false);
+    let workers = workers(&app);
+    held.arrived().await;
+    let shown = item(&app, &org.key, &id).await;
+    assert_eq!(shown["status"], "processing");
+    assert_eq!(shown["youtube"]["status"], "processing");
+    assert_eq!(shown["youtube"]["videoId"], Value::Null);
+    held.release();
+
+    let shown = wait_for(&app, &org.key, &id, |i| i["status"] != "processing").await;
+    let video = &platforms.videos()[0];
+    let video_id = video["id"].as_str().unwrap();
+    assert_eq!(shown["status"], "completed", "{shown}");
+    assert_eq!(shown["youtube"]["status"], "published");
+    assert_eq!(shown["youtube"]["videoId"], video_id);
+    assert_eq!(
+        shown["youtube"]["url"],
+        format!("https://www.youtube.com/watch?v={video_id}")
+    );
+    assert_eq!(shown["youtube"]["posts"][0]["status"], "published");
+    assert_eq!(platforms.videos().len(), 1);
+
+    // The session's metadata, and chunks that are multiples of 256 KiB, in order, to the end.
+    let session = platforms
+        .seen()
+        .into_iter()
+        .find(|s| s.method == Method::POST && s.uri.contains("uploadType=resumable"))
+        .unwrap();
+    assert!(
+        session.uri.contains("part=snippet,status"),
+        "{}",
+        session.uri
+    );
+    assert_eq!(
+        session.header("authorization"),
+        Some(format!("Bearer {ACCESS}").as_str())
+    );
+    assert_eq!(
+        session.header("x-upload-content-length"),
+        Some(size.to_string().as_str())
+    );
+    assert_eq!(session.header("x-upload-content-type"), Some("video/mp4"));
+    let metadata: Value = serde_json::from_str(&session.text).unwrap();
+    assert_eq!(metadata["snippet"]["title"], "Launch day");
+    assert_eq!(metadata["snippet"]["description"], "Hello");
+    assert_eq!(metadata["status"]["privacyStatus"], "unlisted");
+    let ranges: Vec<(u64, u64, u64)> = chunk_ranges(&platforms).into_iter().flatten().collect();
+    let mut next = 0;
+    for (first, last, total) in &ranges {
+        assert_eq!((*first, *total), (next, size));
+        assert!((last + 1) % CHUNK_UNIT == 0 || last + 1 == size);
+        next = last + 1;
+    }
+    assert_eq!(next, size);
+    workers.shutdown(Duration::from_secs(5)).await;
+}
+
+async fn an_interrupted_upload_resumes_where_it_stopped(app: TestApp) {
+    let (app, platforms) = publishing(app).await;
+    platforms.grant(ACCESS, None);
+    let org = studio(&app).await;
+    connect(&app, &org, "youtube", "UC-studio", 60).await;
+    let clip = grainy_video("mp4", 320, 240, 4);
+    let size = clip.len() as u64;
+    // The second chunk breaks off with a 503: the attempt ends and is retried.
+    let first = platforms.hold(Route::YoutubeChunk, false);
+    let id = post_video(&app, &org, &clip, &[("platforms", r#"["youtube"]"#)]).await;
+    let workers = workers(&app);
+    first.arrived().await;
+    platforms.fail_next(
+        Route::YoutubeChunk,
+        Failure::Answer(
+            503,
+            json!({"error": {"code": 503, "message": "Backend Error"}}),
+            None,
+        ),
+    );
+    first.release();
+    let shown = wait_for(&app, &org.key, &id, |i| {
+        i["youtube"]["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("will try again"))
+    })
+    .await;
+    assert_eq!(shown["youtube"]["status"], "processing");
+    let job = job_of(&app, &id, "youtube").await;
+    assert_eq!(job.status, xf_core::model::JobStatus::Pending);
+    app.clock.advance(chrono::Duration::seconds(10));
+    let shown = wait_for(&app, &org.key, &id, |i| i["status"] == "completed").await;
+    assert_eq!(shown["youtube"]["status"], "published");
+
+    // One session; the retry asked where it stood, and went on from there: no byte twice.
+    assert_eq!(sessions(&platforms), 1);
+    let ranges = chunk_ranges(&platforms);
+    let probe = ranges
+        .iter()
+        .position(Option::is_none)
+        .expect("a status probe");
+    let before: Vec<_> = ranges[..probe].iter().flatten().collect();
+    let after: Vec<_> = ranges[probe + 1..].iter().flatten().collect();
+    // One chunk arrived, the second was refused, then the rest from the second on.
+    assert_eq!(before.len(), 2);
+    assert_eq!(after[0].0, CHUNK_UNIT);
+    assert_eq!(after.last().unwrap().1 + 1, size);
+    assert_eq!(platforms.videos().len(), 1);
+    workers.shutdown(Duration::from_secs(5)).await;
+}
+
+async fn a_lost_finalize_is_looked_up_not_sent_again(app: TestApp) {
+    let (app, platforms) = publishing(app).await;
+    platforms.grant(ACCESS, None);
+    let org = studio(&app).await;
+    connect(&app, &org, "youtube", "UC-studio", 60).await;
+    let clip = grainy_video("mp4", 320, 240, 4);
+    // The last chunk makes the video, but its answer never comes in time.
+    platforms.fail_next(
+        Route::YoutubeLastChunk,
+        Failure::ActThenStall(Duration::from_secs(5)),
+    );
+    let id = post_video(&app, &org, &clip, &[("platforms", r#"["youtube"]"#)]).await;
+    let workers = workers(&app);
+    let shown = wait_for(&app, &org.key, &id, |i| {
+        i["youtube"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("not known"))
+    })
+    .await;
+    assert_eq!(shown["youtube"]["status"], "processing");
+    assert_eq!(platforms.videos().len(), 1, "the video was made");
+    let puts_before = chunk_ranges(&platforms).len();
+    app.clock.advance(chrono::Duration::seconds(10));
+    let shown = wait_for(&app, &org.key, &id, |i| i["status"] == "completed").await;
+    let video_id = platforms.videos()[0]["id"].clone();
+    assert_eq!(shown["youtube"]["videoId"], video_id);
+    // The retry only asked the session (one probe), and sent no bytes.
+    let after = &chunk_ranges(&platforms)[puts_before..];
+    assert_eq!(after, &[None]);
+    assert_eq!(platforms.videos().len(), 1);
+    workers.shutdown(Duration::from_secs(5)).await;
+}
+
+async fn a_crash_between_start_and_finalize_publishes_once(app: TestApp) {
+    let (app, platforms) = publishing(app).await;
+    platforms.grant(ACCESS, None);
+    let org = studio(&app).await;
+    connect(&app, &org, "youtube", "UC-studio", 60).await;
+    let clip = grainy_video("mp4", 320, 240, 4);
+    let size = clip.len() as u64;
+    // Every chunk but the last is in; the process dies as it sends the last one.
+    let last = platforms.hold(Route::YoutubeLastChunk, false);
+    let id = post_video(&app, &org, &clip, &[("platforms", r#"["youtube"]"#)]).await;
+    let crashed = workers(&app);
+    last.arrived().await;
+    let post = app
+        .store
+        .get_media(&xf_core::ids::MediaId::parse(&id).unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let stage = post
+        .targets
+        .values()
+        .next()
+        .unwrap()
+        .posts
+        .values()
+        .next()
+        .unwrap()
+        .stage;
+    assert_eq!(stage, xf_core::media::PostStage::Finalizing);
+    drop(crashed);
+
+    // Another process takes the job up once its lease ran out.
+    let workers = workers(&app);
+    app.clock.advance(chrono::Duration::seconds(31));
+    let shown = wait_for(&app, &org.key, &id, |i| i["status"] == "completed").await;
+    assert_eq!(shown["youtube"]["status"], "published");
+    assert_eq!(platforms.videos().len(), 1);
+    assert_eq!(
+        sessions(&platforms),
+        1,
+        "the upload session was resumed, not made again"
+    );
+    let ranges = chunk_ranges(&platforms);
+    let last_sent: Vec<_> = ranges
+        .iter()
+        .flatten()
+        .filter(|(_, b, _)| b + 1 == size)
+        .collect();
+    assert_eq!(
+        last_sent.len(),
+        2,
+        "the held last chunk and the one that went through"
+    );
+    workers.shutdown(Duration::from_secs(5)).await;
+}
+
+async fn tokens_are_refreshed_and_a_revoked_grant_disconnects(app: TestApp) {
+    let (app, platforms) = publishing(app).await;
+    let org = studio(&app).await;
+    // Expires in two minutes: refreshed before anything is sent.
+    connect(&app, &org, "youtube", "UC-studio", 2).await;
+    platforms.grant(ACCESS, Some((REFRESH, "ya29.fresh")));
+    platforms.expire(ACCESS);
+    let clip = video("mp4", 640, 360, 4, false, 0);
+    let id = post_video(&app, &org, &clip, &[("platforms", r#"["youtube"]"#)]).await;
+    let workers = workers(&app);
+    wait_for(&app, &org.key, &id, |i| i["status"] == "completed").await;
+    let seen = platforms.seen();
+    assert!(seen[0].uri.ends_with("/youtube/token"), "{:?}", seen[0].uri);
+    assert!(seen[0].text.contains("grant_type=refresh_token"));
+    assert!(seen[1..]
+        .iter()
+        .all(|s| s.header("authorization") == Some("Bearer ya29.fresh")));
+    let channel = app
+        .store
+        .find_channel(
+            &xf_core::ids::OrganizationId::parse(&org.id).unwrap(),
+            xf_core::media::Platform::Youtube,
+            "UC-studio",
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(channel.expires_at.unwrap() > app.xf.now().plus(chrono::Duration::minutes(50)));
+    assert!(
+        channel.sealed_refresh_token.is_some(),
+        "Google sent no new refresh token; the old one is kept"
+    );
+
+    // A token refused mid-way (401) is refreshed once and the step tried again.
+    platforms.grant("ya29.fresh", Some((REFRESH, "ya29.third")));
+    platforms.expire("ya29.fresh");
+    let second = post_video(&app, &org, &clip, &[("platforms", r#"["youtube"]"#)]).await;
+    wait_for(&app, &org.key, &second, |i| i["status"] == "completed").await;
+
+    // The user revokes the grant: the refresh fails, the channel is disconnected, and its
+    // posts that wait fail too, with a clear error.
+    platforms.revoke(REFRESH);
+    platforms.expire("ya29.third");
+    let later = post_video(
+        &app,
+        &org,
+        &clip,
+        &[
+            ("platforms", r#"["youtube"]"#),
+            ("scheduledAt", "2026-12-24T18:00:00Z"),
+        ],
+    )
+    .await;
+    let third = post_video(&app, &org, &clip, &[("platforms", r#"["youtube"]"#)]).await;
+    let shown = wait_for(&app, &org.key, &third, |i| i["status"] == "failed").await;
+    let error = shown["youtube"]["error"].as_str().unwrap();
+    assert!(
+        error.contains("disconnected") && error.contains("invalid_grant"),
+        "{error}"
+    );
+    let shown = item(&app, &org.key, &later).await;
+    assert_eq!(shown["status"], "failed");
+    assert!(shown["youtube"]["error"]
+        .as_str()
+        .unwrap()
+        .contains("connect it again"));
+    let channel = app
+        .store
+        .find_channel(
+            &xf_core::ids::OrganizationId::parse(&org.id).unwrap(),
+            xf_core::media::Platform::Youtube,
+            "UC-studio",
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(channel.disconnected.is_some());
+    // Connecting it again clears the mark.
+    connect(&app, &org, "youtube", "UC-studio", 60).await;
+    let channel = app
+        .store
+        .find_channel(
+            &xf_core::ids::OrganizationId::parse(&org.id).unwrap(),
+            xf_core::media::Platform::Youtube,
+            "UC-studio",
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(channel.disconnected, None);
+    workers.shutdown(Duration::from_secs(5)).await;
+}
+
+async fn a_rate_limit_waits_for_its_reset(app: TestApp) {
+    let (app, platforms) = publishing(app).await;
+    platforms.grant(ACCESS, None);
+    let org = studio(&app).await;
+    connect(&app, &org, "youtube", "UC-studio", 60).await;
+    platforms.fail_next(
+        Route::YoutubeSession,
+        Failure::Answer(
+            429,
+            json!({"error": {"code": 429, "message": "Too many requests",
+            "errors": [{"reason": "rateLimitExceeded"}]}}),
+            Some(120),
+        ),
+    );
+    let clip = video("mp4", 640, 360, 4, false, 0);
+    let id = post_video(&app, &org, &clip, &[("platforms", r#"["youtube"]"#)]).await;
+    let workers = workers(&app);
+    let shown = wait_for(&app, &org.key, &id, |i| {
+        i["youtube"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("rate limited"))
+    })
+    .await;
+    assert_eq!(shown["status"], "processing");
+    let job = job_of(&app, &id, "youtube").await;
+    assert!(
+        job.run_at >= app.xf.now().plus(chrono::Duration::seconds(119)),
+        "{job:?}"
+    );
+    app.clock.advance(chrono::Duration::seconds(60));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(sessions(&platforms), 1, "nothing is sent before the reset");
+    app.clock.advance(chrono::Duration::seconds(61));
+    wait_for(&app, &org.key, &id, |i| i["status"] == "completed").await;
+    workers.shutdown(Duration::from_secs(5)).await;
+}
+
+async fn a_refusal_fails_that_platform_only(app: TestApp) {
+    let (app, platforms) = publishing(app).await;
+    platforms.grant(ACCESS, None);
+    let org = studio(&app).await;
+    connect(&app, &org, "youtube", "UC-studio", 60).await;
+    connect(&app, &org, "instagram", "17841400000000001", 60).await;
+    platforms.fail_next(
+        Route::YoutubeSession,
+        Failure::Answer(
+            400,
+            json!({"error": {"code": 400, "message": "The video was rejected.",
+            "errors": [{"reason": "invalidVideoMetadata"}]}}),
+            None,
+        ),
+    );
+    let clip = video("mp4", 640, 360, 4, false, 0);
+    let id = post_video(
+        &app,
+        &org,
+        &clip,
+        &[
+            ("platforms", r#"["youtube", "instagram"]"#),
+            ("instagramCaption", "Both"),
+        ],
+    )
+    .await;
+    let workers = workers(&app);
+    let shown = wait_for(&app, &org.key, &id, |i| {
+        i["instagram"]["status"] == "published" && i["youtube"]["status"] == "failed"
+    })
+    .await;
+    assert_eq!(shown["status"], "failed");
+    assert_eq!(
+        shown["youtube"]["error"],
+        "invalidVideoMetadata: The video was rejected."
+    );
+    assert_eq!(shown["instagram"]["error"], Value::Null);
+    assert!(shown["instagram"]["mediaId"].as_str().is_some());
+    let job = job_of(&app, &id, "youtube").await;
+    assert_eq!(job.status, xf_core::model::JobStatus::Failed);
+    assert_eq!(job.job_type, MEDIA_PUBLISH);
+    workers.shutdown(Duration::from_secs(5)).await;
+}
+
+async fn instagram_pulls_the_signed_url_and_publishes(app: TestApp) {
+    let (app, platforms) = publishing(app).await;
+    platforms.grant(ACCESS, None);
+    let org = studio(&app).await;
+    connect(&app, &org, "instagram", "17841400000000001", 60).await;
+    let clip = video("mp4", 640, 360, 4, true, 0);
+    let id = post_video(
+        &app,
+        &org,
+        &clip,
+        &[
+            ("platforms", r#"["instagram"]"#),
+            ("instagramCaption", "Reel one #launch"),
+        ],
+    )
+    .await;
+    let photo = image("jpg", 1080, 1080);
+    let reply = upload(
+        &app,
+        &org.key,
+        "/media/images",
+        &[
+            ("platforms", r#"["instagram"]"#),
+            ("description", "A square"),
+        ],
+        ("square.jpg", &photo),
+    )
+    .await;
+    let image_id = reply.expect(201)[0]["id"].as_str().unwrap().to_owned();
+    let workers = workers(&app);
+    let shown = wait_for(&app, &org.key, &id, |i| i["status"] == "completed").await;
+    let media = platforms.instagram_media();
+    let (media_id, _) = media
+        .iter()
+        .find(|(_, caption)| caption.as_deref() == Some("Reel one #launch"))
+        .unwrap();
+    assert_eq!(shown["instagram"]["mediaId"], media_id.as_str());
+    assert_eq!(
+        shown["instagram"]["url"],
+        format!("https://www.instagram.com/reel/{media_id}/")
+    );
+    for _ in 0..250 {
+        let reply = app
+            .get(&format!("/media/images/{image_id}"), &org.key)
+            .await;
+        if reply.expect(200)["status"] == "completed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The stand-in fetched both files whole through their signed URLs.
+    let mut fetched: Vec<usize> = platforms
+        .fetched()
+        .into_iter()
+        .map(|f| f.unwrap())
+        .collect();
+    fetched.sort();
+    let mut sizes = vec![clip.len(), photo.len()];
+    sizes.sort();
+    assert_eq!(fetched, sizes);
+    // The container was created with the documented fields, and polled until finished.
+    let created = platforms
+        .seen()
+        .into_iter()
+        .find(|s| {
+            s.method == Method::POST
+                && s.uri.ends_with("/17841400000000001/media")
+                && s.text.contains("REELS")
+        })
+        .unwrap();
+    let form: std::collections::HashMap<String, String> =
+        url::form_urlencoded::parse(created.text.as_bytes())
+            .into_owned()
+            .collect();
+    assert_eq!(form["media_type"], "REELS");
+    assert_eq!(form["caption"], "Reel one #launch");
+    assert_eq!(form["access_token"], ACCESS);
+    let signed = form["video_url"].clone();
+    assert!(signed.contains("/m/med_"), "{signed}");
+
+    // The URL works with its signature, not without it, and not once it expired.
+    let client = reqwest::Client::new();
+    let ok = client
+        .get(&signed)
+        .header("range", "bytes=0-99")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 206);
+    assert_eq!(
+        ok.headers()["content-range"],
+        format!("bytes 0-99/{}", clip.len()).as_str()
+    );
+    assert_eq!(ok.bytes().await.unwrap().as_ref(), &clip[..100]);
+    let tampered = format!("{}x", signed.trim_end_matches(|c: char| c != '.'));
+    assert_eq!(client.get(&tampered).send().await.unwrap().status(), 404);
+    let other_item = signed.replace(&id, "med_0000000000000000000000000");
+    assert_eq!(client.get(&other_item).send().await.unwrap().status(), 404);
+    let unsatisfiable = client
+        .get(&signed)
+        .header("range", format!("bytes={}-", clip.len()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unsatisfiable.status(), 416);
+    app.clock.advance(chrono::Duration::hours(7));
+    assert_eq!(client.get(&signed).send().await.unwrap().status(), 404);
+    workers.shutdown(Duration::from_secs(5)).await;
+}
+
+/// A scheduled post, two instances with workers on one PostgreSQL database: nothing runs
+/// before its time, and at its time exactly one instance publishes it, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduled_post_is_published_once_by_two_instances() {
+    let (first, platforms) = publishing(TestApp::postgres().await).await;
+    platforms.grant(ACCESS, None);
+    let (youtube, instagram) = (platforms.youtube_config(), platforms.instagram_config());
+    let second = TestApp::configured(first.store.clone(), |builder| {
+        builder
+            .publisher(Arc::new(Youtube::new(youtube)))
+            .publisher(Arc::new(Instagram::new(instagram)))
+    });
+    let org = studio(&first).await;
+    connect(&first, &org, "youtube", "UC-studio", 24 * 60).await;
+    let clip = video("mp4", 640, 360, 4, false, 0);
+    let id = post_video(
+        &first,
+        &org,
+        &clip,
+        &[
+            ("platforms", r#"["youtube"]"#),
+            ("scheduledAt", "2026-11-16T11:20:30Z"),
+        ],
+    )
+    .await;
+    let (one, two) = (workers(&first), workers(&second));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let shown = item(&first, &org.key, &id).await;
+    assert_eq!(
+        (shown["status"].clone(), shown["youtube"]["status"].clone()),
+        (json!("scheduled"), json!("idle"))
+    );
+    assert!(
+        platforms.seen().is_empty(),
+        "nothing is sent before the time"
+    );
+    for app in [&first, &second] {
+        app.clock.advance(chrono::Duration::minutes(60));
+    }
+    let shown = wait_for(&second, &org.key, &id, |i| i["status"] == "completed").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(platforms.videos().len(), 1);
+    assert_eq!(sessions(&platforms), 1);
+    assert_eq!(shown["youtube"]["videoId"], platforms.videos()[0]["id"]);
+    one.shutdown(Duration::from_secs(5)).await;
+    two.shutdown(Duration::from_secs(5)).await;
+}
