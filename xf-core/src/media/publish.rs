@@ -130,6 +130,8 @@ pub struct PostContext<'a> {
     pub item: &'a MediaItem,
     /// The platform's id of the account posted to.
     pub account: &'a str,
+    /// The account's display name (a username on TikTok, which its post URLs use).
+    pub account_name: &'a str,
     /// The platform's settings of the upload (the spec's nested keys).
     pub settings: &'a Map<String, Value>,
     /// The account's OAuth access token.

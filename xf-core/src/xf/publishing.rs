@@ -482,6 +482,7 @@ impl PublishHandler {
             let context = PostContext {
                 item,
                 account,
+                account_name: &channel.name,
                 settings: &settings,
                 access_token: &token,
                 file: file.as_ref(),

@@ -2,6 +2,9 @@
 //! base URLs a host (or a test) can point elsewhere. See each module for the flow.
 
 pub mod instagram;
+pub mod linkedin;
+pub mod pinterest;
+pub mod tiktok;
 pub mod youtube;
 
 use std::time::Duration;

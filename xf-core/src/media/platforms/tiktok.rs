@@ -1,0 +1,398 @@
+//! TikTok through the Content Posting API.
+//!
+//! - **videos**: start is `POST /v2/post/publish/video/init/` (direct post, with
+//!   `post_info`: title, privacy level, comment/duet/stitch switches) or, when
+//!   `autoPublish` is off, `POST /v2/post/publish/inbox/video/init/`, with `source_info`
+//!   `FILE_UPLOAD` (`video_size`, `chunk_size`, `total_chunk_count`, by TikTok's rules:
+//!   chunks of 5 to 64 MB, the remainder in the last, a file under 5 MB in one); the
+//!   `publish_id` and `upload_url` are stored at once. Then every chunk but the last is
+//!   `PUT` with `Content-Range: bytes a-b/N` (`206` each). A restarted start reads how far
+//!   TikTok got (`uploaded_bytes` of the status) and goes on from there.
+//! - **finalize**: the last chunk (`201`): TikTok then posts it, or sends it to the
+//!   creator's inbox.
+//! - **photos**: finalize is `POST /v2/post/publish/content/init/` with `media_type=PHOTO`
+//!   and `source_info` `PULL_FROM_URL` (TikTok pulls the signed URL).
+//! - **find**: `POST /v2/post/publish/status/fetch/`: `PUBLISH_COMPLETE` is published
+//!   (the post id is `publicaly_available_post_id`), `SEND_TO_USER_INBOX` needs the creator
+//!   (`manual`), `FAILED` a refusal with its `fail_reason`, processing waits. A photo post
+//!   whose creation was not answered has no `publish_id` to look up: it fails rather than
+//!   risk posting twice.
+//! - **tokens**: `POST /v2/oauth/token/` with `client_key`, `client_secret` and the
+//!   refresh token (TikTok rotates refresh tokens; the new one is stored).
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{json, Value};
+
+use super::{json as parse, read, send, token_grant, DEFAULT_TIMEOUT};
+use crate::media::publish::{
+    Outcome, PollOutcome, PostContext, PublishError, Published, Publisher, TokenGrant,
+};
+use crate::media::Platform;
+use crate::net::Answer;
+
+/// The Content Posting API's base.
+pub const API_BASE_URL: &str = "https://open.tiktokapis.com";
+const MB: u64 = 1024 * 1024;
+
+/// The host's TikTok app and where TikTok is.
+#[derive(Clone)]
+pub struct TiktokConfig {
+    /// The app's client key.
+    pub client_key: String,
+    /// The app's client secret.
+    pub client_secret: String,
+    /// The API's base (default [`API_BASE_URL`]); the token endpoint is under it.
+    pub api_base_url: String,
+    /// Bytes per chunk, 5 to 64 MB (default 10 MB).
+    pub chunk_size: u64,
+    /// How long to wait between status reads (default 5 s).
+    pub poll_interval: Duration,
+    /// Longest wait for one answer.
+    pub timeout: Duration,
+}
+
+impl TiktokConfig {
+    /// TikTok's endpoints with this app.
+    pub fn new(client_key: impl Into<String>, client_secret: impl Into<String>) -> Self {
+        TiktokConfig {
+            client_key: client_key.into(),
+            client_secret: client_secret.into(),
+            api_base_url: API_BASE_URL.to_owned(),
+            chunk_size: 10 * MB,
+            poll_interval: Duration::from_secs(5),
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
+}
+
+impl std::fmt::Debug for TiktokConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TiktokConfig")
+            .field("client_key", &self.client_key)
+            .field("api_base_url", &self.api_base_url)
+            .field("chunk_size", &self.chunk_size)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The TikTok client.
+#[derive(Debug, Clone)]
+pub struct Tiktok {
+    config: TiktokConfig,
+    client: reqwest::Client,
+}
+
+/// How a file is cut into chunks by TikTok's rules: `(chunk_size, total_chunk_count)`.
+pub fn chunk_plan(size: u64, wanted: u64) -> (u64, u64) {
+    let chunk = wanted.clamp(5 * MB, 64 * MB);
+    if size < 5 * MB || size <= chunk {
+        return (size, 1);
+    }
+    // The remainder rides with the last chunk (which may be up to 128 MB).
+    (chunk, size / chunk)
+}
+
+/// An API error: `error.code` other than `ok`, mapped by TikTok's documented codes.
+fn api_error(answer: &Answer) -> PublishError {
+    let parsed: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
+    let code = parsed["error"]["code"]
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("http_{}", answer.status));
+    let message = parsed["error"]["message"]
+        .as_str()
+        .filter(|m| !m.is_empty())
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("HTTP {}", answer.status));
+    match code.as_str() {
+        "access_token_invalid" => PublishError::Unauthorized(format!("{code}: {message}")),
+        "rate_limit_exceeded" => PublishError::RateLimited {
+            message: format!("{code}: {message}"),
+            retry_after: answer.retry_after,
+        },
+        _ if answer.status >= 500 => {
+            PublishError::Unavailable(format!("HTTP {}: {code}: {message}", answer.status))
+        }
+        _ => PublishError::Rejected { code, message },
+    }
+}
+
+impl Tiktok {
+    /// The client of `config`.
+    pub fn new(config: TiktokConfig) -> Self {
+        let client = crate::net::client(config.timeout);
+        Tiktok { config, client }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.config.api_base_url.trim_end_matches('/'))
+    }
+
+    /// A JSON call of the API; its `data`.
+    async fn call(&self, token: &str, path: &str, body: Value) -> Result<Value, PublishError> {
+        let request = self
+            .client
+            .post(self.url(path))
+            .bearer_auth(token)
+            .header("content-type", "application/json; charset=UTF-8")
+            .body(body.to_string());
+        let answer = send(request).await?;
+        let parsed: Value = if answer.is_success() {
+            parse(&answer, path)?
+        } else {
+            return Err(api_error(&answer));
+        };
+        if parsed["error"]["code"].as_str().unwrap_or("ok") != "ok" {
+            return Err(api_error(&answer));
+        }
+        Ok(parsed["data"].clone())
+    }
+
+    fn post_info(post: &PostContext<'_>) -> Value {
+        let mut info = json!({
+            "privacy_level": post.setting("privacy").unwrap_or("SELF_ONLY"),
+            "disable_comment": post.flag("disableComment"),
+            "disable_duet": post.flag("disableDuet"),
+            "disable_stitch": post.flag("disableStitch"),
+        });
+        if let Some(caption) = post.caption("caption") {
+            info["title"] = json!(caption);
+        }
+        info
+    }
+
+    fn auto_publish(post: &PostContext<'_>) -> bool {
+        post.settings
+            .get("autoPublish")
+            .and_then(Value::as_bool)
+            .unwrap_or(true)
+    }
+
+    /// The status of a publish.
+    async fn status(&self, post: &PostContext<'_>, publish_id: &str) -> Result<Value, PublishError> {
+        self.call(
+            post.access_token,
+            "/v2/post/publish/status/fetch/",
+            json!({"publish_id": publish_id}),
+        )
+        .await
+    }
+
+    /// Sends chunks `from..until` (indexes) of the planned upload.
+    async fn send_chunks(
+        &self,
+        post: &PostContext<'_>,
+        checkpoint: &Value,
+        from: u64,
+        until: u64,
+    ) -> Result<(), PublishError> {
+        let size = post.file.len();
+        let chunk = checkpoint["chunkSize"].as_u64().unwrap_or(size);
+        let count = checkpoint["chunkCount"].as_u64().unwrap_or(1);
+        let upload_url = checkpoint["uploadUrl"]
+            .as_str()
+            .ok_or_else(|| PublishError::rejected("no_upload_url", "no upload URL"))?;
+        for index in from..until {
+            let first = index * chunk;
+            let last = if index + 1 == count { size - 1 } else { first + chunk - 1 };
+            let bytes = read(post.file, first, last - first + 1).await?;
+            let request = self
+                .client
+                .put(upload_url)
+                .header("content-type", post.content_type())
+                .header("content-range", format!("bytes {first}-{last}/{size}"))
+                .body(bytes);
+            let answer = send(request).await?;
+            if !matches!(answer.status, 200 | 201 | 206) {
+                return Err(api_error(&answer));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Publisher for Tiktok {
+    fn platform(&self) -> Platform {
+        Platform::Tiktok
+    }
+
+    async fn refresh(&self, refresh_token: &str) -> Result<TokenGrant, PublishError> {
+        let request = self.client.post(self.url("/v2/oauth/token/")).form(&[
+            ("client_key", self.config.client_key.as_str()),
+            ("client_secret", self.config.client_secret.as_str()),
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh_token),
+        ]);
+        token_grant(&send(request).await?)
+    }
+
+    async fn start(
+        &self,
+        post: &PostContext<'_>,
+        checkpoint: &mut Value,
+    ) -> Result<(), PublishError> {
+        if !post.is_video() {
+            // Photos are pulled by URL in one call: finalize's.
+            return Ok(());
+        }
+        let size = post.file.len();
+        let from = match checkpoint["publishId"].as_str() {
+            Some(publish_id) => {
+                let status = self.status(post, publish_id).await?;
+                let chunk = checkpoint["chunkSize"].as_u64().unwrap_or(size).max(1);
+                status["uploaded_bytes"].as_u64().unwrap_or(0) / chunk
+            }
+            None => {
+                let (chunk, count) = chunk_plan(size, self.config.chunk_size);
+                let source = json!({"source": "FILE_UPLOAD", "video_size": size,
+                    "chunk_size": chunk, "total_chunk_count": count});
+                let (path, body) = if Self::auto_publish(post) {
+                    (
+                        "/v2/post/publish/video/init/",
+                        json!({"post_info": Self::post_info(post), "source_info": source}),
+                    )
+                } else {
+                    ("/v2/post/publish/inbox/video/init/", json!({"source_info": source}))
+                };
+                let data = self.call(post.access_token, path, body).await?;
+                let (Some(publish_id), Some(upload_url)) =
+                    (data["publish_id"].as_str(), data["upload_url"].as_str())
+                else {
+                    return Err(PublishError::Unavailable(
+                        "the init answer has no publish_id and upload_url".into(),
+                    ));
+                };
+                *checkpoint = json!({"publishId": publish_id, "uploadUrl": upload_url,
+                    "chunkSize": chunk, "chunkCount": count});
+                post.save(checkpoint).await?;
+                0
+            }
+        };
+        let count = checkpoint["chunkCount"].as_u64().unwrap_or(1);
+        self.send_chunks(post, checkpoint, from, count.saturating_sub(1))
+            .await
+    }
+
+    async fn poll(
+        &self,
+        _post: &PostContext<'_>,
+        _checkpoint: &mut Value,
+    ) -> Result<PollOutcome, PublishError> {
+        Ok(PollOutcome::Ready)
+    }
+
+    async fn finalize(
+        &self,
+        post: &PostContext<'_>,
+        checkpoint: &mut Value,
+    ) -> Result<Outcome, PublishError> {
+        if post.is_video() {
+            let count = checkpoint["chunkCount"].as_u64().unwrap_or(1);
+            self.send_chunks(post, checkpoint, count - 1, count).await?;
+        } else {
+            let mode = if Self::auto_publish(post) {
+                "DIRECT_POST"
+            } else {
+                "MEDIA_UPLOAD"
+            };
+            let mut info = Self::post_info(post);
+            if let Some(title) = post.setting("title").or(post.item.title.as_deref()) {
+                info["title"] = json!(title);
+            }
+            if let Some(caption) = post.caption("caption") {
+                info["description"] = json!(caption);
+            }
+            let data = self
+                .call(
+                    post.access_token,
+                    "/v2/post/publish/content/init/",
+                    json!({"post_info": info, "post_mode": mode, "media_type": "PHOTO",
+                        "source_info": {"source": "PULL_FROM_URL", "photo_cover_index": 0,
+                                        "photo_images": [post.media_url]}}),
+                )
+                .await?;
+            let publish_id = data["publish_id"].as_str().ok_or_else(|| {
+                PublishError::Unavailable("the photo post's answer has no publish_id".into())
+            })?;
+            *checkpoint = json!({"publishId": publish_id});
+        }
+        Ok(Outcome::Pending(Duration::ZERO))
+    }
+
+    async fn find(
+        &self,
+        post: &PostContext<'_>,
+        checkpoint: &Value,
+    ) -> Result<Option<Outcome>, PublishError> {
+        let Some(publish_id) = checkpoint["publishId"].as_str() else {
+            return Err(PublishError::rejected(
+                "outcome_unknown",
+                "TikTok did not answer the post's creation, and without its publish_id it \
+                 cannot be looked up: check the account before posting again",
+            ));
+        };
+        let status = self.status(post, publish_id).await?;
+        let wait = self.config.poll_interval;
+        Ok(Some(match status["status"].as_str().unwrap_or("") {
+            "PUBLISH_COMPLETE" => {
+                let id = status["publicaly_available_post_id"]
+                    .as_array()
+                    .and_then(|ids| ids.first())
+                    .map(|id| match id {
+                        Value::String(text) => text.clone(),
+                        other => other.to_string(),
+                    });
+                match id {
+                    Some(id) => Outcome::Published(Published {
+                        url: Some(format!(
+                            "https://www.tiktok.com/@{}/video/{id}",
+                            post.account_name
+                        )),
+                        remote_id: id,
+                    }),
+                    // Private posts have no public id: the publish id names it.
+                    None => Outcome::Published(Published {
+                        remote_id: publish_id.to_owned(),
+                        url: None,
+                    }),
+                }
+            }
+            "SEND_TO_USER_INBOX" => Outcome::Manual(
+                "sent to the creator's TikTok inbox: they finish the post in the app".into(),
+            ),
+            "FAILED" => {
+                return Err(PublishError::rejected(
+                    status["fail_reason"].as_str().unwrap_or("failed"),
+                    "TikTok could not publish the post",
+                ))
+            }
+            "PROCESSING_UPLOAD" if post.is_video() => {
+                let uploaded = status["uploaded_bytes"].as_u64().unwrap_or(0);
+                if uploaded < post.file.len() {
+                    // The last chunk never arrived: finalize sends it again.
+                    return Ok(None);
+                }
+                Outcome::Pending(wait)
+            }
+            _ => Outcome::Pending(wait),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_follow_tiktoks_rules() {
+        assert_eq!(chunk_plan(3 * MB, 10 * MB), (3 * MB, 1));
+        assert_eq!(chunk_plan(9 * MB, 10 * MB), (9 * MB, 1));
+        assert_eq!(chunk_plan(25 * MB, 10 * MB), (10 * MB, 2));
+        assert_eq!(chunk_plan(30 * MB, 10 * MB), (10 * MB, 3));
+        assert_eq!(chunk_plan(30 * MB, MB), (5 * MB, 6));
+        assert_eq!(chunk_plan(1000 * MB, 100 * MB), (64 * MB, 15));
+    }
+}
