@@ -50,6 +50,22 @@ use xf_core::media::platforms::youtube::{YoutubeConfig, CHUNK_UNIT};
 pub const YOUTUBE_CLIENT_ID: &str = "xf-publisher.apps.googleusercontent.com";
 /// The OAuth client secret the YouTube stand-in accepts.
 pub const YOUTUBE_CLIENT_SECRET: &str = "GOCSPX-xf-publisher";
+/// The TikTok app the stand-in accepts.
+pub const TIKTOK_CLIENT_KEY: &str = "awxftestclientkey";
+/// Its secret.
+pub const TIKTOK_CLIENT_SECRET: &str = "tiktok-secret";
+/// The LinkedIn app the stand-in accepts.
+pub const LINKEDIN_CLIENT_ID: &str = "78xftestlinkedin";
+/// Its secret.
+pub const LINKEDIN_CLIENT_SECRET: &str = "linkedin-secret";
+/// The Pinterest app the stand-in accepts.
+pub const PINTEREST_CLIENT_ID: &str = "1500000";
+/// Its secret.
+pub const PINTEREST_CLIENT_SECRET: &str = "pinterest-secret";
+/// LinkedIn's part size in upload instructions.
+const LINKEDIN_PART: u64 = 4 * 1024 * 1024;
+const MB: u64 = 1024 * 1024;
+
 /// The largest request body read.
 const BODY_LIMIT: usize = 64 << 20;
 
@@ -70,6 +86,30 @@ pub enum Route {
     InstagramStatus,
     /// `media_publish`.
     InstagramPublish,
+    /// TikTok's token endpoint.
+    TiktokToken,
+    /// TikTok's init calls (video direct post, inbox, photo).
+    TiktokInit,
+    /// A TikTok chunk upload.
+    TiktokChunk,
+    /// TikTok's status fetch.
+    TiktokStatus,
+    /// LinkedIn's token endpoint.
+    LinkedinToken,
+    /// LinkedIn's `initializeUpload` and `finalizeUpload`, and media reads.
+    LinkedinMedia,
+    /// A LinkedIn part upload.
+    LinkedinPart,
+    /// LinkedIn's `/rest/posts`.
+    LinkedinPost,
+    /// Pinterest's token endpoint.
+    PinterestToken,
+    /// Pinterest's media registration and reads.
+    PinterestMedia,
+    /// Pinterest's upload form.
+    PinterestUpload,
+    /// Pinterest's pins and board reads.
+    PinterestPin,
 }
 
 /// A scripted failure.
@@ -156,6 +196,34 @@ struct StandInState {
     /// Instagram media, oldest first: id, account, caption.
     media: Vec<(String, String, Option<String>)>,
     next_id: u64,
+    /// TikTok publishes by publish id.
+    tiktok: HashMap<String, TiktokPublish>,
+    /// LinkedIn media by URN: parts (first, last, received), finalized, status reads.
+    linkedin_media: HashMap<String, LinkedinMedia>,
+    /// LinkedIn posts: URN, author, media URN.
+    linkedin_posts: Vec<(String, String, String)>,
+    /// Pinterest media by id: uploaded, status reads.
+    pinterest_media: HashMap<String, (bool, u32)>,
+    /// Pinterest pins, as answered.
+    pins: Vec<Value>,
+}
+
+#[derive(Debug)]
+struct TiktokPublish {
+    size: u64,
+    chunk: u64,
+    count: u64,
+    received: u64,
+    inbox: bool,
+    photo: bool,
+    post_id: Option<String>,
+}
+
+#[derive(Debug)]
+struct LinkedinMedia {
+    parts: Vec<(u64, u64, bool)>,
+    finalized: bool,
+    reads: u32,
 }
 
 #[derive(Debug)]
@@ -291,6 +359,75 @@ impl PlatformStandIn {
             .collect()
     }
 
+    /// The TikTok posts made (published or sent to an inbox): their publish ids.
+    pub fn tiktok_posts(&self) -> Vec<String> {
+        let state = self.inner.state();
+        let mut ids: Vec<String> = state
+            .tiktok
+            .iter()
+            .filter(|(_, p)| p.received == p.size || p.photo)
+            .map(|(id, _)| id.clone())
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    /// The LinkedIn posts made: URN and media URN.
+    pub fn linkedin_posts(&self) -> Vec<(String, String)> {
+        let state = self.inner.state();
+        state
+            .linkedin_posts
+            .iter()
+            .map(|(urn, _, media)| (urn.clone(), media.clone()))
+            .collect()
+    }
+
+    /// The Pinterest pins made, as answered.
+    pub fn pins(&self) -> Vec<Value> {
+        self.inner.state().pins.clone()
+    }
+
+    /// The TikTok client's settings for this stand-in: 5 MB chunks, quick status reads.
+    pub fn tiktok_config(&self) -> xf_core::media::platforms::tiktok::TiktokConfig {
+        xf_core::media::platforms::tiktok::TiktokConfig {
+            api_base_url: format!("{}/tiktok", self.inner.base_url),
+            chunk_size: 5 * 1024 * 1024,
+            poll_interval: Duration::from_millis(20),
+            timeout: Duration::from_secs(5),
+            ..xf_core::media::platforms::tiktok::TiktokConfig::new(
+                TIKTOK_CLIENT_KEY,
+                TIKTOK_CLIENT_SECRET,
+            )
+        }
+    }
+
+    /// The LinkedIn client's settings for this stand-in.
+    pub fn linkedin_config(&self) -> xf_core::media::platforms::linkedin::LinkedinConfig {
+        xf_core::media::platforms::linkedin::LinkedinConfig {
+            api_base_url: format!("{}/linkedin", self.inner.base_url),
+            token_url: format!("{}/linkedin/oauth/v2/accessToken", self.inner.base_url),
+            poll_interval: Duration::from_millis(20),
+            timeout: Duration::from_secs(5),
+            ..xf_core::media::platforms::linkedin::LinkedinConfig::new(
+                LINKEDIN_CLIENT_ID,
+                LINKEDIN_CLIENT_SECRET,
+            )
+        }
+    }
+
+    /// The Pinterest client's settings for this stand-in.
+    pub fn pinterest_config(&self) -> xf_core::media::platforms::pinterest::PinterestConfig {
+        xf_core::media::platforms::pinterest::PinterestConfig {
+            api_base_url: format!("{}/pinterest", self.inner.base_url),
+            poll_interval: Duration::from_millis(20),
+            timeout: Duration::from_secs(5),
+            ..xf_core::media::platforms::pinterest::PinterestConfig::new(
+                PINTEREST_CLIENT_ID,
+                PINTEREST_CLIENT_SECRET,
+            )
+        }
+    }
+
     /// What the stand-in fetched of each container's media URL: its length, or why not.
     pub fn fetched(&self) -> Vec<Result<usize, String>> {
         self.inner
@@ -407,6 +544,24 @@ async fn handle(State(inner): State<Arc<Inner>>, request: Request) -> Response {
         Route::InstagramContainer => instagram_container(&inner, &path, &text).await,
         Route::InstagramStatus => instagram_get(&inner, &path, &query),
         Route::InstagramPublish => instagram_publish(&inner, &path, &text),
+        Route::TiktokToken | Route::LinkedinToken | Route::PinterestToken => {
+            oauth_token(&inner, route, &parts.headers, &text)
+        }
+        Route::TiktokInit => tiktok_init(&inner, &path, &parts.headers, &text).await,
+        Route::TiktokChunk => tiktok_chunk(&inner, &parts.headers, &query, &body),
+        Route::TiktokStatus => tiktok_status(&inner, &parts.headers, &text),
+        Route::LinkedinMedia => {
+            linkedin_media(&inner, &parts.method, &path, &query, &parts.headers, &text)
+        }
+        Route::LinkedinPart => linkedin_part(&inner, &path, &parts.headers, &body),
+        Route::LinkedinPost => linkedin_post(&inner, &parts.method, &parts.headers, &query, &text),
+        Route::PinterestMedia => {
+            pinterest_media(&inner, &parts.method, &path, &parts.headers, &text)
+        }
+        Route::PinterestUpload => pinterest_upload(&inner, &parts.headers, &body),
+        Route::PinterestPin => {
+            pinterest_pin(&inner, &parts.method, &path, &parts.headers, &text).await
+        }
     };
     if let Some(held) = held.filter(|h| h.after_acting) {
         held.arrived.notify_one();
@@ -437,6 +592,39 @@ fn route_of(method: &Method, path: &str, headers: &HeaderMap, inner: &Inner) -> 
                 } else {
                     Route::YoutubeChunk
                 })
+            }
+            _ => None,
+        };
+    }
+    if let Some(rest) = path.strip_prefix("/tiktok") {
+        return match (method.as_str(), rest) {
+            ("POST", "/v2/oauth/token/") => Some(Route::TiktokToken),
+            ("POST", "/v2/post/publish/status/fetch/") => Some(Route::TiktokStatus),
+            ("POST", init) if init.starts_with("/v2/post/publish/") => Some(Route::TiktokInit),
+            ("PUT", "/upload/") => Some(Route::TiktokChunk),
+            _ => None,
+        };
+    }
+    if let Some(rest) = path.strip_prefix("/linkedin") {
+        return match (method.as_str(), rest) {
+            ("POST", "/oauth/v2/accessToken") => Some(Route::LinkedinToken),
+            ("PUT", part) if part.starts_with("/upload/") => Some(Route::LinkedinPart),
+            (_, "/rest/posts") => Some(Route::LinkedinPost),
+            (_, media)
+                if media.starts_with("/rest/videos") || media.starts_with("/rest/images") =>
+            {
+                Some(Route::LinkedinMedia)
+            }
+            _ => None,
+        };
+    }
+    if let Some(rest) = path.strip_prefix("/pinterest") {
+        return match (method.as_str(), rest) {
+            ("POST", "/v5/oauth/token") => Some(Route::PinterestToken),
+            ("POST", "/s3") => Some(Route::PinterestUpload),
+            (_, media) if media.starts_with("/v5/media") => Some(Route::PinterestMedia),
+            (_, pins) if pins.starts_with("/v5/pins") || pins.starts_with("/v5/boards/") => {
+                Some(Route::PinterestPin)
             }
             _ => None,
         };
@@ -854,4 +1042,740 @@ fn instagram_publish(inner: &Inner, path: &str, text: &str) -> Response {
     state.next_id = next;
     state.media.push((id.clone(), account, caption));
     answer(200, json!({"id": id}), None)
+}
+
+/// A refresh-token grant of TikTok (`client_key`), LinkedIn (`client_id` in the form) or
+/// Pinterest (HTTP Basic). TikTok and Pinterest rotate the refresh token.
+fn oauth_token(inner: &Inner, route: Route, headers: &HeaderMap, text: &str) -> Response {
+    let fields = form(text);
+    let field = |name: &str| fields.get(name).map(String::as_str);
+    let client_ok = match route {
+        Route::TiktokToken => {
+            field("client_key") == Some(TIKTOK_CLIENT_KEY)
+                && field("client_secret") == Some(TIKTOK_CLIENT_SECRET)
+        }
+        Route::LinkedinToken => {
+            field("client_id") == Some(LINKEDIN_CLIENT_ID)
+                && field("client_secret") == Some(LINKEDIN_CLIENT_SECRET)
+        }
+        _ => {
+            use base64::Engine;
+            let expected = base64::engine::general_purpose::STANDARD
+                .encode(format!("{PINTEREST_CLIENT_ID}:{PINTEREST_CLIENT_SECRET}"));
+            headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                == Some(format!("Basic {expected}").as_str())
+        }
+    };
+    if !client_ok {
+        return answer(
+            401,
+            json!({"error": "invalid_client", "error_description": "Client authentication failed"}),
+            None,
+        );
+    }
+    if field("grant_type") != Some("refresh_token") {
+        return answer(
+            400,
+            json!({"error": "unsupported_grant_type", "error_description": "grant_type must be refresh_token"}),
+            None,
+        );
+    }
+    let mut state = inner.state();
+    let Some(refresh) = field("refresh_token").map(str::to_owned) else {
+        return answer(
+            400,
+            json!({"error": "invalid_request", "error_description": "refresh_token is missing"}),
+            None,
+        );
+    };
+    let Some(access) = state.refresh_tokens.get(&refresh).cloned() else {
+        return answer(
+            400,
+            json!({"error": "invalid_grant", "error_description": "The refresh token is invalid or revoked"}),
+            None,
+        );
+    };
+    state.access_tokens.insert(access.clone());
+    let mut body = json!({"access_token": access, "expires_in": 86400, "token_type": "Bearer"});
+    if route != Route::LinkedinToken {
+        state.next_id += 1;
+        let rotated = format!("{refresh}.r{}", state.next_id);
+        state.refresh_tokens.remove(&refresh);
+        state.refresh_tokens.insert(rotated.clone(), access);
+        body["refresh_token"] = json!(rotated);
+        body["refresh_expires_in"] = json!(31_536_000);
+    }
+    answer(200, body, None)
+}
+
+fn tiktok_error(status: u16, code: &str, message: &str) -> Response {
+    answer(
+        status,
+        json!({"error": {"code": code, "message": message, "log_id": "202611161020"}}),
+        None,
+    )
+}
+
+fn tiktok_ok(data: Value) -> Response {
+    answer(
+        200,
+        json!({"data": data, "error": {"code": "ok", "message": "", "log_id": "202611161020"}}),
+        None,
+    )
+}
+
+async fn tiktok_init(inner: &Inner, path: &str, headers: &HeaderMap, text: &str) -> Response {
+    if !bearer(headers).is_some_and(|t| inner.state().access_tokens.contains(&t)) {
+        return tiktok_error(
+            401,
+            "access_token_invalid",
+            "The access token is invalid or not found in the request.",
+        );
+    }
+    if !headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"))
+    {
+        return tiktok_error(
+            400,
+            "invalid_params",
+            "Content-Type must be application/json",
+        );
+    }
+    let Ok(body) = serde_json::from_str::<Value>(text) else {
+        return tiktok_error(400, "invalid_params", "the body is not JSON");
+    };
+    let privacy_ok = |info: &Value| {
+        [
+            "PUBLIC_TO_EVERYONE",
+            "MUTUAL_FOLLOW_FRIENDS",
+            "FOLLOWER_OF_CREATOR",
+            "SELF_ONLY",
+        ]
+        .contains(&info["privacy_level"].as_str().unwrap_or(""))
+    };
+    let photo = path.ends_with("/content/init/");
+    let inbox = path.ends_with("/inbox/video/init/");
+    if photo {
+        let urls = body["source_info"]["photo_images"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if body["media_type"] != "PHOTO"
+            || body["source_info"]["source"] != "PULL_FROM_URL"
+            || urls.is_empty()
+            || !["DIRECT_POST", "MEDIA_UPLOAD"].contains(&body["post_mode"].as_str().unwrap_or(""))
+            || (body["post_mode"] == "DIRECT_POST" && !privacy_ok(&body["post_info"]))
+        {
+            return tiktok_error(400, "invalid_params", "a photo post needs media_type PHOTO, post_mode, PULL_FROM_URL photo_images and a privacy level");
+        }
+        for url in &urls {
+            if let Err(why) = fetch_image(&inner.client, url.as_str().unwrap_or("")).await {
+                return tiktok_error(
+                    400,
+                    "invalid_params",
+                    &format!("photo could not be pulled: {why}"),
+                );
+            }
+        }
+        let mut state = inner.state();
+        state.next_id += 1;
+        let id = format!("p_pub_url~{}", state.next_id);
+        let inbox = body["post_mode"] == "MEDIA_UPLOAD";
+        state.tiktok.insert(
+            id.clone(),
+            TiktokPublish {
+                size: 0,
+                chunk: 0,
+                count: 0,
+                received: 0,
+                inbox,
+                photo: true,
+                post_id: None,
+            },
+        );
+        return tiktok_ok(json!({"publish_id": id}));
+    }
+    if !inbox
+        && (!privacy_ok(&body["post_info"])
+            || body["post_info"]["title"]
+                .as_str()
+                .is_some_and(|t| t.chars().count() > 2200))
+    {
+        return tiktok_error(
+            400,
+            "invalid_params",
+            "post_info needs a privacy_level, and a title of at most 2200 characters",
+        );
+    }
+    let source = &body["source_info"];
+    let (Some(size), Some(chunk), Some(count)) = (
+        source["video_size"].as_u64(),
+        source["chunk_size"].as_u64(),
+        source["total_chunk_count"].as_u64(),
+    ) else {
+        return tiktok_error(
+            400,
+            "invalid_params",
+            "source_info needs video_size, chunk_size and total_chunk_count",
+        );
+    };
+    let single = count == 1 && chunk == size;
+    let ruled = (5 * MB..=64 * MB).contains(&chunk) && count == size / chunk;
+    if source["source"] != "FILE_UPLOAD" || !(single || ruled) {
+        return tiktok_error(
+            400,
+            "invalid_params",
+            "the chunk plan breaks TikTok's rules",
+        );
+    }
+    let mut state = inner.state();
+    state.next_id += 1;
+    let n = state.next_id;
+    let id = format!("v_pub_file~{n}");
+    state.tiktok.insert(
+        id.clone(),
+        TiktokPublish {
+            size,
+            chunk,
+            count,
+            received: 0,
+            inbox,
+            photo: false,
+            post_id: None,
+        },
+    );
+    tiktok_ok(json!({"publish_id": id,
+        "upload_url": format!("{}/tiktok/upload/?upload_id={}", inner.base_url, id)}))
+}
+
+/// Fetches an image URL: it must answer a JPEG.
+async fn fetch_image(client: &reqwest::Client, url: &str) -> Result<usize, String> {
+    let reply = client.get(url).send().await.map_err(|e| e.to_string())?;
+    if !reply.status().is_success() {
+        return Err(format!("answered {}", reply.status()));
+    }
+    let bytes = reply.bytes().await.map_err(|e| e.to_string())?;
+    if !bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        return Err("not a JPEG".into());
+    }
+    Ok(bytes.len())
+}
+
+fn tiktok_chunk(
+    inner: &Inner,
+    headers: &HeaderMap,
+    query: &HashMap<String, String>,
+    body: &[u8],
+) -> Response {
+    let mut state = inner.state();
+    let next = state.next_id + 1;
+    let Some(publish) = query
+        .get("upload_id")
+        .and_then(|id| state.tiktok.get_mut(id))
+    else {
+        return tiktok_error(404, "invalid_params", "unknown upload");
+    };
+    let range = headers
+        .get(header::CONTENT_RANGE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(parse_content_range);
+    let Some((Some((first, last)), total)) = range else {
+        return tiktok_error(400, "invalid_params", "Content-Range must be bytes a-b/N");
+    };
+    let index = if publish.chunk == 0 {
+        0
+    } else {
+        first / publish.chunk
+    };
+    let expected_last = if index + 1 >= publish.count {
+        publish.size - 1
+    } else {
+        first + publish.chunk - 1
+    };
+    if total != publish.size
+        || first != publish.received
+        || last != expected_last
+        || body.len() as u64 != last - first + 1
+    {
+        return tiktok_error(
+            400,
+            "invalid_params",
+            "the chunk does not follow the upload's plan",
+        );
+    }
+    publish.received = last + 1;
+    if publish.received == publish.size {
+        if !publish.inbox {
+            publish.post_id = Some(format!("73{next:015}"));
+            state.next_id = next;
+        }
+        return (StatusCode::CREATED, "").into_response();
+    }
+    (StatusCode::PARTIAL_CONTENT, "").into_response()
+}
+
+fn tiktok_status(inner: &Inner, headers: &HeaderMap, text: &str) -> Response {
+    let mut state = inner.state();
+    if !bearer(headers).is_some_and(|t| state.access_tokens.contains(&t)) {
+        return tiktok_error(
+            401,
+            "access_token_invalid",
+            "The access token is invalid or not found in the request.",
+        );
+    }
+    let body: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+    let next = state.next_id + 1;
+    let Some(publish) = body["publish_id"]
+        .as_str()
+        .and_then(|id| state.tiktok.get_mut(id))
+    else {
+        return tiktok_error(400, "invalid_publish_id", "publish_id is not valid");
+    };
+    let complete = publish.photo || publish.received == publish.size;
+    if publish.photo && !publish.inbox && publish.post_id.is_none() {
+        publish.post_id = Some(format!("74{next:015}"));
+        state.next_id = next;
+    }
+    let Some(publish) = body["publish_id"]
+        .as_str()
+        .and_then(|id| state.tiktok.get(id))
+    else {
+        return tiktok_error(400, "invalid_publish_id", "publish_id is not valid");
+    };
+    let (status, ids) = match (complete, publish.inbox, &publish.post_id) {
+        (false, _, _) => ("PROCESSING_UPLOAD", json!([])),
+        (true, true, _) => ("SEND_TO_USER_INBOX", json!([])),
+        (true, false, Some(id)) => ("PUBLISH_COMPLETE", json!([id.parse::<u64>().unwrap_or(0)])),
+        (true, false, None) => ("PROCESSING_DOWNLOAD", json!([])),
+    };
+    tiktok_ok(json!({"status": status, "uploaded_bytes": publish.received,
+        "publicaly_available_post_id": ids}))
+}
+
+fn linkedin_error(status: u16, code: &str, message: &str) -> Response {
+    answer(
+        status,
+        json!({"status": status, "code": code, "message": message}),
+        None,
+    )
+}
+
+/// Checks LinkedIn's versioned-API headers and the token.
+fn linkedin_headers_ok(inner: &Inner, headers: &HeaderMap) -> Result<(), Response> {
+    if !bearer(headers).is_some_and(|t| inner.state().access_tokens.contains(&t)) {
+        return Err(linkedin_error(
+            401,
+            "REVOKED_ACCESS_TOKEN",
+            "The token used in the request has been revoked by the user",
+        ));
+    }
+    let version = headers
+        .get("linkedin-version")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let restli = headers
+        .get("x-restli-protocol-version")
+        .and_then(|v| v.to_str().ok());
+    if version.len() != 6 || !version.bytes().all(|b| b.is_ascii_digit()) || restli != Some("2.0.0")
+    {
+        return Err(linkedin_error(
+            400,
+            "VERSION_MISSING",
+            "LinkedIn-Version (YYYYMM) and X-Restli-Protocol-Version: 2.0.0 are required",
+        ));
+    }
+    Ok(())
+}
+
+fn linkedin_media(
+    inner: &Inner,
+    method: &Method,
+    path: &str,
+    query: &HashMap<String, String>,
+    headers: &HeaderMap,
+    text: &str,
+) -> Response {
+    if let Err(refused) = linkedin_headers_ok(inner, headers) {
+        return refused;
+    }
+    let video = path.starts_with("/linkedin/rest/videos");
+    let mut state = inner.state();
+    if method == Method::GET {
+        let encoded = path.rsplit('/').next().unwrap_or("");
+        let urn: String = url::form_urlencoded::parse(format!("u={encoded}").as_bytes())
+            .next()
+            .map(|(_, v)| v.into_owned())
+            .unwrap_or_default();
+        let Some(media) = state.linkedin_media.get_mut(&urn) else {
+            return linkedin_error(404, "NOT_FOUND", "no such media");
+        };
+        let uploaded = media.parts.iter().all(|(_, _, got)| *got);
+        media.reads += 1;
+        let status = match (uploaded, media.finalized || !video, media.reads) {
+            (false, _, _) | (_, false, _) => "WAITING_UPLOAD",
+            (true, true, 1) => "PROCESSING",
+            _ => "AVAILABLE",
+        };
+        return answer(200, json!({"id": urn, "status": status}), None);
+    }
+    let body: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+    match query.get("action").map(String::as_str) {
+        Some("initializeUpload") => {
+            let request = &body["initializeUploadRequest"];
+            let owner = request["owner"].as_str().unwrap_or("");
+            if !owner.starts_with("urn:li:person:") && !owner.starts_with("urn:li:organization:") {
+                return linkedin_error(
+                    422,
+                    "INVALID_OWNER",
+                    "owner must be a person or organization URN",
+                );
+            }
+            state.next_id += 1;
+            let n = state.next_id;
+            if video {
+                let Some(size) = request["fileSizeBytes"].as_u64().filter(|s| *s > 0) else {
+                    return linkedin_error(422, "INVALID_SIZE", "fileSizeBytes is required");
+                };
+                let urn = format!("urn:li:video:C5F10AQ{n}");
+                let mut parts = Vec::new();
+                let mut first = 0;
+                while first < size {
+                    let last = (first + LINKEDIN_PART).min(size) - 1;
+                    parts.push((first, last, false));
+                    first = last + 1;
+                }
+                let instructions: Vec<Value> = parts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (a, b, _))| json!({"uploadUrl": format!("{}/linkedin/upload/{n}/{i}", inner.base_url), "firstByte": a, "lastByte": b}))
+                    .collect();
+                state.linkedin_media.insert(
+                    urn.clone(),
+                    LinkedinMedia {
+                        parts,
+                        finalized: false,
+                        reads: 0,
+                    },
+                );
+                answer(
+                    200,
+                    json!({"value": {"uploadUrlsExpireAt": 1_800_000_000_000u64, "video": urn,
+                    "uploadInstructions": instructions, "uploadToken": ""}}),
+                    None,
+                )
+            } else {
+                let urn = format!("urn:li:image:C4E10AQ{n}");
+                state.linkedin_media.insert(
+                    urn.clone(),
+                    LinkedinMedia {
+                        parts: vec![(0, u64::MAX, false)],
+                        finalized: true,
+                        reads: 0,
+                    },
+                );
+                answer(
+                    200,
+                    json!({"value": {"uploadUrlExpiresAt": 1_800_000_000_000u64,
+                    "uploadUrl": format!("{}/linkedin/upload/{n}/0", inner.base_url), "image": urn}}),
+                    None,
+                )
+            }
+        }
+        Some("finalizeUpload") if video => {
+            let request = &body["finalizeUploadRequest"];
+            let urn = request["video"].as_str().unwrap_or("");
+            let Some(media) = state.linkedin_media.get_mut(urn) else {
+                return linkedin_error(404, "NOT_FOUND", "no such video");
+            };
+            let etags: Vec<String> = (0..media.parts.len())
+                .map(|i| format!("etag-{i}"))
+                .collect();
+            let sent: Vec<&str> = request["uploadedPartIds"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            if !media.parts.iter().all(|(_, _, got)| *got) || sent != etags {
+                return linkedin_error(
+                    400,
+                    "PARTS_MISMATCH",
+                    "uploadedPartIds must be every part's ETag, in order",
+                );
+            }
+            media.finalized = true;
+            answer(200, json!({}), None)
+        }
+        _ => linkedin_error(400, "BAD_ACTION", "unknown action"),
+    }
+}
+
+fn linkedin_part(inner: &Inner, path: &str, headers: &HeaderMap, body: &[u8]) -> Response {
+    if !bearer(headers).is_some_and(|t| inner.state().access_tokens.contains(&t)) {
+        return linkedin_error(401, "REVOKED_ACCESS_TOKEN", "revoked");
+    }
+    let segments: Vec<&str> = path
+        .trim_start_matches("/linkedin/upload/")
+        .split('/')
+        .collect();
+    let (Some(n), Some(index)) = (
+        segments.first(),
+        segments.get(1).and_then(|i| i.parse::<usize>().ok()),
+    ) else {
+        return linkedin_error(404, "NOT_FOUND", "no such upload");
+    };
+    let mut state = inner.state();
+    let Some((_, media)) = state
+        .linkedin_media
+        .iter_mut()
+        .find(|(urn, _)| urn.ends_with(&format!("AQ{n}")))
+    else {
+        return linkedin_error(404, "NOT_FOUND", "no such upload");
+    };
+    let Some(part) = media.parts.get_mut(index) else {
+        return linkedin_error(404, "NOT_FOUND", "no such part");
+    };
+    if part.1 != u64::MAX && body.len() as u64 != part.1 - part.0 + 1 {
+        return linkedin_error(
+            400,
+            "PART_SIZE",
+            "the part is not the bytes the instruction names",
+        );
+    }
+    part.2 = true;
+    let mut response = (StatusCode::OK, "").into_response();
+    response.headers_mut().insert(
+        header::ETAG,
+        format!("etag-{index}").parse().expect("a header value"),
+    );
+    response
+}
+
+fn linkedin_post(
+    inner: &Inner,
+    method: &Method,
+    headers: &HeaderMap,
+    query: &HashMap<String, String>,
+    text: &str,
+) -> Response {
+    if let Err(refused) = linkedin_headers_ok(inner, headers) {
+        return refused;
+    }
+    let mut state = inner.state();
+    if method == Method::GET {
+        let author = query.get("author").cloned().unwrap_or_default();
+        if query.get("q").map(String::as_str) != Some("author") {
+            return linkedin_error(400, "BAD_QUERY", "q=author is required");
+        }
+        let elements: Vec<Value> = state
+            .linkedin_posts
+            .iter()
+            .rev()
+            .filter(|(_, a, _)| *a == author)
+            .map(|(urn, _, media)| json!({"id": urn, "author": author, "content": {"media": {"id": media}}}))
+            .collect();
+        return answer(200, json!({"elements": elements}), None);
+    }
+    let body: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+    let media = body["content"]["media"]["id"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    let available = state
+        .linkedin_media
+        .get(&media)
+        .is_some_and(|m| m.finalized && m.parts.iter().all(|(_, _, got)| *got));
+    let author = body["author"].as_str().unwrap_or("").to_owned();
+    if !author.starts_with("urn:li:")
+        || body["visibility"] != "PUBLIC"
+        || body["distribution"]["feedDistribution"] != "MAIN_FEED"
+        || body["lifecycleState"] != "PUBLISHED"
+        || body["commentary"]
+            .as_str()
+            .is_none_or(|c| c.chars().count() > 3000)
+    {
+        return linkedin_error(
+            422,
+            "INVALID_POST",
+            "author, commentary, visibility, distribution and lifecycleState are required",
+        );
+    }
+    if !available {
+        return linkedin_error(422, "MEDIA_NOT_READY", "the media is not available");
+    }
+    state.next_id += 1;
+    let urn = format!("urn:li:share:70{:016}", state.next_id);
+    state.linkedin_posts.push((urn.clone(), author, media));
+    let mut response = (StatusCode::CREATED, "").into_response();
+    response
+        .headers_mut()
+        .insert("x-restli-id", urn.parse().expect("a header value"));
+    response
+}
+
+fn pinterest_error(status: u16, code: i64, message: &str) -> Response {
+    answer(status, json!({"code": code, "message": message}), None)
+}
+
+fn pinterest_media(
+    inner: &Inner,
+    method: &Method,
+    path: &str,
+    headers: &HeaderMap,
+    text: &str,
+) -> Response {
+    let mut state = inner.state();
+    if !bearer(headers).is_some_and(|t| state.access_tokens.contains(&t)) {
+        return pinterest_error(401, 2, "Authentication failed.");
+    }
+    if method == Method::POST {
+        let body: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+        if body["media_type"] != "video" {
+            return pinterest_error(400, 1, "media_type must be video");
+        }
+        state.next_id += 1;
+        let id = format!("{}", 5_000_000 + state.next_id);
+        state.pinterest_media.insert(id.clone(), (false, 0));
+        return answer(
+            201,
+            json!({"media_id": id, "media_type": "video",
+            "upload_url": format!("{}/pinterest/s3", inner.base_url),
+            "upload_parameters": {"key": format!("uploads/{id}.mp4"), "Content-Type": "multipart/form-data",
+                "x-amz-signature": "sig", "policy": "cG9saWN5", "x-amz-credential": "cred"}}),
+            None,
+        );
+    }
+    let id = path.rsplit('/').next().unwrap_or("");
+    let Some(media) = state.pinterest_media.get_mut(id) else {
+        return pinterest_error(404, 3, "Media not found.");
+    };
+    media.1 += 1;
+    let status = match (media.0, media.1) {
+        (false, _) => "registered",
+        (true, 1) => "processing",
+        _ => "succeeded",
+    };
+    answer(
+        200,
+        json!({"media_id": id, "media_type": "video", "status": status}),
+        None,
+    )
+}
+
+/// The S3-style upload form: every upload parameter as a field, then `file`.
+fn pinterest_upload(inner: &Inner, headers: &HeaderMap, body: &[u8]) -> Response {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let Some(boundary) = content_type.strip_prefix("multipart/form-data; boundary=") else {
+        return (StatusCode::BAD_REQUEST, "not a multipart form").into_response();
+    };
+    let text = String::from_utf8_lossy(body);
+    let fields: Vec<String> = text
+        .split(&format!("--{boundary}"))
+        .filter_map(|part| {
+            let start = part.find("name=\"")? + 6;
+            let end = part[start..].find('"')?;
+            Some(part[start..start + end].to_owned())
+        })
+        .collect();
+    let required = [
+        "key",
+        "policy",
+        "x-amz-signature",
+        "x-amz-credential",
+        "Content-Type",
+    ];
+    let file_last = fields.last().map(String::as_str) == Some("file");
+    if !required.iter().all(|r| fields.iter().any(|f| f == r)) || !file_last {
+        return (
+            StatusCode::FORBIDDEN,
+            "the upload parameters must all be sent, then the file",
+        )
+            .into_response();
+    }
+    let key_at = text.find("uploads/").unwrap_or(0);
+    let id: String = text[key_at..]
+        .trim_start_matches("uploads/")
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    if let Some(media) = inner.state().pinterest_media.get_mut(&id) {
+        media.0 = true;
+    }
+    (StatusCode::NO_CONTENT, "").into_response()
+}
+
+async fn pinterest_pin(
+    inner: &Inner,
+    method: &Method,
+    path: &str,
+    headers: &HeaderMap,
+    text: &str,
+) -> Response {
+    if !bearer(headers).is_some_and(|t| inner.state().access_tokens.contains(&t)) {
+        return pinterest_error(401, 2, "Authentication failed.");
+    }
+    if method == Method::GET {
+        let board = path
+            .trim_start_matches("/pinterest/v5/boards/")
+            .trim_end_matches("/pins");
+        let items: Vec<Value> = inner
+            .state()
+            .pins
+            .iter()
+            .rev()
+            .filter(|p| p["board_id"] == board)
+            .cloned()
+            .collect();
+        return answer(200, json!({"items": items, "bookmark": null}), None);
+    }
+    let body: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+    let source = &body["media_source"];
+    let board = body["board_id"].as_str().unwrap_or("");
+    if board.is_empty()
+        || body["title"]
+            .as_str()
+            .is_some_and(|t| t.chars().count() > 100)
+        || body["description"]
+            .as_str()
+            .is_some_and(|d| d.chars().count() > 800)
+    {
+        return pinterest_error(400, 1, "Invalid parameters: board_id, title or description");
+    }
+    match source["source_type"].as_str() {
+        Some("video_id") => {
+            let ready = source["media_id"]
+                .as_str()
+                .and_then(|id| inner.state().pinterest_media.get(id).copied());
+            let has_cover = source["cover_image_url"].is_string()
+                || source["cover_image_key_frame_time"].is_number();
+            if ready.is_none_or(|(uploaded, reads)| !uploaded || reads < 2) || !has_cover {
+                return pinterest_error(400, 1, "The video is not ready, or no cover was given");
+            }
+        }
+        Some("image_url") => {
+            if let Err(why) = fetch_image(&inner.client, source["url"].as_str().unwrap_or("")).await
+            {
+                return pinterest_error(400, 1, &format!("The image could not be fetched: {why}"));
+            }
+        }
+        _ => {
+            return pinterest_error(
+                400,
+                1,
+                "media_source.source_type must be video_id or image_url",
+            )
+        }
+    }
+    let mut state = inner.state();
+    state.next_id += 1;
+    let pin = json!({"id": format!("98{:014}", state.next_id), "board_id": board,
+        "title": body["title"], "description": body["description"],
+        "media": {"media_type": source["source_type"]}});
+    state.pins.push(pin.clone());
+    answer(201, pin, None)
 }

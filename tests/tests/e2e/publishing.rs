@@ -12,6 +12,9 @@ use http::{Method, Request};
 use http_body_util::Full;
 use serde_json::{json, Value};
 use xf_core::media::platforms::instagram::Instagram;
+use xf_core::media::platforms::linkedin::Linkedin;
+use xf_core::media::platforms::pinterest::Pinterest;
+use xf_core::media::platforms::tiktok::Tiktok;
 use xf_core::media::platforms::youtube::{Youtube, CHUNK_UNIT};
 use xf_core::media::publish::MEDIA_PUBLISH;
 use xf_core::runtime::{WorkerHandle, WorkerOptions};
@@ -28,6 +31,9 @@ crate::backends!(
     a_rate_limit_waits_for_its_reset,
     a_refusal_fails_that_platform_only,
     instagram_pulls_the_signed_url_and_publishes,
+    tiktok_posts_in_chunks_sends_inbox_uploads_and_pulls_photos,
+    linkedin_uploads_parts_as_instructed_then_posts,
+    pinterest_pins_videos_and_images_once,
 );
 
 const ACCESS: &str = "ya29.access-of-studio";
@@ -40,11 +46,16 @@ async fn publishing(app: TestApp) -> (TestApp, PlatformStandIn) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (youtube, instagram) = (platforms.youtube_config(), platforms.instagram_config());
+    let (tiktok, linkedin) = (platforms.tiktok_config(), platforms.linkedin_config());
+    let pinterest = platforms.pinterest_config();
     let app = app.reconfigured(|builder| {
         builder
             .public_base_url(base)
             .publisher(Arc::new(Youtube::new(youtube)))
             .publisher(Arc::new(Instagram::new(instagram)))
+            .publisher(Arc::new(Tiktok::new(tiktok)))
+            .publisher(Arc::new(Linkedin::new(linkedin)))
+            .publisher(Arc::new(Pinterest::new(pinterest)))
     });
     let files = axum::Router::new().nest_service(
         "/m",
@@ -749,4 +760,315 @@ async fn a_scheduled_post_is_published_once_by_two_instances() {
     assert_eq!(shown["youtube"]["videoId"], platforms.videos()[0]["id"]);
     one.shutdown(Duration::from_secs(5)).await;
     two.shutdown(Duration::from_secs(5)).await;
+}
+
+async fn upload_image(
+    app: &TestApp,
+    org: &Studio,
+    photo: &[u8],
+    fields: &[(&str, &str)],
+) -> String {
+    let reply = upload(app, &org.key, "/media/images", fields, ("photo.jpg", photo)).await;
+    reply.expect(201)[0]["id"].as_str().unwrap().to_owned()
+}
+
+async fn wait_for_image(app: &TestApp, key: &str, id: &str, status: &str) -> Value {
+    for _ in 0..500 {
+        let shown = app
+            .get(&format!("/media/images/{id}"), key)
+            .await
+            .expect(200)
+            .clone();
+        if shown["status"] == status {
+            return shown;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the image never got to {status}");
+}
+
+async fn tiktok_posts_in_chunks_sends_inbox_uploads_and_pulls_photos(app: TestApp) {
+    let (app, platforms) = publishing(app).await;
+    let org = studio(&app).await;
+    // The token expires in two minutes: refreshed first, and TikTok rotates the refresh token.
+    connect(&app, &org, "tiktok", "tt-creator", 2).await;
+    platforms.grant("act.old", Some((REFRESH, "act.fresh")));
+    // About 12 MB: two chunks by TikTok's rules (5 MB, then the rest).
+    let clip = grainy_video("mp4", 640, 360, 12);
+    let size = clip.len() as u64;
+    assert!(size >= 10 << 20, "{size}");
+    let id = post_video(
+        &app,
+        &org,
+        &clip,
+        &[
+            ("platforms", r#"["tiktok"]"#),
+            ("tiktok", r#"{"caption": "Launch #fyp", "privacy": "PUBLIC_TO_EVERYONE", "disableDuet": true}"#),
+        ],
+    )
+    .await;
+    let workers = workers(&app);
+    let shown = wait_for(&app, &org.key, &id, |i| i["status"] == "completed").await;
+    let post_id = shown["tiktok"]["videoId"].as_str().unwrap().to_owned();
+    assert_eq!(
+        shown["tiktok"]["url"],
+        format!("https://www.tiktok.com/@tt-creator/video/{post_id}")
+    );
+    let init = platforms
+        .seen()
+        .into_iter()
+        .find(|s| s.uri.ends_with("/v2/post/publish/video/init/"))
+        .unwrap();
+    let body: Value = serde_json::from_str(&init.text).unwrap();
+    assert_eq!(body["post_info"]["title"], "Launch #fyp");
+    assert_eq!(body["post_info"]["privacy_level"], "PUBLIC_TO_EVERYONE");
+    assert_eq!(body["post_info"]["disable_duet"], true);
+    assert_eq!(body["source_info"]["source"], "FILE_UPLOAD");
+    assert_eq!(body["source_info"]["chunk_size"], 5 << 20);
+    assert_eq!(body["source_info"]["total_chunk_count"], 2);
+    let chunks: Vec<String> = platforms
+        .seen()
+        .iter()
+        .filter(|s| s.method == Method::PUT && s.uri.contains("/tiktok/upload/"))
+        .map(|s| s.header("content-range").unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        chunks,
+        vec![
+            format!("bytes 0-{}/{size}", (5 << 20) - 1),
+            format!("bytes {}-{}/{size}", 5 << 20, size - 1)
+        ]
+    );
+
+    // autoPublish off: the inbox flow, which a person finishes: manual, and completed.
+    let small = video("mp4", 640, 360, 4, true, 0);
+    let inbox = post_video(
+        &app,
+        &org,
+        &small,
+        &[
+            ("platforms", r#"["tiktok"]"#),
+            ("tiktokAutoPublish", "false"),
+        ],
+    )
+    .await;
+    let shown = wait_for(&app, &org.key, &inbox, |i| {
+        i["tiktok"]["status"] == "manual"
+    })
+    .await;
+    assert_eq!(shown["status"], "completed");
+    assert!(shown["tiktok"]["error"].as_str().unwrap().contains("inbox"));
+    assert!(platforms
+        .seen()
+        .iter()
+        .any(|s| s.uri.ends_with("/v2/post/publish/inbox/video/init/")));
+
+    // A day later the rotated refresh token is the one that works.
+    app.clock.advance(chrono::Duration::hours(25));
+    let photo = image("jpg", 1080, 1350);
+    let photo_id = upload_image(
+        &app,
+        &org,
+        &photo,
+        &[
+            ("platforms", r#"["tiktok"]"#),
+            ("title", "Spring"),
+            ("tiktokCaption", "New season"),
+        ],
+    )
+    .await;
+    let shown = wait_for_image(&app, &org.key, &photo_id, "completed").await;
+    assert_eq!(shown["tiktok"]["status"], "published");
+    let photo_init = platforms
+        .seen()
+        .into_iter()
+        .find(|s| s.uri.ends_with("/v2/post/publish/content/init/"))
+        .unwrap();
+    let body: Value = serde_json::from_str(&photo_init.text).unwrap();
+    assert_eq!(body["media_type"], "PHOTO");
+    assert_eq!(body["post_mode"], "DIRECT_POST");
+    assert_eq!(body["source_info"]["source"], "PULL_FROM_URL");
+    assert!(body["source_info"]["photo_images"][0]
+        .as_str()
+        .unwrap()
+        .contains("/m/med_"));
+    let refreshes = platforms
+        .seen()
+        .iter()
+        .filter(|s| s.uri.ends_with("/v2/oauth/token/"))
+        .count();
+    assert_eq!(refreshes, 2);
+    assert_eq!(platforms.tiktok_posts().len(), 3);
+    workers.shutdown(Duration::from_secs(5)).await;
+}
+
+async fn linkedin_uploads_parts_as_instructed_then_posts(app: TestApp) {
+    let (app, platforms) = publishing(app).await;
+    platforms.grant(ACCESS, None);
+    let org = studio(&app).await;
+    connect(&app, &org, "linkedin", "urn:li:organization:42", 60).await;
+    // About 8 MB: three parts of LinkedIn's 4 MB instructions.
+    let clip = grainy_video("mp4", 640, 360, 8);
+    let size = clip.len() as u64;
+    // The post is refused once for the rate limit, and made after its reset.
+    platforms.fail_next(
+        Route::LinkedinPost,
+        Failure::Answer(429, json!({"status": 429, "code": "TOO_MANY_REQUESTS", "message": "Resource level throttle limit reached"}), Some(30)),
+    );
+    let id = post_video(
+        &app,
+        &org,
+        &clip,
+        &[
+            ("platforms", r#"["linkedin"]"#),
+            ("title", "Quarterly"),
+            ("linkedinComment", "Our quarter"),
+        ],
+    )
+    .await;
+    let workers = workers(&app);
+    wait_for(&app, &org.key, &id, |i| {
+        i["linkedin"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("TOO_MANY_REQUESTS"))
+    })
+    .await;
+    app.clock.advance(chrono::Duration::seconds(31));
+    let shown = wait_for(&app, &org.key, &id, |i| i["status"] == "completed").await;
+    let posts = platforms.linkedin_posts();
+    assert_eq!(posts.len(), 1);
+    let (urn, media) = &posts[0];
+    assert_eq!(shown["linkedin"]["urn"], urn.as_str());
+    assert_eq!(
+        shown["linkedin"]["url"],
+        format!("https://www.linkedin.com/feed/update/{urn}/")
+    );
+    assert!(media.starts_with("urn:li:video:"));
+    // Each part exactly as instructed, the ETags in order, the versioned headers, the post.
+    let seen = platforms.seen();
+    let parts: Vec<usize> = seen
+        .iter()
+        .filter(|s| s.method == Method::PUT && s.uri.contains("/linkedin/upload/"))
+        .map(|s| s.body_len)
+        .collect();
+    assert_eq!(parts.len(), 3);
+    assert_eq!(parts.iter().sum::<usize>() as u64, size);
+    let finalize = seen
+        .iter()
+        .find(|s| s.uri.contains("action=finalizeUpload"))
+        .unwrap();
+    let body: Value = serde_json::from_str(&finalize.text).unwrap();
+    assert_eq!(
+        body["finalizeUploadRequest"]["uploadedPartIds"],
+        json!(["etag-0", "etag-1", "etag-2"])
+    );
+    let post = seen
+        .iter()
+        .rev()
+        .find(|s| s.uri.ends_with("/rest/posts") && s.method == Method::POST)
+        .unwrap();
+    assert_eq!(
+        post.header("linkedin-version"),
+        Some(xf_core::media::platforms::linkedin::API_VERSION)
+    );
+    assert_eq!(post.header("x-restli-protocol-version"), Some("2.0.0"));
+    let body: Value = serde_json::from_str(&post.text).unwrap();
+    assert_eq!(body["author"], "urn:li:organization:42");
+    assert_eq!(body["commentary"], "Our quarter");
+    assert_eq!(body["content"]["media"]["title"], "Quarterly");
+
+    // An image goes the same way through /rest/images.
+    let photo = image("jpg", 1200, 627);
+    let photo_id = upload_image(&app, &org, &photo, &[("platforms", r#"["linkedin"]"#)]).await;
+    wait_for_image(&app, &org.key, &photo_id, "completed").await;
+    assert!(platforms.linkedin_posts()[1].1.starts_with("urn:li:image:"));
+    workers.shutdown(Duration::from_secs(5)).await;
+}
+
+async fn pinterest_pins_videos_and_images_once(app: TestApp) {
+    let (app, platforms) = publishing(app).await;
+    let org = studio(&app).await;
+    connect(&app, &org, "pinterest", "pin-user", 60).await;
+    platforms.grant(ACCESS, None);
+    let clip = video("mp4", 640, 360, 5, true, 0);
+    // The pin is made, but its answer is lost: the board is read, and no second pin made.
+    platforms.fail_next(
+        Route::PinterestPin,
+        Failure::ActThenStall(Duration::from_secs(7)),
+    );
+    let id = post_video(
+        &app,
+        &org,
+        &clip,
+        &[
+            ("platforms", r#"["pinterest"]"#),
+            (
+                "pinterest",
+                r#"{"boardId": "board-9", "title": "Spring looks", "description": "Five looks"}"#,
+            ),
+        ],
+    )
+    .await;
+    let workers = workers(&app);
+    wait_for(&app, &org.key, &id, |i| {
+        i["pinterest"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("not known"))
+    })
+    .await;
+    app.clock.advance(chrono::Duration::seconds(10));
+    let shown = wait_for(&app, &org.key, &id, |i| i["status"] == "completed").await;
+    let pins = platforms.pins();
+    assert_eq!(pins.len(), 1);
+    let pin_id = pins[0]["id"].as_str().unwrap();
+    assert_eq!(shown["pinterest"]["pinId"], pin_id);
+    assert_eq!(
+        shown["pinterest"]["url"],
+        format!("https://www.pinterest.com/pin/{pin_id}/")
+    );
+    let seen = platforms.seen();
+    let pin = seen.iter().find(|s| s.uri.ends_with("/v5/pins")).unwrap();
+    let body: Value = serde_json::from_str(&pin.text).unwrap();
+    assert_eq!(body["board_id"], "board-9");
+    assert_eq!(body["media_source"]["source_type"], "video_id");
+    assert!(
+        seen.iter().any(|s| s.uri.ends_with("/pinterest/s3")),
+        "the upload form was sent"
+    );
+
+    // An image is pinned from its signed URL; a refused pin fails with Pinterest's code.
+    let photo = image("jpg", 1000, 1500);
+    let photo_id = upload_image(
+        &app,
+        &org,
+        &photo,
+        &[
+            ("platforms", r#"["pinterest"]"#),
+            ("pinterestBoardId", "board-9"),
+        ],
+    )
+    .await;
+    wait_for_image(&app, &org.key, &photo_id, "completed").await;
+    platforms.fail_next(
+        Route::PinterestPin,
+        Failure::Answer(
+            404,
+            json!({"code": 40, "message": "Board not found."}),
+            None,
+        ),
+    );
+    let refused = upload_image(
+        &app,
+        &org,
+        &photo,
+        &[
+            ("platforms", r#"["pinterest"]"#),
+            ("pinterestBoardId", "gone"),
+        ],
+    )
+    .await;
+    let shown = wait_for_image(&app, &org.key, &refused, "failed").await;
+    assert_eq!(shown["pinterest"]["error"], "40: Board not found.");
+    assert_eq!(platforms.pins().len(), 2);
+    workers.shutdown(Duration::from_secs(5)).await;
 }

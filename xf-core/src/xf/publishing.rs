@@ -600,12 +600,30 @@ impl PublishHandler {
                 Ok(Step::Wait(wait))
             }
             Err(error) => {
-                // Keep whatever the call learned (a publish id, say) for the look-up.
-                record.update(|post| post.checkpoint = checkpoint).await?;
-                match error {
-                    // A refusal is definite: nothing was published.
-                    rejected @ PublishError::Rejected { .. } => Err(rejected),
-                    other => Err(PublishError::OutcomeUnknown(other.to_string())),
+                // A refusal, a rate limit and a refused token are answers: nothing was
+                // published, and the call may be made again. Anything else (no answer, a
+                // 5xx, a broken answer) leaves the outcome unknown: the stage stays
+                // `Finalizing`, and whatever the call learned (a publish id, say) is kept for
+                // the look-up.
+                let definite = matches!(
+                    error,
+                    PublishError::Rejected { .. }
+                        | PublishError::RateLimited { .. }
+                        | PublishError::Unauthorized(_)
+                        | PublishError::Disconnected(_)
+                );
+                record
+                    .update(|post| {
+                        post.checkpoint = checkpoint;
+                        if definite {
+                            post.stage = PostStage::Ready;
+                        }
+                    })
+                    .await?;
+                if definite {
+                    Err(error)
+                } else {
+                    Err(PublishError::OutcomeUnknown(error.to_string()))
                 }
             }
         }

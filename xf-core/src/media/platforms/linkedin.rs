@@ -218,7 +218,9 @@ impl Publisher for Linkedin {
                 part["firstByte"].as_u64(),
                 part["lastByte"].as_u64(),
             ) else {
-                return Err(PublishError::Unavailable("an upload instruction is malformed".into()));
+                return Err(PublishError::Unavailable(
+                    "an upload instruction is malformed".into(),
+                ));
             };
             let bytes = read(post.file, first, last - first + 1).await?;
             let request = self
@@ -293,12 +295,19 @@ impl Publisher for Linkedin {
             "isReshareDisabledByAuthor": false,
         });
         let answer = self
-            .json_call(reqwest::Method::POST, "/rest/posts", post.access_token, Some(body))
+            .json_call(
+                reqwest::Method::POST,
+                "/rest/posts",
+                post.access_token,
+                Some(body),
+            )
             .await?;
         let urn = answer
             .header("x-restli-id")
             .filter(|urn| urn.starts_with("urn:li:"))
-            .ok_or_else(|| PublishError::Unavailable("the post's answer has no x-restli-id".into()))?;
+            .ok_or_else(|| {
+                PublishError::Unavailable("the post's answer has no x-restli-id".into())
+            })?;
         Ok(Outcome::Published(published(urn)))
     }
 

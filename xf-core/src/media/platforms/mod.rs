@@ -113,7 +113,7 @@ pub(crate) fn by_status(answer: &Answer, code: String, message: String) -> Publi
     match answer.status {
         401 => PublishError::Unauthorized(message),
         429 => PublishError::RateLimited {
-            message,
+            message: format!("{code}: {message}"),
             retry_after: answer.retry_after,
         },
         400..=499 => PublishError::Rejected { code, message },

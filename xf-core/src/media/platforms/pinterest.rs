@@ -103,7 +103,10 @@ impl Pinterest {
         token: &str,
         body: Option<Value>,
     ) -> Result<Value, PublishError> {
-        let mut request = self.client.request(method, self.url(path)).bearer_auth(token);
+        let mut request = self
+            .client
+            .request(method, self.url(path))
+            .bearer_auth(token);
         if let Some(body) = body {
             request = request
                 .header("content-type", "application/json")
@@ -164,7 +167,8 @@ impl Publisher for Pinterest {
                     Some(json!({"media_type": "video"})),
                 )
                 .await?;
-            if registered["media_id"].as_str().is_none() || registered["upload_url"].as_str().is_none()
+            if registered["media_id"].as_str().is_none()
+                || registered["upload_url"].as_str().is_none()
             {
                 return Err(PublishError::Unavailable(
                     "the media registration has no media_id and upload_url".into(),
@@ -175,11 +179,16 @@ impl Publisher for Pinterest {
                 "uploadParameters": registered["upload_parameters"]});
             post.save(checkpoint).await?;
         }
-        let upload_url = checkpoint["uploadUrl"].as_str().unwrap_or_default().to_owned();
+        let upload_url = checkpoint["uploadUrl"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         let mut form = reqwest::multipart::Form::new();
         if let Some(fields) = checkpoint["uploadParameters"].as_object() {
             for (name, value) in fields {
-                let text = value.as_str().map_or_else(|| value.to_string(), str::to_owned);
+                let text = value
+                    .as_str()
+                    .map_or_else(|| value.to_string(), str::to_owned);
                 form = form.text(name.clone(), text);
             }
         }
@@ -188,7 +197,12 @@ impl Publisher for Pinterest {
             .file_name(post.item.file.name.clone())
             .mime_str(post.content_type())
             .map_err(|e| PublishError::Unavailable(e.to_string()))?;
-        let answer = send(self.client.post(upload_url).multipart(form.part("file", part))).await?;
+        let answer = send(
+            self.client
+                .post(upload_url)
+                .multipart(form.part("file", part)),
+        )
+        .await?;
         if !answer.is_success() {
             return Err(PublishError::Unavailable(format!(
                 "the media upload answered HTTP {}",
@@ -241,7 +255,12 @@ impl Publisher for Pinterest {
             body["description"] = json!(description);
         }
         let pin = self
-            .call(reqwest::Method::POST, "/v5/pins", post.access_token, Some(body))
+            .call(
+                reqwest::Method::POST,
+                "/v5/pins",
+                post.access_token,
+                Some(body),
+            )
             .await?;
         let id = pin["id"]
             .as_str()

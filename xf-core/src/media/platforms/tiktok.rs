@@ -171,7 +171,11 @@ impl Tiktok {
     }
 
     /// The status of a publish.
-    async fn status(&self, post: &PostContext<'_>, publish_id: &str) -> Result<Value, PublishError> {
+    async fn status(
+        &self,
+        post: &PostContext<'_>,
+        publish_id: &str,
+    ) -> Result<Value, PublishError> {
         self.call(
             post.access_token,
             "/v2/post/publish/status/fetch/",
@@ -196,7 +200,11 @@ impl Tiktok {
             .ok_or_else(|| PublishError::rejected("no_upload_url", "no upload URL"))?;
         for index in from..until {
             let first = index * chunk;
-            let last = if index + 1 == count { size - 1 } else { first + chunk - 1 };
+            let last = if index + 1 == count {
+                size - 1
+            } else {
+                first + chunk - 1
+            };
             let bytes = read(post.file, first, last - first + 1).await?;
             let request = self
                 .client
@@ -255,7 +263,10 @@ impl Publisher for Tiktok {
                         json!({"post_info": Self::post_info(post), "source_info": source}),
                     )
                 } else {
-                    ("/v2/post/publish/inbox/video/init/", json!({"source_info": source}))
+                    (
+                        "/v2/post/publish/inbox/video/init/",
+                        json!({"source_info": source}),
+                    )
                 };
                 let data = self.call(post.access_token, path, body).await?;
                 let (Some(publish_id), Some(upload_url)) =
