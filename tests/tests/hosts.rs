@@ -852,3 +852,106 @@ async fn xf_server_serves_the_media_api_with_and_without_the_prefix() {
     assert_eq!(stored, 1, "one organization's directory");
     std::fs::remove_dir_all(media_dir).unwrap();
 }
+
+/// xf-server publishes with the platforms' clients its flags configure, and serves the
+/// signed media URLs under `/m` (a bad token is a 404).
+#[tokio::test]
+async fn xf_server_publishes_through_the_configured_platforms() {
+    use xf_tests::platforms::{PlatformStandIn, YOUTUBE_CLIENT_ID, YOUTUBE_CLIENT_SECRET};
+    let platforms = PlatformStandIn::start().await;
+    platforms.grant("ya29.server", None);
+    let youtube = platforms.youtube_config();
+    let config = demo_config(&[
+        "--youtube-client-id",
+        YOUTUBE_CLIENT_ID,
+        "--youtube-client-secret",
+        YOUTUBE_CLIENT_SECRET,
+        "--youtube-token-url",
+        &youtube.token_url,
+        "--youtube-upload-base-url",
+        &youtube.upload_base_url,
+    ]);
+    assert!(!format!("{config:?}").contains(YOUTUBE_CLIENT_SECRET));
+    let app = xf_server::build_app(&config).await.expect("app");
+    let workers = app.xf.spawn_workers(
+        xf_core::runtime::WorkerOptions::new().poll_interval(Duration::from_millis(20)),
+    );
+    let server = start_server(app).await;
+    let base = format!("http://{}", server.address);
+    let client = reqwest::Client::new();
+    let created: Value = client
+        .post(format!("{base}/admin/organizations"))
+        .bearer_auth(ADMIN_TOKEN)
+        .header("content-type", "application/json")
+        .body(json!({"name": "Studio", "plan": "pro"}).to_string())
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .map(|b| serde_json::from_slice(&b).unwrap())
+        .unwrap();
+    let org = created["data"]["organization"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let key = created["data"]["liveKey"].as_str().unwrap().to_owned();
+    let connected = client
+        .post(format!("{base}/admin/organizations/{org}/channels"))
+        .bearer_auth(ADMIN_TOKEN)
+        .header("content-type", "application/json")
+        .body(
+            json!({"platform": "youtube", "channelId": "UC-server", "title": "Studio",
+            "accessToken": "ya29.server"})
+            .to_string(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(connected.status(), 201);
+    let clip = xf_tests::media::video("mp4", 640, 360, 4, false, 0);
+    let (content_type, body) = xf_tests::media::multipart(
+        &[("platforms", r#"["youtube"]"#)],
+        Some(("clip.mp4", &clip)),
+    );
+    let uploaded: Value = client
+        .post(format!("{base}/api/v1/media/videos"))
+        .header("x-api-key", &key)
+        .header("content-type", content_type)
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .map(|b| serde_json::from_slice(&b).unwrap())
+        .unwrap();
+    let id = uploaded["data"][0]["id"].as_str().unwrap().to_owned();
+    let mut shown = Value::Null;
+    for _ in 0..250 {
+        shown = client
+            .get(format!("{base}/media/videos/{id}"))
+            .header("x-api-key", &key)
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .map(|b| serde_json::from_slice(&b).unwrap())
+            .unwrap();
+        if shown["data"]["status"] == "completed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+    assert_eq!(shown["data"]["youtube"]["status"], "published", "{shown}");
+    assert_eq!(platforms.videos().len(), 1);
+    let refused = client
+        .get(format!("{base}/m/med_x.1.bad"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 404);
+    workers.shutdown(Duration::from_secs(5)).await;
+    server.shut_down().await;
+}

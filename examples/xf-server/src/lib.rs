@@ -40,13 +40,14 @@ use tokio::net::TcpListener;
 use tower::ServiceExt;
 use tracing_subscriber::filter::{EnvFilter, LevelFilter};
 use xf_core::media::blob::{BlobStore, LocalBlobStore};
+use xf_core::media::platforms;
 use xf_core::media::s3::{S3BlobStore, S3Config};
 use xf_core::runtime::WorkerOptions;
 use xf_core::store::Store;
 use xf_core::{CreatedOrganization, Xf};
 use xf_storage_memory::MemoryStore;
 use xf_storage_postgres::PgStore;
-use xf_tower::{AdminService, ReportPageService, XfService};
+use xf_tower::{AdminService, MediaFileService, ReportPageService, XfService};
 
 pub use xf_core::MIN_SECRET_KEY_LEN;
 
@@ -59,6 +60,8 @@ pub const ADMIN_PREFIX: &str = "/admin";
 /// Where the public report pages are mounted: a report's `publicUrl` is
 /// `{--public-base-url}/r/{token}`.
 pub const REPORT_PREFIX: &str = "/r";
+/// Where the signed media URLs platforms pull from are served.
+pub const MEDIA_FILE_PREFIX: &str = "/m";
 
 /// The server's configuration: flags, each falling back to an `XF_*` environment variable.
 #[derive(Clone, Parser)]
@@ -194,6 +197,68 @@ pub struct Config {
     /// The Search Console API's base URL (a local stand-in in tests).
     #[arg(long, env = "XF_GOOGLE_API_BASE_URL", default_value = xf_core::gsc::GOOGLE_API_BASE_URL)]
     pub google_api_base_url: String,
+
+    /// The Google OAuth client that YouTube channels were connected with (refreshes their
+    /// tokens); without it and the secret, posts to YouTube fail saying so.
+    #[arg(long, env = "XF_YOUTUBE_CLIENT_ID")]
+    pub youtube_client_id: Option<String>,
+
+    /// Its secret.
+    #[arg(long, env = "XF_YOUTUBE_CLIENT_SECRET", hide_env_values = true)]
+    pub youtube_client_secret: Option<String>,
+
+    /// Google's token endpoint for YouTube tokens.
+    #[arg(long, env = "XF_YOUTUBE_TOKEN_URL", default_value = platforms::youtube::TOKEN_URL)]
+    pub youtube_token_url: String,
+
+    /// The base of YouTube's upload endpoint.
+    #[arg(long, env = "XF_YOUTUBE_UPLOAD_BASE_URL", default_value = platforms::youtube::UPLOAD_BASE_URL)]
+    pub youtube_upload_base_url: String,
+
+    /// The Instagram Graph API's base, version included (Instagram needs no app
+    /// credentials here: its tokens are the channels').
+    #[arg(long, env = "XF_INSTAGRAM_GRAPH_BASE_URL", default_value = platforms::instagram::GRAPH_BASE_URL)]
+    pub instagram_graph_base_url: String,
+
+    /// The TikTok app's client key; without it and the secret, posts to TikTok fail.
+    #[arg(long, env = "XF_TIKTOK_CLIENT_KEY")]
+    pub tiktok_client_key: Option<String>,
+
+    /// Its secret.
+    #[arg(long, env = "XF_TIKTOK_CLIENT_SECRET", hide_env_values = true)]
+    pub tiktok_client_secret: Option<String>,
+
+    /// TikTok's API base (its token endpoint is under it).
+    #[arg(long, env = "XF_TIKTOK_API_BASE_URL", default_value = platforms::tiktok::API_BASE_URL)]
+    pub tiktok_api_base_url: String,
+
+    /// The LinkedIn app's client id; without it and the secret, posts to LinkedIn fail.
+    #[arg(long, env = "XF_LINKEDIN_CLIENT_ID")]
+    pub linkedin_client_id: Option<String>,
+
+    /// Its secret.
+    #[arg(long, env = "XF_LINKEDIN_CLIENT_SECRET", hide_env_values = true)]
+    pub linkedin_client_secret: Option<String>,
+
+    /// LinkedIn's REST API base.
+    #[arg(long, env = "XF_LINKEDIN_API_BASE_URL", default_value = platforms::linkedin::API_BASE_URL)]
+    pub linkedin_api_base_url: String,
+
+    /// LinkedIn's OAuth token endpoint.
+    #[arg(long, env = "XF_LINKEDIN_TOKEN_URL", default_value = platforms::linkedin::TOKEN_URL)]
+    pub linkedin_token_url: String,
+
+    /// The Pinterest app's id; without it and the secret, posts to Pinterest fail.
+    #[arg(long, env = "XF_PINTEREST_CLIENT_ID")]
+    pub pinterest_client_id: Option<String>,
+
+    /// Its secret.
+    #[arg(long, env = "XF_PINTEREST_CLIENT_SECRET", hide_env_values = true)]
+    pub pinterest_client_secret: Option<String>,
+
+    /// Pinterest's API base (its token endpoint is under it).
+    #[arg(long, env = "XF_PINTEREST_API_BASE_URL", default_value = platforms::pinterest::API_BASE_URL)]
+    pub pinterest_api_base_url: String,
 }
 
 /// What a process of xf-server runs (`--role`).
@@ -258,6 +323,33 @@ impl fmt::Debug for Config {
             )
             .field("google_token_url", &self.google_token_url)
             .field("google_api_base_url", &self.google_api_base_url)
+            .field("youtube_client_id", &self.youtube_client_id)
+            .field(
+                "youtube_client_secret",
+                &redacted(&self.youtube_client_secret),
+            )
+            .field("youtube_token_url", &self.youtube_token_url)
+            .field("youtube_upload_base_url", &self.youtube_upload_base_url)
+            .field("instagram_graph_base_url", &self.instagram_graph_base_url)
+            .field("tiktok_client_key", &self.tiktok_client_key)
+            .field(
+                "tiktok_client_secret",
+                &redacted(&self.tiktok_client_secret),
+            )
+            .field("tiktok_api_base_url", &self.tiktok_api_base_url)
+            .field("linkedin_client_id", &self.linkedin_client_id)
+            .field(
+                "linkedin_client_secret",
+                &redacted(&self.linkedin_client_secret),
+            )
+            .field("linkedin_api_base_url", &self.linkedin_api_base_url)
+            .field("linkedin_token_url", &self.linkedin_token_url)
+            .field("pinterest_client_id", &self.pinterest_client_id)
+            .field(
+                "pinterest_client_secret",
+                &redacted(&self.pinterest_client_secret),
+            )
+            .field("pinterest_api_base_url", &self.pinterest_api_base_url)
             .finish()
     }
 }
@@ -475,6 +567,7 @@ pub async fn build_app(config: &Config) -> Result<App, StartError> {
              answer gsc_not_configured"
         ),
     }
+    builder = with_publishers(builder, config);
     let xf = builder.build()?;
 
     let demo = if config.demo {
@@ -490,7 +583,8 @@ pub async fn build_app(config: &Config) -> Result<App, StartError> {
     let api = XfService::new(xf.clone());
     let mut router = Router::new()
         .nest_service(API_PREFIX, api.clone())
-        .nest_service(REPORT_PREFIX, ReportPageService::new(xf.clone()));
+        .nest_service(REPORT_PREFIX, ReportPageService::new(xf.clone()))
+        .nest_service(MEDIA_FILE_PREFIX, MediaFileService::new(xf.clone()));
     if let Some(token) = &config.admin_token {
         router = router.nest_service(ADMIN_PREFIX, AdminService::new(xf.clone(), token.clone()));
     }
@@ -645,4 +739,80 @@ async fn shutdown_signal() {
         () = interrupt => tracing::info!("SIGINT received: finishing the requests in flight"),
         () = terminate => tracing::info!("SIGTERM received: finishing the requests in flight"),
     }
+}
+
+/// Both halves of an app's credentials, or none (a warning when only one is given).
+fn credentials(
+    platform: &str,
+    id: &Option<String>,
+    secret: &Option<String>,
+) -> Option<(String, String)> {
+    match (id, secret) {
+        (Some(id), Some(secret)) => Some((id.clone(), secret.clone())),
+        (None, None) => None,
+        _ => {
+            tracing::warn!(
+                platform,
+                "an app needs both its client id and its secret; posts to it fail"
+            );
+            None
+        }
+    }
+}
+
+/// The platforms' clients the configuration names (Instagram always: it needs no app).
+fn with_publishers(mut builder: xf_core::XfBuilder, config: &Config) -> xf_core::XfBuilder {
+    use platforms::{instagram, linkedin, pinterest, tiktok, youtube};
+    let instagram = instagram::InstagramConfig {
+        graph_base_url: config.instagram_graph_base_url.clone(),
+        ..instagram::InstagramConfig::default()
+    };
+    builder = builder.publisher(Arc::new(instagram::Instagram::new(instagram)));
+    if let Some((id, secret)) = credentials(
+        "youtube",
+        &config.youtube_client_id,
+        &config.youtube_client_secret,
+    ) {
+        let youtube = youtube::YoutubeConfig {
+            token_url: config.youtube_token_url.clone(),
+            upload_base_url: config.youtube_upload_base_url.clone(),
+            ..youtube::YoutubeConfig::new(id, secret)
+        };
+        builder = builder.publisher(Arc::new(youtube::Youtube::new(youtube)));
+    }
+    if let Some((key, secret)) = credentials(
+        "tiktok",
+        &config.tiktok_client_key,
+        &config.tiktok_client_secret,
+    ) {
+        let tiktok = tiktok::TiktokConfig {
+            api_base_url: config.tiktok_api_base_url.clone(),
+            ..tiktok::TiktokConfig::new(key, secret)
+        };
+        builder = builder.publisher(Arc::new(tiktok::Tiktok::new(tiktok)));
+    }
+    if let Some((id, secret)) = credentials(
+        "linkedin",
+        &config.linkedin_client_id,
+        &config.linkedin_client_secret,
+    ) {
+        let linkedin = linkedin::LinkedinConfig {
+            api_base_url: config.linkedin_api_base_url.clone(),
+            token_url: config.linkedin_token_url.clone(),
+            ..linkedin::LinkedinConfig::new(id, secret)
+        };
+        builder = builder.publisher(Arc::new(linkedin::Linkedin::new(linkedin)));
+    }
+    if let Some((id, secret)) = credentials(
+        "pinterest",
+        &config.pinterest_client_id,
+        &config.pinterest_client_secret,
+    ) {
+        let pinterest = pinterest::PinterestConfig {
+            api_base_url: config.pinterest_api_base_url.clone(),
+            ..pinterest::PinterestConfig::new(id, secret)
+        };
+        builder = builder.publisher(Arc::new(pinterest::Pinterest::new(pinterest)));
+    }
+    builder
 }
