@@ -88,7 +88,7 @@ fn form(video: bool) -> Value {
         "instagram": json_text("JSON object: caption, autoPublish, accounts"),
         "tiktok": json_text("JSON object: caption, privacy, autoPublish, accounts, disableComment, disableDuet, disableStitch"),
         "linkedin": json_text("JSON object: comment, autoPublish, accounts"),
-        "pinterest": json_text("JSON object: title, description, autoPublish, accounts"),
+        "pinterest": json_text("JSON object: title, description, boardId (required to pin), autoPublish, accounts"),
         "instagramCaption": text(2_200, "Instagram caption"),
         "instagramAutoPublish": boolean("Publish automatically"),
         "selectedInstagramAccounts": json_text("Instagram accountIds: a JSON array or comma-separated"),
@@ -104,6 +104,7 @@ fn form(video: bool) -> Value {
         "selectedLinkedinAccounts": json_text("LinkedIn accountIds (URNs): a JSON array or comma-separated"),
         "pinterestTitle": text(100, "Pin title"),
         "pinterestDescription": text(500, "Pin description"),
+        "pinterestBoardId": text(64, "The board the pin goes on (required when pinterest is chosen)"),
         "pinterestAutoPublish": boolean("Publish automatically"),
         "selectedPinterestAccounts": json_text("Pinterest accountIds: a JSON array or comma-separated"),
     });
@@ -126,7 +127,7 @@ fn form(video: bool) -> Value {
     }
     json!({
         "required": true,
-        "description": "A multipart form; nested platform settings win over flat ones",
+        "description": "A multipart form; nested platform settings win over flat ones. Each post (platform and account) is published by a background job at scheduledAt (drafts never); GET the item to follow each platform's status",
         "content": {"multipart/form-data": {"schema": schema}}
     })
 }
@@ -145,7 +146,7 @@ fn upload(operation_id: &str, video: bool, summary: &str) -> Value {
         "requestBody": form(video),
         "responses": {
             "201": success("Stored", json!({"type": "array", "items": schema("UploadedItem")}), true),
-            "400": error("`validation_error`: a field, the file's extension or content, the platforms, settings or accounts"),
+            "400": error("`validation_error`: a field, the file's extension or content, the platforms, settings or accounts, or a chosen platform's rule (durations, sizes, formats, aspect ratios, text lengths), each detail naming the platform or its setting"),
             "413": error("`payload_too_large`: over the size limit"),
         }
     })
