@@ -1286,11 +1286,7 @@ fn tiktok_chunk(
     let Some((Some((first, last)), total)) = range else {
         return tiktok_error(400, "invalid_params", "Content-Range must be bytes a-b/N");
     };
-    let index = if publish.chunk == 0 {
-        0
-    } else {
-        first / publish.chunk
-    };
+    let index = first.checked_div(publish.chunk).unwrap_or(0);
     let expected_last = if index + 1 >= publish.count {
         publish.size - 1
     } else {
@@ -1365,13 +1361,13 @@ fn linkedin_error(status: u16, code: &str, message: &str) -> Response {
 }
 
 /// Checks LinkedIn's versioned-API headers and the token.
-fn linkedin_headers_ok(inner: &Inner, headers: &HeaderMap) -> Result<(), Response> {
+fn linkedin_headers_ok(inner: &Inner, headers: &HeaderMap) -> Result<(), Box<Response>> {
     if !bearer(headers).is_some_and(|t| inner.state().access_tokens.contains(&t)) {
-        return Err(linkedin_error(
+        return Err(Box::new(linkedin_error(
             401,
             "REVOKED_ACCESS_TOKEN",
             "The token used in the request has been revoked by the user",
-        ));
+        )));
     }
     let version = headers
         .get("linkedin-version")
@@ -1382,11 +1378,11 @@ fn linkedin_headers_ok(inner: &Inner, headers: &HeaderMap) -> Result<(), Respons
         .and_then(|v| v.to_str().ok());
     if version.len() != 6 || !version.bytes().all(|b| b.is_ascii_digit()) || restli != Some("2.0.0")
     {
-        return Err(linkedin_error(
+        return Err(Box::new(linkedin_error(
             400,
             "VERSION_MISSING",
             "LinkedIn-Version (YYYYMM) and X-Restli-Protocol-Version: 2.0.0 are required",
-        ));
+        )));
     }
     Ok(())
 }
@@ -1400,7 +1396,7 @@ fn linkedin_media(
     text: &str,
 ) -> Response {
     if let Err(refused) = linkedin_headers_ok(inner, headers) {
-        return refused;
+        return *refused;
     }
     let video = path.starts_with("/linkedin/rest/videos");
     let mut state = inner.state();
@@ -1561,7 +1557,7 @@ fn linkedin_post(
     text: &str,
 ) -> Response {
     if let Err(refused) = linkedin_headers_ok(inner, headers) {
-        return refused;
+        return *refused;
     }
     let mut state = inner.state();
     if method == Method::GET {

@@ -929,7 +929,7 @@ pub async fn job_internal_jobs_stay_out_of_the_api(store: Arc<dyn TestStore>) {
         vec![visible.job_type.as_str()]
     );
     let latest = store
-        .latest_jobs_for_properties(&[site.id.clone()])
+        .latest_jobs_for_properties(std::slice::from_ref(&site.id))
         .await
         .unwrap();
     assert_eq!(job_ids(&latest), vec![visible.id.clone()]);

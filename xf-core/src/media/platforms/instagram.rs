@@ -127,7 +127,7 @@ impl Instagram {
         parse(&answer, what)
     }
 
-    fn container<'a>(checkpoint: &'a Value) -> Result<&'a str, PublishError> {
+    fn container(checkpoint: &Value) -> Result<&str, PublishError> {
         checkpoint
             .get("container")
             .and_then(Value::as_str)
