@@ -212,7 +212,7 @@ impl Inner {
 
 /// Stops the server task when the last handle is dropped.
 #[derive(Debug)]
-struct ServerTask(tokio::task::JoinHandle<()>);
+pub(crate) struct ServerTask(pub(crate) tokio::task::JoinHandle<()>);
 
 impl Drop for ServerTask {
     fn drop(&mut self) {

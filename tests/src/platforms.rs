@@ -239,15 +239,7 @@ impl Inner {
     }
 }
 
-/// Stops the server task when the last handle is dropped.
-#[derive(Debug)]
-struct ServerTask(tokio::task::JoinHandle<()>);
-
-impl Drop for ServerTask {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
+use crate::google::ServerTask;
 
 /// A running stand-in of YouTube's and Instagram's endpoints. Clones share the server.
 #[derive(Debug, Clone)]

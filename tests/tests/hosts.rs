@@ -879,18 +879,17 @@ async fn xf_server_publishes_through_the_configured_platforms() {
     let server = start_server(app).await;
     let base = format!("http://{}", server.address);
     let client = reqwest::Client::new();
-    let created: Value = client
-        .post(format!("{base}/admin/organizations"))
-        .bearer_auth(ADMIN_TOKEN)
-        .header("content-type", "application/json")
-        .body(json!({"name": "Studio", "plan": "pro"}).to_string())
-        .send()
-        .await
-        .unwrap()
-        .bytes()
-        .await
-        .map(|b| serde_json::from_slice(&b).unwrap())
-        .unwrap();
+    let created = json_body(
+        client
+            .post(format!("{base}/admin/organizations"))
+            .bearer_auth(ADMIN_TOKEN)
+            .header("content-type", "application/json")
+            .body(json!({"name": "Studio", "plan": "pro"}).to_string())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     let org = created["data"]["organization"]["id"]
         .as_str()
         .unwrap()
@@ -914,31 +913,29 @@ async fn xf_server_publishes_through_the_configured_platforms() {
         &[("platforms", r#"["youtube"]"#)],
         Some(("clip.mp4", &clip)),
     );
-    let uploaded: Value = client
-        .post(format!("{base}/api/v1/media/videos"))
-        .header("x-api-key", &key)
-        .header("content-type", content_type)
-        .body(body)
-        .send()
-        .await
-        .unwrap()
-        .bytes()
-        .await
-        .map(|b| serde_json::from_slice(&b).unwrap())
-        .unwrap();
+    let uploaded = json_body(
+        client
+            .post(format!("{base}/api/v1/media/videos"))
+            .header("x-api-key", &key)
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     let id = uploaded["data"][0]["id"].as_str().unwrap().to_owned();
     let mut shown = Value::Null;
     for _ in 0..250 {
-        shown = client
-            .get(format!("{base}/media/videos/{id}"))
-            .header("x-api-key", &key)
-            .send()
-            .await
-            .unwrap()
-            .bytes()
-            .await
-            .map(|b| serde_json::from_slice(&b).unwrap())
-            .unwrap();
+        shown = json_body(
+            client
+                .get(format!("{base}/media/videos/{id}"))
+                .header("x-api-key", &key)
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
         if shown["data"]["status"] == "completed" {
             break;
         }
@@ -954,4 +951,9 @@ async fn xf_server_publishes_through_the_configured_platforms() {
     assert_eq!(refused.status(), 404);
     workers.shutdown(Duration::from_secs(5)).await;
     server.shut_down().await;
+}
+
+/// The JSON body of a response.
+async fn json_body(response: reqwest::Response) -> Value {
+    serde_json::from_slice(&response.bytes().await.expect("a body")).expect("a JSON body")
 }

@@ -34,6 +34,7 @@ crate::backends!(
     tiktok_posts_in_chunks_sends_inbox_uploads_and_pulls_photos,
     linkedin_uploads_parts_as_instructed_then_posts,
     pinterest_pins_videos_and_images_once,
+    a_refresh_that_lost_the_race_to_a_rotation_uses_the_new_token,
 );
 
 const ACCESS: &str = "ya29.access-of-studio";
@@ -138,16 +139,22 @@ async fn item(app: &TestApp, key: &str, id: &str) -> Value {
     reply.expect(200).clone()
 }
 
-/// Reads the item until `done` holds (10 s at most).
-async fn wait_for(app: &TestApp, key: &str, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+/// Reads the item at `path` until `done` holds (10 s at most).
+async fn wait_at(app: &TestApp, key: &str, path: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let mut shown = Value::Null;
     for _ in 0..500 {
-        let shown = item(app, key, id).await;
+        shown = app.get(path, key).await.expect(200).clone();
         if done(&shown) {
             return shown;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    panic!("the item never got there: {}", item(app, key, id).await);
+    panic!("the item never got there: {shown}");
+}
+
+/// Reads the video until `done` holds.
+async fn wait_for(app: &TestApp, key: &str, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+    wait_at(app, key, &format!("/media/videos/{id}"), done).await
 }
 
 /// Uploads `clip` for `platforms` with `fields`; the item's id.
@@ -645,15 +652,7 @@ async fn instagram_pulls_the_signed_url_and_publishes(app: TestApp) {
         shown["instagram"]["url"],
         format!("https://www.instagram.com/reel/{media_id}/")
     );
-    for _ in 0..250 {
-        let reply = app
-            .get(&format!("/media/images/{image_id}"), &org.key)
-            .await;
-        if reply.expect(200)["status"] == "completed" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for_image(&app, &org.key, &image_id, "completed").await;
     // The stand-in fetched both files whole through their signed URLs.
     let mut fetched: Vec<usize> = platforms
         .fetched()
@@ -711,6 +710,14 @@ async fn instagram_pulls_the_signed_url_and_publishes(app: TestApp) {
     assert_eq!(unsatisfiable.status(), 416);
     app.clock.advance(chrono::Duration::hours(7));
     assert_eq!(client.get(&signed).send().await.unwrap().status(), 404);
+
+    // An expired token (Graph code 190) cannot be refreshed on Instagram: the channel is
+    // disconnected and the post fails saying so.
+    platforms.expire(ACCESS);
+    let late = post_video(&app, &org, &clip, &[("platforms", r#"["instagram"]"#)]).await;
+    let shown = wait_for(&app, &org.key, &late, |i| i["status"] == "failed").await;
+    let error = shown["instagram"]["error"].as_str().unwrap();
+    assert!(error.contains("disconnected"), "{error}");
     workers.shutdown(Duration::from_secs(5)).await;
 }
 
@@ -772,19 +779,12 @@ async fn upload_image(
     reply.expect(201)[0]["id"].as_str().unwrap().to_owned()
 }
 
+/// Reads the image until its status is `status`.
 async fn wait_for_image(app: &TestApp, key: &str, id: &str, status: &str) -> Value {
-    for _ in 0..500 {
-        let shown = app
-            .get(&format!("/media/images/{id}"), key)
-            .await
-            .expect(200)
-            .clone();
-        if shown["status"] == status {
-            return shown;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("the image never got to {status}");
+    wait_at(app, key, &format!("/media/images/{id}"), |i| {
+        i["status"] == status
+    })
+    .await
 }
 
 async fn tiktok_posts_in_chunks_sends_inbox_uploads_and_pulls_photos(app: TestApp) {
@@ -1070,5 +1070,53 @@ async fn pinterest_pins_videos_and_images_once(app: TestApp) {
     let shown = wait_for_image(&app, &org.key, &refused, "failed").await;
     assert_eq!(shown["pinterest"]["error"], "40: Board not found.");
     assert_eq!(platforms.pins().len(), 2);
+    workers.shutdown(Duration::from_secs(5)).await;
+}
+
+/// Two posts on one TikTok channel refresh its token at once; TikTok rotates refresh tokens,
+/// so the refresh that comes second is refused. That is not a revoked grant: the job finds
+/// the newer tokens the other stored, uses them, and the channel stays connected.
+async fn a_refresh_that_lost_the_race_to_a_rotation_uses_the_new_token(app: TestApp) {
+    let (app, platforms) = publishing(app).await;
+    let org = studio(&app).await;
+    connect(&app, &org, "tiktok", "tt-creator", 2).await;
+    platforms.grant("act.old", Some((REFRESH, "act.fresh")));
+    let clip = video("mp4", 640, 360, 4, false, 0);
+    let first = post_video(&app, &org, &clip, &[("platforms", r#"["tiktok"]"#)]).await;
+    let second = post_video(&app, &org, &clip, &[("platforms", r#"["tiktok"]"#)]).await;
+    // One refresh waits until the other went through and rotated the refresh token.
+    let held = platforms.hold(Route::TiktokToken, false);
+    let workers = workers(&app);
+    held.arrived().await;
+    let mut done = 0;
+    for _ in 0..500 {
+        done = 0;
+        for id in [&first, &second] {
+            done += usize::from(item(&app, &org.key, id).await["status"] == "completed");
+        }
+        if done == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        done, 1,
+        "the other post went through with the rotated token"
+    );
+    held.release();
+    for id in [&first, &second] {
+        wait_for(&app, &org.key, id, |i| i["status"] == "completed").await;
+    }
+    let channel = app
+        .store
+        .find_channel(
+            &xf_core::ids::OrganizationId::parse(&org.id).unwrap(),
+            xf_core::media::Platform::Tiktok,
+            "tt-creator",
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(channel.disconnected, None);
     workers.shutdown(Duration::from_secs(5)).await;
 }

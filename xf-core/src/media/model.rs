@@ -55,6 +55,17 @@ impl Platform {
         Platform::ALL.into_iter().find(|p| p.as_str() == name)
     }
 
+    /// Its name as people write it (`YouTube`, `TikTok`, ...).
+    pub fn label(self) -> &'static str {
+        match self {
+            Platform::Youtube => "YouTube",
+            Platform::Instagram => "Instagram",
+            Platform::Tiktok => "TikTok",
+            Platform::Linkedin => "LinkedIn",
+            Platform::Pinterest => "Pinterest",
+        }
+    }
+
     /// Whether media of `kind` can go there (YouTube takes no images).
     pub fn accepts(self, kind: MediaKind) -> bool {
         !(kind == MediaKind::Image && self == Platform::Youtube)

@@ -64,7 +64,7 @@ pub fn check(
                     name.into(),
                     format!(
                         "{} takes videos of {} to {}; this one is {}",
-                        label(platform),
+                        platform.label(),
                         duration(min_s),
                         duration(max_s),
                         duration(seconds)
@@ -83,7 +83,7 @@ pub fn check(
                     name.into(),
                     format!(
                         "{} takes videos of at most {}; this one is {}",
-                        label(platform),
+                        platform.label(),
                         bytes(max_bytes),
                         bytes(size)
                     ),
@@ -124,7 +124,7 @@ pub fn check(
                     name.into(),
                     format!(
                         "{} takes H.264 or HEVC video; this one is {:?}",
-                        label(platform),
+                        platform.label(),
                         video.video_codec
                     ),
                 );
@@ -150,7 +150,7 @@ pub fn check(
                     name.into(),
                     format!(
                         "{} takes images of at most {}; this one is {}",
-                        label(platform),
+                        platform.label(),
                         bytes(max_bytes),
                         bytes(size)
                     ),
@@ -166,7 +166,7 @@ pub fn check(
                     name.into(),
                     format!(
                         "{} takes {} images only",
-                        label(platform),
+                        platform.label(),
                         if platform == Platform::Instagram {
                             "JPEG"
                         } else {
@@ -209,7 +209,7 @@ pub fn check(
         if title.chars().count() > 100 {
             refuse(
                 field("title"),
-                format!("{} titles are at most 100 characters", label(platform)),
+                format!("{} titles are at most 100 characters", platform.label()),
             );
         }
     }
@@ -230,7 +230,7 @@ pub fn check(
                 field(caption_key),
                 format!(
                     "{} takes at most {max} {} here (the item's description is the default)",
-                    label(platform),
+                    platform.label(),
                     if platform == Platform::Youtube {
                         "bytes"
                     } else {
@@ -267,16 +267,6 @@ pub fn check(
         );
     }
     problems
-}
-
-fn label(platform: Platform) -> &'static str {
-    match platform {
-        Platform::Youtube => "YouTube",
-        Platform::Instagram => "Instagram",
-        Platform::Tiktok => "TikTok",
-        Platform::Linkedin => "LinkedIn",
-        Platform::Pinterest => "Pinterest",
-    }
 }
 
 fn duration(seconds: f64) -> String {

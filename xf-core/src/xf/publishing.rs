@@ -91,17 +91,6 @@ impl From<PublishError> for Halt {
     }
 }
 
-/// The platform's name as people write it.
-pub(crate) fn platform_label(platform: Platform) -> &'static str {
-    match platform {
-        Platform::Youtube => "YouTube",
-        Platform::Instagram => "Instagram",
-        Platform::Tiktok => "TikTok",
-        Platform::Linkedin => "LinkedIn",
-        Platform::Pinterest => "Pinterest",
-    }
-}
-
 /// Settings of the publishing handler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PublishOptions {
@@ -257,7 +246,7 @@ impl Xf {
 fn disconnected_message(channel: &Channel, reason: &str) -> String {
     format!(
         "the {} channel {} is disconnected ({reason}); connect it again and upload anew",
-        platform_label(channel.platform),
+        channel.platform.label(),
         channel.account_id
     )
 }
@@ -434,7 +423,7 @@ impl PublishHandler {
         let publisher = xf.publisher(platform).cloned().ok_or_else(|| {
             Halt::Fail(format!(
                 "publishing to {} is not configured on this server",
-                platform_label(platform)
+                platform.label()
             ))
         })?;
         let mut channel = xf
@@ -445,7 +434,7 @@ impl PublishHandler {
             .ok_or_else(|| {
                 Halt::Fail(format!(
                     "the {} account {account} is no longer connected",
-                    platform_label(platform)
+                    platform.label()
                 ))
             })?;
         if let Some(reason) = &channel.disconnected {
@@ -495,7 +484,7 @@ impl PublishHandler {
                 Ok(Step::Wait(wait)) => {
                     if started.elapsed() + wait > self.options.max_wait {
                         return Err(Halt::Retry(
-                            format!("{} is still processing the post", platform_label(platform)),
+                            format!("{} is still processing the post", platform.label()),
                             Some(wait),
                         ));
                     }
@@ -684,6 +673,28 @@ impl PublishHandler {
         let grant = match publisher.refresh(&refresh_token).await {
             Ok(grant) => grant,
             Err(PublishError::Disconnected(reason) | PublishError::Unauthorized(reason)) => {
+                // Platforms that rotate refresh tokens (TikTok, Pinterest) refuse the old one
+                // once another job, here or on another instance, refreshed first: then the
+                // stored tokens are newer than ours, and they are used instead.
+                let stored = xf
+                    .store()
+                    .find_channel(
+                        &channel.organization_id,
+                        channel.platform,
+                        &channel.account_id,
+                    )
+                    .await
+                    .map_err(|e| Halt::Retry(format!("the store failed: {e}"), None))?;
+                if let Some(stored) = stored.filter(|s| {
+                    s.disconnected.is_none()
+                        && s.sealed_refresh_token != channel.sealed_refresh_token
+                }) {
+                    let token = sealer.open(&owner, &stored.sealed_access_token).ok();
+                    if let Some(token) = token {
+                        *channel = stored;
+                        return Ok(token);
+                    }
+                }
                 xf.disconnect(channel, &reason).await;
                 return Err(Halt::Fail(disconnected_message(channel, &reason)));
             }

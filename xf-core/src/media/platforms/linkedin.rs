@@ -17,7 +17,7 @@
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::{by_status, json as parse, read, send, token_grant, DEFAULT_TIMEOUT};
+use super::{by_status, json as parse, read, send, token_grant, OAuthApp, DEFAULT_TIMEOUT};
 use crate::media::publish::{
     Outcome, PollOutcome, PostContext, PublishError, Published, Publisher, TokenGrant,
 };
@@ -32,12 +32,10 @@ pub const TOKEN_URL: &str = "https://www.linkedin.com/oauth/v2/accessToken";
 pub const API_VERSION: &str = "202411";
 
 /// The host's LinkedIn app and where LinkedIn is.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct LinkedinConfig {
-    /// The app's client id.
-    pub client_id: String,
-    /// The app's client secret.
-    pub client_secret: String,
+    /// The app that refreshes the channels' tokens.
+    pub app: OAuthApp,
     /// The REST API's base (default [`API_BASE_URL`]).
     pub api_base_url: String,
     /// The token endpoint (default [`TOKEN_URL`]).
@@ -52,23 +50,12 @@ impl LinkedinConfig {
     /// LinkedIn's endpoints with this app.
     pub fn new(client_id: impl Into<String>, client_secret: impl Into<String>) -> Self {
         LinkedinConfig {
-            client_id: client_id.into(),
-            client_secret: client_secret.into(),
+            app: OAuthApp::new(client_id, client_secret),
             api_base_url: API_BASE_URL.to_owned(),
             token_url: TOKEN_URL.to_owned(),
             poll_interval: std::time::Duration::from_secs(5),
             timeout: DEFAULT_TIMEOUT,
         }
-    }
-}
-
-impl std::fmt::Debug for LinkedinConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LinkedinConfig")
-            .field("client_id", &self.client_id)
-            .field("api_base_url", &self.api_base_url)
-            .field("token_url", &self.token_url)
-            .finish_non_exhaustive()
     }
 }
 
@@ -161,8 +148,8 @@ impl Publisher for Linkedin {
         let request = self.client.post(&self.config.token_url).form(&[
             ("grant_type", "refresh_token"),
             ("refresh_token", refresh_token),
-            ("client_id", self.config.client_id.as_str()),
-            ("client_secret", self.config.client_secret.as_str()),
+            ("client_id", self.config.app.client_id.as_str()),
+            ("client_secret", self.config.app.client_secret.as_str()),
         ]);
         token_grant(&send(request).await?)
     }

@@ -15,6 +15,34 @@ use super::inspect::RangeRead;
 use super::publish::{PublishError, TokenGrant};
 use crate::net::{exchange, Answer, ExchangeError};
 
+/// A host's app registration on a platform: what refreshes its channels' tokens.
+#[derive(Clone, PartialEq, Eq)]
+pub struct OAuthApp {
+    /// The client id (TikTok's client key).
+    pub client_id: String,
+    /// The client secret (never shown by `Debug`).
+    pub client_secret: String,
+}
+
+impl OAuthApp {
+    /// The app of this id and secret.
+    pub fn new(client_id: impl Into<String>, client_secret: impl Into<String>) -> Self {
+        OAuthApp {
+            client_id: client_id.into(),
+            client_secret: client_secret.into(),
+        }
+    }
+}
+
+impl std::fmt::Debug for OAuthApp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthApp")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &"<redacted>")
+            .finish()
+    }
+}
+
 /// Longest wait for one answer, by default (uploads of a chunk included).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// Answers are read up to this size.

@@ -17,7 +17,7 @@
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::{by_status, json as parse, read, send, token_grant, DEFAULT_TIMEOUT};
+use super::{by_status, json as parse, read, send, token_grant, OAuthApp, DEFAULT_TIMEOUT};
 use crate::media::publish::{
     Outcome, PollOutcome, PostContext, PublishError, Published, Publisher, TokenGrant,
 };
@@ -28,12 +28,10 @@ use crate::net::Answer;
 pub const API_BASE_URL: &str = "https://api.pinterest.com";
 
 /// The host's Pinterest app and where Pinterest is.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct PinterestConfig {
-    /// The app's id.
-    pub client_id: String,
-    /// The app's secret.
-    pub client_secret: String,
+    /// The app that refreshes the channels' tokens.
+    pub app: OAuthApp,
     /// The API's base (default [`API_BASE_URL`]); the token endpoint is under it.
     pub api_base_url: String,
     /// How long to wait between status reads (default 5 s).
@@ -46,21 +44,11 @@ impl PinterestConfig {
     /// Pinterest's endpoints with this app.
     pub fn new(client_id: impl Into<String>, client_secret: impl Into<String>) -> Self {
         PinterestConfig {
-            client_id: client_id.into(),
-            client_secret: client_secret.into(),
+            app: OAuthApp::new(client_id, client_secret),
             api_base_url: API_BASE_URL.to_owned(),
             poll_interval: std::time::Duration::from_secs(5),
             timeout: DEFAULT_TIMEOUT,
         }
-    }
-}
-
-impl std::fmt::Debug for PinterestConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PinterestConfig")
-            .field("client_id", &self.client_id)
-            .field("api_base_url", &self.api_base_url)
-            .finish_non_exhaustive()
     }
 }
 
@@ -142,7 +130,10 @@ impl Publisher for Pinterest {
         let request = self
             .client
             .post(self.url("/v5/oauth/token"))
-            .basic_auth(&self.config.client_id, Some(&self.config.client_secret))
+            .basic_auth(
+                &self.config.app.client_id,
+                Some(&self.config.app.client_secret),
+            )
             .form(&[
                 ("grant_type", "refresh_token"),
                 ("refresh_token", refresh_token),

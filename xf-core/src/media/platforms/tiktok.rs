@@ -25,7 +25,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::{json as parse, read, send, token_grant, DEFAULT_TIMEOUT};
+use super::{json as parse, read, send, token_grant, OAuthApp, DEFAULT_TIMEOUT};
 use crate::media::publish::{
     Outcome, PollOutcome, PostContext, PublishError, Published, Publisher, TokenGrant,
 };
@@ -37,12 +37,10 @@ pub const API_BASE_URL: &str = "https://open.tiktokapis.com";
 const MB: u64 = 1024 * 1024;
 
 /// The host's TikTok app and where TikTok is.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct TiktokConfig {
-    /// The app's client key.
-    pub client_key: String,
-    /// The app's client secret.
-    pub client_secret: String,
+    /// The app that refreshes the channels' tokens.
+    pub app: OAuthApp,
     /// The API's base (default [`API_BASE_URL`]); the token endpoint is under it.
     pub api_base_url: String,
     /// Bytes per chunk, 5 to 64 MB (default 10 MB).
@@ -57,23 +55,12 @@ impl TiktokConfig {
     /// TikTok's endpoints with this app.
     pub fn new(client_key: impl Into<String>, client_secret: impl Into<String>) -> Self {
         TiktokConfig {
-            client_key: client_key.into(),
-            client_secret: client_secret.into(),
+            app: OAuthApp::new(client_key, client_secret),
             api_base_url: API_BASE_URL.to_owned(),
             chunk_size: 10 * MB,
             poll_interval: Duration::from_secs(5),
             timeout: DEFAULT_TIMEOUT,
         }
-    }
-}
-
-impl std::fmt::Debug for TiktokConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TiktokConfig")
-            .field("client_key", &self.client_key)
-            .field("api_base_url", &self.api_base_url)
-            .field("chunk_size", &self.chunk_size)
-            .finish_non_exhaustive()
     }
 }
 
@@ -229,8 +216,8 @@ impl Publisher for Tiktok {
 
     async fn refresh(&self, refresh_token: &str) -> Result<TokenGrant, PublishError> {
         let request = self.client.post(self.url("/v2/oauth/token/")).form(&[
-            ("client_key", self.config.client_key.as_str()),
-            ("client_secret", self.config.client_secret.as_str()),
+            ("client_key", self.config.app.client_id.as_str()),
+            ("client_secret", self.config.app.client_secret.as_str()),
             ("grant_type", "refresh_token"),
             ("refresh_token", refresh_token),
         ]);

@@ -22,7 +22,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{by_status, json as parse, read, send, token_grant, DEFAULT_TIMEOUT};
+use super::{by_status, json as parse, read, send, token_grant, OAuthApp, DEFAULT_TIMEOUT};
 use crate::media::publish::{
     Outcome, PollOutcome, PostContext, PublishError, Published, Publisher, TokenGrant,
 };
@@ -37,12 +37,10 @@ pub const UPLOAD_BASE_URL: &str = "https://www.googleapis.com";
 pub const CHUNK_UNIT: u64 = 256 * 1024;
 
 /// The host's OAuth client and where YouTube is.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct YoutubeConfig {
-    /// The OAuth client id.
-    pub client_id: String,
-    /// The OAuth client secret.
-    pub client_secret: String,
+    /// The Google OAuth client that refreshes the channels' tokens.
+    pub app: OAuthApp,
     /// The token endpoint (default [`TOKEN_URL`]).
     pub token_url: String,
     /// The upload endpoint's base (default [`UPLOAD_BASE_URL`]).
@@ -57,24 +55,12 @@ impl YoutubeConfig {
     /// YouTube's endpoints with this OAuth client.
     pub fn new(client_id: impl Into<String>, client_secret: impl Into<String>) -> Self {
         YoutubeConfig {
-            client_id: client_id.into(),
-            client_secret: client_secret.into(),
+            app: OAuthApp::new(client_id, client_secret),
             token_url: TOKEN_URL.to_owned(),
             upload_base_url: UPLOAD_BASE_URL.to_owned(),
             chunk_size: 32 * CHUNK_UNIT,
             timeout: DEFAULT_TIMEOUT,
         }
-    }
-}
-
-impl std::fmt::Debug for YoutubeConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("YoutubeConfig")
-            .field("client_id", &self.client_id)
-            .field("token_url", &self.token_url)
-            .field("upload_base_url", &self.upload_base_url)
-            .field("chunk_size", &self.chunk_size)
-            .finish_non_exhaustive()
     }
 }
 
@@ -280,8 +266,8 @@ impl Publisher for Youtube {
 
     async fn refresh(&self, refresh_token: &str) -> Result<TokenGrant, PublishError> {
         let request = self.client.post(&self.config.token_url).form(&[
-            ("client_id", self.config.client_id.as_str()),
-            ("client_secret", self.config.client_secret.as_str()),
+            ("client_id", self.config.app.client_id.as_str()),
+            ("client_secret", self.config.app.client_secret.as_str()),
             ("refresh_token", refresh_token),
             ("grant_type", "refresh_token"),
         ]);
