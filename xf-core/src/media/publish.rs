@@ -243,12 +243,15 @@ pub trait Publisher: Send + Sync + std::fmt::Debug {
         checkpoint: &mut Value,
     ) -> Result<(), PublishError>;
 
-    /// One read-only status check.
+    /// One read-only status check. By default there is nothing to wait for (the platform
+    /// processes after the irreversible call, and [`Publisher::find`] follows it).
     async fn poll(
         &self,
-        post: &PostContext<'_>,
-        checkpoint: &mut Value,
-    ) -> Result<PollOutcome, PublishError>;
+        _post: &PostContext<'_>,
+        _checkpoint: &mut Value,
+    ) -> Result<PollOutcome, PublishError> {
+        Ok(PollOutcome::Ready)
+    }
 
     /// The one irreversible call: the post goes live, goes to a person (TikTok's inbox),
     /// or is taken for processing. A refusal must be [`PublishError::Rejected`]; any other

@@ -26,9 +26,7 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::{json as parse, read, send, token_grant, OAuthApp, DEFAULT_TIMEOUT};
-use crate::media::publish::{
-    Outcome, PollOutcome, PostContext, PublishError, Published, Publisher, TokenGrant,
-};
+use crate::media::publish::{Outcome, PostContext, PublishError, Published, Publisher, TokenGrant};
 use crate::media::Platform;
 use crate::net::Answer;
 
@@ -272,14 +270,6 @@ impl Publisher for Tiktok {
         let count = checkpoint["chunkCount"].as_u64().unwrap_or(1);
         self.send_chunks(post, checkpoint, from, count.saturating_sub(1))
             .await
-    }
-
-    async fn poll(
-        &self,
-        _post: &PostContext<'_>,
-        _checkpoint: &mut Value,
-    ) -> Result<PollOutcome, PublishError> {
-        Ok(PollOutcome::Ready)
     }
 
     async fn finalize(

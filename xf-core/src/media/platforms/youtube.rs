@@ -23,9 +23,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{by_status, json as parse, read, send, token_grant, OAuthApp, DEFAULT_TIMEOUT};
-use crate::media::publish::{
-    Outcome, PollOutcome, PostContext, PublishError, Published, Publisher, TokenGrant,
-};
+use crate::media::publish::{Outcome, PostContext, PublishError, Published, Publisher, TokenGrant};
 use crate::media::{FileFacts, Platform};
 use crate::net::Answer;
 
@@ -310,14 +308,6 @@ impl Publisher for Youtube {
                 Err(error)
             }
         }
-    }
-
-    async fn poll(
-        &self,
-        _post: &PostContext<'_>,
-        _checkpoint: &mut Value,
-    ) -> Result<PollOutcome, PublishError> {
-        Ok(PollOutcome::Ready)
     }
 
     async fn finalize(
