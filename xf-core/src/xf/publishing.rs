@@ -190,6 +190,9 @@ impl Xf {
             tracing::warn!(%error, channel_id = %channel.id, "marking a channel disconnected failed");
         }
         let message = disconnected_message(channel, reason);
+        // The unfinished items are gathered first and changed after: failing a post moves
+        // its item out of the status being paged through.
+        let mut unfinished = Vec::new();
         for kind in [MediaKind::Video, MediaKind::Image] {
             for status in [
                 MediaStatus::Pending,
@@ -202,42 +205,36 @@ impl Xf {
                     platform: Some(channel.platform),
                 };
                 let mut offset = 0;
-                loop {
-                    let page = self
-                        .store()
-                        .list_media(&channel.organization_id, &filter, offset, 100)
-                        .await;
-                    let Ok((items, _)) = page else { break };
+                while let Ok((items, _)) = self
+                    .store()
+                    .list_media(&channel.organization_id, &filter, offset, 100)
+                    .await
+                {
                     let count = items.len() as u64;
-                    for item in items {
-                        let Some(post) = item.post(channel.platform, &channel.account_id) else {
-                            continue;
-                        };
-                        if post.is_final() {
-                            continue;
-                        }
-                        let failed = Post {
-                            status: PlatformStatus::Failed,
-                            stage: PostStage::Done,
-                            error: Some(message.clone()),
-                            ..post.clone()
-                        };
-                        let _ = self
-                            .store()
-                            .update_post(
-                                &item.id,
-                                channel.platform,
-                                &channel.account_id,
-                                &failed,
-                                now,
-                            )
-                            .await;
-                    }
+                    unfinished.extend(items.into_iter().filter_map(|item| {
+                        let post = item.post(channel.platform, &channel.account_id)?;
+                        (!post.is_final()).then(|| (item.id.clone(), post.clone()))
+                    }));
                     if count < 100 {
                         break;
                     }
                     offset += count;
                 }
+            }
+        }
+        for (id, post) in unfinished {
+            let failed = Post {
+                status: PlatformStatus::Failed,
+                stage: PostStage::Done,
+                error: Some(message.clone()),
+                ..post
+            };
+            let updated = self
+                .store()
+                .update_post(&id, channel.platform, &channel.account_id, &failed, now)
+                .await;
+            if let Err(error) = updated {
+                tracing::warn!(%error, media_id = %id, "failing a post of a disconnected channel");
             }
         }
     }
