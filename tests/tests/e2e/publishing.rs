@@ -35,6 +35,7 @@ crate::backends!(
     linkedin_uploads_parts_as_instructed_then_posts,
     pinterest_pins_videos_and_images_once,
     a_refresh_that_lost_the_race_to_a_rotation_uses_the_new_token,
+    a_worker_dying_on_the_last_attempt_fails_the_post,
 );
 
 const ACCESS: &str = "ya29.access-of-studio";
@@ -1118,5 +1119,45 @@ async fn a_refresh_that_lost_the_race_to_a_rotation_uses_the_new_token(app: Test
         .unwrap()
         .unwrap();
     assert_eq!(channel.disconnected, None);
+    workers.shutdown(Duration::from_secs(5)).await;
+}
+
+/// Workers that die (their leases run out, the rescue puts the job back) use up the post's
+/// attempts; the attempt after the last fails the post with a clear error instead of leaving
+/// it `processing` forever.
+async fn a_worker_dying_on_the_last_attempt_fails_the_post(app: TestApp) {
+    let (app, platforms) = publishing(app).await;
+    platforms.grant(ACCESS, None);
+    let org = studio(&app).await;
+    connect(&app, &org, "youtube", "UC-studio", 24 * 60).await;
+    let clip = video("mp4", 640, 360, 4, false, 0);
+    let id = post_video(&app, &org, &clip, &[("platforms", r#"["youtube"]"#)]).await;
+    for _ in 0..6 {
+        let now = app.xf.now();
+        let claimed = app
+            .store
+            .claim_jobs(&xf_core::store::ClaimRequest {
+                job_types: vec![MEDIA_PUBLISH.to_owned()],
+                limit: 1,
+                now,
+                lease_expires_at: now,
+            })
+            .await
+            .unwrap();
+        assert_eq!(claimed.len(), 1);
+        app.clock.advance(chrono::Duration::seconds(1));
+        let rescued = app.store.rescue_expired(app.xf.now()).await.unwrap();
+        assert_eq!(rescued.requeued, 1);
+    }
+    let workers = workers(&app);
+    let shown = wait_for(&app, &org.key, &id, |i| i["status"] == "failed").await;
+    let error = shown["youtube"]["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("publishing stopped after 6 attempts"),
+        "{error}"
+    );
+    let job = job_of(&app, &id, "youtube").await;
+    assert_eq!(job.status, xf_core::model::JobStatus::Failed);
+    assert!(platforms.seen().is_empty(), "nothing was sent");
     workers.shutdown(Duration::from_secs(5)).await;
 }

@@ -368,7 +368,10 @@ impl Xf {
                         now,
                     );
                     job.run_at = run_at;
-                    job.max_attempts = PUBLISH_ATTEMPTS;
+                    // Two spare attempts: a worker that dies during the last one leaves the
+                    // job to the lease rescue, and the next attempt fails the post (see
+                    // `PublishHandler`) instead of leaving it `processing`.
+                    job.max_attempts = PUBLISH_ATTEMPTS + 2;
                     post.job_id = Some(job.id.clone());
                     jobs.push(job);
                 }

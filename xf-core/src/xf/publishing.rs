@@ -28,7 +28,7 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::media::channel_owner;
+use super::media::{channel_owner, PUBLISH_ATTEMPTS};
 use super::Xf;
 use crate::error::{Error, Result};
 use crate::ids::MediaId;
@@ -380,7 +380,29 @@ impl JobHandler for PublishHandler {
         if record.get().is_final() {
             return Ok(summary(&record));
         }
-        let last_attempt = job.job().attempts >= job.job().max_attempts;
+        let attempts = job.job().attempts;
+        let last_attempt = attempts >= PUBLISH_ATTEMPTS;
+        if attempts > PUBLISH_ATTEMPTS && record.get().stage != PostStage::Finalizing {
+            // The worker of the last attempt died (its lease ran out and the job came back):
+            // the post fails with the last error instead of staying `processing`. A post
+            // whose final call may have gone through is looked up first, as always.
+            let error = format!(
+                "publishing stopped after {PUBLISH_ATTEMPTS} attempts: {}",
+                job.job()
+                    .error
+                    .as_deref()
+                    .unwrap_or("the worker publishing it stopped responding")
+            );
+            let noted = error.clone();
+            let _ = record
+                .update(|post| {
+                    post.status = PlatformStatus::Failed;
+                    post.stage = PostStage::Done;
+                    post.error = Some(noted);
+                })
+                .await;
+            return Err(JobError::Fail(error));
+        }
         match self.publish(&job, &item, &record).await {
             Ok(()) => Ok(summary(&record)),
             Err(Halt::Retry(error, after)) if !last_attempt => {
