@@ -248,12 +248,37 @@ impl Post {
         }
     }
 
+    /// Marks it failed for good, with why.
+    pub fn fail(&mut self, error: String) {
+        self.status = PlatformStatus::Failed;
+        self.stage = PostStage::Done;
+        self.error = Some(error);
+    }
+
     /// Whether nothing more will happen to it.
     pub fn is_final(&self) -> bool {
         matches!(
             self.status,
             PlatformStatus::Published | PlatformStatus::Failed | PlatformStatus::Manual
         )
+    }
+}
+
+impl FileFacts {
+    /// The MIME type of the content, as inspecting it found it.
+    pub fn content_type(&self) -> &'static str {
+        use super::inspect::{ImageFormat, VideoContainer};
+        match self {
+            FileFacts::Video(video) => match video.container {
+                VideoContainer::Mp4 => "video/mp4",
+                VideoContainer::Mov => "video/quicktime",
+            },
+            FileFacts::Image(image) => match image.format {
+                ImageFormat::Jpeg => "image/jpeg",
+                ImageFormat::Png => "image/png",
+                ImageFormat::Webp => "image/webp",
+            },
+        }
     }
 }
 

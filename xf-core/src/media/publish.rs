@@ -201,27 +201,12 @@ impl PostContext<'_> {
 
     /// The media's MIME type.
     pub fn content_type(&self) -> &'static str {
-        content_type(&self.item.file.name, self.item.kind)
+        self.item.file.facts.content_type()
     }
 
     /// Whether it is a video.
     pub fn is_video(&self) -> bool {
         self.item.kind == MediaKind::Video
-    }
-}
-
-/// The MIME type of a stored file, by its (checked) extension.
-pub fn content_type(name: &str, kind: MediaKind) -> &'static str {
-    let extension = name
-        .rsplit_once('.')
-        .map(|(_, e)| e.to_ascii_lowercase())
-        .unwrap_or_default();
-    match (kind, extension.as_str()) {
-        (MediaKind::Video, "mov") => "video/quicktime",
-        (MediaKind::Video, _) => "video/mp4",
-        (MediaKind::Image, "png") => "image/png",
-        (MediaKind::Image, "webp") => "image/webp",
-        (MediaKind::Image, _) => "image/jpeg",
     }
 }
 

@@ -95,6 +95,15 @@ fn settings_of(platform: Platform) -> &'static [Setting] {
     }
 }
 
+/// Whether a platform's settings ask to publish automatically: `autoPublish`, `true` when
+/// not given.
+pub fn auto_publish(settings: &Map<String, Value>) -> bool {
+    settings
+        .get("autoPublish")
+        .and_then(Value::as_bool)
+        .unwrap_or(true)
+}
+
 /// The form fields other than the file and the platform settings.
 const COMMON_FIELDS: &[&str] = &[
     "title",

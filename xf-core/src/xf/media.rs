@@ -16,7 +16,7 @@ use crate::media::api::{
 use crate::media::inspect::{extension_of, inspect_image, inspect_video, Refused};
 use crate::media::publish::MEDIA_PUBLISH;
 use crate::media::rules::{self, ItemTexts};
-use crate::media::settings::{parse_upload_fields, UploadFields};
+use crate::media::settings::{auto_publish, parse_upload_fields, UploadFields};
 use crate::media::Post;
 use crate::media::{
     Channel, FileFacts, MediaItem, MediaKind, MediaStatus, Platform, PlatformStatus,
@@ -338,11 +338,7 @@ impl Xf {
         let run_at = form.scheduled_at.filter(|at| *at > now).unwrap_or(now);
         let mut jobs = Vec::new();
         for (platform, target) in &mut targets {
-            let auto_publish = target
-                .settings
-                .get("autoPublish")
-                .and_then(serde_json::Value::as_bool)
-                .unwrap_or(true);
+            let auto_publish = auto_publish(&target.settings);
             for account in &target.accounts {
                 // Without autoPublish a person finishes the post, except on TikTok, whose
                 // inbox upload is that very flow.

@@ -173,7 +173,7 @@ impl Xf {
             .await
             .map_err(|_| missing())?;
         Ok(MediaFile {
-            content_type: crate::media::publish::content_type(&item.file.name, item.kind),
+            content_type: item.file.facts.content_type(),
             reader,
         })
     }
@@ -222,13 +222,8 @@ impl Xf {
                 }
             }
         }
-        for (id, post) in unfinished {
-            let failed = Post {
-                status: PlatformStatus::Failed,
-                stage: PostStage::Done,
-                error: Some(message.clone()),
-                ..post
-            };
+        for (id, mut failed) in unfinished {
+            failed.fail(message.clone());
             let updated = self
                 .store()
                 .update_post(&id, channel.platform, &channel.account_id, &failed, now)
@@ -310,9 +305,15 @@ impl PostRecord {
         }
     }
 
-    /// Stores the post as published (or, with `manual`, as waiting for a person).
-    async fn finish(&self, outcome: Finished) -> std::result::Result<(), PublishError> {
+    /// Stores the post as published (or, with `manual`, as waiting for a person), with the
+    /// last checkpoint, in one write.
+    async fn finish(
+        &self,
+        checkpoint: Value,
+        outcome: Finished,
+    ) -> std::result::Result<(), PublishError> {
         self.update(|post| {
+            post.checkpoint = checkpoint;
             post.stage = PostStage::Done;
             match outcome {
                 Finished::Published(published) => {
@@ -394,13 +395,7 @@ impl JobHandler for PublishHandler {
                     .unwrap_or("the worker publishing it stopped responding")
             );
             let noted = error.clone();
-            let _ = record
-                .update(|post| {
-                    post.status = PlatformStatus::Failed;
-                    post.stage = PostStage::Done;
-                    post.error = Some(noted);
-                })
-                .await;
+            let _ = record.update(|post| post.fail(noted)).await;
             return Err(JobError::Fail(error));
         }
         match self.publish(&job, &item, &record).await {
@@ -417,13 +412,7 @@ impl JobHandler for PublishHandler {
             }
             Err(Halt::Retry(error, _) | Halt::Fail(error)) => {
                 let noted = error.clone();
-                let _ = record
-                    .update(|post| {
-                        post.status = PlatformStatus::Failed;
-                        post.stage = PostStage::Done;
-                        post.error = Some(noted);
-                    })
-                    .await;
+                let _ = record.update(|post| post.fail(noted)).await;
                 Err(JobError::Fail(error))
             }
         }
@@ -594,13 +583,13 @@ impl PublishHandler {
     ) -> std::result::Result<Step, PublishError> {
         match outcome {
             Ok(Outcome::Published(published)) => {
-                record.update(|post| post.checkpoint = checkpoint).await?;
-                record.finish(Finished::Published(published)).await?;
+                record
+                    .finish(checkpoint, Finished::Published(published))
+                    .await?;
                 Ok(Step::Done)
             }
             Ok(Outcome::Manual(reason)) => {
-                record.update(|post| post.checkpoint = checkpoint).await?;
-                record.finish(Finished::Manual(reason)).await?;
+                record.finish(checkpoint, Finished::Manual(reason)).await?;
                 Ok(Step::Done)
             }
             Ok(Outcome::Pending(wait)) => {

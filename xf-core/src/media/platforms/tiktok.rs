@@ -27,6 +27,7 @@ use serde_json::{json, Value};
 
 use super::{json as parse, read, send, token_grant, OAuthApp, DEFAULT_TIMEOUT};
 use crate::media::publish::{Outcome, PostContext, PublishError, Published, Publisher, TokenGrant};
+use crate::media::settings::auto_publish;
 use crate::media::Platform;
 use crate::net::Answer;
 
@@ -148,13 +149,6 @@ impl Tiktok {
         info
     }
 
-    fn auto_publish(post: &PostContext<'_>) -> bool {
-        post.settings
-            .get("autoPublish")
-            .and_then(Value::as_bool)
-            .unwrap_or(true)
-    }
-
     /// The status of a publish.
     async fn status(
         &self,
@@ -242,7 +236,7 @@ impl Publisher for Tiktok {
                 let (chunk, count) = chunk_plan(size, self.config.chunk_size);
                 let source = json!({"source": "FILE_UPLOAD", "video_size": size,
                     "chunk_size": chunk, "total_chunk_count": count});
-                let (path, body) = if Self::auto_publish(post) {
+                let (path, body) = if auto_publish(post.settings) {
                     (
                         "/v2/post/publish/video/init/",
                         json!({"post_info": Self::post_info(post), "source_info": source}),
@@ -281,7 +275,7 @@ impl Publisher for Tiktok {
             let count = checkpoint["chunkCount"].as_u64().unwrap_or(1);
             self.send_chunks(post, checkpoint, count - 1, count).await?;
         } else {
-            let mode = if Self::auto_publish(post) {
+            let mode = if auto_publish(post.settings) {
                 "DIRECT_POST"
             } else {
                 "MEDIA_UPLOAD"
