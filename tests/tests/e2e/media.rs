@@ -58,7 +58,7 @@ async fn connect(app: &TestApp, org: &MediaOrg, platform: &str, account: &str) -
 }
 
 /// Sends an upload form with `X-API-Key`.
-async fn upload(
+pub(crate) async fn upload(
     app: &TestApp,
     key: &str,
     path: &str,

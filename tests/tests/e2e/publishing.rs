@@ -7,9 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http::{Method, Request};
-use http_body_util::Full;
+use http::Method;
 use serde_json::{json, Value};
 use xf_core::media::platforms::instagram::Instagram;
 use xf_core::media::platforms::linkedin::Linkedin;
@@ -18,9 +16,11 @@ use xf_core::media::platforms::tiktok::Tiktok;
 use xf_core::media::platforms::youtube::{Youtube, CHUNK_UNIT};
 use xf_core::media::publish::MEDIA_PUBLISH;
 use xf_core::runtime::{WorkerHandle, WorkerOptions};
-use xf_tests::media::{grainy_video, image, multipart, video};
+use xf_tests::media::{grainy_video, image, video};
 use xf_tests::platforms::{Failure, PlatformStandIn, Route};
-use xf_tests::{Reply, TestApp};
+use xf_tests::TestApp;
+
+use crate::media::upload;
 
 crate::backends!(
     youtube_publishes_in_chunks_and_reports_each_stage,
@@ -117,24 +117,6 @@ async fn connect(
     reply.expect(201);
 }
 
-async fn upload(
-    app: &TestApp,
-    key: &str,
-    path: &str,
-    fields: &[(&str, &str)],
-    file: (&str, &[u8]),
-) -> Reply {
-    let (content_type, body) = multipart(fields, Some(file));
-    let request = Request::builder()
-        .method(Method::POST)
-        .uri(path)
-        .header("x-api-key", key)
-        .header("content-type", content_type)
-        .body(Full::new(Bytes::from(body)))
-        .unwrap();
-    app.send(request).await
-}
-
 async fn item(app: &TestApp, key: &str, id: &str) -> Value {
     let reply = app.get(&format!("/media/videos/{id}"), key).await;
     reply.expect(200).clone()
@@ -160,11 +142,21 @@ async fn wait_for(app: &TestApp, key: &str, id: &str, done: impl Fn(&Value) -> b
 
 /// Uploads `clip` for `platforms` with `fields`; the item's id.
 async fn post_video(app: &TestApp, org: &Studio, clip: &[u8], fields: &[(&str, &str)]) -> String {
-    let reply = upload(app, &org.key, "/media/videos", fields, ("launch.mp4", clip)).await;
+    let reply = upload(
+        app,
+        &org.key,
+        "/media/videos",
+        fields,
+        Some(("launch.mp4", clip)),
+    )
+    .await;
     reply.expect(201)[0]["id"].as_str().unwrap().to_owned()
 }
 
 /// The job of the item's post on `platform`.
+/// The job of the item's post on `platform`, once its attempt's outcome is written: the
+/// handler stores the post before it returns, and the runtime writes the job after, so a
+/// test that saw the post waits here for the job to catch up (10 s at most).
 async fn job_of(app: &TestApp, id: &str, platform: &str) -> xf_core::model::JobRecord {
     let item = app
         .store
@@ -174,11 +166,15 @@ async fn job_of(app: &TestApp, id: &str, platform: &str) -> xf_core::model::JobR
         .unwrap();
     let platform = xf_core::media::Platform::parse(platform).unwrap();
     let post = item.targets[&platform].posts.values().next().unwrap();
-    app.store
-        .get_job(post.job_id.as_ref().unwrap())
-        .await
-        .unwrap()
-        .unwrap()
+    let job_id = post.job_id.clone().unwrap();
+    for _ in 0..500 {
+        let job = app.store.get_job(&job_id).await.unwrap().unwrap();
+        if job.status != xf_core::model::JobStatus::Processing {
+            return job;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the job's attempt never ended");
 }
 
 fn sessions(platforms: &PlatformStandIn) -> usize {
@@ -637,7 +633,7 @@ async fn instagram_pulls_the_signed_url_and_publishes(app: TestApp) {
             ("platforms", r#"["instagram"]"#),
             ("description", "A square"),
         ],
-        ("square.jpg", &photo),
+        Some(("square.jpg", &photo)),
     )
     .await;
     let image_id = reply.expect(201)[0]["id"].as_str().unwrap().to_owned();
@@ -776,7 +772,14 @@ async fn upload_image(
     photo: &[u8],
     fields: &[(&str, &str)],
 ) -> String {
-    let reply = upload(app, &org.key, "/media/images", fields, ("photo.jpg", photo)).await;
+    let reply = upload(
+        app,
+        &org.key,
+        "/media/images",
+        fields,
+        Some(("photo.jpg", photo)),
+    )
+    .await;
     reply.expect(201)[0]["id"].as_str().unwrap().to_owned()
 }
 
