@@ -33,6 +33,10 @@ use serde_json::{json, Value};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{PgPool, Row};
 
+/// The allocator xf-server uses, so that the comparison measures the request path alone.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Whether the request carries a live key (the prefix only: no lookup).
 fn has_key(headers: &HeaderMap) -> bool {
     headers
