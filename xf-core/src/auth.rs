@@ -24,7 +24,12 @@ pub fn generate_key(mode: KeyMode) -> String {
 
 /// The lower-case hex SHA-256 of a key, as stored.
 pub fn hash_key(key: &str) -> String {
-    hex::encode(Sha256::digest(key.as_bytes()))
+    hex::encode(digest_key(key))
+}
+
+/// The SHA-256 digest of a key, of which [`hash_key`] is the hex.
+pub fn digest_key(key: &str) -> [u8; 32] {
+    Sha256::digest(key.as_bytes()).into()
 }
 
 /// Whether two stored hashes are equal, in time independent of where they differ.

@@ -217,7 +217,15 @@ id_type!(
 
 /// A new id with an ad-hoc prefix, for values that are not records (request ids).
 pub fn new_id(prefix: &str) -> String {
-    format!("{prefix}_{}", Uuid::now_v7().simple())
+    let mut id = String::with_capacity(prefix.len() + 1 + uuid::fmt::Simple::LENGTH);
+    id.push_str(prefix);
+    id.push('_');
+    id.push_str(
+        Uuid::now_v7()
+            .simple()
+            .encode_lower(&mut Uuid::encode_buffer()),
+    );
+    id
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use chrono::{DateTime, Datelike, Duration, NaiveDate, SecondsFormat, TimeZone, Timelike, Utc};
+use chrono::{DateTime, Datelike, Duration, NaiveDate, SecondsFormat, TimeZone, Utc};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A UTC instant with millisecond precision, rendered as `2026-11-22T10:15:30.123Z`.
@@ -62,14 +62,20 @@ impl Timestamp {
 
     /// The start of the UTC hour containing this instant.
     pub fn start_of_hour(&self) -> Self {
-        let at = self.0;
-        Self::from_ymd_hms(at.year(), at.month(), at.day(), at.hour())
+        self.floor_millis(3_600_000)
     }
 
     /// The start of the UTC day containing this instant.
     pub fn start_of_day(&self) -> Self {
-        let at = self.0;
-        Self::from_ymd_hms(at.year(), at.month(), at.day(), 0)
+        // Unix time has no leap seconds: every UTC day is 86,400 of its seconds.
+        self.floor_millis(86_400_000)
+    }
+
+    /// This instant rounded down to a whole multiple of `unit` milliseconds since the epoch.
+    fn floor_millis(&self, unit: i64) -> Self {
+        let millis = self.unix_millis();
+        // The floor of an instant in range is in range, but for chrono's first partial day.
+        Self::from_unix_millis(millis - millis.rem_euclid(unit)).unwrap_or(Self::MIN)
     }
 
     /// The first day of the UTC month containing this instant.

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use xf_core::store::{
@@ -109,11 +109,13 @@ pub(crate) struct RateCounters {
 }
 
 /// One shard: bucket name, then its windows and their counts.
-type Shard = HashMap<String, Vec<(Timestamp, u64)>>;
+type Shard = HashMap<Arc<str>, Vec<(Timestamp, u64)>>;
 
-/// The shard of `name` among those a request locked.
-fn locked_shard<'a>(locked: &'a mut [(usize, MutexGuard<'_, Shard>)], name: &str) -> &'a mut Shard {
-    let index = shard_of(name);
+/// Shard `index` among those a request locked.
+fn locked_shard<'a>(
+    locked: &'a mut [(usize, MutexGuard<'_, Shard>)],
+    index: usize,
+) -> &'a mut Shard {
     let (_, guard) = locked
         .iter_mut()
         .find(|(i, _)| *i == index)
@@ -136,10 +138,12 @@ fn count_of(windows: Option<&Vec<(Timestamp, u64)>>, window: Timestamp) -> u64 {
 impl RateCounters {
     /// [`GuardStore::hit_rate_limits`].
     fn hit(&self, buckets: &[RateBucket]) -> RateOutcome {
-        let mut shards: Vec<usize> = buckets.iter().map(|b| shard_of(&b.name)).collect();
-        shards.sort_unstable();
-        shards.dedup();
-        let mut locked: Vec<(usize, MutexGuard<'_, _>)> = shards
+        // Each bucket's shard, and the shards in index order: the order they are locked in.
+        let shard_ids: Vec<usize> = buckets.iter().map(|b| shard_of(&b.name)).collect();
+        let mut order = shard_ids.clone();
+        order.sort_unstable();
+        order.dedup();
+        let mut locked: Vec<(usize, MutexGuard<'_, Shard>)> = order
             .into_iter()
             .map(|index| {
                 let guard = self.shards[index]
@@ -150,9 +154,10 @@ impl RateCounters {
             .collect();
         let mut counts: Vec<u64> = buckets
             .iter()
-            .map(|b| {
+            .enumerate()
+            .map(|(i, b)| {
                 count_of(
-                    locked_shard(&mut locked, &b.name).get(b.name.as_str()),
+                    locked_shard(&mut locked, shard_ids[i]).get(&*b.name),
                     b.window_start,
                 )
             })
@@ -165,11 +170,9 @@ impl RateCounters {
             .collect();
         if exceeded.is_empty() {
             for (i, bucket) in buckets.iter().enumerate().filter(|(_, b)| b.consume) {
-                let shard = locked_shard(&mut locked, &bucket.name);
-                if !shard.contains_key(bucket.name.as_str()) {
-                    shard.insert(bucket.name.clone(), Vec::new());
-                }
-                let windows = shard.get_mut(bucket.name.as_str()).expect("inserted above");
+                let windows = locked_shard(&mut locked, shard_ids[i])
+                    .entry(bucket.name.clone())
+                    .or_default();
                 match windows
                     .iter_mut()
                     .find(|(start, _)| *start == bucket.window_start)

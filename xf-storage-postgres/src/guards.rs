@@ -58,7 +58,7 @@ async fn count_batches(pool: PgPool, mut waiting: mpsc::UnboundedReceiver<Pendin
 /// One request, one call of `xf_hit_rate_limits` (migration 0002): see its comment for how
 /// it stays exact and all-or-nothing across instances.
 async fn hit_one(pool: &PgPool, buckets: &[RateBucket]) -> StoreResult<RateOutcome> {
-    let names: Vec<&str> = buckets.iter().map(|b| b.name.as_str()).collect();
+    let names: Vec<&str> = buckets.iter().map(|b| &*b.name).collect();
     let windows: Vec<DateTime<Utc>> = buckets.iter().map(|b| at(b.window_start)).collect();
     let limits: Vec<i64> = buckets.iter().map(|b| big(b.limit)).collect();
     let consume: Vec<bool> = buckets.iter().map(|b| b.consume).collect();
@@ -87,7 +87,7 @@ async fn hit_many(pool: &PgPool, batch: &[PendingHit]) -> StoreResult<Vec<RateOu
         let request = i32::try_from(index).unwrap_or(i32::MAX);
         for bucket in buckets {
             requests.push(request);
-            names.push(bucket.name.as_str());
+            names.push(&*bucket.name);
             windows.push(at(bucket.window_start));
             limits.push(big(bucket.limit));
             consume.push(bucket.consume);

@@ -703,7 +703,7 @@ async fn the_key_cap_is_exact_across_instances() {
 
 fn bucket(name: &str, limit: u64, consume: bool) -> RateBucket {
     RateBucket {
-        name: name.to_owned(),
+        name: name.into(),
         window_start: t0().start_of_hour(),
         limit,
         consume,
@@ -731,7 +731,7 @@ async fn rate_limits_are_exact_and_all_or_nothing_across_instances() {
     let mut accepted = 0;
     for task in tasks {
         let (first, outcome) = task.await.unwrap();
-        let write_index = usize::from(first != "key:write");
+        let write_index = usize::from(&*first != "key:write");
         if outcome.exceeded.is_empty() {
             accepted += 1;
         } else {

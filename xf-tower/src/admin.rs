@@ -90,7 +90,6 @@ impl AdminService {
                 state.clone(),
                 authenticate,
             ))
-            .route_layer(axum::middleware::from_fn(crate::request_id::record_route))
             .fallback(middleware::not_found)
             .with_state(state);
         Self {

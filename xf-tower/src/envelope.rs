@@ -54,8 +54,8 @@ fn broken(object: &str) -> Response {
     .into_response()
 }
 
-fn json_response(status: StatusCode, body: String) -> Response {
-    let mut response = Response::new(Body::from(body));
+fn json_response(status: StatusCode, body: impl Into<Body>) -> Response {
+    let mut response = Response::new(body.into());
     *response.status_mut() = status;
     response.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -64,11 +64,27 @@ fn json_response(status: StatusCode, body: String) -> Response {
     response
 }
 
-/// A `{data, meta}` response.
+/// A `{data, meta}` response, serialized in one pass.
 pub fn data<T: Serialize>(status: StatusCode, data: &T) -> Response {
-    match data_object(data) {
-        Ok(object) => render(status, &object),
-        Err(error) => ApiError(error).into_response(),
+    #[derive(Serialize)]
+    struct Envelope<'a, T> {
+        data: &'a T,
+        meta: Meta<'a>,
+    }
+    #[derive(Serialize)]
+    struct Meta<'a> {
+        #[serde(rename = "requestId")]
+        request_id: &'a str,
+    }
+    let body = request_id::with_current(|request_id| {
+        serde_json::to_vec(&Envelope {
+            data,
+            meta: Meta { request_id },
+        })
+    });
+    match body {
+        Ok(body) => json_response(status, body),
+        Err(error) => ApiError(Error::Internal(error.to_string())).into_response(),
     }
 }
 

@@ -137,7 +137,6 @@ impl XfService {
                     async move { openapi::respond(served) }
                 }),
             )
-            .route_layer(axum::middleware::from_fn(request_id::record_route))
             .fallback(middleware::api_not_found)
             .with_state(xf);
         Self {
@@ -168,21 +167,15 @@ pub fn not_found_service() -> Router {
     )
 }
 
-/// The layers every service shares, innermost first: a panic becomes a `500` envelope (and
-/// a log line with the request id) instead of a dropped connection; axum's bare 405 gets the
-/// envelope; request ids and the request log wrap everything.
+/// The layer every service of the APIs shares (see [`request_id::Layer`]): request ids and
+/// the request log; a panic becomes a `500` envelope (and a log line with the request id)
+/// instead of a dropped connection; axum's bare 405 gets the envelope.
 fn with_common_layers(router: Router, service: request_id::Service) -> Router {
-    router
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
-            middleware::panic_response,
-        ))
-        .layer(axum::middleware::from_fn(
-            middleware::method_not_allowed_envelope,
-        ))
-        .layer(axum::middleware::from_fn_with_state(
-            service,
-            request_id::layer,
-        ))
+    router.layer(request_id::Layer {
+        service,
+        panic: Some(middleware::panic_response),
+        method_not_allowed: Some(middleware::method_not_allowed),
+    })
 }
 
 /// Implements tower's `Service` for a type that wraps an axum `Router` in a field `router`:

@@ -35,13 +35,13 @@ impl MediaFileService {
     pub fn new(xf: Xf) -> Self {
         let router = Router::new()
             .route("/{token}", get(file).fallback(method_not_allowed))
-            .route_layer(axum::middleware::from_fn(request_id::record_route))
             .fallback(not_found)
             .with_state(xf)
-            .layer(axum::middleware::from_fn_with_state(
-                request_id::Service::MediaFile,
-                request_id::layer,
-            ));
+            .layer(request_id::Layer {
+                service: request_id::Service::MediaFile,
+                panic: Some(crate::middleware::panic_response),
+                method_not_allowed: None,
+            });
         Self { router }
     }
 

@@ -4,7 +4,7 @@
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use http::{HeaderValue, Method, StatusCode};
+use http::{HeaderValue, Method};
 use xf_core::api::{READ_REMAINING_HEADER, WRITE_REMAINING_HEADER};
 use xf_core::plans::Entitlement;
 use xf_core::{Error, RequestKind, Xf};
@@ -93,23 +93,13 @@ pub async fn guard(xf: &Xf, mut request: Request, next: Next, guard: Guard) -> R
     response
 }
 
-/// Gives axum's 405 (a known path, another method) the error envelope, keeping its `Allow`.
-pub async fn method_not_allowed_envelope(request: Request, next: Next) -> Response {
-    let media = crate::routes::media::is_media_path(request.uri().path());
-    let response = next.run(request).await;
-    if response.status() != StatusCode::METHOD_NOT_ALLOWED {
-        return response;
-    }
-    let allow = response.headers().get(http::header::ALLOW).cloned();
-    let mut enveloped = if media {
+/// The envelope of a 405 (a known path, another method): the media API's below its paths.
+pub fn method_not_allowed(path: &str) -> Response {
+    if crate::routes::media::is_media_path(path) {
         crate::routes::media::MediaError(Error::MethodNotAllowed).into_response()
     } else {
         ApiError(Error::MethodNotAllowed).into_response()
-    };
-    if let Some(allow) = allow {
-        enveloped.headers_mut().insert(http::header::ALLOW, allow);
     }
-    enveloped
 }
 
 /// The fallback of unknown paths.

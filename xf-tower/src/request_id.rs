@@ -11,10 +11,18 @@
 //! sent it (mount prefix included), the route template it matched, the status and the
 //! latency.
 
-use axum::extract::{MatchedPath, OriginalUri, Request, State};
-use axum::middleware::Next;
+use std::any::Any;
+use std::convert::Infallible;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, OriginalUri, Request};
 use axum::response::Response;
-use http::HeaderValue;
+use futures::FutureExt;
+use http::{HeaderValue, StatusCode};
 use tracing::Instrument;
 
 /// The request and response header.
@@ -51,16 +59,18 @@ impl Service {
     }
 }
 
-/// The route template a request matched, with the mount prefix, handed from the routing
-/// layer (which knows it) to the log (which runs outside the router).
-#[derive(Debug, Clone)]
-struct RouteTemplate(String);
-
 /// The id of the request being served (a fresh one outside a request).
 pub fn current() -> String {
-    REQUEST_ID
-        .try_with(Clone::clone)
-        .unwrap_or_else(|_| xf_core::ids::new_id("req"))
+    with_current(str::to_owned)
+}
+
+/// Calls `f` with the id of the request being served (a fresh one outside a request).
+pub fn with_current<R>(f: impl FnOnce(&str) -> R) -> R {
+    if REQUEST_ID.try_with(|_| ()).is_ok() {
+        REQUEST_ID.with(|id| f(id))
+    } else {
+        f(&xf_core::ids::new_id("req"))
+    }
 }
 
 fn accepted(value: &HeaderValue) -> Option<String> {
@@ -78,62 +88,153 @@ fn sent_path(request: &Request) -> &str {
         .map_or(request.uri().path(), |original| original.0.path())
 }
 
-/// Route layer: records the matched route template, with the mount prefix, for the log.
-pub async fn record_route(request: Request, next: Next) -> Response {
-    let template = request.extensions().get::<MatchedPath>().map(|matched| {
-        let matched = matched.as_str();
-        // The prefix a host mounted us under: what the sent path has before ours.
-        let mount = sent_path(&request)
-            .strip_suffix(request.uri().path())
-            .unwrap_or("");
-        if matched.starts_with(mount) {
-            matched.to_owned()
-        } else {
-            format!("{mount}{matched}")
-        }
-    });
-    let mut response = next.run(request).await;
-    if let Some(template) = template {
-        response.extensions_mut().insert(RouteTemplate(template));
-    }
-    response
+/// The layer around every route of this crate's services: request ids, the request log, and
+/// (as each service needs) the envelope of axum's bare 405 and the answer to a panic.
+///
+/// One hand-written service rather than a stack of `from_fn` layers: each of those boxes the
+/// rest of the stack and its own future again on every request. Applied with
+/// [`Router::layer`](axum::Router::layer) it runs after routing, so the request already
+/// carries the route template it matched.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Layer {
+    /// Which service answers, for the log.
+    pub service: Service,
+    /// The answer to a handler's panic (logged, `500`); `None` leaves panics to a layer
+    /// inside.
+    pub panic: Option<fn(Box<dyn Any + Send + 'static>) -> Response>,
+    /// The answer that replaces axum's bare `405`, given the request's path; its `Allow` is
+    /// kept. `None` keeps axum's.
+    pub method_not_allowed: Option<fn(&str) -> Response>,
 }
 
-/// Middleware: assigns the id, sets the response header, and writes the request's log line.
-pub async fn layer(State(service): State<Service>, request: Request, next: Next) -> Response {
-    let id = request
-        .headers()
-        .get(HEADER)
-        .and_then(accepted)
-        .unwrap_or_else(|| xf_core::ids::new_id("req"));
-    let method = request.method().clone();
-    let path = sent_path(&request).to_owned();
-    let span = tracing::info_span!("request", request_id = %id, service = service.as_str());
-    let started = std::time::Instant::now();
-    let mut response = REQUEST_ID
-        .scope(id.clone(), next.run(request))
-        .instrument(span.clone())
-        .await;
-    let route = response
-        .extensions()
-        .get::<RouteTemplate>()
-        .map_or("-", |template| template.0.as_str());
-    // The line carries every field itself, so it reads alone in any log format; the span
-    // gives the request id to whatever else the request logs.
-    tracing::info!(
-        request_id = %id,
-        service = %service.as_str(),
-        %method,
-        %path,
-        %route,
-        status = response.status().as_u16(),
-        // Whole microseconds, in milliseconds: `0.264`, not float noise.
-        latency_ms = started.elapsed().as_micros() as f64 / 1000.0,
-        "request"
-    );
-    // `accepted` and `new_id` only yield visible ASCII, which is always a valid header value.
-    if let Ok(value) = HeaderValue::from_str(&id) {
-        response.headers_mut().insert(HEADER, value);
+impl<S> tower::Layer<S> for Layer {
+    type Service = Common<S>;
+
+    fn layer(&self, inner: S) -> Common<S> {
+        Common {
+            inner,
+            layer: *self,
+        }
     }
-    response
+}
+
+/// The service of [`Layer`].
+#[derive(Debug, Clone)]
+pub(crate) struct Common<S> {
+    inner: S,
+    layer: Layer,
+}
+
+impl<S> tower::Service<Request> for Common<S>
+where
+    S: tower::Service<Request, Response = Response, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let Layer {
+            service,
+            panic,
+            method_not_allowed,
+        } = self.layer;
+        let id = request
+            .headers()
+            .get(HEADER)
+            .and_then(accepted)
+            .unwrap_or_else(|| xf_core::ids::new_id("req"));
+        let method = request.method().clone();
+        let path = sent_path(&request).to_owned();
+        // The prefix a host mounted us under: what the sent path has before ours.
+        let mount = path.strip_suffix(request.uri().path()).map_or(0, str::len);
+        let matched = request.extensions().get::<MatchedPath>().cloned();
+        let own_path = method_not_allowed.map(|_| request.uri().path().to_owned());
+        let span = tracing::info_span!("request", request_id = %id, service = service.as_str());
+        let started = Instant::now();
+        // Routing and the handler's call run now; a panic there is answered like one in the
+        // handler's future.
+        let called = {
+            let _entered = span.enter();
+            std::panic::catch_unwind(AssertUnwindSafe(|| self.inner.call(request)))
+        };
+        let run = async move {
+            // A panic's answer is logged inside the span, so its line names the request.
+            let mut response = match (called, panic) {
+                (Ok(future), Some(answer)) => {
+                    AssertUnwindSafe(future)
+                        .catch_unwind()
+                        .map(|outcome| match outcome {
+                            Ok(Ok(response)) => response,
+                            Ok(Err(never)) => match never {},
+                            Err(payload) => answer(payload),
+                        })
+                        .instrument(span)
+                        .await
+                }
+                (Ok(future), None) => match future.instrument(span).await {
+                    Ok(response) => response,
+                    Err(never) => match never {},
+                },
+                (Err(payload), Some(answer)) => span.in_scope(|| answer(payload)),
+                (Err(payload), None) => std::panic::resume_unwind(payload),
+            };
+            if let (Some(answer), Some(own_path)) = (method_not_allowed, &own_path) {
+                if response.status() == StatusCode::METHOD_NOT_ALLOWED {
+                    let allow = response.headers_mut().remove(http::header::ALLOW);
+                    response = answer(own_path);
+                    if let Some(allow) = allow {
+                        response.headers_mut().insert(http::header::ALLOW, allow);
+                    }
+                }
+            }
+            REQUEST_ID.with(|id| {
+                let route = RouteTemplate {
+                    mount: &path[..mount],
+                    matched: matched.as_ref().map(MatchedPath::as_str),
+                };
+                // The line carries every field itself, so it reads alone in any log format;
+                // the span gives the request id to whatever else the request logs.
+                tracing::info!(
+                    request_id = %id,
+                    service = %service.as_str(),
+                    %method,
+                    %path,
+                    %route,
+                    status = response.status().as_u16(),
+                    // Whole microseconds, in milliseconds: `0.264`, not float noise.
+                    latency_ms = started.elapsed().as_micros() as f64 / 1000.0,
+                    "request"
+                );
+                // `accepted` and `new_id` only yield visible ASCII, always a valid header value.
+                if let Ok(value) = HeaderValue::from_str(id) {
+                    response.headers_mut().insert(HEADER, value);
+                }
+            });
+            Ok(response)
+        };
+        Box::pin(REQUEST_ID.scope(id, run))
+    }
+}
+
+/// The route template a request matched, with the mount prefix (`-` when none matched).
+struct RouteTemplate<'a> {
+    mount: &'a str,
+    matched: Option<&'a str>,
+}
+
+impl std::fmt::Display for RouteTemplate<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.matched {
+            None => f.write_str("-"),
+            // A router nested with axum's `nest` already shows the mount prefix.
+            Some(matched) if matched.starts_with(self.mount) => f.write_str(matched),
+            Some(matched) => write!(f, "{}{matched}", self.mount),
+        }
+    }
 }

@@ -287,7 +287,7 @@ async fn the_runtime_purges_rate_windows_and_idempotency_records_past_their_life
     use xf_core::store::{IdempotencyClaim, IdempotencyRequest, RateBucket};
     let then = app.xf.now();
     let bucket = |consume| RateBucket {
-        name: "key:purge-test:read".to_owned(),
+        name: "key:purge-test:read".into(),
         window_start: then.start_of_hour(),
         limit: 100,
         consume,

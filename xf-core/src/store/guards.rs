@@ -8,8 +8,8 @@ use crate::time::Timestamp;
 /// One rate-limit counter taking part in a check.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RateBucket {
-    /// Names the counter, e.g. `key:key_…:read`.
-    pub name: String,
+    /// Names the counter, e.g. `key:key_…:read` (shared: a caller's names are built once).
+    pub name: std::sync::Arc<str>,
     /// Start of the fixed window the counter belongs to.
     pub window_start: Timestamp,
     /// The most the counter may reach in the window.

@@ -322,7 +322,7 @@ pub fn report(
 /// [`GuardStore::hit_rate_limits`](crate::store::GuardStore::hit_rate_limits).
 pub fn rate_bucket(name: &str, window_start: Timestamp, limit: u64, consume: bool) -> RateBucket {
     RateBucket {
-        name: name.to_owned(),
+        name: name.into(),
         window_start,
         limit,
         consume,

@@ -3,10 +3,14 @@
 use chrono::Duration;
 use sha2::{Digest, Sha256};
 
-use super::{Caller, Xf};
+use std::sync::Arc;
+
+use super::key_cache::KnownKey;
+use super::{Caller, CallerInfo, Xf};
 use crate::api::RateWindow;
 use crate::auth;
 use crate::error::{Error, Result};
+use crate::model::{ApiKey, Organization};
 use crate::params::IdempotencyKey;
 use crate::plans::Entitlement;
 use crate::store::{IdempotencyClaim, IdempotencyRequest, RateBucket, StoredResponse};
@@ -86,22 +90,23 @@ pub enum IdempotencyStart {
 fn rate_buckets(caller: &Caller, now: Timestamp, kind: Option<RequestKind>) -> [RateBucket; 3] {
     let hour = now.start_of_hour();
     let limits = &caller.limits;
+    let [read, write, org_write] = caller.rate_names.clone();
     let writes = kind == Some(RequestKind::Write);
     [
         RateBucket {
-            name: format!("key:{}:read", caller.key_id),
+            name: read,
             window_start: hour,
             limit: limits.read_per_hour,
             consume: kind == Some(RequestKind::Read),
         },
         RateBucket {
-            name: format!("key:{}:write", caller.key_id),
+            name: write,
             window_start: hour,
             limit: limits.write_per_hour,
             consume: writes,
         },
         RateBucket {
-            name: format!("org:{}:write", caller.organization.id),
+            name: org_write,
             window_start: now.start_of_day(),
             limit: limits.org_write_daily,
             consume: writes,
@@ -131,41 +136,56 @@ impl Xf {
     ) -> Result<Caller> {
         let key = key.ok_or(Error::ApiKeyInvalid)?;
         let claimed_mode = auth::mode_of(key).ok_or(Error::ApiKeyInvalid)?;
-        let hash = auth::hash_key(key);
-        let lookup = match self.inner.keys.get(&hash) {
-            Some(lookup) => lookup,
+        let digest = auth::digest_key(key);
+        let known = match self.inner.keys.get(&digest) {
+            Some(known) => known,
             None => {
                 let asked = std::time::Instant::now();
-                let lookup = self.store().find_api_key(&hash).await?;
-                self.inner.keys.put(&hash, lookup.clone(), asked);
-                lookup
+                let hash = hex::encode(digest);
+                let known = self
+                    .store()
+                    .find_api_key(&hash)
+                    .await?
+                    // A store that answers with another key's row is not believed.
+                    .filter(|(api_key, _)| auth::hashes_match(&api_key.key_hash, &hash))
+                    .map(|(api_key, organization)| Arc::new(self.known_key(api_key, organization)));
+                self.inner.keys.put(&digest, known.clone(), asked);
+                known
             }
         };
-        let (api_key, organization) = lookup.ok_or(Error::ApiKeyInvalid)?;
+        let known = known.ok_or(Error::ApiKeyInvalid)?;
         // The mode is the stored one; a key whose prefix disagrees with it was not issued by us.
-        if !auth::hashes_match(&api_key.key_hash, &hash)
-            || api_key.revoked_at.is_some()
-            || api_key.mode != claimed_mode
-        {
+        if known.api_key.revoked_at.is_some() || known.api_key.mode != claimed_mode {
             return Err(Error::ApiKeyInvalid);
         }
-        let plan = self
-            .plans()
-            .get(&organization.plan)
-            .filter(|plan| plan.has(entitlement))
-            .cloned()
-            .ok_or_else(|| Error::PlanRequired {
+        match &known.caller {
+            Some(caller) if caller.plan.has(entitlement) => Ok(caller.clone()),
+            _ => Err(Error::PlanRequired {
                 entitlement: entitlement.as_str(),
                 plans: self.plans().names_with(entitlement),
-            })?;
-        let limits = plan.limits_with(&organization.limits);
-        Ok(Caller {
-            organization,
-            key_id: api_key.id,
-            mode: api_key.mode,
-            plan,
-            limits,
-        })
+            }),
+        }
+    }
+
+    /// A key the store found, with the caller it authenticates as: its organization's plan
+    /// from the catalog (none if the catalog lacks it), the plan's limits with the
+    /// organization's overrides, and the names of its rate-limit counters.
+    fn known_key(&self, api_key: ApiKey, organization: Organization) -> KnownKey {
+        let caller = self.plans().get(&organization.plan).map(|plan| {
+            Caller(Arc::new(CallerInfo {
+                limits: plan.limits_with(&organization.limits),
+                plan: plan.clone(),
+                rate_names: [
+                    format!("key:{}:read", api_key.id).into(),
+                    format!("key:{}:write", api_key.id).into(),
+                    format!("org:{}:write", organization.id).into(),
+                ],
+                key_id: api_key.id.clone(),
+                mode: api_key.mode,
+                organization,
+            }))
+        });
+        KnownKey { api_key, caller }
     }
 
     /// Counts a request against the caller's windows, exactly across all instances sharing

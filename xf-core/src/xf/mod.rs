@@ -418,9 +418,25 @@ impl XfBuilder {
     }
 }
 
-/// The authenticated caller of a request.
+/// The authenticated caller of a request: what [`CallerInfo`] says, behind an `Arc`.
+///
+/// Cheap to clone: one caller is built per key lookup and shared by every request that
+/// presents the key until the lookup expires (see
+/// [`XfBuilder::key_cache_ttl`](XfBuilder::key_cache_ttl)).
 #[derive(Debug, Clone)]
-pub struct Caller {
+pub struct Caller(Arc<CallerInfo>);
+
+impl std::ops::Deref for Caller {
+    type Target = CallerInfo;
+
+    fn deref(&self) -> &CallerInfo {
+        &self.0
+    }
+}
+
+/// Who calls, with what plan and limits.
+#[derive(Debug)]
+pub struct CallerInfo {
     /// The key's organization.
     pub organization: Organization,
     /// The key's id.
@@ -431,9 +447,12 @@ pub struct Caller {
     pub plan: Plan,
     /// The plan's limits with the organization's overrides.
     pub limits: Limits,
+    /// The names of the caller's rate-limit counters: key reads, key writes, organization
+    /// writes.
+    rate_names: [Arc<str>; 3],
 }
 
-impl Caller {
+impl CallerInfo {
     /// Whether writes are to be mocked.
     pub fn is_test(&self) -> bool {
         self.mode == KeyMode::Test

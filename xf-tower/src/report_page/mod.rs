@@ -51,15 +51,16 @@ impl ReportPageService {
     pub fn new(xf: Xf) -> Self {
         let router = Router::new()
             .route("/{token}", get(page).fallback(method_not_allowed))
-            .route_layer(axum::middleware::from_fn(request_id::record_route))
             .fallback(not_found)
             .with_state(xf)
             .layer(tower_http::catch_panic::CatchPanicLayer::custom(panicked))
             .layer(axum::middleware::from_fn(safe_headers))
-            .layer(axum::middleware::from_fn_with_state(
-                request_id::Service::Report,
-                request_id::layer,
-            ));
+            .layer(request_id::Layer {
+                service: request_id::Service::Report,
+                // Inside the security headers, so a panic's answer has them too.
+                panic: None,
+                method_not_allowed: None,
+            });
         Self { router }
     }
 
