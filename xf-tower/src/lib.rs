@@ -114,10 +114,7 @@ impl XfService {
             .merge(routes::jobs::router())
             .merge(routes::reports::router())
             .merge(routes::webhooks::router())
-            .route_layer(axum::middleware::from_fn_with_state(
-                xf.clone(),
-                middleware::developer_api,
-            ));
+            .route_layer(middleware::developer_api(xf.clone()));
         let (router, doc) = OpenApiRouter::with_openapi(openapi::base())
             .merge(routes::health::router())
             .merge(authenticated)

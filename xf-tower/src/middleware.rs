@@ -1,10 +1,15 @@
 //! Authentication, plan check and rate limiting of the developer API, in front of every
 //! authenticated route; and the envelope for axum's bare 405 responses.
 
-use axum::extract::{Request, State};
-use axum::middleware::Next;
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, Method};
+use tower::ServiceExt;
 use xf_core::api::{READ_REMAINING_HEADER, WRITE_REMAINING_HEADER};
 use xf_core::plans::Entitlement;
 use xf_core::{Error, RequestKind, Xf};
@@ -15,22 +20,75 @@ use crate::extract::bearer;
 /// Authenticates the key, checks the `developerApi` entitlement, counts the request against
 /// the rate limits and puts the [`xf_core::Caller`] into the request for the handler. Every
 /// response after the plan check carries the remaining-request headers, a 429 included.
-pub async fn developer_api(State(xf): State<Xf>, request: Request, next: Next) -> Response {
-    guard(
-        &xf,
-        request,
-        next,
-        Guard {
+pub fn developer_api(xf: Xf) -> GuardLayer {
+    GuardLayer {
+        xf,
+        guard: Guard {
             key: bearer,
             entitlement: Entitlement::DeveloperApi,
             render: |error| ApiError(error).into_response(),
         },
-    )
-    .await
+    }
+}
+
+/// [`guard`] as a route layer: a hand-written service, so a request boxes one future for it
+/// and nothing else.
+#[derive(Clone, Debug)]
+pub struct GuardLayer {
+    xf: Xf,
+    guard: Guard,
+}
+
+impl<S> tower::Layer<S> for GuardLayer {
+    type Service = Guarded<S>;
+
+    fn layer(&self, inner: S) -> Guarded<S> {
+        Guarded {
+            inner,
+            layer: self.clone(),
+        }
+    }
+}
+
+/// The service of [`GuardLayer`].
+#[derive(Clone, Debug)]
+pub struct Guarded<S> {
+    inner: S,
+    layer: GuardLayer,
+}
+
+impl<S> tower::Service<Request> for Guarded<S>
+where
+    S: tower::Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        // Readiness is the inner service's, awaited in the call (`oneshot`).
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let inner = self.inner.clone();
+        let GuardLayer { xf, guard: checks } = self.layer.clone();
+        Box::pin(async move {
+            let run = |request| async move {
+                match inner.oneshot(request).await {
+                    Ok(response) => response,
+                    Err(never) => match never {},
+                }
+            };
+            Ok(guard(&xf, request, run, checks).await)
+        })
+    }
 }
 
 /// What [`guard`] checks and how it answers: where the key is, which entitlement the plan
 /// needs, and the envelope of its errors.
+#[derive(Debug, Clone, Copy)]
 pub struct Guard {
     /// The key of a request, if it has one.
     pub key: fn(&http::HeaderMap) -> Option<&str>,
@@ -42,7 +100,15 @@ pub struct Guard {
 
 /// The work of [`developer_api`] (and of the media API's middleware): authenticate, check the
 /// plan, count the request, run it, add the remaining-request headers.
-pub async fn guard(xf: &Xf, mut request: Request, next: Next, guard: Guard) -> Response {
+pub async fn guard<F>(
+    xf: &Xf,
+    mut request: Request,
+    run: impl FnOnce(Request) -> F,
+    guard: Guard,
+) -> Response
+where
+    F: Future<Output = Response>,
+{
     let caller = match xf
         .authenticate((guard.key)(request.headers()), guard.entitlement)
         .await
@@ -61,12 +127,12 @@ pub async fn guard(xf: &Xf, mut request: Request, next: Next, guard: Guard) -> R
     // request on.
     let (check, ran) = if kind == RequestKind::Read {
         request.extensions_mut().insert(caller.clone());
-        let (check, response) = tokio::join!(xf.check_rate_limit(&caller, kind), next.run(request));
+        let (check, response) = tokio::join!(xf.check_rate_limit(&caller, kind), run(request));
         (check, Ok(response))
     } else {
         (
             xf.check_rate_limit(&caller, kind).await,
-            Err((request, next)),
+            Err((request, run)),
         )
     };
     let check = match check {
@@ -76,9 +142,9 @@ pub async fn guard(xf: &Xf, mut request: Request, next: Next, guard: Guard) -> R
     let mut response = match (check.retry_after_secs, ran) {
         (Some(retry_after_secs), _) => (guard.render)(Error::RateLimited { retry_after_secs }),
         (None, Ok(response)) => response,
-        (None, Err((mut request, next))) => {
+        (None, Err((mut request, run))) => {
             request.extensions_mut().insert(caller);
-            next.run(request).await
+            run(request).await
         }
     };
     let headers = response.headers_mut();

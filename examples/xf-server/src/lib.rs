@@ -24,6 +24,7 @@
 //! # }
 //! ```
 
+pub mod log_lines;
 pub mod log_queue;
 
 use std::fmt;
@@ -37,8 +38,9 @@ use axum::Router;
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Parser, ValueEnum};
 use tokio::net::TcpListener;
-use tower::ServiceExt;
 use tracing_subscriber::filter::{EnvFilter, LevelFilter};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 use xf_core::media::blob::{BlobStore, LocalBlobStore};
 use xf_core::media::platforms;
 use xf_core::media::s3::{S3BlobStore, S3Config};
@@ -475,30 +477,32 @@ pub fn init_logging(format: LogFormat) -> Result<LogWriter, StartError> {
         .with_default_directive(LevelFilter::INFO.into())
         .from_env()
         .map_err(|error| StartError::Logging(format!("RUST_LOG: {error}")))?;
-    // Lines go to a writer thread through a queue, so a request never waits for stderr (see
+    // Events are captured where they happen and formatted and written by a thread of their
+    // own, so a request neither formats its line nor waits for stderr (see `log_lines` and
     // `log_queue`).
-    let (queue, writer) = log_queue::LogQueue::start(std::io::stderr())
-        .map_err(|error| StartError::Logging(format!("the log thread: {error}")))?;
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(writer);
-    let installed = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder
-            .json()
-            .with_current_span(true)
-            .with_span_list(true)
-            .try_init(),
+    let format = match format {
+        LogFormat::Text => log_lines::Format::Text {
+            ansi: std::io::stderr().is_terminal(),
+        },
+        LogFormat::Json => log_lines::Format::Json,
     };
-    installed.map_err(|error| StartError::Logging(error.to_string()))?;
+    let mut renderer = log_lines::Renderer::new(format);
+    let (queue, sender) = log_queue::LogQueue::start(std::io::stderr(), move |record, out| {
+        renderer.render(record, out)
+    })
+    .map_err(|error| StartError::Logging(format!("the log thread: {error}")))?;
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(log_lines::DeferredFormat::new(sender))
+        .try_init()
+        .map_err(|error| StartError::Logging(error.to_string()))?;
     Ok(LogWriter(queue))
 }
 
 /// The log's writer thread: keep it until the process ends; dropping it writes out what is
 /// queued.
 #[derive(Debug)]
-pub struct LogWriter(#[allow(dead_code)] log_queue::LogQueue);
+pub struct LogWriter(#[allow(dead_code)] log_queue::LogQueue<log_lines::Record>);
 
 /// Opens the store (migrating PostgreSQL), builds the facade, sets up the demo organization
 /// with `--demo`, and mounts the services.
@@ -580,30 +584,69 @@ pub async fn build_app(config: &Config) -> Result<App, StartError> {
         None
     };
 
-    let api = XfService::new(xf.clone());
-    let mut router = Router::new()
-        .nest_service(API_PREFIX, api.clone())
-        .nest_service(REPORT_PREFIX, ReportPageService::new(xf.clone()))
-        .nest_service(MEDIA_FILE_PREFIX, MediaFileService::new(xf.clone()));
+    let api = XfService::new(xf.clone()).into_router();
+    let mut mounts = vec![
+        (API_PREFIX, api.clone()),
+        (
+            REPORT_PREFIX,
+            ReportPageService::new(xf.clone()).into_router(),
+        ),
+        (
+            MEDIA_FILE_PREFIX,
+            MediaFileService::new(xf.clone()).into_router(),
+        ),
+    ];
     if let Some(token) = &config.admin_token {
-        router = router.nest_service(ADMIN_PREFIX, AdminService::new(xf.clone(), token.clone()));
+        mounts.push((
+            ADMIN_PREFIX,
+            AdminService::new(xf.clone(), token.clone()).into_router(),
+        ));
     }
-    // The media API is also served without the prefix (the spec's alternative base URL).
-    // Paths outside the mounted services get the API's own 404 envelope, so a client with a
-    // wrong base URL reads a JSON error like any other.
-    let not_found = xf_tower::not_found_service();
-    let router = router.fallback(move |request: axum::extract::Request| async move {
-        let response = if xf_tower::is_media_path(request.uri().path()) {
-            api.oneshot(request).await
-        } else {
-            not_found
-                .oneshot(request)
-                .await
-                .map(|r| r.map(xf_tower::Body::new))
-        };
-        response.unwrap_or_else(|never| match never {})
+    let router = Router::new().fallback_service(Mounts {
+        mounts: mounts.into(),
+        api,
+        not_found: xf_tower::not_found_service(),
     });
     Ok(App { router, xf, demo })
+}
+
+/// The services under their prefixes, dispatched by a prefix test each: a router nesting
+/// them costs a route match, a rewritten path and a matched-path string per request for the
+/// same choice. The media API is also served without the prefix (the spec's alternative base
+/// URL). Paths outside the mounted services get the API's own 404 envelope, so a client with
+/// a wrong base URL reads a JSON error like any other.
+#[derive(Clone, Debug)]
+struct Mounts {
+    mounts: Arc<[(&'static str, Router)]>,
+    api: Router,
+    not_found: Router,
+}
+
+impl tower::Service<axum::extract::Request> for Mounts {
+    type Response = axum::response::Response;
+    type Error = std::convert::Infallible;
+    type Future = axum::routing::future::RouteFuture<std::convert::Infallible>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        // Routers are always ready.
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, mut request: axum::extract::Request) -> Self::Future {
+        for (prefix, service) in self.mounts.iter() {
+            if xf_tower::strip_prefix(&mut request, prefix) {
+                return service.clone().call(request);
+            }
+        }
+        if xf_tower::is_media_path(request.uri().path()) {
+            self.api.clone().call(request)
+        } else {
+            self.not_found.clone().call(request)
+        }
+    }
 }
 
 /// The blob store of `--s3-bucket` (with its credentials), else of `--media-dir`.

@@ -1,5 +1,5 @@
-//! The log's writer thread: request threads hand it formatted lines through a bounded queue,
-//! and it writes them to stderr in batches.
+//! The log's writer thread: request threads hand it log records through a bounded queue, and
+//! it renders them and writes them to stderr in batches.
 //!
 //! A writer thread that blocks on the queue for every line is woken, and writes, once per
 //! line: at tens of thousands of requests a second that was a fifth of the server's CPU. This
@@ -25,42 +25,58 @@ pub const QUEUE_LINES: usize = 64 * 1024;
 /// Bytes gathered at most before a write.
 const BATCH_BYTES: usize = 256 * 1024;
 
-enum Message {
-    Line(Vec<u8>),
+enum Message<T> {
+    Line(T),
     /// Write out what is queued and stop.
     Stop,
 }
 
 /// The writer thread; dropping it writes out what is queued and stops the thread.
 #[derive(Debug)]
-pub struct LogQueue {
-    sender: SyncSender<Message>,
+pub struct LogQueue<T> {
+    sender: SyncSender<Message<T>>,
     thread: Option<JoinHandle<()>>,
 }
 
-/// What the subscriber writes lines to: a handle on the queue (cheap to clone).
-#[derive(Debug, Clone)]
-pub struct QueueWriter(SyncSender<Message>);
+/// Where loggers hand their lines: a handle on the queue (cheap to clone).
+#[derive(Debug)]
+pub struct Sender<T>(SyncSender<Message<T>>);
 
-impl LogQueue {
-    /// Starts the thread writing to `out` (stderr in xf-server); the writer for the
-    /// subscriber.
-    pub fn start(out: impl Write + Send + 'static) -> io::Result<(LogQueue, QueueWriter)> {
+impl<T> Clone for Sender<T> {
+    fn clone(&self) -> Self {
+        Sender(self.0.clone())
+    }
+}
+
+impl<T> Sender<T> {
+    /// Queues a line, waiting while the queue is full; `false` if the thread has stopped.
+    pub fn send(&self, line: T) -> bool {
+        self.0.send(Message::Line(line)).is_ok()
+    }
+}
+
+impl<T: Send + 'static> LogQueue<T> {
+    /// Starts the thread writing to `out` (stderr in xf-server) what `render` makes of each
+    /// line (appending it to the batch); the sender for the loggers.
+    pub fn start(
+        out: impl Write + Send + 'static,
+        render: impl FnMut(T, &mut Vec<u8>) + Send + 'static,
+    ) -> io::Result<(LogQueue<T>, Sender<T>)> {
         let (sender, receiver) = sync_channel(QUEUE_LINES);
         let thread = std::thread::Builder::new()
             .name("xf-server-log".into())
-            .spawn(move || write_lines(receiver, out))?;
+            .spawn(move || write_lines(receiver, out, render))?;
         Ok((
             LogQueue {
                 sender: sender.clone(),
                 thread: Some(thread),
             },
-            QueueWriter(sender),
+            Sender(sender),
         ))
     }
 }
 
-impl Drop for LogQueue {
+impl<T> Drop for LogQueue<T> {
     fn drop(&mut self) {
         if self.sender.send(Message::Stop).is_ok() {
             if let Some(thread) = self.thread.take() {
@@ -71,12 +87,16 @@ impl Drop for LogQueue {
 }
 
 /// The thread: a batch per wake-up, until told to stop or every sender is gone.
-fn write_lines(queue: Receiver<Message>, mut out: impl Write) {
+fn write_lines<T>(
+    queue: Receiver<Message<T>>,
+    mut out: impl Write,
+    mut render: impl FnMut(T, &mut Vec<u8>),
+) {
     let mut batch: Vec<u8> = Vec::with_capacity(BATCH_BYTES);
     loop {
         let mut stop = match queue.recv() {
             Ok(Message::Line(line)) => {
-                batch.extend_from_slice(&line);
+                render(line, &mut batch);
                 false
             }
             Ok(Message::Stop) | Err(_) => true,
@@ -87,7 +107,7 @@ fn write_lines(queue: Receiver<Message>, mut out: impl Write) {
         loop {
             match queue.try_recv() {
                 Ok(Message::Line(line)) => {
-                    batch.extend_from_slice(&line);
+                    render(line, &mut batch);
                     if batch.len() >= BATCH_BYTES {
                         write_out(&mut out, &mut batch);
                     }
@@ -115,28 +135,6 @@ fn write_out(out: &mut impl Write, batch: &mut Vec<u8>) {
     }
 }
 
-impl Write for QueueWriter {
-    /// The subscriber writes each formatted line with one call.
-    fn write(&mut self, line: &[u8]) -> io::Result<usize> {
-        self.0
-            .send(Message::Line(line.to_vec()))
-            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the log thread stopped"))?;
-        Ok(line.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for QueueWriter {
-    type Writer = QueueWriter;
-
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,18 +156,20 @@ mod tests {
         }
     }
 
+    fn append(line: String, batch: &mut Vec<u8>) {
+        batch.extend_from_slice(line.as_bytes());
+    }
+
     #[test]
     fn lines_arrive_in_order_in_few_writes_and_none_is_lost_at_the_end() {
         let kept = Kept::default();
-        let (queue, writer) = LogQueue::start(kept.clone()).unwrap();
+        let (queue, sender) = LogQueue::start(kept.clone(), append).unwrap();
         let threads: Vec<_> = (0..4)
             .map(|t| {
-                let mut writer = writer.clone();
+                let sender = sender.clone();
                 std::thread::spawn(move || {
                     for i in 0..5_000 {
-                        writer
-                            .write_all(format!("thread {t} line {i}\n").as_bytes())
-                            .unwrap();
+                        assert!(sender.send(format!("thread {t} line {i}\n")));
                     }
                 })
             })
@@ -204,8 +204,8 @@ mod tests {
     #[test]
     fn a_lone_line_is_written_without_waiting_for_more() {
         let kept = Kept::default();
-        let (_queue, mut writer) = LogQueue::start(kept.clone()).unwrap();
-        writer.write_all(b"alone\n").unwrap();
+        let (_queue, sender) = LogQueue::start(kept.clone(), append).unwrap();
+        assert!(sender.send("alone\n".to_owned()));
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
         while kept.0.lock().unwrap().0.is_empty() {
             assert!(std::time::Instant::now() < deadline, "the line never came");

@@ -122,7 +122,7 @@ async fn media_api(State(xf): State<Xf>, request: Request, next: Next) -> Respon
         entitlement: Entitlement::MediaApi,
         render: |error| MediaError(error).into_response(),
     };
-    crate::middleware::guard(&xf, request, next, guard).await
+    crate::middleware::guard(&xf, request, |request| next.run(request), guard).await
 }
 
 /// The caller the middleware authenticated.

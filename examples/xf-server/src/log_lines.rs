@@ -1,0 +1,474 @@
+//! Log lines captured where they are logged and formatted on the log thread.
+//!
+//! tracing-subscriber's `fmt` layer formats each line on the thread that logs it: the
+//! timestamp, the escaping of every field, the span context. With a line per request that was
+//! a tenth of the server's CPU. [`DeferredFormat`] keeps only the values (the text of all of
+//! an event's fields in one buffer, numbers as they are, the enclosing spans' fields shared
+//! with the span) and hands them to the log thread ([`crate::log_queue`]), which formats
+//! them: text lines shaped like `fmt`'s, or JSON objects shaped like `fmt().json()`'s with
+//! the current span and the span list.
+
+use std::fmt::{self, Write as _};
+use std::io::Write as _;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value as Json};
+use tracing::field::{Field, Visit};
+use tracing::{span, Event, Level, Subscriber};
+use tracing_subscriber::layer::Context;
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::Layer;
+
+use crate::log_queue::Sender;
+
+/// The values of an event's or a span's fields, in the order they were recorded.
+#[derive(Debug, Default, Clone)]
+pub struct Fields {
+    /// The text of every text value, one after the other.
+    text: String,
+    values: Vec<(&'static str, Value)>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Value {
+    /// `text[start..end]`, written with `Display` or `Debug`: shown bare in text lines.
+    Shown(usize, usize),
+    /// `text[start..end]`, a `&str` value: quoted in text lines, as `fmt` does.
+    Str(usize, usize),
+    I64(i64),
+    U64(u64),
+    F64(f64),
+    Bool(bool),
+}
+
+impl Fields {
+    fn text_of(&self, start: usize, end: usize) -> &str {
+        &self.text[start..end]
+    }
+
+    /// `(name, value)` pairs, the message first if there is one.
+    fn json(&self, into: &mut Map<String, Json>) {
+        for &(name, value) in &self.values {
+            let value = match value {
+                Value::Shown(start, end) | Value::Str(start, end) => {
+                    Json::from(self.text_of(start, end))
+                }
+                Value::I64(n) => Json::from(n),
+                Value::U64(n) => Json::from(n),
+                Value::F64(n) => Json::from(n),
+                Value::Bool(b) => Json::from(b),
+            };
+            into.insert(name.to_owned(), value);
+        }
+    }
+
+    /// `name=value` pairs separated by spaces; the message (if `message_bare`) bare and first.
+    fn text(&self, out: &mut Vec<u8>, message_bare: bool) {
+        let is_message = |name: &str| message_bare && name == "message";
+        let message = self.values.iter().find(|(name, _)| is_message(name));
+        let others = self.values.iter().filter(|(name, _)| !is_message(name));
+        for (i, &(name, value)) in message.into_iter().chain(others).enumerate() {
+            if i > 0 {
+                out.push(b' ');
+            }
+            if !is_message(name) {
+                out.extend_from_slice(name.as_bytes());
+                out.push(b'=');
+            }
+            let _ = match value {
+                Value::Shown(start, end) => out.write_all(self.text_of(start, end).as_bytes()),
+                Value::Str(start, end) => write!(out, "{:?}", self.text_of(start, end)),
+                Value::I64(n) => write!(out, "{n}"),
+                Value::U64(n) => write!(out, "{n}"),
+                Value::F64(n) => write!(out, "{n:?}"),
+                Value::Bool(b) => write!(out, "{b}"),
+            };
+        }
+    }
+
+    fn push_text(&mut self, name: &'static str, str_value: bool, write: impl FnOnce(&mut String)) {
+        let start = self.text.len();
+        write(&mut self.text);
+        let end = self.text.len();
+        let value = if str_value {
+            Value::Str(start, end)
+        } else {
+            Value::Shown(start, end)
+        };
+        self.values.push((name, value));
+    }
+}
+
+impl Visit for Fields {
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.push_text(field.name(), false, |text| {
+            let _ = write!(text, "{value:?}");
+        });
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        // The message is shown bare even when it is a plain string.
+        let str_value = field.name() != "message";
+        self.push_text(field.name(), str_value, |text| text.push_str(value));
+    }
+
+    fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
+        self.push_text(field.name(), false, |text| {
+            let _ = write!(text, "{value}");
+        });
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.values.push((field.name(), Value::I64(value)));
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.values.push((field.name(), Value::U64(value)));
+    }
+
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.values.push((field.name(), Value::F64(value)));
+    }
+
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.values.push((field.name(), Value::Bool(value)));
+    }
+}
+
+/// One event as captured: what the log thread formats.
+#[derive(Debug)]
+pub struct Record {
+    time: SystemTime,
+    level: Level,
+    target: &'static str,
+    fields: Fields,
+    /// The spans the event is in, outermost first: name and fields.
+    spans: Vec<(&'static str, Arc<Fields>)>,
+}
+
+/// The line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `fmt`'s default: `2026-11-24T05:47:21.123456Z  INFO span{k=v}: target: message k=v`.
+    Text {
+        /// Colour the level (for a terminal).
+        ansi: bool,
+    },
+    /// One JSON object a line: `timestamp`, `level`, `fields`, `target`, and inside a span
+    /// `span` (the innermost) and `spans` (outermost first), each with its `name`.
+    Json,
+}
+
+/// Formats records on the log thread; it remembers the current second's text, so most lines
+/// format only their microseconds.
+#[derive(Debug)]
+pub struct Renderer {
+    format: Format,
+    /// The Unix second last rendered, and its `2026-11-24T05:47:21` text.
+    second: Option<(u64, String)>,
+}
+
+impl Renderer {
+    /// A renderer of `format` lines.
+    pub fn new(format: Format) -> Self {
+        Self {
+            format,
+            second: None,
+        }
+    }
+
+    /// Appends `record` as one line.
+    pub fn render(&mut self, record: Record, out: &mut Vec<u8>) {
+        match self.format {
+            Format::Text { ansi } => {
+                self.timestamp(record.time, out);
+                let (level, colour) = match record.level {
+                    Level::TRACE => ("TRACE", "35"),
+                    Level::DEBUG => ("DEBUG", "34"),
+                    Level::INFO => (" INFO", "32"),
+                    Level::WARN => (" WARN", "33"),
+                    Level::ERROR => ("ERROR", "31"),
+                };
+                let _ = if ansi {
+                    write!(out, " \x1b[{colour}m{level}\x1b[0m ")
+                } else {
+                    write!(out, " {level} ")
+                };
+                for (name, fields) in &record.spans {
+                    out.extend_from_slice(name.as_bytes());
+                    if !fields.values.is_empty() {
+                        out.push(b'{');
+                        fields.text(out, false);
+                        out.push(b'}');
+                    }
+                    out.push(b':');
+                }
+                if !record.spans.is_empty() {
+                    out.push(b' ');
+                }
+                out.extend_from_slice(record.target.as_bytes());
+                out.extend_from_slice(b": ");
+                record.fields.text(out, true);
+                out.push(b'\n');
+            }
+            Format::Json => {
+                let mut time = Vec::with_capacity(32);
+                self.timestamp(record.time, &mut time);
+                let mut object = Map::new();
+                let time = String::from_utf8_lossy(&time).into_owned();
+                object.insert("timestamp".into(), Json::from(time));
+                object.insert("level".into(), Json::from(record.level.as_str()));
+                let mut fields = Map::new();
+                record.fields.json(&mut fields);
+                object.insert("fields".into(), Json::Object(fields));
+                object.insert("target".into(), Json::from(record.target));
+                let spans: Vec<Json> = record
+                    .spans
+                    .iter()
+                    .map(|(name, fields)| {
+                        let mut span = Map::new();
+                        fields.json(&mut span);
+                        span.insert("name".into(), Json::from(*name));
+                        Json::Object(span)
+                    })
+                    .collect();
+                if let Some(current) = spans.last() {
+                    object.insert("span".into(), current.clone());
+                    object.insert("spans".into(), Json::Array(spans));
+                }
+                if serde_json::to_writer(&mut *out, &Json::Object(object)).is_ok() {
+                    out.push(b'\n');
+                }
+            }
+        }
+    }
+
+    /// `2026-11-24T05:47:21.123456Z`: RFC 3339 in UTC with microseconds.
+    fn timestamp(&mut self, time: SystemTime, out: &mut Vec<u8>) {
+        let since_epoch = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+        let second = since_epoch.as_secs();
+        let text = match &self.second {
+            Some((cached, text)) if *cached == second => text,
+            _ => {
+                let text = DateTime::<Utc>::from(UNIX_EPOCH + Duration::from_secs(second))
+                    .format("%Y-%m-%dT%H:%M:%S")
+                    .to_string();
+                &self.second.insert((second, text)).1
+            }
+        };
+        out.extend_from_slice(text.as_bytes());
+        let _ = write!(out, ".{:06}Z", since_epoch.subsec_micros());
+    }
+}
+
+/// The layer: captures each event (and the fields of each span) and queues it for the log
+/// thread. Events are dropped only if that thread has stopped.
+#[derive(Debug)]
+pub struct DeferredFormat {
+    sender: Sender<Record>,
+}
+
+impl DeferredFormat {
+    /// The layer sending its records to `sender`.
+    pub fn new(sender: Sender<Record>) -> Self {
+        Self { sender }
+    }
+}
+
+impl<S> Layer<S> for DeferredFormat
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_new_span(&self, attributes: &span::Attributes<'_>, id: &span::Id, ctx: Context<'_, S>) {
+        let mut fields = Fields::default();
+        attributes.record(&mut fields);
+        if let Some(span) = ctx.span(id) {
+            span.extensions_mut().insert(Arc::new(fields));
+        }
+    }
+
+    fn on_record(&self, id: &span::Id, values: &span::Record<'_>, ctx: Context<'_, S>) {
+        if let Some(span) = ctx.span(id) {
+            if let Some(fields) = span.extensions_mut().get_mut::<Arc<Fields>>() {
+                let fields: &mut Fields = Arc::make_mut(fields);
+                values.record(fields);
+            }
+        }
+    }
+
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        let spans = ctx
+            .event_scope(event)
+            .map(|scope| {
+                scope
+                    .from_root()
+                    .map(|span| {
+                        let fields = span.extensions().get::<Arc<Fields>>().cloned();
+                        (span.name(), fields.unwrap_or_default())
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        self.sender.send(Record {
+            time: SystemTime::now(),
+            level: *event.metadata().level(),
+            target: event.metadata().target(),
+            fields,
+            spans,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use tracing_subscriber::layer::SubscriberExt;
+
+    use super::*;
+    use crate::log_queue::LogQueue;
+
+    /// A writer that keeps what it is given.
+    #[derive(Clone, Default)]
+    struct Kept(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Kept {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// What a request logs, through the layer and the queue, in `format`.
+    fn logged(format: Format) -> String {
+        let kept = Kept::default();
+        let mut renderer = Renderer::new(format);
+        let (queue, sender) = LogQueue::start(kept.clone(), move |record, out| {
+            renderer.render(record, out)
+        })
+        .unwrap();
+        let subscriber = tracing_subscriber::registry().with(DeferredFormat::new(sender));
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::info!(port = 8080_u64, "listening");
+            let span = tracing::info_span!("request", request_id = %"req_1", service = "api");
+            span.in_scope(|| {
+                tracing::warn!(cause = %"disk full", ok = false, "storage unavailable");
+            });
+            tracing::info!(
+                request_id = %"req_1",
+                method = %"GET",
+                path = %"/api/v1/properties/prop_1",
+                status = 200_u64,
+                latency_ms = 0.25,
+                "request"
+            );
+        });
+        drop(queue);
+        let bytes = kept.0.lock().unwrap().clone();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    #[test]
+    fn text_lines_read_like_fmt() {
+        let text = logged(Format::Text { ansi: false });
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        // The timestamp: RFC 3339 in UTC with microseconds.
+        let (time, _) = lines[0].split_once(' ').unwrap();
+        assert_eq!(time.len(), "2026-11-24T05:47:21.123456Z".len(), "{time}");
+        assert!(DateTime::parse_from_rfc3339(time).is_ok(), "{time}");
+        let rest = |line: &str| line.split_once(' ').unwrap().1.to_owned();
+        let module = module_path!();
+        assert_eq!(
+            rest(lines[0]),
+            format!(" INFO {module}: listening port=8080")
+        );
+        assert_eq!(
+            rest(lines[1]),
+            format!(
+                " WARN request{{request_id=req_1 service=\"api\"}}: {module}: \
+                 storage unavailable cause=disk full ok=false"
+            )
+        );
+        assert_eq!(
+            rest(lines[2]),
+            format!(
+                " INFO {module}: request request_id=req_1 method=GET \
+                 path=/api/v1/properties/prop_1 status=200 latency_ms=0.25"
+            )
+        );
+    }
+
+    #[test]
+    fn timestamps_are_right_within_and_across_seconds() {
+        let mut renderer = Renderer::new(Format::Text { ansi: false });
+        let at = |micros: u64| UNIX_EPOCH + Duration::from_micros(micros);
+        // 2026-11-24T05:47:21Z is 1_795_499_241 seconds after the epoch.
+        let base = 1_795_499_241_000_000;
+        let mut stamps = Vec::new();
+        for micros in [
+            base + 5,
+            base + 999_999,
+            base + 1_000_000,
+            base + 5,
+            base + 86_400_000_007,
+        ] {
+            let mut out = Vec::new();
+            renderer.timestamp(at(micros), &mut out);
+            stamps.push(String::from_utf8(out).unwrap());
+        }
+        assert_eq!(
+            stamps,
+            [
+                "2026-11-24T05:47:21.000005Z",
+                "2026-11-24T05:47:21.999999Z",
+                "2026-11-24T05:47:22.000000Z",
+                "2026-11-24T05:47:21.000005Z",
+                "2026-11-25T05:47:21.000007Z",
+            ]
+        );
+    }
+
+    #[test]
+    fn json_lines_carry_fields_and_spans() {
+        let text = logged(Format::Json);
+        let lines: Vec<Json> = text
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert_eq!(lines[0]["level"], "INFO");
+        assert_eq!(lines[0]["target"], module_path!());
+        assert_eq!(
+            lines[0]["fields"],
+            serde_json::json!({"message": "listening", "port": 8080})
+        );
+        assert!(lines[0].get("span").is_none());
+        let span = serde_json::json!({"request_id": "req_1", "service": "api", "name": "request"});
+        assert_eq!(lines[1]["level"], "WARN");
+        assert_eq!(lines[1]["span"], span);
+        assert_eq!(lines[1]["spans"], serde_json::json!([span]));
+        assert_eq!(lines[1]["fields"]["cause"], "disk full");
+        assert_eq!(lines[1]["fields"]["ok"], false);
+        assert_eq!(
+            lines[2]["fields"],
+            serde_json::json!({
+                "message": "request",
+                "request_id": "req_1",
+                "method": "GET",
+                "path": "/api/v1/properties/prop_1",
+                "status": 200,
+                "latency_ms": 0.25
+            })
+        );
+        let time = lines[2]["timestamp"].as_str().unwrap();
+        assert!(DateTime::parse_from_rfc3339(time).is_ok(), "{time}");
+    }
+}
