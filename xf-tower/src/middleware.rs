@@ -4,11 +4,12 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::LazyLock;
 use std::task::{Context, Poll};
 
 use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
-use http::{HeaderValue, Method};
+use http::{HeaderName, HeaderValue, Method};
 use tower::ServiceExt;
 use xf_core::api::{READ_REMAINING_HEADER, WRITE_REMAINING_HEADER};
 use xf_core::plans::Entitlement;
@@ -147,16 +148,25 @@ where
             run(request).await
         }
     };
+    // The names are parsed once, not on every response.
+    static READ_REMAINING: LazyLock<HeaderName> =
+        LazyLock::new(|| header_name(READ_REMAINING_HEADER));
+    static WRITE_REMAINING: LazyLock<HeaderName> =
+        LazyLock::new(|| header_name(WRITE_REMAINING_HEADER));
     let headers = response.headers_mut();
     headers.insert(
-        READ_REMAINING_HEADER,
+        READ_REMAINING.clone(),
         HeaderValue::from(check.read_remaining),
     );
     headers.insert(
-        WRITE_REMAINING_HEADER,
+        WRITE_REMAINING.clone(),
         HeaderValue::from(check.write_remaining),
     );
     response
+}
+
+fn header_name(name: &'static str) -> HeaderName {
+    HeaderName::from_bytes(name.as_bytes()).expect("the API's header names are valid")
 }
 
 /// The envelope of a 405 (a known path, another method): the media API's below its paths.

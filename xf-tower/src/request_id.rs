@@ -27,6 +27,7 @@ use tracing::Instrument;
 
 /// The request and response header.
 pub const HEADER: &str = "x-request-id";
+const HEADER_NAME: http::HeaderName = http::HeaderName::from_static(HEADER);
 
 tokio::task_local! {
     static REQUEST_ID: String;
@@ -146,7 +147,7 @@ where
         } = self.layer;
         let id = request
             .headers()
-            .get(HEADER)
+            .get(HEADER_NAME)
             .and_then(accepted)
             .unwrap_or_else(|| xf_core::ids::new_id("req"));
         let method = request.method().clone();
@@ -213,7 +214,7 @@ where
                 );
                 // `accepted` and `new_id` only yield visible ASCII, always a valid header value.
                 if let Ok(value) = HeaderValue::from_str(id) {
-                    response.headers_mut().insert(HEADER, value);
+                    response.headers_mut().insert(HEADER_NAME, value);
                 }
             });
             Ok(response)

@@ -38,7 +38,7 @@ use axum::Router;
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Parser, ValueEnum};
 use tokio::net::TcpListener;
-use tracing_subscriber::filter::{EnvFilter, LevelFilter};
+use tracing_subscriber::filter::{EnvFilter, LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use xf_core::media::blob::{BlobStore, LocalBlobStore};
@@ -473,10 +473,7 @@ pub struct App {
 /// xf-tower inside a `request` span carrying `request_id`, method and path; both formats show
 /// it.
 pub fn init_logging(format: LogFormat) -> Result<LogWriter, StartError> {
-    let filter = EnvFilter::builder()
-        .with_default_directive(LevelFilter::INFO.into())
-        .from_env()
-        .map_err(|error| StartError::Logging(format!("RUST_LOG: {error}")))?;
+    let (targets, env_filter) = log_filter(std::env::var("RUST_LOG").ok().as_deref())?;
     // Events are captured where they happen and formatted and written by a thread of their
     // own, so a request neither formats its line nor waits for stderr (see `log_lines` and
     // `log_queue`).
@@ -492,11 +489,33 @@ pub fn init_logging(format: LogFormat) -> Result<LogWriter, StartError> {
     })
     .map_err(|error| StartError::Logging(format!("the log thread: {error}")))?;
     tracing_subscriber::registry()
-        .with(filter)
+        .with(targets)
+        .with(env_filter)
         .with(log_lines::DeferredFormat::new(sender))
         .try_init()
         .map_err(|error| StartError::Logging(error.to_string()))?;
     Ok(LogWriter(queue))
+}
+
+/// The filter of `RUST_LOG` (unset or empty: `info`). Target-and-level directives, the usual
+/// kind (`info`, `xf_tower=debug,info`), are matched by `Targets`, which decides once per
+/// call site; directives that name spans or fields need `EnvFilter`, which also works on
+/// every span's entry and exit.
+fn log_filter(
+    directives: Option<&str>,
+) -> Result<(Option<Targets>, Option<EnvFilter>), StartError> {
+    let directives = directives.map(str::trim).filter(|d| !d.is_empty());
+    let Some(directives) = directives else {
+        return Ok((Some(Targets::new().with_default(LevelFilter::INFO)), None));
+    };
+    if let Ok(targets) = directives.parse::<Targets>() {
+        return Ok((Some(targets), None));
+    }
+    let env_filter = EnvFilter::builder()
+        .with_default_directive(LevelFilter::INFO.into())
+        .parse(directives)
+        .map_err(|error| StartError::Logging(format!("RUST_LOG: {error}")))?;
+    Ok((None, Some(env_filter)))
 }
 
 /// The log's writer thread: keep it until the process ends; dropping it writes out what is
@@ -858,4 +877,42 @@ fn with_publishers(mut builder: xf_core::XfBuilder, config: &Config) -> xf_core:
         builder = builder.publisher(Arc::new(pinterest::Pinterest::new(pinterest)));
     }
     builder
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn targets(directives: Option<&str>) -> Targets {
+        match log_filter(directives) {
+            Ok((Some(targets), None)) => targets,
+            other => panic!("{directives:?} gave {other:?}"),
+        }
+    }
+
+    #[test]
+    fn rust_log_picks_the_cheapest_filter_that_says_it() {
+        for unset in [None, Some(""), Some("  ")] {
+            let targets = targets(unset);
+            assert!(targets.would_enable("xf_tower::request_id", &tracing::Level::INFO));
+            assert!(!targets.would_enable("xf_tower::request_id", &tracing::Level::DEBUG));
+        }
+        let targets = targets(Some("xf_tower=debug,warn"));
+        assert!(targets.would_enable("xf_tower::request_id", &tracing::Level::DEBUG));
+        assert!(!targets.would_enable("xf_core::runtime", &tracing::Level::INFO));
+        assert!(targets.would_enable("xf_core::runtime", &tracing::Level::WARN));
+        // As with EnvFilter, naming targets leaves the others off.
+        assert_eq!(self::targets(Some("xf_tower=debug")).default_level(), None);
+        // Span and field directives need EnvFilter.
+        match log_filter(Some("[request{service=api}]=debug,info")) {
+            Ok((None, Some(filter))) => {
+                assert!(filter.to_string().contains("[request{service=api}]=debug"))
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            log_filter(Some("xf_tower=loud")),
+            Err(StartError::Logging(message)) if message.starts_with("RUST_LOG")
+        ));
+    }
 }
