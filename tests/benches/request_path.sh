@@ -11,6 +11,11 @@
 # the peak resident memory (VmHWM) of the xf servers. The baselines are the `xf-baseline`
 # binary of the tests crate.
 #
+# Beside the rates it prints each server's CPU time per request (user and system time of its
+# process over a run, from /proc, divided by the requests answered), median over the rounds:
+# on a shared machine whose speed varies from minute to minute, that cost moves less than the
+# rate does, and it is what a faster request path lowers.
+#
 # Beside it, the same for `POST /api/v1/properties` (the write path): every request creates
 # a property with a URL of its own, and on xf carries an `Idempotency-Key` of its own; the
 # bare baselines insert the row (into the map, or with one INSERT) and nothing more.
@@ -97,10 +102,12 @@ pg_id="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["id"])' "$pg
 
 bare_port="$(free_port)"
 "$bin/xf-baseline" memory "127.0.0.1:$bare_port" "$mem_id" "$mem_property" >"$logs/bare.out" 2>&1 &
-pids+=($!)
+bare_pid=$!
+pids+=("$bare_pid")
 sqlx_port="$(free_port)"
 "$bin/xf-baseline" sqlx "127.0.0.1:$sqlx_port" "$db_url" "$pg_id" >"$logs/bare-sqlx.out" 2>&1 &
-pids+=($!)
+sqlx_pid=$!
+pids+=("$sqlx_pid")
 wait_ready "$bare_port"
 wait_ready "$sqlx_port"
 
@@ -110,6 +117,7 @@ declare -A urls=(
   [xf-pg]="http://127.0.0.1:$xf_pg_port/api/v1/properties/$pg_id"
   [bare-sqlx]="http://127.0.0.1:$sqlx_port/api/v1/properties/$pg_id"
 )
+declare -A server_pids=([xf-memory]="$xf_mem_pid" [bare]="$bare_pid" [xf-pg]="$xf_pg_pid" [bare-sqlx]="$sqlx_pid")
 order=(xf-memory bare xf-pg bare-sqlx)
 for name in "${order[@]}"; do
   status="$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $key" "${urls[$name]}")"
@@ -135,17 +143,26 @@ LUA
 results="$logs/results"
 : >"$results"
 say "$rounds interleaved rounds of ${seconds}s per server, wrk -t$threads -c$connections"
+# CPU ticks (user + system) a process has used.
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# One wrk run against a server: appends "<label> <req/s> <CPU µs per request>" to the results.
+measure() { # label pid wrk-arguments...
+  local label="$1" pid="$2" before after out rps requests cpu
+  shift 2
+  before="$(ticks "$pid")"
+  out="$(wrk -t"$threads" -c"$connections" -d"${seconds}s" "$@")"
+  after="$(ticks "$pid")"
+  rps="$(awk '/Requests\/sec:/ {print $2}' <<<"$out")"
+  requests="$(awk '/requests in/ {print $1}' <<<"$out")"
+  cpu="$(python3 -c 'import sys; b, a, n, hz = map(float, sys.argv[1:]); print(f"{(a - b) / hz * 1e6 / max(n, 1):.2f}")' \
+    "$before" "$after" "$requests" "$(getconf CLK_TCK)")"
+  echo "$label $rps $cpu" >>"$results"
+  say "round $round: $label $rps req/s, $cpu µs of CPU per request"
+}
 for round in $(seq 1 "$rounds"); do
   for name in "${order[@]}"; do
-    rps="$(wrk -t"$threads" -c"$connections" -d"${seconds}s" -H "Authorization: Bearer $key" "${urls[$name]}" \
-      | awk '/Requests\/sec:/ {print $2}')"
-    echo "$name $rps" >>"$results"
-    say "round $round: $name $rps req/s"
-    write="${urls[$name]%/*}"
-    rps="$(wrk -t"$threads" -c"$connections" -d"${seconds}s" -s "$logs/post.lua" "$write" \
-      | awk '/Requests\/sec:/ {print $2}')"
-    echo "$name-POST $rps" >>"$results"
-    say "round $round: $name POST $rps req/s"
+    measure "$name" "${server_pids[$name]}" -H "Authorization: Bearer $key" "${urls[$name]}"
+    measure "$name-POST" "${server_pids[$name]}" -s "$logs/post.lua" "${urls[$name]%/*}"
   done
 done
 
@@ -153,19 +170,22 @@ peak() { awk '/VmHWM/ {printf "%.1f MiB", $2/1024}' "/proc/$1/status"; }
 python3 - "$results" "$(peak "$xf_mem_pid")" "$(peak "$xf_pg_pid")" <<'PY'
 import statistics, sys
 from collections import defaultdict
-figures = defaultdict(list)
+rates, costs = defaultdict(list), defaultdict(list)
 for line in open(sys.argv[1]):
-    name, rps = line.split()
-    figures[name].append(float(rps))
-median = {name: statistics.median(values) for name, values in figures.items()}
+    name, rps, cpu = line.split()
+    rates[name].append(float(rps))
+    costs[name].append(float(cpu))
+rate = {name: statistics.median(values) for name, values in rates.items()}
+cost = {name: statistics.median(values) for name, values in costs.items()}
 peaks = {"xf-memory": sys.argv[2], "xf-pg": sys.argv[3]}
-print("| server | request | median req/s | runs | ratio |")
-print("|---|---|---|---|---|")
+print("| server | request | median req/s | runs | ratio | CPU per request | CPU ratio |")
+print("|---|---|---|---|---|---|---|")
 for suffix, request in [("", "GET /properties/{id}"), ("-POST", "POST /properties")]:
     for name, bare in [("xf-memory", "bare"), ("bare", None), ("xf-pg", "bare-sqlx"), ("bare-sqlx", None)]:
         key, base = name + suffix, (bare + suffix if bare else None)
-        runs = ", ".join(f"{v:,.0f}" for v in figures[key])
-        ratio = f"{median[key] / median[base]:.2f} of {bare}" if base else ""
-        print(f"| {name} | {request} | {median[key]:,.0f} | {runs} | {ratio} |")
+        runs = ", ".join(f"{v:,.0f}" for v in rates[key])
+        ratio = f"{rate[key] / rate[base]:.2f} of {bare}" if base else ""
+        cpu_ratio = f"{cost[key] / cost[base]:.2f}x {bare}" if base else ""
+        print(f"| {name} | {request} | {rate[key]:,.0f} | {runs} | {ratio} | {cost[key]:.1f} µs | {cpu_ratio} |")
 print(f"peak RSS of the xf servers: memory {peaks['xf-memory']}, PostgreSQL {peaks['xf-pg']}")
 PY

@@ -6,7 +6,7 @@
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use chrono::{DateTime, Datelike, Duration, NaiveDate, SecondsFormat, TimeZone, Utc};
+use chrono::{DateTime, Datelike, Duration, NaiveDate, SecondsFormat, TimeZone, Timelike, Utc};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A UTC instant with millisecond precision, rendered as `2026-11-22T10:15:30.123Z`.
@@ -142,7 +142,24 @@ impl From<DateTime<Utc>> for Timestamp {
 
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0.to_rfc3339_opts(SecondsFormat::Millis, true))
+        let at = self.0;
+        let year = at.year();
+        if !(0..=9999).contains(&year) {
+            // Only chrono's extremes; RFC 3339 has no form for them, chrono's is kept.
+            return f.write_str(&at.to_rfc3339_opts(SecondsFormat::Millis, true));
+        }
+        // Written field by field: every record on every response has timestamps, and this
+        // allocates nothing.
+        write!(
+            f,
+            "{year:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+            at.month(),
+            at.day(),
+            at.hour(),
+            at.minute(),
+            at.second(),
+            at.timestamp_subsec_millis()
+        )
     }
 }
 
@@ -233,6 +250,20 @@ mod tests {
     fn renders_milliseconds_in_utc() {
         let at = Timestamp::parse_rfc3339("2026-11-22T11:15:30.123456+01:00").unwrap();
         assert_eq!(at.to_string(), "2026-11-22T10:15:30.123Z");
+        // As chrono's RFC 3339 with milliseconds, over the years xf meets and at the extremes.
+        for millis in [0, 5, 999, 1_000, 1_795_499_241_007, 253_402_300_799_999, -1] {
+            let at = Timestamp::from_unix_millis(millis).unwrap();
+            let chrono = at
+                .as_datetime()
+                .to_rfc3339_opts(SecondsFormat::Millis, true);
+            assert_eq!(at.to_string(), chrono, "{millis}");
+        }
+        for at in [Timestamp::MIN, Timestamp::MAX] {
+            let chrono = at
+                .as_datetime()
+                .to_rfc3339_opts(SecondsFormat::Millis, true);
+            assert_eq!(at.to_string(), chrono);
+        }
     }
 
     #[test]
