@@ -24,9 +24,10 @@ impl Timestamp {
 
     /// Wraps `at`, dropping anything finer than a millisecond.
     pub fn from_datetime(at: DateTime<Utc>) -> Self {
-        // The millisecond floor of an instant is in range (chrono's range starts on a whole
-        // second), so `at` itself is never kept.
-        Self::from_unix_millis(at.timestamp_millis()).unwrap_or(Self(at))
+        // Only the sub-second part changes: no calendar arithmetic. A leap second's
+        // nanoseconds (1e9 and up) floor to a millisecond of it, which chrono accepts.
+        let nanos = at.nanosecond();
+        Self(at.with_nanosecond(nanos - nanos % 1_000_000).unwrap_or(at))
     }
 
     /// Milliseconds since the Unix epoch; `None` when out of chrono's range.
@@ -73,9 +74,11 @@ impl Timestamp {
 
     /// This instant rounded down to a whole multiple of `unit` milliseconds since the epoch.
     fn floor_millis(&self, unit: i64) -> Self {
-        let millis = self.unix_millis();
+        let past = self.unix_millis().rem_euclid(unit);
         // The floor of an instant in range is in range, but for chrono's first partial day.
-        Self::from_unix_millis(millis - millis.rem_euclid(unit)).unwrap_or(Self::MIN)
+        self.0
+            .checked_sub_signed(Duration::milliseconds(past))
+            .map_or(Self::MIN, Self)
     }
 
     /// The first day of the UTC month containing this instant.

@@ -24,7 +24,7 @@ use tracing_subscriber::Layer;
 use crate::log_queue::Sender;
 
 /// The values of an event's or a span's fields, in the order they were recorded.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub struct Fields {
     /// The text of every text value, one after the other.
     text: String,
@@ -41,6 +41,16 @@ enum Value {
     U64(u64),
     F64(f64),
     Bool(bool),
+}
+
+impl Default for Fields {
+    /// Room for a request's log line without growing.
+    fn default() -> Self {
+        Self {
+            text: String::with_capacity(192),
+            values: Vec::with_capacity(8),
+        }
+    }
 }
 
 impl Fields {
