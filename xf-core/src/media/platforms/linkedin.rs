@@ -17,7 +17,7 @@
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::{by_status, json as parse, read, send, token_grant, OAuthApp, DEFAULT_TIMEOUT};
+use super::{by_status, json as parse, read, send, OAuthApp, DEFAULT_TIMEOUT};
 use crate::media::publish::{
     Outcome, PollOutcome, PostContext, PublishError, Published, Publisher, TokenGrant,
 };
@@ -145,13 +145,10 @@ impl Publisher for Linkedin {
     }
 
     async fn refresh(&self, refresh_token: &str) -> Result<TokenGrant, PublishError> {
-        let request = self.client.post(&self.config.token_url).form(&[
-            ("grant_type", "refresh_token"),
-            ("refresh_token", refresh_token),
-            ("client_id", self.config.app.client_id.as_str()),
-            ("client_secret", self.config.app.client_secret.as_str()),
-        ]);
-        token_grant(&send(request).await?)
+        self.config
+            .app
+            .refresh_in_body(&self.client, &self.config.token_url, refresh_token)
+            .await
     }
 
     async fn start(

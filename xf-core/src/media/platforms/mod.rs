@@ -34,6 +34,25 @@ impl OAuthApp {
     }
 }
 
+impl OAuthApp {
+    /// The standard refresh-token grant (RFC 6749, section 6) at `token_url`, the app's
+    /// credentials in the form body: how Google (YouTube) and LinkedIn refresh.
+    pub(crate) async fn refresh_in_body(
+        &self,
+        client: &reqwest::Client,
+        token_url: &str,
+        refresh_token: &str,
+    ) -> Result<TokenGrant, PublishError> {
+        let request = client.post(token_url).form(&[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh_token),
+            ("client_id", self.client_id.as_str()),
+            ("client_secret", self.client_secret.as_str()),
+        ]);
+        token_grant(&send(request).await?)
+    }
+}
+
 impl std::fmt::Debug for OAuthApp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OAuthApp")

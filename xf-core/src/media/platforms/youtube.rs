@@ -22,7 +22,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{by_status, json as parse, read, send, token_grant, OAuthApp, DEFAULT_TIMEOUT};
+use super::{by_status, json as parse, read, send, OAuthApp, DEFAULT_TIMEOUT};
 use crate::media::publish::{Outcome, PostContext, PublishError, Published, Publisher, TokenGrant};
 use crate::media::{FileFacts, Platform};
 use crate::net::Answer;
@@ -263,13 +263,10 @@ impl Publisher for Youtube {
     }
 
     async fn refresh(&self, refresh_token: &str) -> Result<TokenGrant, PublishError> {
-        let request = self.client.post(&self.config.token_url).form(&[
-            ("client_id", self.config.app.client_id.as_str()),
-            ("client_secret", self.config.app.client_secret.as_str()),
-            ("refresh_token", refresh_token),
-            ("grant_type", "refresh_token"),
-        ]);
-        token_grant(&send(request).await?)
+        self.config
+            .app
+            .refresh_in_body(&self.client, &self.config.token_url, refresh_token)
+            .await
     }
 
     async fn start(
