@@ -152,10 +152,14 @@ where
             .unwrap_or_else(|| xf_core::ids::new_id("req"));
         let method = request.method().clone();
         let path = sent_path(&request).to_owned();
-        // The prefix a host mounted us under: what the sent path has before ours.
-        let mount = path.strip_suffix(request.uri().path()).map_or(0, str::len);
+        // The prefix a host mounted us under: what the sent path has before ours. Our own
+        // path (for the 405 answer) is then the sent path's tail; it is copied only when a
+        // host rewrote the path in some other way.
+        let mount = path.strip_suffix(request.uri().path()).map(str::len);
+        let rewritten = (mount.is_none() && method_not_allowed.is_some())
+            .then(|| request.uri().path().to_owned());
+        let mount = mount.unwrap_or(0);
         let matched = request.extensions().get::<MatchedPath>().cloned();
-        let own_path = method_not_allowed.map(|_| request.uri().path().to_owned());
         let span = tracing::info_span!("request", request_id = %id, service = service.as_str());
         let started = Instant::now();
         // Routing and the handler's call run now; a panic there is answered like one in the
@@ -185,10 +189,10 @@ where
                 (Err(payload), Some(answer)) => span.in_scope(|| answer(payload)),
                 (Err(payload), None) => std::panic::resume_unwind(payload),
             };
-            if let (Some(answer), Some(own_path)) = (method_not_allowed, &own_path) {
+            if let Some(answer) = method_not_allowed {
                 if response.status() == StatusCode::METHOD_NOT_ALLOWED {
                     let allow = response.headers_mut().remove(http::header::ALLOW);
-                    response = answer(own_path);
+                    response = answer(rewritten.as_deref().unwrap_or(&path[mount..]));
                     if let Some(allow) = allow {
                         response.headers_mut().insert(http::header::ALLOW, allow);
                     }
