@@ -451,16 +451,13 @@ async fn tokens_are_refreshed_and_a_revoked_grant_disconnects(app: TestApp) {
     assert!(seen[1..]
         .iter()
         .all(|s| s.header("authorization") == Some("Bearer ya29.fresh")));
-    let channel = app
-        .store
-        .find_channel(
-            &xf_core::ids::OrganizationId::parse(&org.id).unwrap(),
-            xf_core::media::Platform::Youtube,
-            "UC-studio",
-        )
-        .await
-        .unwrap()
-        .unwrap();
+    let channel = channel_of(
+        &app,
+        &org.id,
+        xf_core::media::Platform::Youtube,
+        "UC-studio",
+    )
+    .await;
     assert!(channel.expires_at.unwrap() > app.xf.now().plus(chrono::Duration::minutes(50)));
     assert!(
         channel.sealed_refresh_token.is_some(),
@@ -500,31 +497,43 @@ async fn tokens_are_refreshed_and_a_revoked_grant_disconnects(app: TestApp) {
         .as_str()
         .unwrap()
         .contains("connect it again"));
-    let channel = app
-        .store
-        .find_channel(
-            &xf_core::ids::OrganizationId::parse(&org.id).unwrap(),
-            xf_core::media::Platform::Youtube,
-            "UC-studio",
-        )
-        .await
-        .unwrap()
-        .unwrap();
+    let channel = channel_of(
+        &app,
+        &org.id,
+        xf_core::media::Platform::Youtube,
+        "UC-studio",
+    )
+    .await;
     assert!(channel.disconnected.is_some());
     // Connecting it again clears the mark.
     connect(&app, &org, "youtube", "UC-studio", 60).await;
-    let channel = app
-        .store
+    let channel = channel_of(
+        &app,
+        &org.id,
+        xf_core::media::Platform::Youtube,
+        "UC-studio",
+    )
+    .await;
+    assert_eq!(channel.disconnected, None);
+    workers.shutdown(Duration::from_secs(5)).await;
+}
+
+/// The stored channel `account` of `platform` of organization `org_id`.
+async fn channel_of(
+    app: &TestApp,
+    org_id: &str,
+    platform: xf_core::media::Platform,
+    account: &str,
+) -> xf_core::media::Channel {
+    app.store
         .find_channel(
-            &xf_core::ids::OrganizationId::parse(&org.id).unwrap(),
-            xf_core::media::Platform::Youtube,
-            "UC-studio",
+            &xf_core::ids::OrganizationId::parse(org_id).unwrap(),
+            platform,
+            account,
         )
         .await
         .unwrap()
-        .unwrap();
-    assert_eq!(channel.disconnected, None);
-    workers.shutdown(Duration::from_secs(5)).await;
+        .expect("the channel is stored")
 }
 
 async fn a_rate_limit_waits_for_its_reset(app: TestApp) {
@@ -1111,16 +1120,13 @@ async fn a_refresh_that_lost_the_race_to_a_rotation_uses_the_new_token(app: Test
     for id in [&first, &second] {
         wait_for(&app, &org.key, id, |i| i["status"] == "completed").await;
     }
-    let channel = app
-        .store
-        .find_channel(
-            &xf_core::ids::OrganizationId::parse(&org.id).unwrap(),
-            xf_core::media::Platform::Tiktok,
-            "tt-creator",
-        )
-        .await
-        .unwrap()
-        .unwrap();
+    let channel = channel_of(
+        &app,
+        &org.id,
+        xf_core::media::Platform::Tiktok,
+        "tt-creator",
+    )
+    .await;
     assert_eq!(channel.disconnected, None);
     workers.shutdown(Duration::from_secs(5)).await;
 }
