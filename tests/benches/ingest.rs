@@ -189,7 +189,7 @@ async fn main() {
     let address = listener.local_addr().unwrap();
     tokio::spawn(xf_server::serve(
         listener,
-        app.router,
+        app.service,
         std::future::pending(),
     ));
     let created = xf

@@ -314,7 +314,7 @@ async fn start_server(app: xf_server::App) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let address = listener.local_addr().expect("local address");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(xf_server::serve(listener, app.router, async move {
+    let task = tokio::spawn(xf_server::serve(listener, app.service, async move {
         let _ = stopped.await;
     }));
     Server {

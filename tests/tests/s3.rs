@@ -515,7 +515,7 @@ async fn xf_server_keeps_uploads_in_the_bucket_its_flags_name() {
         .body(axum::body::Body::from(body))
         .expect("a request");
     let response = app
-        .router
+        .service
         .clone()
         .oneshot(request)
         .await

@@ -62,7 +62,7 @@ async fn server() -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let address = listener.local_addr().expect("address");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(xf_server::serve(listener, app.router, async move {
+    tokio::spawn(xf_server::serve(listener, app.service, async move {
         let _ = stopped.await;
     }));
     let created = curl(&[

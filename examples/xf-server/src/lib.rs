@@ -19,7 +19,7 @@
 //! let listener = tokio::net::TcpListener::bind(config.listen).await.map_err(|source| {
 //!     xf_server::StartError::Bind { address: config.listen, source }
 //! })?;
-//! xf_server::serve(listener, app.router, std::future::pending()).await.map_err(xf_server::StartError::Serve)?;
+//! xf_server::serve(listener, app.service, std::future::pending()).await.map_err(xf_server::StartError::Serve)?;
 //! # Ok(())
 //! # }
 //! ```
@@ -461,7 +461,7 @@ pub enum StartError {
 #[derive(Debug)]
 pub struct App {
     /// `/api/v1` (and `/admin` when enabled), with a JSON 404 everywhere else.
-    pub router: Router,
+    pub service: Mounts,
     /// The facade the routes use.
     pub xf: Xf,
     /// The demo organization and its keys, with `--demo`.
@@ -621,12 +621,12 @@ pub async fn build_app(config: &Config) -> Result<App, StartError> {
             AdminService::new(xf.clone(), token.clone()).into_router(),
         ));
     }
-    let router = Router::new().fallback_service(Mounts {
+    let service = Mounts {
         mounts: mounts.into(),
         api,
         not_found: xf_tower::not_found_service(),
-    });
-    Ok(App { router, xf, demo })
+    };
+    Ok(App { service, xf, demo })
 }
 
 /// The services under their prefixes, dispatched by a prefix test each: a router nesting
@@ -634,8 +634,11 @@ pub async fn build_app(config: &Config) -> Result<App, StartError> {
 /// same choice. The media API is also served without the prefix (the spec's alternative base
 /// URL). Paths outside the mounted services get the API's own 404 envelope, so a client with
 /// a wrong base URL reads a JSON error like any other.
+///
+/// It is served as it is ([`serve`]), not inside another router: a router's fallback would
+/// add a route match and two boxed layers to every request.
 #[derive(Clone, Debug)]
-struct Mounts {
+pub struct Mounts {
     mounts: Arc<[(&'static str, Router)]>,
     api: Router,
     not_found: Router,
@@ -698,14 +701,19 @@ fn blob_store(config: &Config) -> Result<Arc<dyn BlobStore>, StartError> {
     Ok(Arc::new(s3))
 }
 
-/// Serves `router` on `listener` until `shutdown` completes, then stops accepting and waits
+/// Serves `service` on `listener` until `shutdown` completes, then stops accepting and waits
 /// for the requests in flight.
 pub async fn serve(
     listener: TcpListener,
-    router: Router,
+    service: Mounts,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router)
+    // Every connection is served by a clone of the same service.
+    let per_connection =
+        tower::service_fn(move |_: axum::serve::IncomingStream<'_, TcpListener>| {
+            std::future::ready(Ok::<_, std::convert::Infallible>(service.clone()))
+        });
+    axum::serve(listener, per_connection)
         .with_graceful_shutdown(shutdown)
         .await
 }
@@ -752,7 +760,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     if let Some(demo) = &app.demo {
         println!("{}", demo_banner(demo, address));
     }
-    let served = serve(listener, app.router, shutdown_signal()).await;
+    let served = serve(listener, app.service, shutdown_signal()).await;
     let report = workers.shutdown(grace).await;
     served.map_err(StartError::Serve)?;
     tracing::info!(?report, "xf-server stopped");
