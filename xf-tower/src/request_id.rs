@@ -30,7 +30,9 @@ pub const HEADER: &str = "x-request-id";
 const HEADER_NAME: http::HeaderName = http::HeaderName::from_static(HEADER);
 
 tokio::task_local! {
-    static REQUEST_ID: String;
+    /// Kept as the header value it is answered with: an echoed id is the request's own bytes,
+    /// a generated one is moved into it, and neither is copied again for the response.
+    static REQUEST_ID: HeaderValue;
 }
 
 /// Which service answered, for the request log.
@@ -60,33 +62,36 @@ impl Service {
     }
 }
 
-/// The id of the request being served (a fresh one outside a request).
-pub fn current() -> String {
-    with_current(str::to_owned)
-}
-
 /// Calls `f` with the id of the request being served (a fresh one outside a request).
 pub fn with_current<R>(f: impl FnOnce(&str) -> R) -> R {
     if REQUEST_ID.try_with(|_| ()).is_ok() {
-        REQUEST_ID.with(|id| f(id))
+        // Ids are visible ASCII (`accepted`, `generated`), so `to_str` always succeeds.
+        REQUEST_ID.with(|id| f(id.to_str().unwrap_or_default()))
     } else {
         f(&xf_core::ids::new_id("req"))
     }
 }
 
-fn accepted(value: &HeaderValue) -> Option<String> {
+fn accepted(value: &HeaderValue) -> Option<HeaderValue> {
     let bytes = value.as_bytes();
     let visible = |b: &u8| (0x21..=0x7e).contains(b);
-    ((1..=128).contains(&bytes.len()) && bytes.iter().all(visible))
-        .then(|| String::from_utf8_lossy(bytes).into_owned())
+    ((1..=128).contains(&bytes.len()) && bytes.iter().all(visible)).then(|| value.clone())
 }
 
-/// The path the client sent: before any mount prefix was stripped.
-fn sent_path(request: &Request) -> &str {
+/// A fresh id; `new_id` yields visible ASCII only.
+fn generated() -> HeaderValue {
+    let id = bytes::Bytes::from(xf_core::ids::new_id("req"));
+    HeaderValue::from_maybe_shared(id).unwrap_or_else(|_| HeaderValue::from_static("req_"))
+}
+
+/// The URI the client sent: before any mount prefix was stripped. A clone shares the
+/// request's bytes.
+fn sent_uri(request: &Request) -> http::Uri {
     request
         .extensions()
         .get::<OriginalUri>()
-        .map_or(request.uri().path(), |original| original.0.path())
+        .map_or(request.uri(), |original| &original.0)
+        .clone()
 }
 
 /// The layer around every route of this crate's services: request ids, the request log, and
@@ -149,18 +154,22 @@ where
             .headers()
             .get(HEADER_NAME)
             .and_then(accepted)
-            .unwrap_or_else(|| xf_core::ids::new_id("req"));
+            .unwrap_or_else(generated);
         let method = request.method().clone();
-        let path = sent_path(&request).to_owned();
+        let sent = sent_uri(&request);
         // The prefix a host mounted us under: what the sent path has before ours. Our own
         // path (for the 405 answer) is then the sent path's tail; it is copied only when a
         // host rewrote the path in some other way.
-        let mount = path.strip_suffix(request.uri().path()).map(str::len);
+        let mount = sent.path().strip_suffix(request.uri().path()).map(str::len);
         let rewritten = (mount.is_none() && method_not_allowed.is_some())
             .then(|| request.uri().path().to_owned());
         let mount = mount.unwrap_or(0);
         let matched = request.extensions().get::<MatchedPath>().cloned();
-        let span = tracing::info_span!("request", request_id = %id, service = service.as_str());
+        let span = tracing::info_span!(
+            "request",
+            request_id = %id.to_str().unwrap_or_default(),
+            service = service.as_str()
+        );
         let started = Instant::now();
         // Routing and the handler's call run now; a panic there is answered like one in the
         // handler's future.
@@ -192,38 +201,43 @@ where
             if let Some(answer) = method_not_allowed {
                 if response.status() == StatusCode::METHOD_NOT_ALLOWED {
                     let allow = response.headers_mut().remove(http::header::ALLOW);
-                    response = answer(rewritten.as_deref().unwrap_or(&path[mount..]));
+                    response = answer(rewritten.as_deref().unwrap_or(&sent.path()[mount..]));
                     if let Some(allow) = allow {
                         response.headers_mut().insert(http::header::ALLOW, allow);
                     }
                 }
             }
-            REQUEST_ID.with(|id| {
-                let route = RouteTemplate {
-                    mount: &path[..mount],
-                    matched: matched.as_ref().map(MatchedPath::as_str),
-                };
-                // The line carries every field itself, so it reads alone in any log format;
-                // the span gives the request id to whatever else the request logs.
-                tracing::info!(
-                    request_id = %id,
-                    service = %service.as_str(),
-                    %method,
-                    %path,
-                    %route,
-                    status = response.status().as_u16(),
-                    // Whole microseconds, in milliseconds: `0.264`, not float noise.
-                    latency_ms = started.elapsed().as_micros() as f64 / 1000.0,
-                    "request"
-                );
-                // `accepted` and `new_id` only yield visible ASCII, always a valid header value.
-                if let Ok(value) = HeaderValue::from_str(id) {
-                    response.headers_mut().insert(HEADER_NAME, value);
-                }
-            });
-            Ok(response)
+            // The path comes back out for the log line, written once the id is out of scope.
+            (response, sent)
         };
-        Box::pin(REQUEST_ID.scope(id, run))
+        Box::pin(async move {
+            let mut scoped = std::pin::pin!(REQUEST_ID.scope(id, run));
+            let (mut response, sent) = scoped.as_mut().await;
+            let path = sent.path();
+            // `None` only for a value taken before, and it was not.
+            let Some(id) = scoped.as_mut().take_value() else {
+                return Ok(response);
+            };
+            let route = RouteTemplate {
+                mount: &path[..mount],
+                matched: matched.as_ref().map(MatchedPath::as_str),
+            };
+            // The line carries every field itself, so it reads alone in any log format; the
+            // span gives the request id to whatever else the request logs.
+            tracing::info!(
+                request_id = %id.to_str().unwrap_or_default(),
+                service = %service.as_str(),
+                %method,
+                %path,
+                %route,
+                status = response.status().as_u16(),
+                // Whole microseconds, in milliseconds: `0.264`, not float noise.
+                latency_ms = started.elapsed().as_micros() as f64 / 1000.0,
+                "request"
+            );
+            response.headers_mut().insert(HEADER_NAME, id);
+            Ok(response)
+        })
     }
 }
 

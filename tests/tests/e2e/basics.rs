@@ -61,6 +61,23 @@ async fn request_ids_are_echoed_or_generated(app: TestApp) {
     error.expect_error(401, "api_key_invalid");
     assert_eq!(error.body["meta"]["requestId"], "err-1");
     assert_eq!(error.header("x-request-id"), Some("err-1"));
+
+    // Quotes and backslashes are visible characters: echoed as sent, escaped in the JSON of
+    // a success and of an error alike.
+    let quoted = r#"a"b\c"#;
+    for path in ["/health", "/organization"] {
+        let reply = app
+            .send(request(
+                Method::GET,
+                path,
+                None,
+                None,
+                &[("x-request-id", quoted)],
+            ))
+            .await;
+        assert_eq!(reply.header("x-request-id"), Some(quoted), "{path}");
+        assert_eq!(reply.body["meta"]["requestId"], quoted, "{path}");
+    }
 }
 
 async fn unknown_paths_and_methods_use_the_envelope(app: TestApp) {
