@@ -5,6 +5,7 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
+use smallvec::SmallVec;
 use xf_core::store::{
     GuardStore, IdempotencyClaim, IdempotencyRequest, RateBucket, RateOutcome, StoreResult,
     StoredResponse,
@@ -166,11 +167,12 @@ impl RateCounters {
     /// [`GuardStore::hit_rate_limits`].
     fn hit(&self, buckets: &[RateBucket]) -> RateOutcome {
         // Each bucket's shard, and the shards in index order: the order they are locked in.
-        let shard_ids: Vec<usize> = buckets.iter().map(|b| shard_of(&b.name)).collect();
+        // A request has three buckets, so these stay on the stack.
+        let shard_ids: SmallVec<[usize; 4]> = buckets.iter().map(|b| shard_of(&b.name)).collect();
         let mut order = shard_ids.clone();
         order.sort_unstable();
         order.dedup();
-        let mut locked: Vec<(usize, MutexGuard<'_, Shard>)> = order
+        let mut locked: SmallVec<[(usize, MutexGuard<'_, Shard>); 4]> = order
             .into_iter()
             .map(|index| {
                 let guard = self.shards[index]
@@ -197,9 +199,12 @@ impl RateCounters {
             .collect();
         if exceeded.is_empty() {
             for (i, bucket) in buckets.iter().enumerate().filter(|(_, b)| b.consume) {
-                let windows = locked_shard(&mut locked, shard_ids[i])
-                    .entry(bucket.name.clone())
-                    .or_default();
+                let shard = locked_shard(&mut locked, shard_ids[i]);
+                let Some(windows) = shard.get_mut(&*bucket.name) else {
+                    shard.insert(bucket.name.clone(), vec![(bucket.window_start, 1)]);
+                    counts[i] = 1;
+                    continue;
+                };
                 match windows
                     .iter_mut()
                     .find(|(start, _)| *start == bucket.window_start)

@@ -27,11 +27,12 @@ pub fn data_object<T: Serialize>(data: &T) -> Result<String, Error> {
 /// Appends `meta` (the request id, plus `extra` fields) to a non-empty JSON object without
 /// it; `None` if `object` is not an object's text.
 fn with_meta(object: &str, extra: &str) -> Option<String> {
-    let request_id = Value::String(request_id::current());
     let open = object.strip_suffix('}').filter(|open| {
         // `{}` has no member to put a comma after; every object here has `data` or `error`.
         open.starts_with('{') && open.len() > 1
     })?;
+    // An echoed id may hold quotes or backslashes: written as a JSON string.
+    let request_id = request_id::with_current(|id| Value::from(id));
     Some(format!(
         r#"{open},"meta":{{"requestId":{request_id}{extra}}}}}"#
     ))
@@ -76,14 +77,19 @@ pub fn data<T: Serialize>(status: StatusCode, data: &T) -> Response {
         #[serde(rename = "requestId")]
         request_id: &'a str,
     }
-    let body = request_id::with_current(|request_id| {
-        serde_json::to_vec(&Envelope {
-            data,
-            meta: Meta { request_id },
-        })
+    // Sized for a typical resource, so that its serialization does not grow the buffer.
+    let mut body = Vec::with_capacity(1024);
+    let written = request_id::with_current(|request_id| {
+        serde_json::to_writer(
+            &mut body,
+            &Envelope {
+                data,
+                meta: Meta { request_id },
+            },
+        )
     });
-    match body {
-        Ok(body) => json_response(status, body),
+    match written {
+        Ok(()) => json_response(status, body),
         Err(error) => ApiError(Error::Internal(error.to_string())).into_response(),
     }
 }

@@ -154,15 +154,16 @@ where
     static WRITE_REMAINING: LazyLock<HeaderName> =
         LazyLock::new(|| header_name(WRITE_REMAINING_HEADER));
     let headers = response.headers_mut();
-    headers.insert(
-        READ_REMAINING.clone(),
-        HeaderValue::from(check.read_remaining),
-    );
-    headers.insert(
-        WRITE_REMAINING.clone(),
-        HeaderValue::from(check.write_remaining),
-    );
+    headers.insert(READ_REMAINING.clone(), count(check.read_remaining));
+    headers.insert(WRITE_REMAINING.clone(), count(check.write_remaining));
     response
+}
+
+/// A count as a header value: digits copied once (`HeaderValue::from(u64)` allocates twice).
+fn count(n: u64) -> HeaderValue {
+    let digits = itoa::Buffer::new().format(n).as_bytes().to_vec();
+    HeaderValue::from_maybe_shared(bytes::Bytes::from(digits))
+        .unwrap_or_else(|_| HeaderValue::from_static("0"))
 }
 
 fn header_name(name: &'static str) -> HeaderName {
