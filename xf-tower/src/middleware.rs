@@ -162,8 +162,8 @@ where
 /// A count as a header value: digits copied once (`HeaderValue::from(u64)` allocates twice).
 fn count(n: u64) -> HeaderValue {
     let digits = itoa::Buffer::new().format(n).as_bytes().to_vec();
-    HeaderValue::from_maybe_shared(bytes::Bytes::from(digits))
-        .unwrap_or_else(|_| HeaderValue::from_static("0"))
+    // Digits are always a valid value; the fallback is the same value, made the slower way.
+    HeaderValue::try_from(digits).unwrap_or_else(|_| HeaderValue::from(n))
 }
 
 fn header_name(name: &'static str) -> HeaderName {

@@ -78,10 +78,11 @@ fn accepted(value: &HeaderValue) -> Option<HeaderValue> {
     ((1..=128).contains(&bytes.len()) && bytes.iter().all(visible)).then(|| value.clone())
 }
 
-/// A fresh id; `new_id` yields visible ASCII only.
+/// A fresh id, moved into the header value without a copy; `new_id` yields visible ASCII
+/// only, so the fallback is never taken.
 fn generated() -> HeaderValue {
-    let id = bytes::Bytes::from(xf_core::ids::new_id("req"));
-    HeaderValue::from_maybe_shared(id).unwrap_or_else(|_| HeaderValue::from_static("req_"))
+    HeaderValue::try_from(xf_core::ids::new_id("req"))
+        .unwrap_or_else(|_| HeaderValue::from_static("req_"))
 }
 
 /// The URI the client sent: before any mount prefix was stripped. A clone shares the

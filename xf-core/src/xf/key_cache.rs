@@ -3,9 +3,9 @@
 //!
 //! An entry holds what the store answered for a key's SHA-256 digest (the key, with the
 //! [`Caller`] it authenticates as, or that there is none) and is used for the cache's time to
-//! live at most. That bounds how long a
-//! change made by another instance (a revoked key, a new plan or limit) goes unseen here; a
-//! change made through this instance's facade drops the entries it concerns at once. The map
+//! live at most. That bounds how long a change made by another instance (a revoked key, a new
+//! plan or limit) goes unseen here; a change made through this instance's facade drops the
+//! entries it concerns at once. The map
 //! is split into shards by digest, each behind its own lock, so requests with different keys
 //! do not wait for each other, and a shard is swept of expired entries when it grows.
 //!
