@@ -143,26 +143,48 @@ impl From<DateTime<Utc>> for Timestamp {
     }
 }
 
+/// `2026-11-24T05:47:21.123Z`: the RFC 3339 text of an instant of the years 0 to 9999.
+struct Rfc3339([u8; 24]);
+
+impl Rfc3339 {
+    /// `None` outside the years RFC 3339 can write, and in a leap second (`:60`).
+    fn of(at: &DateTime<Utc>) -> Option<Self> {
+        let year = u32::try_from(at.year()).ok().filter(|year| *year <= 9999)?;
+        let millis = Some(at.timestamp_subsec_millis()).filter(|millis| *millis < 1000)?;
+        let mut text = *b"0000-00-00T00:00:00.000Z";
+        // Digit by digit into a fixed buffer: every record of every response has timestamps,
+        // and `write!` with padded fields cost more than the rest of their serialization.
+        for (start, width, value) in [
+            (0, 4, year),
+            (5, 2, at.month()),
+            (8, 2, at.day()),
+            (11, 2, at.hour()),
+            (14, 2, at.minute()),
+            (17, 2, at.second()),
+            (20, 3, millis),
+        ] {
+            let mut rest = value;
+            for digit in text[start..start + width].iter_mut().rev() {
+                *digit = b'0' + (rest % 10) as u8;
+                rest /= 10;
+            }
+        }
+        Some(Self(text))
+    }
+
+    fn as_str(&self) -> &str {
+        // Digits and the separators put in above: ASCII.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
+
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = self.0;
-        let year = at.year();
-        if !(0..=9999).contains(&year) {
+        match Rfc3339::of(&self.0) {
+            Some(text) => f.write_str(text.as_str()),
             // Only chrono's extremes; RFC 3339 has no form for them, chrono's is kept.
-            return f.write_str(&at.to_rfc3339_opts(SecondsFormat::Millis, true));
+            None => f.write_str(&self.0.to_rfc3339_opts(SecondsFormat::Millis, true)),
         }
-        // Written field by field: every record on every response has timestamps, and this
-        // allocates nothing.
-        write!(
-            f,
-            "{year:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-            at.month(),
-            at.day(),
-            at.hour(),
-            at.minute(),
-            at.second(),
-            at.timestamp_subsec_millis()
-        )
     }
 }
 
@@ -174,7 +196,10 @@ impl fmt::Debug for Timestamp {
 
 impl Serialize for Timestamp {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
+        match Rfc3339::of(&self.0) {
+            Some(text) => serializer.serialize_str(text.as_str()),
+            None => serializer.collect_str(self),
+        }
     }
 }
 
@@ -261,12 +286,34 @@ mod tests {
                 .to_rfc3339_opts(SecondsFormat::Millis, true);
             assert_eq!(at.to_string(), chrono, "{millis}");
         }
-        for at in [Timestamp::MIN, Timestamp::MAX] {
+        let leap_second = NaiveDate::from_ymd_opt(2016, 12, 31)
+            .and_then(|day| day.and_hms_milli_opt(23, 59, 59, 1_250))
+            .unwrap()
+            .and_utc();
+        for at in [
+            Timestamp::MIN,
+            Timestamp::MAX,
+            Timestamp::from_datetime(leap_second),
+        ] {
             let chrono = at
                 .as_datetime()
                 .to_rfc3339_opts(SecondsFormat::Millis, true);
             assert_eq!(at.to_string(), chrono);
         }
+        assert_eq!(
+            Timestamp::from_datetime(leap_second).to_string(),
+            "2016-12-31T23:59:60.250Z"
+        );
+        // Serialized as the same text.
+        let at = Timestamp::from_unix_millis(1_795_499_241_007).unwrap();
+        assert_eq!(
+            serde_json::to_string(&at).unwrap(),
+            "\"2026-11-24T05:47:21.007Z\""
+        );
+        assert_eq!(
+            serde_json::to_string(&Timestamp::MIN).unwrap(),
+            format!("\"{}\"", Timestamp::MIN)
+        );
     }
 
     #[test]

@@ -110,29 +110,46 @@ pub(crate) struct RateCounters {
 }
 
 /// One shard: bucket name, then its windows and their counts.
-type Shard = HashMap<Arc<str>, Vec<(Timestamp, u64)>, BuildHasherDefault<Fnv>>;
+type Shard = HashMap<Arc<str>, Vec<(Timestamp, u64)>, BuildHasherDefault<NameHasher>>;
 
-/// FNV-1a: the counter names are built by xf from ids it issued (`key:key_…:read`), so no
-/// client chooses them, and a hash resistant to chosen collisions would only cost time on
-/// every request.
-#[derive(Debug)]
-struct Fnv(u64);
+/// A multiply-and-rotate hash taking eight bytes a step (the scheme of rustc's `FxHasher`):
+/// the counter names are built by xf from ids it issued (`key:key_…:read`), so no client
+/// chooses them, and a hash resistant to chosen collisions would only cost time on every
+/// request. A name is hashed several times a request; byte-at-a-time FNV cost a tenth of the
+/// rate-limit check.
+#[derive(Debug, Default)]
+struct NameHasher(u64);
 
-impl Default for Fnv {
-    fn default() -> Self {
-        Fnv(0xcbf2_9ce4_8422_2325)
+impl NameHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
     }
 }
 
-impl Hasher for Fnv {
+impl Hasher for NameHasher {
     fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        let mut words = bytes.chunks_exact(8);
+        for chunk in &mut words {
+            let mut word = [0; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut word = [0; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(word));
         }
     }
 
+    fn write_u8(&mut self, byte: u8) {
+        self.add(u64::from(byte));
+    }
+
     fn finish(&self) -> u64 {
-        self.0
+        // The last multiply leaves its entropy in the high bits; the map places keys by the
+        // low ones.
+        self.0.rotate_left(26)
     }
 }
 
@@ -149,7 +166,7 @@ fn locked_shard<'a>(
 }
 
 fn shard_of(name: &str) -> usize {
-    let mut hasher = Fnv::default();
+    let mut hasher = NameHasher::default();
     name.hash(&mut hasher);
     // Mixed (Fibonacci hashing) so that the shard is not a slice of the bits the shard's own
     // map places its keys by.
@@ -238,5 +255,41 @@ impl RateCounters {
             });
         }
         dropped
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+    use std::hash::BuildHasher;
+
+    use super::*;
+
+    #[test]
+    fn counter_names_spread_over_shards_and_hashes() {
+        let names: Vec<String> = (0..1_600)
+            .map(|i| {
+                let kind = ["read", "write"][i % 2];
+                format!("key:{}:{kind}", xf_core::ids::new_id("key"))
+            })
+            .collect();
+        let mut per_shard = [0; RATE_SHARDS];
+        for name in &names {
+            per_shard[shard_of(name)] += 1;
+        }
+        // 100 a shard on average; far from empty or crowded anywhere.
+        assert!(
+            per_shard.iter().all(|n| (50..200).contains(n)),
+            "{per_shard:?}"
+        );
+        let hasher = BuildHasherDefault::<NameHasher>::default();
+        let hashes: HashSet<u64> = names.iter().map(|n| hasher.hash_one(n.as_str())).collect();
+        assert_eq!(hashes.len(), names.len());
+        // The map's own bits (the low ones place a key, the top seven tell keys apart in a
+        // group) differ between names too.
+        let low: HashSet<u64> = hashes.iter().map(|h| h & 0xfff).collect();
+        let top: HashSet<u64> = hashes.iter().map(|h| h >> 57).collect();
+        assert!(low.len() > 1_000, "{}", low.len());
+        assert_eq!(top.len(), 128);
     }
 }
