@@ -215,22 +215,64 @@ id_type!(
     DeliveryId, "whd", "delivery"
 );
 
-/// A new id with an ad-hoc prefix, for values that are not records (request ids).
+/// A new id with an ad-hoc prefix: ordered by creation, also within a millisecond.
+///
+/// The order within a millisecond comes from a counter uuid keeps behind one lock for the
+/// whole process; ids that need no such order use [`new_unordered_id`].
 pub fn new_id(prefix: &str) -> String {
+    prefixed(prefix, Uuid::now_v7())
+}
+
+/// A new id with an ad-hoc prefix, for values that are not records (request ids): the same
+/// shape as [`new_id`]'s and ordered by millisecond, but random within one, so threads make
+/// them without sharing a lock.
+pub fn new_unordered_id(prefix: &str) -> String {
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let at = uuid::Timestamp::from_unix(
+        uuid::NoContext,
+        since_epoch.as_secs(),
+        since_epoch.subsec_nanos(),
+    );
+    prefixed(prefix, Uuid::new_v7(at))
+}
+
+fn prefixed(prefix: &str, uuid: Uuid) -> String {
     let mut id = String::with_capacity(prefix.len() + 1 + uuid::fmt::Simple::LENGTH);
     id.push_str(prefix);
     id.push('_');
-    id.push_str(
-        Uuid::now_v7()
-            .simple()
-            .encode_lower(&mut Uuid::encode_buffer()),
-    );
+    id.push_str(uuid.simple().encode_lower(&mut Uuid::encode_buffer()));
     id
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unordered_ids_have_the_same_shape_and_order_by_millisecond() {
+        let before = new_id("req");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let ids: Vec<String> = (0..1_000).map(|_| new_unordered_id("req")).collect();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let after = new_id("req");
+        for id in &ids {
+            let hex = id.strip_prefix("req_").unwrap();
+            assert_eq!(hex.len(), 32, "{id}");
+            assert!(hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+            // Version 7, RFC 4122 variant.
+            assert_eq!(&hex[12..13], "7", "{id}");
+            assert!("89ab".contains(&hex[16..17]), "{id}");
+            assert!(before < *id && *id < after, "{before} {id} {after}");
+        }
+        let mut distinct = ids.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(distinct.len(), ids.len());
+    }
 
     #[test]
     fn ids_are_prefixed_ordered_and_checked() {

@@ -63,6 +63,7 @@ pub use error::status_of;
 pub use media_file::MediaFileService;
 pub use mount::{strip_prefix, StripPrefix};
 pub use report_page::ReportPageService;
+pub use request_id::{current_request, is_request_span};
 pub use routes::media::is_media_path;
 
 /// The body of every response of this crate's services, and a body type a host can build
@@ -230,5 +231,47 @@ mod tests {
         assert_eq!(body["error"]["code"], "internal_error");
         assert_eq!(body["meta"]["requestId"], id.as_str());
         assert!(!body.to_string().contains("secret detail"));
+    }
+
+    /// What a handler sees of its request: whether it runs in the `request` span, and what
+    /// `current_request` says.
+    async fn context_seen(router: &Router) -> String {
+        let request = http::Request::get("/context")
+            .header("x-request-id", "ctx-1")
+            .body(Body::empty())
+            .unwrap();
+        let response = router.clone().oneshot(request).await.unwrap();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        String::from_utf8(body.to_vec()).unwrap()
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_request_s_context_is_there_with_or_without_its_span() {
+        use tracing_subscriber::layer::SubscriberExt;
+
+        let router = with_common_layers(
+            Router::new().route(
+                "/context",
+                get(|| async {
+                    let in_span = tracing::Span::current()
+                        .metadata()
+                        .is_some_and(is_request_span);
+                    let current = current_request(|id, service| format!("{id} {service}"));
+                    format!("{in_span} {}", current.unwrap_or_default())
+                }),
+            ),
+            request_id::Service::Api,
+        );
+        let all = tracing_subscriber::registry();
+        let guard = tracing::subscriber::set_default(all);
+        assert_eq!(context_seen(&router).await, "true ctx-1 api");
+        drop(guard);
+        let without_span = tracing_subscriber::registry().with(
+            tracing_subscriber::filter::filter_fn(|metadata| !is_request_span(metadata)),
+        );
+        let _guard = tracing::subscriber::set_default(without_span);
+        assert_eq!(context_seen(&router).await, "false ctx-1 api");
+        // Outside a request there is none.
+        assert_eq!(current_request(|id, _| id.to_owned()), None);
     }
 }

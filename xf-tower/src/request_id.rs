@@ -10,6 +10,10 @@
 //! (`api`, `admin`, or `none` for paths outside both), the method, the path as the client
 //! sent it (mount prefix included), the route template it matched, the status and the
 //! latency.
+//!
+//! Whatever else a request logs runs inside a `request` span carrying `request_id` and
+//! `service`; [`current_request`] gives the same two values to a log layer that leaves the
+//! span out.
 
 use std::any::Any;
 use std::convert::Infallible;
@@ -30,9 +34,15 @@ pub const HEADER: &str = "x-request-id";
 const HEADER_NAME: http::HeaderName = http::HeaderName::from_static(HEADER);
 
 tokio::task_local! {
-    /// Kept as the header value it is answered with: an echoed id is the request's own bytes,
-    /// a generated one is moved into it, and neither is copied again for the response.
-    static REQUEST_ID: HeaderValue;
+    /// The request being served: its id kept as the header value it is answered with (an
+    /// echoed id is the request's own bytes, a generated one is moved into it, and neither is
+    /// copied again for the response), and the service answering it.
+    static REQUEST: Current;
+}
+
+struct Current {
+    id: HeaderValue,
+    service: Service,
 }
 
 /// Which service answered, for the request log.
@@ -64,12 +74,40 @@ impl Service {
 
 /// Calls `f` with the id of the request being served (a fresh one outside a request).
 pub fn with_current<R>(f: impl FnOnce(&str) -> R) -> R {
-    if REQUEST_ID.try_with(|_| ()).is_ok() {
-        // Ids are visible ASCII (`accepted`, `generated`), so `to_str` always succeeds.
-        REQUEST_ID.with(|id| f(id.to_str().unwrap_or_default()))
-    } else {
-        f(&xf_core::ids::new_id("req"))
+    match REQUEST.try_with(|_| ()) {
+        Ok(()) => REQUEST.with(|current| f(current.id_str())),
+        Err(_) => f(&xf_core::ids::new_unordered_id("req")),
     }
+}
+
+/// Calls `f` with the id of the request this task is serving and the name of the service
+/// answering it (`api`, `admin`, …): the two fields of the `request` span, for a log layer
+/// that renders them without it. `None` outside a request.
+///
+/// Whatever a request logs runs inside a `request` span with `request_id` and `service`. A
+/// log layer that would rather not pay for a span a request (the span is the costliest part
+/// of logging one) can filter it out with [`is_request_span`] and read the same two values
+/// here; xf-server's does.
+pub fn current_request<R>(f: impl FnOnce(&str, &'static str) -> R) -> Option<R> {
+    REQUEST.try_with(|_| ()).ok()?;
+    Some(REQUEST.with(|current| f(current.id_str(), current.service.as_str())))
+}
+
+/// Whether `metadata` is that of the `request` span, for a filter that leaves it out.
+pub fn is_request_span(metadata: &tracing::Metadata<'_>) -> bool {
+    metadata.is_span() && metadata.name() == "request" && metadata.target() == module_path!()
+}
+
+impl Current {
+    fn id_str(&self) -> &str {
+        id_str(&self.id)
+    }
+}
+
+/// An id as text: ids are visible ASCII (`accepted`, `generated`), so `to_str` always
+/// succeeds.
+fn id_str(id: &HeaderValue) -> &str {
+    id.to_str().unwrap_or_default()
 }
 
 fn accepted(value: &HeaderValue) -> Option<HeaderValue> {
@@ -78,10 +116,10 @@ fn accepted(value: &HeaderValue) -> Option<HeaderValue> {
     ((1..=128).contains(&bytes.len()) && bytes.iter().all(visible)).then(|| value.clone())
 }
 
-/// A fresh id, moved into the header value without a copy; `new_id` yields visible ASCII
-/// only, so the fallback is never taken.
+/// A fresh id, moved into the header value without a copy; `new_unordered_id` yields
+/// visible ASCII only, so the fallback is never taken.
 fn generated() -> HeaderValue {
-    HeaderValue::try_from(xf_core::ids::new_id("req"))
+    HeaderValue::try_from(xf_core::ids::new_unordered_id("req"))
         .unwrap_or_else(|_| HeaderValue::from_static("req_"))
 }
 
@@ -168,7 +206,7 @@ where
         let matched = request.extensions().get::<MatchedPath>().cloned();
         let span = tracing::info_span!(
             "request",
-            request_id = %id.to_str().unwrap_or_default(),
+            request_id = %id_str(&id),
             service = service.as_str()
         );
         let started = Instant::now();
@@ -212,11 +250,11 @@ where
             (response, sent)
         };
         Box::pin(async move {
-            let mut scoped = std::pin::pin!(REQUEST_ID.scope(id, run));
+            let mut scoped = std::pin::pin!(REQUEST.scope(Current { id, service }, run));
             let (mut response, sent) = scoped.as_mut().await;
             let path = sent.path();
             // `None` only for a value taken before, and it was not.
-            let Some(id) = scoped.as_mut().take_value() else {
+            let Some(Current { id, .. }) = scoped.as_mut().take_value() else {
                 return Ok(response);
             };
             let route = RouteTemplate {
@@ -226,7 +264,7 @@ where
             // The line carries every field itself, so it reads alone in any log format; the
             // span gives the request id to whatever else the request logs.
             tracing::info!(
-                request_id = %id.to_str().unwrap_or_default(),
+                request_id = %id_str(&id),
                 service = %service.as_str(),
                 %method,
                 %path,

@@ -47,7 +47,7 @@ fn has_key(headers: &HeaderMap) -> bool {
 
 /// An answer in xf's envelope: `{key: value, "meta": {"requestId": …}}`.
 fn answer(status: StatusCode, key: &str, value: Value) -> Response {
-    let request_id = xf_core::ids::new_id("req");
+    let request_id = xf_core::ids::new_unordered_id("req");
     let mut body = json!({"meta": {"requestId": request_id}});
     body[key] = value;
     (status, axum::Json(body)).into_response()
