@@ -38,7 +38,7 @@ use axum::Router;
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Parser, ValueEnum};
 use tokio::net::TcpListener;
-use tracing_subscriber::filter::{EnvFilter, LevelFilter, Targets};
+use tracing_subscriber::filter::{filter_fn, EnvFilter, LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use xf_core::media::blob::{BlobStore, LocalBlobStore};
@@ -488,10 +488,21 @@ pub fn init_logging(format: LogFormat) -> Result<LogWriter, StartError> {
         renderer.render(record, out)
     })
     .map_err(|error| StartError::Logging(format!("the log thread: {error}")))?;
+    // With a filter of targets and levels, xf-tower's `request` span is left out, which
+    // spares every request its cost; the few events a request logs are shown inside it all
+    // the same, from the request's own record of its id. Span directives (`EnvFilter`) keep
+    // the span, so that they can match it.
+    let mut layer = log_lines::DeferredFormat::new(sender);
+    let mut no_request_span = None;
+    if targets.is_some() {
+        layer = layer.with_request_context(log_lines::request_span_fields);
+        no_request_span = Some(filter_fn(|metadata| !xf_tower::is_request_span(metadata)));
+    }
     tracing_subscriber::registry()
         .with(targets)
         .with(env_filter)
-        .with(log_lines::DeferredFormat::new(sender))
+        .with(no_request_span)
+        .with(layer)
         .try_init()
         .map_err(|error| StartError::Logging(error.to_string()))?;
     Ok(LogWriter(queue))

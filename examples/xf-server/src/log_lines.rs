@@ -76,25 +76,40 @@ impl Fields {
 
     /// `name=value` pairs separated by spaces; the message (if `message_bare`) bare and first.
     fn text(&self, out: &mut Vec<u8>, message_bare: bool) {
-        let is_message = |name: &str| message_bare && name == "message";
-        let message = self.values.iter().find(|(name, _)| is_message(name));
-        let others = self.values.iter().filter(|(name, _)| !is_message(name));
-        for (i, &(name, value)) in message.into_iter().chain(others).enumerate() {
-            if i > 0 {
+        let message = message_bare
+            .then(|| self.values.iter().position(|(name, _)| *name == "message"))
+            .flatten();
+        if let Some(index) = message {
+            self.write_value(self.values[index].1, out);
+        }
+        let mut first = message.is_none();
+        for (index, &(name, value)) in self.values.iter().enumerate() {
+            if Some(index) == message {
+                continue;
+            }
+            if !first {
                 out.push(b' ');
             }
-            if !is_message(name) {
-                out.extend_from_slice(name.as_bytes());
-                out.push(b'=');
+            first = false;
+            out.extend_from_slice(name.as_bytes());
+            out.push(b'=');
+            self.write_value(value, out);
+        }
+    }
+
+    /// A value as `fmt` shows it: numbers through itoa and ryu, which write what `{}` and
+    /// `{:?}` would without the formatting machinery (this runs for every field of every
+    /// line), a `&str` quoted and escaped.
+    fn write_value(&self, value: Value, out: &mut Vec<u8>) {
+        match value {
+            Value::Shown(start, end) => out.extend_from_slice(self.text_of(start, end).as_bytes()),
+            Value::Str(start, end) => {
+                let _ = write!(out, "{:?}", self.text_of(start, end));
             }
-            let _ = match value {
-                Value::Shown(start, end) => out.write_all(self.text_of(start, end).as_bytes()),
-                Value::Str(start, end) => write!(out, "{:?}", self.text_of(start, end)),
-                Value::I64(n) => write!(out, "{n}"),
-                Value::U64(n) => write!(out, "{n}"),
-                Value::F64(n) => write!(out, "{n:?}"),
-                Value::Bool(b) => write!(out, "{b}"),
-            };
+            Value::I64(n) => out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
+            Value::U64(n) => out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
+            Value::F64(n) => write_f64(n, out),
+            Value::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
         }
     }
 
@@ -145,6 +160,52 @@ impl Visit for Fields {
     fn record_bool(&mut self, field: &Field, value: bool) {
         self.values.push((field.name(), Value::Bool(value)));
     }
+}
+
+/// `n` as `{:?}` writes it.
+///
+/// A whole number of thousandths below 10^12 (every `latency_ms`: microseconds over 1000) is
+/// written from its integer: the nearest double to k/1000, which is what dividing gives, is
+/// written shortest as k/1000 itself, since any other decimal of at most three places is at
+/// least 0.001 away and the doubles there are far closer together than that. Everything else
+/// goes through ryu, or, below 1e-4 where ryu writes no exponent, `{:?}` itself.
+fn write_f64(n: f64, out: &mut Vec<u8>) {
+    let thousandths = n * 1000.0;
+    if n != 0.0
+        && thousandths.fract() == 0.0
+        && thousandths.abs() < 1e15
+        && thousandths / 1000.0 == n
+    {
+        // In range for i64, and exact.
+        let thousandths = thousandths as i64;
+        if thousandths < 0 {
+            out.push(b'-');
+        }
+        let magnitude = thousandths.unsigned_abs();
+        out.extend_from_slice(itoa::Buffer::new().format(magnitude / 1000).as_bytes());
+        let digits: [u8; 3] = padded_digits(magnitude % 1000);
+        // `{:?}` keeps one place for a whole number (`12.0`) and no trailing zeros.
+        let places = digits
+            .iter()
+            .rposition(|d| *d != b'0')
+            .map_or(1, |last| last + 1);
+        out.push(b'.');
+        out.extend_from_slice(&digits[..places]);
+    } else if n != 0.0 && n.abs() < 1e-4 {
+        let _ = write!(out, "{n:?}");
+    } else {
+        out.extend_from_slice(ryu::Buffer::new().format(n).as_bytes());
+    }
+}
+
+/// The last `N` decimal digits of `n`, zero-padded.
+fn padded_digits<const N: usize>(mut n: u64) -> [u8; N] {
+    let mut digits = [b'0'; N];
+    for digit in digits.iter_mut().rev() {
+        *digit = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+    digits
 }
 
 /// One event as captured: what the log thread formats.
@@ -269,22 +330,56 @@ impl Renderer {
             }
         };
         out.extend_from_slice(text.as_bytes());
-        let _ = write!(out, ".{:06}Z", since_epoch.subsec_micros());
+        let micros: [u8; 6] = padded_digits(since_epoch.subsec_micros().into());
+        out.push(b'.');
+        out.extend_from_slice(&micros);
+        out.push(b'Z');
     }
 }
+
+/// Writes the fields of the request the current task serves into a span's [`Fields`];
+/// `false` outside a request.
+pub type RequestContext = fn(&mut Fields) -> bool;
 
 /// The layer: captures each event (and the fields of each span) and queues it for the log
 /// thread. Events are dropped only if that thread has stopped.
 #[derive(Debug)]
 pub struct DeferredFormat {
     sender: Sender<Record>,
+    request_context: Option<RequestContext>,
 }
 
 impl DeferredFormat {
     /// The layer sending its records to `sender`.
     pub fn new(sender: Sender<Record>) -> Self {
-        Self { sender }
+        Self {
+            sender,
+            request_context: None,
+        }
     }
+
+    /// Shows an event logged while a request is served inside a `request` span with the
+    /// fields `context` writes, as if the span were there: for a subscriber that leaves
+    /// xf-tower's `request` span out ([`xf_tower::is_request_span`]) to spare every request
+    /// its cost, and takes the same fields from [`xf_tower::current_request`] (see
+    /// [`request_span_fields`]) only for the few events a request logs.
+    pub fn with_request_context(self, context: RequestContext) -> Self {
+        Self {
+            request_context: Some(context),
+            ..self
+        }
+    }
+}
+
+/// The fields of xf-tower's `request` span, from the request the current task serves.
+pub fn request_span_fields(fields: &mut Fields) -> bool {
+    xf_tower::current_request(|id, service| request_fields(fields, id, service)).is_some()
+}
+
+/// The span's fields as it records them: the id displayed, the service a string.
+fn request_fields(fields: &mut Fields, id: &str, service: &str) {
+    fields.push_text("request_id", false, |text| text.push_str(id));
+    fields.push_text("service", true, |text| text.push_str(service));
 }
 
 impl<S> Layer<S> for DeferredFormat
@@ -311,18 +406,19 @@ where
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
         let mut fields = Fields::default();
         event.record(&mut fields);
-        let spans = ctx
-            .event_scope(event)
-            .map(|scope| {
-                scope
-                    .from_root()
-                    .map(|span| {
-                        let fields = span.extensions().get::<Arc<Fields>>().cloned();
-                        (span.name(), fields.unwrap_or_default())
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let mut spans = Vec::new();
+        if let Some(context) = self.request_context {
+            let mut request = Fields::default();
+            if context(&mut request) {
+                spans.push(("request", Arc::new(request)));
+            }
+        }
+        if let Some(scope) = ctx.event_scope(event) {
+            for span in scope.from_root() {
+                let fields = span.extensions().get::<Arc<Fields>>().cloned();
+                spans.push((span.name(), fields.unwrap_or_default()));
+            }
+        }
         self.sender.send(Record {
             time: SystemTime::now(),
             level: *event.metadata().level(),
@@ -356,21 +452,50 @@ mod tests {
         }
     }
 
+    thread_local! {
+        static IN_REQUEST: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// A request context of `req_1` answered by `api` while `IN_REQUEST` is set.
+    fn test_request(fields: &mut Fields) -> bool {
+        let inside = IN_REQUEST.get();
+        if inside {
+            request_fields(fields, "req_1", "api");
+        }
+        inside
+    }
+
     /// What a request logs, through the layer and the queue, in `format`.
     fn logged(format: Format) -> String {
+        logged_in(format, false)
+    }
+
+    /// As [`logged`]; with `context`, the request is not a span but a [`RequestContext`].
+    fn logged_in(format: Format, context: bool) -> String {
         let kept = Kept::default();
         let mut renderer = Renderer::new(format);
         let (queue, sender) = LogQueue::start(kept.clone(), move |record, out| {
             renderer.render(record, out)
         })
         .unwrap();
-        let subscriber = tracing_subscriber::registry().with(DeferredFormat::new(sender));
+        let mut layer = DeferredFormat::new(sender);
+        if context {
+            layer = layer.with_request_context(test_request);
+        }
+        let subscriber = tracing_subscriber::registry().with(layer);
         tracing::subscriber::with_default(subscriber, || {
             tracing::info!(port = 8080_u64, "listening");
-            let span = tracing::info_span!("request", request_id = %"req_1", service = "api");
-            span.in_scope(|| {
+            let in_request = || {
                 tracing::warn!(cause = %"disk full", ok = false, "storage unavailable");
-            });
+            };
+            if context {
+                IN_REQUEST.set(true);
+                in_request();
+                IN_REQUEST.set(false);
+            } else {
+                let span = tracing::info_span!("request", request_id = %"req_1", service = "api");
+                span.in_scope(in_request);
+            }
             tracing::info!(
                 request_id = %"req_1",
                 method = %"GET",
@@ -414,6 +539,92 @@ mod tests {
                  path=/api/v1/properties/prop_1 status=200 latency_ms=0.25"
             )
         );
+    }
+
+    #[test]
+    fn a_request_context_reads_as_the_request_span() {
+        let without_time = |text: String| -> Vec<String> {
+            text.lines()
+                .map(|line| match serde_json::from_str::<Json>(line) {
+                    Ok(mut object) => {
+                        object["timestamp"] = Json::Null;
+                        object.to_string()
+                    }
+                    Err(_) => line.split_once(' ').unwrap().1.to_owned(),
+                })
+                .collect()
+        };
+        for format in [Format::Text { ansi: false }, Format::Json] {
+            assert_eq!(
+                without_time(logged_in(format, true)),
+                without_time(logged_in(format, false)),
+            );
+        }
+        // Outside a request, xf-tower has no context to give.
+        assert!(!request_span_fields(&mut Fields::default()));
+    }
+
+    #[test]
+    fn numbers_read_as_rust_formats_them() {
+        let floats = [
+            0.0,
+            -0.0,
+            0.001,
+            0.002,
+            0.25,
+            1.0,
+            12.355,
+            999.999,
+            123_456.0,
+            1e-4,
+            9.9e-5,
+            1e-5,
+            1e-7,
+            1e15,
+            1e16,
+            1.5e300,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ];
+        let mut fields = Fields::default();
+        for n in floats {
+            fields.values.push(("n", Value::F64(n)));
+        }
+        fields.values.push(("i", Value::I64(i64::MIN)));
+        fields.values.push(("u", Value::U64(u64::MAX)));
+        fields.values.push(("b", Value::Bool(true)));
+        let mut out = Vec::new();
+        fields.text(&mut out, false);
+        let mut wanted: Vec<String> = floats.iter().map(|n| format!("n={n:?}")).collect();
+        wanted.extend([
+            format!("i={}", i64::MIN),
+            format!("u={}", u64::MAX),
+            "b=true".to_owned(),
+        ]);
+        assert_eq!(String::from_utf8(out).unwrap(), wanted.join(" "));
+        // Latencies: every whole microsecond up to a second, and some far beyond, with signs.
+        let mut micros: Vec<i64> = (0..1_000_000).collect();
+        micros.extend([
+            1_234_567_890,
+            999_999_999_999,
+            999_999_999_999_999,
+            1_000_000_000_000_000,
+            4_503_599_627_370_497,
+        ]);
+        for micros in micros {
+            for n in [micros as f64 / 1000.0, -(micros as f64) / 1000.0] {
+                let mut out = Vec::new();
+                write_f64(n, &mut out);
+                assert_eq!(
+                    String::from_utf8(out).unwrap(),
+                    format!("{n:?}"),
+                    "{micros}"
+                );
+            }
+        }
     }
 
     #[test]
