@@ -13,7 +13,7 @@ use http::{HeaderName, HeaderValue, Method};
 use tower::ServiceExt;
 use xf_core::api::{READ_REMAINING_HEADER, WRITE_REMAINING_HEADER};
 use xf_core::plans::Entitlement;
-use xf_core::{Error, RequestKind, Xf};
+use xf_core::{Caller, Error, RateCheck, RequestKind, Xf};
 
 use crate::error::ApiError;
 use crate::extract::bearer;
@@ -67,14 +67,39 @@ where
     type Error = Infallible;
     type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
 
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        // Readiness is the inner service's, awaited in the call (`oneshot`).
-        Poll::Ready(Ok(()))
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        // The inner service is called at once for a read whose key the cache knows; any
+        // other request calls a clone once authenticated (`oneshot`, which waits for it).
+        self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: Request) -> Self::Future {
-        let inner = self.inner.clone();
+    fn call(&mut self, mut request: Request) -> Self::Future {
         let GuardLayer { xf, guard: checks } = self.layer.clone();
+        // What the key cache answers is used here: a refused key is answered at once, and a
+        // read is started as `guard` would start it, the stack below called now instead of
+        // cloned for later. A write takes its caller along.
+        let key = (checks.key)(request.headers());
+        let cached = match xf.authenticate_cached(key, checks.entitlement) {
+            Some(Err(error)) => return Box::pin(std::future::ready(Ok((checks.render)(error)))),
+            Some(Ok(caller)) if kind_of(request.method()) == RequestKind::Read => {
+                request.extensions_mut().insert(caller.clone());
+                let handled = self.inner.call(request);
+                // The join is written out here rather than shared with `counted`: an async
+                // function around it moved the handler's future once more per request.
+                return Box::pin(async move {
+                    let check = xf.check_rate_limit(&caller, RequestKind::Read);
+                    let (check, handled) = tokio::join!(check, handled);
+                    let response = match handled {
+                        Ok(response) => response,
+                        Err(never) => match never {},
+                    };
+                    Ok(counted_read(check, response, checks))
+                });
+            }
+            Some(Ok(caller)) => Some(caller),
+            None => None,
+        };
+        let inner = self.inner.clone();
         Box::pin(async move {
             let run = |request| async move {
                 match inner.oneshot(request).await {
@@ -82,7 +107,10 @@ where
                     Err(never) => match never {},
                 }
             };
-            Ok(guard(&xf, request, run, checks).await)
+            Ok(match cached {
+                Some(caller) => counted(&xf, caller, request, run, checks).await,
+                None => guard(&xf, request, run, checks).await,
+            })
         })
     }
 }
@@ -103,7 +131,7 @@ pub struct Guard {
 /// plan, count the request, run it, add the remaining-request headers.
 pub async fn guard<F>(
     xf: &Xf,
-    mut request: Request,
+    request: Request,
     run: impl FnOnce(Request) -> F,
     guard: Guard,
 ) -> Response
@@ -117,37 +145,68 @@ where
         Ok(caller) => caller,
         Err(error) => return (guard.render)(error),
     };
-    let kind = match *request.method() {
-        Method::GET | Method::HEAD => RequestKind::Read,
-        _ => RequestKind::Write,
-    };
+    counted(xf, caller, request, run, guard).await
+}
+
+/// The rest of [`guard`] once `caller` is known: count the request, run it, add the
+/// remaining-request headers.
+async fn counted<F>(
+    xf: &Xf,
+    caller: Caller,
+    mut request: Request,
+    run: impl FnOnce(Request) -> F,
+    guard: Guard,
+) -> Response
+where
+    F: Future<Output = Response>,
+{
     // A read changes nothing, so it runs while its count is decided (on PostgreSQL, its share
     // of a rate-limit batch, a round trip): the request waits for the longer of the two
     // instead of their sum. A read over the limit is refused all the same, and what its
-    // handler answered is dropped unseen. A write runs only once counted: `Err` hands its
-    // request on.
-    let (check, ran) = if kind == RequestKind::Read {
+    // handler answered is dropped unseen. A write runs only once counted.
+    let kind = kind_of(request.method());
+    if kind == RequestKind::Read {
         request.extensions_mut().insert(caller.clone());
         let (check, response) = tokio::join!(xf.check_rate_limit(&caller, kind), run(request));
-        (check, Ok(response))
-    } else {
-        (
-            xf.check_rate_limit(&caller, kind).await,
-            Err((request, run)),
-        )
-    };
-    let check = match check {
+        return counted_read(check, response, guard);
+    }
+    let check = match xf.check_rate_limit(&caller, kind).await {
         Ok(check) => check,
         Err(error) => return (guard.render)(error),
     };
-    let mut response = match (check.retry_after_secs, ran) {
-        (Some(retry_after_secs), _) => (guard.render)(Error::RateLimited { retry_after_secs }),
-        (None, Ok(response)) => response,
-        (None, Err((mut request, run))) => {
+    let response = match check.retry_after_secs {
+        Some(retry_after_secs) => (guard.render)(Error::RateLimited { retry_after_secs }),
+        None => {
             request.extensions_mut().insert(caller);
             run(request).await
         }
     };
+    with_remaining(response, &check)
+}
+
+fn kind_of(method: &Method) -> RequestKind {
+    match *method {
+        Method::GET | Method::HEAD => RequestKind::Read,
+        _ => RequestKind::Write,
+    }
+}
+
+/// The answer to a read that ran while it was counted: its handler's response, or the
+/// refusal the count decided.
+fn counted_read(check: Result<RateCheck, Error>, response: Response, guard: Guard) -> Response {
+    let check = match check {
+        Ok(check) => check,
+        Err(error) => return (guard.render)(error),
+    };
+    let response = match check.retry_after_secs {
+        Some(retry_after_secs) => (guard.render)(Error::RateLimited { retry_after_secs }),
+        None => response,
+    };
+    with_remaining(response, &check)
+}
+
+/// `response` with the remaining-request headers of `check`.
+fn with_remaining(mut response: Response, check: &RateCheck) -> Response {
     // The names are parsed once, not on every response.
     static READ_REMAINING: LazyLock<HeaderName> =
         LazyLock::new(|| header_name(READ_REMAINING_HEADER));

@@ -2,6 +2,7 @@
 
 use http::Method;
 use serde_json::json;
+use xf_core::plans::Entitlement::DeveloperApi;
 use xf_tests::{request, TestApp};
 
 use crate::{assert_time, org};
@@ -140,14 +141,30 @@ async fn keys_must_be_valid_unrevoked_and_entitled(app: TestApp) {
     let key = data["key"].as_str().unwrap().to_owned();
     let key_id = data["id"].as_str().unwrap().to_owned();
     assert!(key.starts_with("xf_live_") && key_id.starts_with("key_"));
+    // What a request finds without asking the store: answers for no key and malformed keys,
+    // nothing for a key never looked up, the caller once it has been.
+    let cached = |key: Option<&str>| {
+        app.xf.authenticate_cached(key, DeveloperApi).map(|answer| {
+            answer
+                .map(|caller| caller.key_id.to_string())
+                .map_err(|error| error.code())
+        })
+    };
+    assert_eq!(cached(None), Some(Err("api_key_invalid")));
+    assert_eq!(cached(Some("garbage")), Some(Err("api_key_invalid")));
+    assert_eq!(cached(Some(&key)), None);
     app.get("/organization", &key).await.expect(200);
+    assert_eq!(cached(Some(&key)), Some(Ok(key_id.clone())));
     let revoked = app
         .admin(Method::DELETE, &format!("/api-keys/{key_id}"), None)
         .await;
     assert_eq!(revoked.expect(200)["revoked"], true);
+    // The revoking instance forgets the lookup at once; the next request finds it revoked.
+    assert_eq!(cached(Some(&key)), None);
     app.get("/organization", &key)
         .await
         .expect_error(401, "api_key_invalid");
+    assert_eq!(cached(Some(&key)), Some(Err("api_key_invalid")));
 
     for plan in ["free", "plus", "pro"] {
         let other = app.organization(&format!("On {plan}"), plan).await;

@@ -5,12 +5,12 @@ use sha2::{Digest, Sha256};
 
 use std::sync::Arc;
 
-use super::key_cache::KnownKey;
+use super::key_cache::{KeyDigest, KnownKey, Lookup};
 use super::{Caller, CallerInfo, Xf};
 use crate::api::RateWindow;
 use crate::auth;
 use crate::error::{Error, Result};
-use crate::model::{ApiKey, Organization};
+use crate::model::{ApiKey, KeyMode, Organization};
 use crate::params::IdempotencyKey;
 use crate::plans::Entitlement;
 use crate::store::{IdempotencyClaim, IdempotencyRequest, RateBucket, StoredResponse};
@@ -114,11 +114,11 @@ fn rate_buckets(caller: &Caller, now: Timestamp, kind: Option<RequestKind>) -> [
     ]
 }
 
-/// When window `bucket_index` of [`rate_buckets`] resets.
-fn window_end(bucket_index: usize, now: Timestamp) -> Timestamp {
+/// When window `bucket_index` of [`rate_buckets`], which started at `start`, resets.
+fn window_end(bucket_index: usize, start: Timestamp) -> Timestamp {
     match bucket_index {
-        2 => now.start_of_day().plus(Duration::days(1)),
-        _ => now.start_of_hour().plus(Duration::hours(1)),
+        2 => start.plus(Duration::days(1)),
+        _ => start.plus(Duration::hours(1)),
     }
 }
 
@@ -134,10 +134,8 @@ impl Xf {
         key: Option<&str>,
         entitlement: Entitlement,
     ) -> Result<Caller> {
-        let key = key.ok_or(Error::ApiKeyInvalid)?;
-        let claimed_mode = auth::mode_of(key).ok_or(Error::ApiKeyInvalid)?;
-        let digest = auth::digest_key(key);
-        let known = match self.inner.keys.get(&digest) {
+        let (claimed_mode, digest, cached) = self.cached_key(key)?;
+        let known = match cached {
             Some(known) => known,
             None => {
                 let asked = std::time::Instant::now();
@@ -153,6 +151,43 @@ impl Xf {
                 known
             }
         };
+        self.caller_of(known.as_deref(), claimed_mode, entitlement)
+    }
+
+    /// [`authenticate`](Self::authenticate)'s answer when it needs no store: for a missing or
+    /// malformed key, and for a key looked up less than the key cache's lifetime ago. `None`
+    /// when the store must be asked.
+    pub fn authenticate_cached(
+        &self,
+        key: Option<&str>,
+        entitlement: Entitlement,
+    ) -> Option<Result<Caller>> {
+        match self.cached_key(key) {
+            Err(error) => Some(Err(error)),
+            Ok((claimed_mode, _, cached)) => {
+                let known = cached?;
+                Some(self.caller_of(known.as_deref(), claimed_mode, entitlement))
+            }
+        }
+    }
+
+    /// A key's claimed mode and digest, and what the key cache holds for it (`None`: the
+    /// store must be asked); `ApiKeyInvalid` for a missing or malformed key.
+    fn cached_key(&self, key: Option<&str>) -> Result<(KeyMode, KeyDigest, Option<Lookup>)> {
+        let key = key.ok_or(Error::ApiKeyInvalid)?;
+        let claimed_mode = auth::mode_of(key).ok_or(Error::ApiKeyInvalid)?;
+        let digest = auth::digest_key(key);
+        Ok((claimed_mode, digest, self.inner.keys.get(&digest)))
+    }
+
+    /// The caller a looked-up key authenticates as, if it is live, of the mode its prefix
+    /// claims, and its plan has `entitlement`.
+    fn caller_of(
+        &self,
+        known: Option<&KnownKey>,
+        claimed_mode: KeyMode,
+        entitlement: Entitlement,
+    ) -> Result<Caller> {
         let known = known.ok_or(Error::ApiKeyInvalid)?;
         // The mode is the stored one; a key whose prefix disagrees with it was not issued by us.
         if known.api_key.revoked_at.is_some() || known.api_key.mode != claimed_mode {
@@ -194,7 +229,7 @@ impl Xf {
         let now = self.now();
         let buckets = rate_buckets(caller, now, Some(kind));
         let outcome = self.store().hit_rate_limits(&buckets).await?;
-        let windows = windows(&buckets, &outcome.counts, now)?;
+        let windows = windows(&buckets, &outcome.counts)?;
         let retry_after_secs = outcome
             .exceeded
             .iter()
@@ -271,13 +306,13 @@ impl Xf {
         let now = self.now();
         let buckets = rate_buckets(caller, now, None);
         let outcome = self.store().hit_rate_limits(&buckets).await?;
-        windows(&buckets, &outcome.counts, now)
+        windows(&buckets, &outcome.counts)
     }
 }
 
 /// Limit, remaining count and reset time of each bucket of [`rate_buckets`], from the counts
 /// the store reported for them: one per bucket, or the store broke its contract.
-fn windows(buckets: &[RateBucket; 3], counts: &[u64], now: Timestamp) -> Result<[RateWindow; 3]> {
+fn windows(buckets: &[RateBucket; 3], counts: &[u64]) -> Result<[RateWindow; 3]> {
     let counts: &[u64; 3] = counts.try_into().map_err(|_| {
         Error::Internal(format!(
             "the store reported {} rate-limit counts for 3 buckets",
@@ -287,6 +322,6 @@ fn windows(buckets: &[RateBucket; 3], counts: &[u64], now: Timestamp) -> Result<
     Ok(std::array::from_fn(|i| RateWindow {
         limit: buckets[i].limit,
         remaining: buckets[i].limit.saturating_sub(counts[i]),
-        reset_at: window_end(i, now),
+        reset_at: window_end(i, buckets[i].window_start),
     }))
 }
