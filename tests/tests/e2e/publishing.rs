@@ -177,6 +177,16 @@ async fn job_of(app: &TestApp, id: &str, platform: &str) -> xf_core::model::JobR
     panic!("the job's attempt never ended");
 }
 
+/// Seconds from now until the item's job on `platform` runs again, once the runtime has
+/// given it back to the queue. A test that saw a post's error waits here before it moves the
+/// clock: the runtime dates the retry from the clock when it writes the job, after the
+/// handler stored the error, so a clock moved in between would push the retry past it.
+async fn retry_of(app: &TestApp, id: &str, platform: &str) -> u64 {
+    let job = job_of(app, id, platform).await;
+    assert_eq!(job.status, xf_core::model::JobStatus::Pending, "{job:?}");
+    app.xf.now().seconds_until(job.run_at)
+}
+
 fn sessions(platforms: &PlatformStandIn) -> usize {
     platforms
         .seen()
@@ -367,6 +377,7 @@ async fn a_lost_finalize_is_looked_up_not_sent_again(app: TestApp) {
     assert_eq!(shown["youtube"]["status"], "processing");
     assert_eq!(platforms.videos().len(), 1, "the video was made");
     let puts_before = chunk_ranges(&platforms).len();
+    assert_eq!(retry_of(&app, &id, "youtube").await, 5);
     app.clock.advance(chrono::Duration::seconds(10));
     let shown = wait_for(&app, &org.key, &id, |i| i["status"] == "completed").await;
     let video_id = platforms.videos()[0]["id"].clone();
@@ -946,6 +957,7 @@ async fn linkedin_uploads_parts_as_instructed_then_posts(app: TestApp) {
             .is_some_and(|e| e.contains("TOO_MANY_REQUESTS"))
     })
     .await;
+    assert_eq!(retry_of(&app, &id, "linkedin").await, 30);
     app.clock.advance(chrono::Duration::seconds(31));
     let shown = wait_for(&app, &org.key, &id, |i| i["status"] == "completed").await;
     let posts = platforms.linkedin_posts();
@@ -1029,6 +1041,7 @@ async fn pinterest_pins_videos_and_images_once(app: TestApp) {
             .is_some_and(|e| e.contains("not known"))
     })
     .await;
+    assert_eq!(retry_of(&app, &id, "pinterest").await, 5);
     app.clock.advance(chrono::Duration::seconds(10));
     let shown = wait_for(&app, &org.key, &id, |i| i["status"] == "completed").await;
     let pins = platforms.pins();
