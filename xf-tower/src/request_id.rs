@@ -89,8 +89,9 @@ pub fn with_current<R>(f: impl FnOnce(&str) -> R) -> R {
 /// of logging one) can filter it out with [`is_request_span`] and read the same two values
 /// here; xf-server's does.
 pub fn current_request<R>(f: impl FnOnce(&str, &'static str) -> R) -> Option<R> {
-    REQUEST.try_with(|_| ()).ok()?;
-    Some(REQUEST.with(|current| f(current.id_str(), current.service.as_str())))
+    REQUEST
+        .try_with(|current| f(current.id_str(), current.service.as_str()))
+        .ok()
 }
 
 /// Whether `metadata` is that of the `request` span, for a filter that leaves it out.
