@@ -70,6 +70,8 @@ struct Resource {
     headers: Vec<(&'static str, String)>,
     content: Content,
     delay: Duration,
+    /// The status a `HEAD` gets instead of the resource (a server that refuses `HEAD`).
+    head_status: Option<u16>,
 }
 
 impl Resource {
@@ -79,6 +81,7 @@ impl Resource {
             headers: Vec::new(),
             content,
             delay: Duration::ZERO,
+            head_status: None,
         }
     }
 
@@ -135,6 +138,11 @@ impl Resource {
         self
     }
 
+    fn refusing_head(mut self, status: u16) -> Self {
+        self.head_status = Some(status);
+        self
+    }
+
     fn into_response(self) -> Response {
         let mut builder = Response::builder().status(self.status);
         for (name, value) in &self.headers {
@@ -162,6 +170,7 @@ impl Resource {
 /// A request the fixture received.
 #[derive(Debug, Clone)]
 struct Hit {
+    method: String,
     /// Path and query.
     path: String,
     user_agent: String,
@@ -197,7 +206,9 @@ async fn answer(State(site): State<Arc<SiteState>>, request: Request) -> Respons
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
+    let method = request.method().to_string();
     lock(&site.log).push(Hit {
+        method: method.clone(),
         path: path.clone(),
         user_agent,
         at: Instant::now(),
@@ -205,6 +216,10 @@ async fn answer(State(site): State<Arc<SiteState>>, request: Request) -> Respons
     let routed = lock(&site.routes).get(&path).cloned();
     let resource = routed.or_else(|| site.generator.as_ref().and_then(|generate| generate(&path)));
     match resource {
+        Some(Resource {
+            head_status: Some(status),
+            ..
+        }) if method == "HEAD" => Resource::status(status).into_response(),
         Some(resource) => {
             if !resource.delay.is_zero() {
                 tokio::time::sleep(resource.delay).await;
@@ -269,8 +284,12 @@ impl Fixture {
         lock(&self.site.routes).insert(path.to_owned(), resource);
     }
 
+    /// Serves `page` at `path`, naming itself as canonical unless it says otherwise.
     fn set_page(&self, path: &str, page: &Page) {
-        self.set(path, Resource::page(page));
+        self.set(
+            path,
+            Resource::page(&page.clone().canonical_at(&self.url(path))),
+        );
     }
 
     /// `robots.txt` with these lines.
@@ -300,6 +319,17 @@ impl Fixture {
             .collect()
     }
 
+    /// Each request as `METHOD path`, sorted.
+    fn requests(&self) -> Vec<String> {
+        let mut requests: Vec<String> = self
+            .hits()
+            .into_iter()
+            .map(|hit| format!("{} {}", hit.method, hit.path))
+            .collect();
+        requests.sort();
+        requests
+    }
+
     fn clear_log(&self) {
         lock(&self.site.log).clear();
     }
@@ -326,6 +356,14 @@ struct Page {
     links: Vec<String>,
     /// `<img>` markup.
     images: String,
+    /// More markup for the end of `<main>`.
+    body: String,
+    /// The main text, instead of words made from the name.
+    text: Option<String>,
+    /// `<link rel="canonical">` to this address (see [`Page::canonical_at`]).
+    canonical: Option<String>,
+    /// Never a canonical link.
+    no_canonical: bool,
     words: usize,
     /// Pad the HTML with paragraphs to at least this many bytes.
     at_least_bytes: usize,
@@ -358,6 +396,10 @@ impl Page {
             headings: vec![(1, format!("About {name}"))],
             links: Vec::new(),
             images: String::new(),
+            body: String::new(),
+            text: None,
+            canonical: None,
+            no_canonical: false,
             words: 220,
             at_least_bytes: 0,
         }
@@ -388,6 +430,30 @@ impl Page {
 
     fn no_viewport(mut self) -> Page {
         self.viewport = false;
+        self
+    }
+
+    /// Names `url` as the page's canonical address, unless the page has a canonical link of
+    /// its own or none at all.
+    fn canonical_at(mut self, url: &str) -> Page {
+        if !self.no_canonical && !self.head.contains("rel=\"canonical\"") {
+            self.canonical.get_or_insert_with(|| url.to_owned());
+        }
+        self
+    }
+
+    fn no_canonical(mut self) -> Page {
+        self.no_canonical = true;
+        self
+    }
+
+    fn body(mut self, markup: &str) -> Page {
+        self.body.push_str(markup);
+        self
+    }
+
+    fn text(mut self, text: &str) -> Page {
+        self.text = Some(text.to_owned());
         self
     }
 
@@ -465,17 +531,26 @@ impl Page {
                 "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
             );
         }
+        if let Some(canonical) = &self.canonical {
+            let _ = write!(html, "<link rel=\"canonical\" href=\"{canonical}\">");
+        }
         html.push_str(&self.head);
         html.push_str("</head>\n<body>\n");
         for (level, text) in &self.headings {
             let _ = writeln!(html, "<h{level}>{text}</h{level}>");
         }
         let _ = write!(html, "<nav>{}</nav>\n<main><p>", self.links.join(" "));
-        for i in 0..self.words {
-            let _ = write!(html, "{seed}{i} ");
+        match &self.text {
+            Some(text) => html.push_str(text),
+            None => {
+                for i in 0..self.words {
+                    let _ = write!(html, "{seed}{i} ");
+                }
+            }
         }
         html.push_str("</p>");
         html.push_str(&self.images);
+        html.push_str(&self.body);
         html.push_str("</main>\n");
         let mut paragraph = 0;
         while html.len() < self.at_least_bytes {
@@ -736,9 +811,11 @@ fn expected_score(expected: &BTreeSet<Identity>, pages: usize) -> u32 {
 // 1. Every check of the catalogue
 // ---------------------------------------------------------------------------------------------
 
-/// The checks no fixture over plain http on loopback can trigger, each covered by a direct
-/// `analyse` test instead (see the module documentation).
-const COVERED_BY_ANALYSE: &[&str] = &[checks::MIXED_CONTENT.id];
+/// The checks the catalogue test does not trigger: `mixed_content`, which no fixture over
+/// plain http on loopback can trigger, is covered by a direct `analyse` test (see the module
+/// documentation); `page_not_audited`, which takes a failure of the crawler itself, by
+/// [`a_crawler_failure_on_one_page_is_reported_and_loses_nothing`].
+const COVERED_ELSEWHERE: &[&str] = &[checks::MIXED_CONTENT.id, checks::PAGE_NOT_AUDITED.id];
 
 /// The pages of the main site that the home page links to, in link order. Every one of them
 /// but `/private/linked` (disallowed) is fetched.
@@ -783,26 +860,65 @@ const MAIN_LINKED: &[&str] = &[
     "/no-viewport",
     "/nofollow",
     "/noindex",
+    "/canonical-none",
+    "/jsonld-bad",
+    "/vague",
+    "/js-links",
+    "/near-a",
+    "/near-b",
+    "/ext-links",
     "/private/linked",
 ];
 
 /// Linked from `/hub` (depth 2): both redirect.
 const HUB_LINKED: &[&str] = &["/chain", "/moved"];
 
-/// In the sitemap, linked from nowhere: fetched after the crawl for the sitemap checks.
-const SITEMAP_ONLY: &[&str] = &["/orphan", "/sitemap-noindex", "/old"];
+/// In the sitemaps, linked from nowhere: fetched after the crawl for the sitemap checks
+/// (`/via-other-host` is listed by the sitemap on the other host only).
+const SITEMAP_ONLY: &[&str] = &["/orphan", "/sitemap-noindex", "/old", "/via-other-host"];
 
-/// The main site: robots.txt (found) with a disallowed directory and two sitemaps, one
-/// valid and one not; a clean home page linking to one page per page check, a clean page, and
-/// the redirects, errors and sitemap entries of the site checks. Returns the expected
-/// findings and how many pages the scan fetches.
-fn main_site(site: &Fixture) -> (BTreeSet<Identity>, usize) {
+/// About 1,000 words of main text for the near-duplicate pages, each page changing one.
+fn near_duplicate_text(changed: &str) -> String {
+    let mut text = String::new();
+    for i in 0..1_000 {
+        let word = if i == 500 {
+            changed.to_owned()
+        } else {
+            format!("shared{}", i * 37 % 211 + i)
+        };
+        text.push_str(&word);
+        text.push(' ');
+    }
+    text
+}
+
+/// An address on loopback where nothing listens: a link to it cannot be reached.
+fn closed_port_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let port = listener.local_addr().expect("its address").port();
+    drop(listener);
+    format!("http://127.0.0.1:{port}/")
+}
+
+/// The main site: robots.txt (found, with a misspelt line) with a disallowed directory and
+/// three sitemaps, one valid, one not, and one on another host (`other`, which also answers
+/// the site's external links); a clean home page linking to one page per page check, a clean
+/// page, and the redirects, errors and sitemap entries of the site checks. Returns the
+/// expected findings and how many pages the scan fetches.
+fn main_site(site: &Fixture, other: &Fixture) -> (BTreeSet<Identity>, usize) {
     let url = |path: &str| site.url(path);
     site.set_robots(&format!(
-        "User-agent: *\nDisallow: /private/\n\nSitemap: {}\nSitemap: {}\n",
+        "User-agent: *\nDisallow: /private/\nDisalow: /typo\n\nSitemap: {}\nSitemap: {}\nSitemap: {}\n",
         url("/sitemap.xml"),
         url("/sitemap-broken.xml"),
+        other.url("/sitemap.xml"),
     ));
+    // The other host's sitemap: its address on the site is used, its own is not.
+    other.set(
+        "/sitemap.xml",
+        Resource::sitemap(&[url("/via-other-host"), url("/clean"), other.url("/own")]),
+    );
+    site.set_page("/via-other-host", &Page::new("via other host"));
     site.set_sitemap(&[
         "/",
         "/clean",
@@ -811,10 +927,10 @@ fn main_site(site: &Fixture) -> (BTreeSet<Identity>, usize) {
         "/old",
         "/private/secret",
     ]);
-    // Plain text: not XML.
+    // Neither XML nor a list of URLs.
     site.set(
         "/sitemap-broken.xml",
-        Resource::text(&format!("{}\n", url("/clean"))),
+        Resource::text(&format!("Our pages:\n{}\n", url("/clean"))),
     );
 
     site.set_page("/", &Page::new("home").links(MAIN_LINKED));
@@ -830,7 +946,7 @@ fn main_site(site: &Fixture) -> (BTreeSet<Identity>, usize) {
     site.set("/loop-b", Resource::redirect(302, "/loop-a"));
     site.set(
         "/slow",
-        Resource::page(&Page::new("slow"))
+        Resource::page(&Page::new("slow").canonical_at(&url("/slow")))
             .delayed(Duration::from_millis(checks::limits::SLOW_MS + 150)),
     );
     let large_bytes = usize::try_from(checks::limits::LARGE_PAGE_BYTES).unwrap() + 64 * 1024;
@@ -945,6 +1061,52 @@ fn main_site(site: &Fixture) -> (BTreeSet<Identity>, usize) {
         "/noindex",
         &Page::new("noindex").head("<meta name=\"robots\" content=\"noindex\">"),
     );
+    site.set_page(
+        "/canonical-none",
+        &Page::new("canonical-none").no_canonical(),
+    );
+    site.set_page(
+        "/jsonld-bad",
+        &Page::new("jsonld-bad").head(
+            "<script type=\"application/ld+json\">{\"@type\": \"Organization\", \"name\": \"Acme\"}</script>",
+        ),
+    );
+    site.set_page(
+        "/vague",
+        &Page::new("vague").body(
+            "<a href=\"/clean\">Click here</a> <a href=\"/hub\"><img src=\"/i.png\" alt=\"\"></a>",
+        ),
+    );
+    site.set_page(
+        "/js-links",
+        &Page::new("js-links").body(
+            "<a onclick=\"location='/clean'\">The clean page</a> \
+             <a href=\"javascript:void(0)\">The menu</a>",
+        ),
+    );
+    site.set_page(
+        "/near-a",
+        &Page::new("near-a").text(&near_duplicate_text("apples")),
+    );
+    site.set_page(
+        "/near-b",
+        &Page::new("near-b").text(&near_duplicate_text("oranges")),
+    );
+    let closed = closed_port_url();
+    site.set_page(
+        "/ext-links",
+        &Page::new("ext-links").links(&[
+            &other.url("/gone"),
+            &other.url("/fine"),
+            &other.url("/head-refused"),
+            &closed,
+        ]),
+    );
+    other.set_page("/fine", &Page::new("fine elsewhere"));
+    other.set(
+        "/head-refused",
+        Resource::page(&Page::new("no head")).refusing_head(405),
+    );
     site.set_page("/private/linked", &Page::new("private linked"));
     site.set_page("/private/secret", &Page::new("private secret"));
 
@@ -998,6 +1160,19 @@ fn main_site(site: &Fixture) -> (BTreeSet<Identity>, usize) {
         page(&checks::LINKS_TO_REDIRECTS, "/hub"),
         page(&checks::NOFOLLOW_INTERNAL, "/nofollow"),
         page(&checks::NOINDEX_LINKED, "/noindex"),
+        page(&checks::CANONICAL_MISSING, "/canonical-none"),
+        page(&checks::STRUCTURED_DATA_INVALID, "/jsonld-bad"),
+        page(&checks::LINK_TEXT_VAGUE, "/vague"),
+        page(&checks::LINK_NOT_CRAWLABLE, "/js-links"),
+        identity(&checks::ROBOTS_INVALID, "robots.txt"),
+        identity(&checks::SITEMAP_OTHER_HOST, &other.url("/sitemap.xml")),
+        page(&checks::ORPHAN_PAGE, "/via-other-host"),
+        identity(&checks::BROKEN_EXTERNAL_LINK, &other.url("/gone")),
+        identity(&checks::BROKEN_EXTERNAL_LINK, &closed),
+        identity(
+            &checks::NEAR_DUPLICATE_CONTENT,
+            &format!("near-duplicate: {}", url("/near-a")),
+        ),
         // Site checks: their subject is the address or text they are about.
         page(&checks::REDIRECT_LOOP, "/loop-a"),
         page(&checks::BROKEN_LINK, "/missing"),
@@ -1071,13 +1246,14 @@ fn site_with_failing_robots(site: &Fixture) -> BTreeSet<Identity> {
 async fn every_check_of_the_catalogue(store: Arc<dyn TestStore>) {
     let (app, workers) = crawling_app(store);
     let owner = organization(&app).await;
-    let (main, b, c, d) = tokio::join!(
+    let (main, b, c, d, other) = tokio::join!(
+        Fixture::start(),
         Fixture::start(),
         Fixture::start(),
         Fixture::start(),
         Fixture::start()
     );
-    let (main_expected, main_pages) = main_site(&main);
+    let (main_expected, main_pages) = main_site(&main, &other);
     // Each site, its expected findings, and how many pages its scan fetches.
     let sites = [
         ("main site", &main, main_expected.clone(), main_pages),
@@ -1189,6 +1365,19 @@ async fn every_check_of_the_catalogue(store: Arc<dyn TestStore>) {
     for site in [&c, &d] {
         assert_eq!(site.paths(), ["/robots.txt", "/sitemap.xml"]);
     }
+    // The other host: its sitemap read, each linked address checked once (HEAD, then GET
+    // where HEAD answered an error), nothing crawled: no robots.txt, no page of its own.
+    assert_eq!(
+        other.requests(),
+        [
+            "GET /gone",
+            "GET /head-refused",
+            "GET /sitemap.xml",
+            "HEAD /fine",
+            "HEAD /gone",
+            "HEAD /head-refused",
+        ]
+    );
     for result in &results {
         let score = result["score"].as_u64().expect("a score");
         assert!(score < 100, "every site has findings: {result}");
@@ -1199,7 +1388,7 @@ async fn every_check_of_the_catalogue(store: Arc<dyn TestStore>) {
     let unseen: Vec<&str> = checks::CATALOGUE
         .iter()
         .map(|c| c.id)
-        .filter(|id| !seen_checks.contains(*id) && !COVERED_BY_ANALYSE.contains(id))
+        .filter(|id| !seen_checks.contains(*id) && !COVERED_ELSEWHERE.contains(id))
         .collect();
     assert!(
         unseen.is_empty(),
@@ -1295,11 +1484,13 @@ fn mixed_content_is_found_on_https_pages_only() {
         .head("<link rel=\"stylesheet\" href=\"http://cdn.example/site.css\">")
         .image("http://cdn.example/photo.png", Some("A photo"))
         .image("/local.png", Some("A local image"))
+        .canonical_at("/")
         .render();
     let secure = Page::new("secure")
         .head("<link rel=\"stylesheet\" href=\"https://cdn.example/site.css\">")
         .image("//cdn.example/photo.png", Some("A photo"))
         .image("/local.png", Some("A local image"))
+        .canonical_at("/")
         .render();
     // A crawl of that one page, with robots.txt and a sitemap read.
     let crawl = |url: &str, html: &str| {
@@ -1402,10 +1593,18 @@ async fn the_crawl_keeps_to_robots_txt_its_budgets_and_its_host() {
     );
     assert_eq!(result["pagesScanned"], 3, "{result}");
 
-    assert!(
-        elsewhere.hits().is_empty(),
-        "another host was requested: {:?}",
-        elsewhere.paths()
+    // The other host's pages were checked as links in each scan (HEAD, and GET where HEAD
+    // answered 404), never crawled.
+    assert_eq!(
+        elsewhere.requests(),
+        [
+            "GET /page",
+            "GET /page",
+            "HEAD /",
+            "HEAD /",
+            "HEAD /page",
+            "HEAD /page"
+        ],
     );
     workers.shutdown(Duration::from_secs(5)).await;
 }
@@ -1432,11 +1631,12 @@ async fn another_port_of_the_host_is_another_site() {
     let property = add_property(&app, &owner, &site.start_url()).await;
 
     let (_, result) = scan(&app, &owner, &property, 50, 3).await;
-    assert!(
-        other_port.hits().is_empty(),
-        "the crawl of {} requested {:?} from {}",
+    // Its pages are checked as links, never crawled (not even its robots.txt is read).
+    assert_eq!(
+        other_port.requests(),
+        ["HEAD /", "HEAD /admin"],
+        "the crawl of {} requested from {}",
         site.start_url(),
-        other_port.paths(),
         other_port.base()
     );
     assert_eq!(site.page_paths(), ["/"]);
@@ -1494,8 +1694,12 @@ async fn a_redirect_loop_and_a_slow_page_do_not_stall_the_crawl() {
     site.set("/loop-c", Resource::redirect(307, "/loop-a"));
     site.set(
         "/slow",
-        Resource::page(&Page::new("slow").link("/after-slow"))
-            .delayed(Duration::from_millis(checks::limits::SLOW_MS + 150)),
+        Resource::page(
+            &Page::new("slow")
+                .link("/after-slow")
+                .canonical_at(&site.url("/slow")),
+        )
+        .delayed(Duration::from_millis(checks::limits::SLOW_MS + 150)),
     );
     site.set_page("/after", &Page::new("after").link("/after-2"));
     site.set_page("/after-2", &Page::new("after two"));
@@ -1870,5 +2074,371 @@ async fn cancelling_a_crawl_stops_its_requests_within_a_second() {
     assert_eq!(after["progress"].as_u64(), Some(kept), "{after}");
     assert_eq!(after["result"], Value::Null, "{after}");
     assert!(stored_issues(&app, &property).await.is_empty());
+    workers.shutdown(Duration::from_secs(5)).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. Real-world input: white space, failures, redirects of every kind, sitemaps as published,
+//    URL-prefix properties
+// ---------------------------------------------------------------------------------------------
+
+/// A page whose text ends a run with a multi-byte white space (U+00A0, written as the raw
+/// character) is scanned whole: one page audited, its real findings, and a second scan keeps
+/// them open.
+async fn a_page_with_non_breaking_spaces_is_scanned_whole(store: Arc<dyn TestStore>) {
+    let (app, workers) = crawling_app(store);
+    let owner = organization(&app).await;
+    let site = Fixture::start().await;
+    site.set("/", Resource::html("<p>Price: 100\u{a0}EUR</p>".to_owned()));
+    let property = add_property(&app, &owner, &site.start_url()).await;
+    let home = site.start_url();
+    let expected: BTreeSet<Identity> = [
+        identity(&checks::ROBOTS_MISSING, "robots.txt"),
+        identity(&checks::SITEMAP_MISSING, "sitemap"),
+        identity(&checks::TITLE_MISSING, &home),
+        identity(&checks::DESCRIPTION_MISSING, &home),
+        identity(&checks::H1_MISSING, &home),
+        identity(&checks::THIN_CONTENT, &home),
+        identity(&checks::LANG_MISSING, &home),
+        identity(&checks::VIEWPORT_MISSING, &home),
+        identity(&checks::CANONICAL_MISSING, &home),
+    ]
+    .into_iter()
+    .collect();
+
+    for round in 1..=2 {
+        let (_, result) = scan(&app, &owner, &property, 10, 2).await;
+        let wanted = json!({
+            "score": expected_score(&expected, 1),
+            "pagesScanned": 1,
+            "issuesCount": expected.len(),
+        });
+        assert_eq!(result, wanted, "scan {round}");
+        let issues = stored_issues(&app, &property).await;
+        let problems = differences("the NBSP page", &issues, &expected);
+        assert!(problems.is_empty(), "scan {round}: {}", problems.join("\n"));
+        let data = api_issues(&app, &owner, &property).await;
+        assert_eq!(
+            data["summary"],
+            json!({"open": expected.len(), "resolved": 0, "fixed": 0, "total": expected.len()}),
+            "scan {round}"
+        );
+        app.clock.advance(chrono::Duration::minutes(5));
+    }
+    assert_eq!(site.page_paths(), ["/", "/"]);
+    workers.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_with_non_breaking_spaces_is_scanned_whole_on_memory() {
+    a_page_with_non_breaking_spaces_is_scanned_whole(memory_store()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_with_non_breaking_spaces_is_scanned_whole_on_postgres() {
+    a_page_with_non_breaking_spaces_is_scanned_whole(postgres_store().await).await;
+}
+
+/// The real HTTP fetcher, whose answers for `path` have a body that panics when read once
+/// `armed`: a failure of the crawler's own code on one page.
+#[derive(Debug)]
+struct PanicsReading {
+    inner: xf_core::crawl::fetch::HttpFetcher,
+    path: &'static str,
+    armed: std::sync::atomic::AtomicBool,
+}
+
+struct PanickingBody;
+
+#[async_trait::async_trait]
+impl xf_core::crawl::fetch::BodyStream for PanickingBody {
+    async fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, xf_core::crawl::fetch::FetchError> {
+        panic!("the test fetcher fails reading this body")
+    }
+}
+
+#[async_trait::async_trait]
+impl xf_core::crawl::fetch::PageFetcher for PanicsReading {
+    async fn get(
+        &self,
+        url: &url::Url,
+    ) -> Result<xf_core::crawl::fetch::Answer, xf_core::crawl::fetch::FetchError> {
+        let mut answer = self.inner.get(url).await?;
+        if url.path() == self.path && self.armed.load(std::sync::atomic::Ordering::SeqCst) {
+            answer.body = Box::new(PanickingBody);
+        }
+        Ok(answer)
+    }
+}
+
+/// A panic while reading one page costs that page, and only it: the scan completes, the page
+/// is reported as not audited (and not counted in `pagesScanned`), its earlier issues keep
+/// their state, and the page budget still holds exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crawler_failure_on_one_page_is_reported_and_loses_nothing() {
+    let fetcher = Arc::new(PanicsReading {
+        inner: xf_core::crawl::fetch::HttpFetcher::new(
+            "xf-seo-bot/test",
+            Duration::from_secs(10),
+            true,
+        ),
+        path: "/boom",
+        armed: std::sync::atomic::AtomicBool::new(false),
+    });
+    let app = TestApp::configured(memory_store(), {
+        let fetcher = Arc::clone(&fetcher);
+        move |builder| builder.allow_private_targets(true).page_fetcher(fetcher)
+    });
+    let workers = app.xf.spawn_workers(WorkerOptions::new());
+    let owner = organization(&app).await;
+    let site = Fixture::start().await;
+    site.set_robots("User-agent: *\nAllow: /\n");
+    site.set_sitemap(&["/"]);
+    site.set_page("/", &Page::new("home").links(&["/a", "/boom", "/b", "/c"]));
+    site.set_page("/a", &Page::new("a"));
+    site.set_page("/boom", &Page::new("boom").titles(&[]));
+    site.set_page("/b", &Page::new("b"));
+    site.set_page("/c", &Page::new("c"));
+    let property = add_property(&app, &owner, &site.start_url()).await;
+    let boom = site.url("/boom");
+
+    // A budget of three pages: the home page, /a and /boom.
+    let (_, result) = scan(&app, &owner, &property, 3, 3).await;
+    assert_eq!(result["pagesScanned"], 3, "{result}");
+    let before = find(
+        &stored_issues(&app, &property).await,
+        &checks::TITLE_MISSING,
+        &boom,
+    )
+    .clone();
+
+    fetcher
+        .armed
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    site.clear_log();
+    app.clock.advance(chrono::Duration::minutes(5));
+    let (job, result) = scan(&app, &owner, &property, 3, 3).await;
+    assert_eq!(result["pagesScanned"], 2, "{result}");
+    let mut pages = site.page_paths();
+    pages.sort();
+    assert_eq!(
+        pages,
+        ["/", "/a", "/boom"],
+        "exactly the budget, /boom included"
+    );
+
+    let issues = stored_issues(&app, &property).await;
+    let failed = find(&issues, &checks::PAGE_NOT_AUDITED, &boom);
+    assert_eq!(failed.status, IssueStatus::Open);
+    assert_eq!(failed.job_id.as_str(), job);
+    assert!(
+        failed
+            .evidence
+            .contains("the test fetcher fails reading this body"),
+        "{}",
+        failed.evidence
+    );
+    // What was found on /boom before is not known to be gone: kept as it was.
+    assert_eq!(find(&issues, &checks::TITLE_MISSING, &boom), &before);
+    assert_eq!(result["issuesCount"], 1, "{result}");
+    workers.shutdown(Duration::from_secs(5)).await;
+}
+
+/// A meta refresh (any delay, any case, `url=` quoted or not) and a `Refresh` header are
+/// redirects: followed, part of chains and loops, counted by `internal_link_to_redirect`, and
+/// the stub pages get no content findings. A refresh inside `<noscript>`, or one without an
+/// address, is no redirect.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn meta_refreshes_and_refresh_headers_are_redirects() {
+    let (app, workers) = crawling_app(memory_store());
+    let owner = organization(&app).await;
+    let site = Fixture::start().await;
+    site.set_robots("User-agent: *\nAllow: /\n");
+    site.set_sitemap(&["/"]);
+    let stub = |content: &str| {
+        Resource::html(format!(
+            "<html><head><meta http-equiv=\"refresh\" content=\"{content}\"></head><body></body></html>"
+        ))
+    };
+    site.set_page(
+        "/",
+        &Page::new("home").links(&[
+            "/meta-stub",
+            "/header-stub",
+            "/slow-refresh",
+            "/noscript-refresh",
+            "/self-refresh",
+            "/http-then-meta",
+            "/m-loop-a",
+        ]),
+    );
+    site.set("/meta-stub", stub("0; url=/target"));
+    site.set(
+        "/header-stub",
+        Resource::status(200).header("refresh", "0;url=/target"),
+    );
+    site.set(
+        "/slow-refresh",
+        Resource::html(
+            "<META HTTP-EQUIV=REFRESH CONTENT=\"5; URL='/target-2'\"><p>Moved.</p>".to_owned(),
+        ),
+    );
+    site.set_page(
+        "/noscript-refresh",
+        &Page::new("noscript refresh")
+            .head("<noscript><meta http-equiv=\"refresh\" content=\"0; url=/nojs\"></noscript>"),
+    );
+    site.set_page(
+        "/self-refresh",
+        &Page::new("self refresh").head("<meta http-equiv=\"refresh\" content=\"300\">"),
+    );
+    site.set("/http-then-meta", Resource::redirect(301, "/meta-stub"));
+    site.set("/m-loop-a", stub("0;url=/m-loop-b"));
+    site.set("/m-loop-b", stub("1, '/m-loop-a'"));
+    site.set_page("/target", &Page::new("target"));
+    site.set_page("/target-2", &Page::new("target two"));
+    let property = add_property(&app, &owner, &site.start_url()).await;
+
+    let (_, result) = scan(&app, &owner, &property, 50, 3).await;
+    // The home page, its seven links, and the two targets crawled as themselves.
+    assert_eq!(result["pagesScanned"], 10, "{result}");
+    let issues = stored_issues(&app, &property).await;
+    let url = |path: &str| site.url(path);
+    let expected: BTreeSet<Identity> = [
+        identity(&checks::LINKS_TO_REDIRECTS, &url("/")),
+        identity(&checks::REDIRECT_CHAIN, &url("/http-then-meta")),
+        identity(&checks::REDIRECT_LOOP, &url("/m-loop-a")),
+        identity(&checks::BROKEN_LINK, &url("/m-loop-a")),
+    ]
+    .into_iter()
+    .collect();
+    let problems = differences("refresh site", &issues, &expected);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    let chain = find(&issues, &checks::REDIRECT_CHAIN, &url("/http-then-meta"));
+    assert!(
+        chain.evidence.contains("301") && chain.evidence.contains("meta refresh"),
+        "{}",
+        chain.evidence
+    );
+    let linked = find(&issues, &checks::LINKS_TO_REDIRECTS, &url("/"));
+    for stub in ["/meta-stub", "/header-stub", "/slow-refresh"] {
+        assert!(linked.evidence.contains(&url(stub)), "{}", linked.evidence);
+    }
+    let requested = site.paths();
+    assert!(!requested.contains(&"/nojs".to_owned()), "{requested:?}");
+    for path in ["/target", "/target-2", "/m-loop-b"] {
+        assert!(
+            requested.contains(&path.to_owned()),
+            "{path}: {requested:?}"
+        );
+    }
+    workers.shutdown(Duration::from_secs(5)).await;
+}
+
+/// A text sitemap (one URL a line) named by robots.txt is read like an XML one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_sitemaps_are_read() {
+    let (app, workers) = crawling_app(memory_store());
+    let owner = organization(&app).await;
+    let site = Fixture::start().await;
+    site.set_robots(&format!(
+        "User-agent: *\nAllow: /\nSitemap: {}\n",
+        site.url("/sitemap.txt")
+    ));
+    site.set(
+        "/sitemap.txt",
+        Resource::text(&format!(
+            "{}\r\n\r\n{}\n{}\n",
+            site.url("/"),
+            site.url("/linked"),
+            site.url("/listed-only")
+        )),
+    );
+    site.set_page("/", &Page::new("home").link("/linked"));
+    site.set_page("/linked", &Page::new("linked"));
+    site.set_page("/listed-only", &Page::new("listed only"));
+    let property = add_property(&app, &owner, &site.start_url()).await;
+
+    let (_, result) = scan(&app, &owner, &property, 50, 3).await;
+    assert_eq!(result["pagesScanned"], 3, "{result}");
+    let issues = stored_issues(&app, &property).await;
+    let expected: BTreeSet<Identity> = [identity(&checks::ORPHAN_PAGE, &site.url("/listed-only"))]
+        .into_iter()
+        .collect();
+    let problems = differences("text sitemap site", &issues, &expected);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert_eq!(
+        site.paths(),
+        [
+            "/robots.txt",
+            "/sitemap.txt",
+            "/",
+            "/linked",
+            "/listed-only"
+        ]
+    );
+    workers.shutdown(Duration::from_secs(5)).await;
+}
+
+/// A property whose URL has a path is a URL-prefix property: the crawl starts there, fetches
+/// only what is under the prefix (robots.txt and the sitemap aside), treats links out of it
+/// as leaving the property without requesting them, and counts depth from the property's
+/// URL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_prefix_property_is_crawled_under_its_prefix_only() {
+    let (app, workers) = crawling_app(memory_store());
+    let owner = organization(&app).await;
+    let site = Fixture::start().await;
+    site.set_robots(&format!(
+        "User-agent: *\nAllow: /\nSitemap: {}\n",
+        site.url("/sitemap.xml")
+    ));
+    site.set_sitemap(&["/book/", "/book/ch3", "/blog/post"]);
+    site.set_page(
+        "/book/",
+        &Page::new("book").links(&["/book/ch1", "/book/ch2", "/book/moved", "/other", "/blog/"]),
+    );
+    site.set_page(
+        "/book/ch1",
+        &Page::new("chapter one").link("/book/ch1/deep"),
+    );
+    site.set_page("/book/ch1/deep", &Page::new("deep"));
+    site.set_page("/book/ch2", &Page::new("chapter two").link("/"));
+    site.set_page("/book/ch3", &Page::new("chapter three"));
+    site.set("/book/moved", Resource::redirect(301, "/elsewhere/"));
+    for path in ["/", "/other", "/blog/", "/blog/post", "/elsewhere/"] {
+        site.set_page(path, &Page::new(path));
+    }
+    let property = add_property(&app, &owner, &site.url("/book/")).await;
+
+    let (_, result) = scan(&app, &owner, &property, 100, 5).await;
+    assert_eq!(result["pagesScanned"], 6, "{result}");
+    let mut pages = site.page_paths();
+    pages.sort();
+    assert_eq!(
+        pages,
+        [
+            "/book/",
+            "/book/ch1",
+            "/book/ch1/deep",
+            "/book/ch2",
+            "/book/ch3",
+            "/book/moved"
+        ]
+    );
+    assert_eq!(site.paths()[..2], ["/robots.txt", "/sitemap.xml"]);
+    let issues = stored_issues(&app, &property).await;
+    let expected: BTreeSet<Identity> = [
+        identity(&checks::ORPHAN_PAGE, &site.url("/book/ch3")),
+        identity(&checks::LINKS_TO_REDIRECTS, &site.url("/book/")),
+    ]
+    .into_iter()
+    .collect();
+    let problems = differences("book", &issues, &expected);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+
+    // Depth counts from the property's URL: /book/ch1/deep is two clicks away.
+    let (_, result) = scan(&app, &owner, &property, 100, 1).await;
+    assert_eq!(result["pagesScanned"], 5, "{result}");
     workers.shutdown(Duration::from_secs(5)).await;
 }

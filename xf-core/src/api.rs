@@ -114,7 +114,9 @@ pub struct OrganizationOverview {
 #[schema(examples(json!({"url": "https://www.example.com/", "name": "Example shop"})))]
 pub struct NewProperty {
     /// Absolute `http`/`https` URL with a host name; normalised (lower-case host, no default
-    /// port, no fragment).
+    /// port, no fragment). A URL with a path (`https://example.com/book/`) is a URL-prefix
+    /// property, as in Search Console: its scans start there and fetch only addresses whose
+    /// path starts with that path (robots.txt and sitemaps aside).
     #[schema(inline)]
     pub url: PropertyUrl,
     /// Display name; defaults to the URL's host when left out or blank.

@@ -11,11 +11,11 @@
 //! identifies the finding across scans (the page's URL, or what a site finding is about) and a
 //! short evidence string.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use url::Url;
 
-use super::html::PageFacts;
+use super::html::{PageFacts, Sampled};
 use super::urls;
 use crate::model::{ScanKind, Severity};
 
@@ -230,6 +230,33 @@ catalogue! {
     DUPLICATE_CONTENT = "duplicate_content", "Duplicate content", Medium, Site,
         "Several pages have the same visible text.",
         "Merge the copies, or point their rel=canonical to the preferred one.";
+    NEAR_DUPLICATE_CONTENT = "near_duplicate_content", "Near-duplicate content", Low, Site,
+        "Several pages have nearly the same main text (outside navigation, headers, footers and asides): the SimHashes of their three-word shingles differ in at most 5 of 64 bits (about 97% of the shingles in common). Pages with fewer than 50 words of main text are not compared.",
+        "Merge the pages, make each one say something of its own, or point their rel=canonical to the preferred one.";
+    CANONICAL_MISSING = "canonical_missing", "Missing canonical link", Low, Page,
+        "The indexable page declares no rel=canonical, so search engines guess which of its addresses (with parameters, with or without www) is the one to show.",
+        "Add <link rel=\"canonical\" href=\"...\"> with the page's preferred absolute address.";
+    STRUCTURED_DATA_INVALID = "structured_data_invalid", "Invalid structured data", Medium, Page,
+        "A JSON-LD block (<script type=\"application/ld+json\">) does not parse as JSON, or an item lacks @context or @type, so search engines ignore it.",
+        "Fix the JSON and give every item its @context (https://schema.org) and @type; check it with a structured-data validator.";
+    LINK_TEXT_VAGUE = "link_text_not_descriptive", "Links without descriptive text", Low, Page,
+        "Links whose text says nothing of where they lead (\"click here\", \"read more\", \"here\") or that have no text nor label at all: search engines and screen readers learn nothing from them.",
+        "Write link text that names the target (\"pricing plans\" rather than \"click here\"); give image and icon links an alt text or aria-label.";
+    LINK_NOT_CRAWLABLE = "link_not_crawlable", "Links search engines cannot follow", Medium, Page,
+        "Anchors meant as links have no href (only an onclick handler) or a javascript: href; search engines follow only <a href> with an address.",
+        "Give each such link an <a href> to a real address, and keep the script as an enhancement.";
+    PAGE_NOT_AUDITED = "page_not_audited", "Page could not be audited", Low, Page,
+        "The page was fetched, but the crawler failed while reading it, so none of its checks ran this time. The failure is logged with the page's address; the page's earlier issues keep their state.",
+        "Scan again. If the page keeps failing, report it with the scan's job id.";
+    ROBOTS_INVALID = "robots_txt_invalid", "robots.txt lines that do not parse", Medium, Site,
+        "Lines of robots.txt are not read as their author meant: not `key: value`, a misspelt or unknown key, a rule before any user-agent, a path that starts with neither / nor *, a crawl-delay that is no number, or a sitemap that is no absolute URL.",
+        "Correct the lines named in the evidence; keys other crawlers read (host, clean-param) are not counted.";
+    SITEMAP_OTHER_HOST = "sitemap_other_host", "Sitemap on another host", Low, Site,
+        "robots.txt names a sitemap on another host. Google accepts it (cross-site submission through robots.txt), other search engines may not; its addresses on this site were used.",
+        "Host the sitemap on the site itself, or make sure every search engine that matters accepts it.";
+    BROKEN_EXTERNAL_LINK = "broken_external_link", "Broken external link", Medium, Site,
+        "Pages of the site link to an address on another site that answers with an error (4xx other than 401, 403, 407 and 429, or 5xx), cannot be reached (DNS, connection, TLS), or redirects more than five times. Each is checked once per scan with HEAD (GET where HEAD is refused), within a budget per scan and per host.",
+        "Update the links to the page's new address, or remove them.";
 }
 
 impl Check {
@@ -268,6 +295,80 @@ pub struct InternalLink {
     pub nofollow: bool,
 }
 
+/// How a redirect was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedirectKind {
+    /// A 3xx status with `Location`.
+    Http,
+    /// A `Refresh` header on a 2xx answer.
+    RefreshHeader,
+    /// A `<meta http-equiv="refresh">` in a 2xx HTML page.
+    MetaRefresh,
+}
+
+/// One redirect followed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redirect {
+    /// The status of the answer that redirected.
+    pub status: u16,
+    /// How.
+    pub kind: RedirectKind,
+    /// The address it led to (normalised).
+    pub to: String,
+}
+
+impl std::fmt::Display for Redirect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.kind {
+            RedirectKind::Http => write!(f, "{} {}", self.status, self.to),
+            RedirectKind::RefreshHeader => write!(f, "Refresh header {}", self.to),
+            RedirectKind::MetaRefresh => write!(f, "meta refresh {}", self.to),
+        }
+    }
+}
+
+/// What checking an external link gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LinkOutcome {
+    /// The final status, after redirects.
+    Answered(u16),
+    /// No answer.
+    Failed(super::fetch::FetchError),
+    /// More than five redirects.
+    TooManyRedirects,
+}
+
+impl LinkOutcome {
+    /// Why the link is broken, if it is: an error status other than those that mean "not for
+    /// robots" or "not now" (401, 403, 407, 429), no answer for a reason that is not passing
+    /// (a time-out is inconclusive; an address scans may not reach was not checked), or
+    /// endless redirects.
+    pub fn broken(&self) -> Option<String> {
+        match self {
+            LinkOutcome::Answered(status)
+                if (400..600).contains(status) && !matches!(status, 401 | 403 | 407 | 429) =>
+            {
+                Some(format!("answers {status}"))
+            }
+            LinkOutcome::Answered(_) => None,
+            LinkOutcome::Failed(super::fetch::FetchError::Network(why)) => {
+                Some(format!("cannot be reached ({})", clip(why, 120)))
+            }
+            LinkOutcome::Failed(_) => None,
+            LinkOutcome::TooManyRedirects => Some("redirects more than five times".to_owned()),
+        }
+    }
+}
+
+/// An external link checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExternalCheck {
+    /// Its address, by [`CrawlRecord::address`].
+    pub target: u32,
+    /// What came of it.
+    pub outcome: LinkOutcome,
+}
+
 /// A fetched address and what came of it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PageRecord {
@@ -276,8 +377,8 @@ pub struct PageRecord {
     /// Clicks from the start page: 0 for the start page, and for pages only a sitemap led to,
     /// which no click reaches (they are orphans, not deep pages).
     pub depth: u32,
-    /// The redirects followed, in order: each one's status and the address it pointed to.
-    pub redirects: Vec<(u16, String)>,
+    /// The redirects followed, in order.
+    pub redirects: Vec<Redirect>,
     /// The redirects came back to an address already seen.
     pub redirect_loop: bool,
     /// The final status; `None` when the request failed (see `error`).
@@ -295,8 +396,13 @@ pub struct PageRecord {
     /// The HTML's facts; `None` for non-HTML responses and errors. Once the page is added to
     /// its [`CrawlRecord`], its links are in `internal_links` and `facts.links` is empty.
     pub facts: Option<PageFacts>,
-    /// The page's links to addresses of the site (see [`CrawlRecord::add_page`]).
+    /// The page's links to addresses in the scope (see [`CrawlRecord::add_page`]).
     pub internal_links: Vec<InternalLink>,
+    /// The page's links to `http(s)` addresses outside the scope, each once, by
+    /// [`CrawlRecord::address`].
+    pub external_links: Vec<u32>,
+    /// The crawler failed on this page (a panic, with its message): nothing of it was read.
+    pub crawler_failure: Option<String>,
 }
 
 impl PageRecord {
@@ -308,6 +414,13 @@ impl PageRecord {
     /// Answered with an error (4xx, 5xx, or no answer).
     pub fn is_error(&self) -> bool {
         self.redirect_loop || self.error.is_some() || self.status.is_some_and(|s| s >= 400)
+    }
+
+    /// Whether the page was read through: it answered, its body came whole, and the crawler
+    /// did not fail on it. Only then are its earlier issues known to be gone when no check
+    /// finds them again.
+    pub fn was_read(&self) -> bool {
+        self.error.is_none() && self.crawler_failure.is_none()
     }
 
     fn noindex(&self) -> bool {
@@ -348,8 +461,10 @@ pub struct SitemapOutcome {
     pub read: u32,
     /// Sitemap files that could not be read: address and why.
     pub invalid: Vec<(String, String)>,
-    /// The page addresses they list (normalised, same site only).
+    /// The page addresses they list (normalised, in the scope only).
     pub urls: BTreeSet<String>,
+    /// Sitemaps robots.txt names on another host.
+    pub other_hosts: Vec<String>,
 }
 
 /// Everything a crawl saw, for [`analyse`].
@@ -359,6 +474,10 @@ pub struct CrawlRecord {
     pub start_url: String,
     /// robots.txt.
     pub robots: RobotsOutcome,
+    /// Its lines that do not parse (see [`Robots::problems`](super::robots::Robots::problems)).
+    pub robots_problems: Vec<String>,
+    /// How many there are.
+    pub robots_problem_count: u32,
     /// robots.txt disallows the start page.
     pub start_blocked: bool,
     /// The sitemaps.
@@ -367,19 +486,28 @@ pub struct CrawlRecord {
     pub disallowed: BTreeSet<String>,
     /// Every fetched address, in crawl order (see [`CrawlRecord::add_page`]).
     pub pages: Vec<PageRecord>,
+    /// The external links checked.
+    pub external_checks: Vec<ExternalCheck>,
     /// The site's addresses that pages link to, by [`InternalLink::target`]. Each address is
     /// kept once, however many pages link to it: a site of 10,000 pages with 60 links each
     /// holds 600,000 links, which as strings would take more memory than the rest of the
     /// crawl together.
     addresses: Vec<String>,
     address_ids: HashMap<String, u32>,
+    /// What the crawl may fetch, from `start_url`.
+    scope: Option<urls::Scope>,
 }
 
 impl CrawlRecord {
     /// The record of a crawl starting at `start_url` (normalised), with nothing seen yet.
     pub fn new(start_url: impl Into<String>) -> Self {
+        let start_url = start_url.into();
+        let scope = Url::parse(&start_url)
+            .ok()
+            .map(|start| urls::Scope::of(&start));
         CrawlRecord {
-            start_url: start_url.into(),
+            start_url,
+            scope,
             ..CrawlRecord::default()
         }
     }
@@ -390,29 +518,41 @@ impl CrawlRecord {
         self.pages.push(page);
     }
 
-    /// Turns a page's links to the site into [`InternalLink`]s (resolved against
-    /// `<base href>` or its final address, normalised, links to itself left out) and drops the
-    /// raw links of its facts. Done as soon as a page is fetched, so a crawl never holds more
-    /// than a few pages' worth of link text. Doing it twice changes nothing.
+    /// Turns a page's links into [`InternalLink`]s (to the scope) and external link ids
+    /// (elsewhere, each once), resolved against `<base href>` or its final address and
+    /// normalised, links to itself left out, and drops the raw links of its facts. Done as
+    /// soon as a page is fetched, so a crawl never holds more than a few pages' worth of link
+    /// text. Doing it twice changes nothing.
     pub fn link(&mut self, page: &mut PageRecord) {
-        let start = Url::parse(&self.start_url).ok();
+        let scope = self.scope.clone().or_else(|| {
+            Url::parse(&self.start_url)
+                .ok()
+                .map(|s| urls::Scope::of(&s))
+        });
         let base = page.link_base_of();
-        if let (Some(facts), Some(base), Some(start)) = (page.facts.as_mut(), base, start) {
+        if let (Some(facts), Some(base), Some(scope)) = (page.facts.as_mut(), base, scope) {
             let links = std::mem::take(&mut facts.links);
+            let mut external = HashSet::new();
             for link in links {
                 let Some(target) = urls::resolve(&base, &link.href) else {
                     continue;
                 };
-                if !urls::same_site(&start, &target) || target.as_str() == page.url {
+                if target.as_str() == page.url {
                     continue;
                 }
+                let inside = scope.contains(&target);
                 let target = self.intern(target.into());
-                page.internal_links.push(InternalLink {
-                    target,
-                    nofollow: link.nofollow,
-                });
+                if inside {
+                    page.internal_links.push(InternalLink {
+                        target,
+                        nofollow: link.nofollow,
+                    });
+                } else if external.insert(target) {
+                    page.external_links.push(target);
+                }
             }
             page.internal_links.shrink_to_fit();
+            page.external_links.shrink_to_fit();
         }
     }
 
@@ -465,6 +605,19 @@ fn list(items: &[String], show: usize) -> String {
     let mut text = shown.join(", ");
     if items.len() > show {
         text.push_str(&format!(" and {} more", items.len() - show));
+    }
+    text
+}
+
+/// "3 links: a, b, c and 2 more" from a page's [`Sampled`] facts.
+fn sampled<T>(sample: &Sampled<T>, show: impl Fn(&T) -> String, what: &str) -> String {
+    let shown: Vec<String> = sample.examples.iter().take(3).map(show).collect();
+    let mut text = format!("{} {what}: {}", sample.total, shown.join(", "));
+    let more = sample
+        .total
+        .saturating_sub(u32::try_from(shown.len()).unwrap_or(0));
+    if more > 0 {
+        text.push_str(&format!(" and {more} more"));
     }
     text
 }
@@ -528,11 +681,42 @@ pub fn analyse(crawl: &CrawlRecord) -> Vec<Finding> {
     }
 
     site_checks(crawl, &by_url, &inlinks, &mut out);
+    external_link_checks(crawl, &mut out);
     for page in &crawl.pages {
-        page_checks(crawl, page, &by_url, &inlinks, &mut out);
+        // A check that fails on one page costs that page's findings, not the scan's: the page
+        // is reported as not audited (and its earlier issues keep their state).
+        let before = out.0.len();
+        let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            page_checks(crawl, page, &by_url, &inlinks, &mut out);
+        }));
+        if let Err(payload) = checked {
+            out.0.truncate(before);
+            let why = payload
+                .downcast_ref::<&str>()
+                .map(|text| (*text).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            tracing::error!(url = %page.url, failure = %why, "a check failed on a page");
+            out.page(
+                &PAGE_NOT_AUDITED,
+                page,
+                format!("the checks failed on the page: {why}"),
+            );
+        }
     }
     duplicate_checks(crawl, &mut out);
+    near_duplicate_checks(crawl, &mut out);
     out.0
+}
+
+/// The addresses of the pages with a [`PAGE_NOT_AUDITED`] finding: what they had before is
+/// not known to be gone.
+pub fn not_audited(findings: &[Finding]) -> BTreeSet<&str> {
+    findings
+        .iter()
+        .filter(|finding| finding.check.id == PAGE_NOT_AUDITED.id)
+        .map(|finding| finding.subject.as_str())
+        .collect()
 }
 
 /// The pages linking to each address of the site: address id → page indexes, in crawl order.
@@ -586,11 +770,28 @@ fn site_checks(
             format!("robots.txt disallows {}", crawl.start_url),
         );
     }
+    if !crawl.robots_problems.is_empty() {
+        let more = crawl
+            .robots_problem_count
+            .saturating_sub(u32::try_from(crawl.robots_problems.len()).unwrap_or(u32::MAX));
+        let mut evidence = list(&crawl.robots_problems, 3);
+        if more > 0 && crawl.robots_problems.len() <= 3 {
+            evidence.push_str(&format!(" and {more} more"));
+        }
+        out.site(&ROBOTS_INVALID, "robots.txt".into(), evidence);
+    }
     if crawl.sitemaps.read == 0 && crawl.sitemaps.invalid.is_empty() {
         out.site(
             &SITEMAP_MISSING,
             "sitemap".into(),
-            "no Sitemap line in robots.txt and no /sitemap.xml".into(),
+            "robots.txt names no sitemap, and /sitemap.xml answered 4xx".into(),
+        );
+    }
+    for address in &crawl.sitemaps.other_hosts {
+        out.site(
+            &SITEMAP_OTHER_HOST,
+            address.clone(),
+            format!("robots.txt names {address}"),
         );
     }
     for (address, why) in &crawl.sitemaps.invalid {
@@ -667,7 +868,7 @@ fn site_checks(
         }
     }
     for page in crawl.pages.iter().filter(|p| p.redirect_loop) {
-        let hops: Vec<String> = page.redirects.iter().map(|(_, to)| to.clone()).collect();
+        let hops: Vec<String> = page.redirects.iter().map(|r| r.to.clone()).collect();
         out.site(
             &REDIRECT_LOOP,
             page.url.clone(),
@@ -683,6 +884,13 @@ fn page_checks(
     inlinks: &Inlinks,
     out: &mut Findings,
 ) {
+    if let Some(failure) = &page.crawler_failure {
+        return out.page(
+            &PAGE_NOT_AUDITED,
+            page,
+            format!("the crawler failed reading the page: {failure}"),
+        );
+    }
     if page.redirect_loop {
         return;
     }
@@ -697,11 +905,7 @@ fn page_checks(
         _ => {}
     }
     if page.redirects.len() > limits::REDIRECT_CHAIN {
-        let hops: Vec<String> = page
-            .redirects
-            .iter()
-            .map(|(status, to)| format!("{status} {to}"))
-            .collect();
+        let hops: Vec<String> = page.redirects.iter().map(Redirect::to_string).collect();
         out.page(
             &REDIRECT_CHAIN,
             page,
@@ -763,6 +967,41 @@ fn page_checks(
                 );
             }
         }
+    }
+    if facts.canonicals.is_empty() && !page.noindex() {
+        out.page(
+            &CANONICAL_MISSING,
+            page,
+            "no <link rel=\"canonical\">".into(),
+        );
+    }
+    if !facts.structured_data_problems.is_empty() {
+        out.page(
+            &STRUCTURED_DATA_INVALID,
+            page,
+            sampled(&facts.structured_data_problems, |p| p.clone(), "JSON-LD"),
+        );
+    }
+    if !facts.vague_links.is_empty() {
+        out.page(
+            &LINK_TEXT_VAGUE,
+            page,
+            sampled(
+                &facts.vague_links,
+                |link| match link.text.as_str() {
+                    "" => format!("(no text) → {}", link.href),
+                    text => format!("\"{text}\" → {}", link.href),
+                },
+                "links",
+            ),
+        );
+    }
+    if !facts.uncrawlable_links.is_empty() {
+        out.page(
+            &LINK_NOT_CRAWLABLE,
+            page,
+            sampled(&facts.uncrawlable_links, |a| a.clone(), "anchors"),
+        );
     }
     if !facts.images_without_alt.is_empty() {
         out.page(
@@ -1059,6 +1298,114 @@ fn duplicate_checks(crawl: &CrawlRecord, out: &mut Findings) {
             &DUPLICATE_CONTENT,
             format!("content: {}", pages[0]),
             format!("the same text on {}", list(&pages, 5)),
+        );
+    }
+}
+
+/// Broken external links: one finding per address, naming the pages that link to it.
+fn external_link_checks(crawl: &CrawlRecord, out: &mut Findings) {
+    let broken: HashMap<u32, String> = crawl
+        .external_checks
+        .iter()
+        .filter_map(|check| Some((check.target, check.outcome.broken()?)))
+        .collect();
+    if broken.is_empty() {
+        return;
+    }
+    let mut sources: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for page in &crawl.pages {
+        for target in &page.external_links {
+            if broken.contains_key(target) {
+                sources
+                    .entry(crawl.address(*target))
+                    .or_default()
+                    .push(page.url.clone());
+            }
+        }
+    }
+    for (target, linking) in sources {
+        let id = crawl.address_ids.get(target).copied().unwrap_or(u32::MAX);
+        let why = broken.get(&id).map_or("", String::as_str);
+        out.site(
+            &BROKEN_EXTERNAL_LINK,
+            target.to_owned(),
+            format!("{target} {why}; linked from {}", list(&linking, 3)),
+        );
+    }
+}
+
+/// SimHash distance (bits that differ, of 64) within which two pages are near-duplicates:
+/// about 97% of their three-word shingles in common (two texts whose shingle vectors have
+/// cosine similarity `c` differ in `64 × arccos(c) / π` bits on average).
+pub const NEAR_DUPLICATE_BITS: u32 = 5;
+
+/// The fewest words of main text a page needs to be compared for near-duplicates.
+pub const NEAR_DUPLICATE_MIN_WORDS: u32 = 50;
+
+/// Groups of indexable pages whose main texts are nearly the same (SimHashes within
+/// [`NEAR_DUPLICATE_BITS`]) without being the same (those are `duplicate_content`). The 64
+/// bits are cut into `NEAR_DUPLICATE_BITS + 1` bands: two values that differ in no more bits
+/// than that agree on at least one band, so only pages sharing a band are compared.
+fn near_duplicate_checks(crawl: &CrawlRecord, out: &mut Findings) {
+    let pages: Vec<(&PageRecord, &PageFacts)> = crawl
+        .pages
+        .iter()
+        .filter(|p| p.is_ok() && p.redirects.is_empty() && !p.noindex())
+        .filter_map(|p| p.facts.as_ref().map(|f| (p, f)))
+        .filter(|(_, f)| f.content_words >= NEAR_DUPLICATE_MIN_WORDS)
+        .collect();
+    let mut parent: Vec<usize> = (0..pages.len()).collect();
+    fn root(parent: &mut [usize], mut at: usize) -> usize {
+        while parent[at] != at {
+            parent[at] = parent[parent[at]];
+            at = parent[at];
+        }
+        at
+    }
+    let bands = NEAR_DUPLICATE_BITS + 1;
+    for band in 0..bands {
+        let (from, to) = (band * 64 / bands, (band + 1) * 64 / bands);
+        let mask = (1_u64 << (to - from)) - 1;
+        let mut buckets: HashMap<u64, Vec<usize>> = HashMap::new();
+        for (index, (_, facts)) in pages.iter().enumerate() {
+            let key = facts.content_simhash >> from & mask;
+            buckets.entry(key).or_default().push(index);
+        }
+        for members in buckets.values().filter(|m| m.len() > 1) {
+            for (i, &a) in members.iter().enumerate() {
+                for &b in &members[i + 1..] {
+                    let (fa, fb) = (pages[a].1, pages[b].1);
+                    let distance = (fa.content_simhash ^ fb.content_simhash).count_ones();
+                    if distance <= NEAR_DUPLICATE_BITS && fa.text_fingerprint != fb.text_fingerprint
+                    {
+                        let (ra, rb) = (root(&mut parent, a), root(&mut parent, b));
+                        parent[ra.max(rb)] = ra.min(rb);
+                    }
+                }
+            }
+        }
+    }
+    let mut groups: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    for (index, (page, _)) in pages.iter().enumerate() {
+        let group = root(&mut parent, index);
+        groups.entry(group).or_default().push(page.url.clone());
+    }
+    let mut named: Vec<Vec<String>> = groups
+        .into_values()
+        .map(|mut members| {
+            members.sort_unstable();
+            members.dedup();
+            members
+        })
+        .filter(|members| members.len() > 1)
+        .collect();
+    named.sort_unstable();
+    for members in named {
+        // The first copy in address order names the group, stable across scans.
+        out.site(
+            &NEAR_DUPLICATE_CONTENT,
+            format!("near-duplicate: {}", members[0]),
+            format!("nearly the same text on {}", list(&members, 5)),
         );
     }
 }

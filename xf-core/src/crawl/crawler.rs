@@ -1,25 +1,38 @@
-//! The crawl itself: robots.txt, sitemaps, then the site breadth first.
+//! The crawl itself: robots.txt, sitemaps, the site breadth first, then the external links.
 //!
 //! The crawl goes level by level (all pages at depth `d`, then all at `d + 1`), so a page's
 //! depth is exactly its clicks from the start page, and the result does not depend on which
 //! answer came first. Within a level, up to [`CrawlOptions::concurrency`] requests run at once
-//! (one, spaced by the delay, when robots.txt sets a `Crawl-delay`). Redirects are followed
-//! hop by hop; a `429` waits out its `Retry-After` and is tried again. Only pages of the start
-//! page's host are fetched; sitemap pages no link reached are fetched last, within the same
-//! page budget, for the sitemap checks.
+//! (one, spaced by the delay, when robots.txt sets a `Crawl-delay`). Redirects of every kind
+//! (3xx with `Location`, a `Refresh` header, a `<meta http-equiv="refresh">`) are followed hop
+//! by hop; a `429` waits out its `Retry-After` and is tried again. Only pages in the
+//! property's [`Scope`] are fetched (its site, or the part under its URL's path); sitemap pages
+//! no link reached are fetched last, within the same page budget, for the sitemap checks.
+//! Last, the distinct links to other sites are checked, within budgets per scan and per host,
+//! with one `HEAD` (or `GET` where `HEAD` answers an error) each: never crawled. Links to
+//! the property's own site outside a URL-prefix scope are not requested at all.
+//!
+//! Nothing is lost: a page whose reading fails in the crawler itself (a panic) is kept with
+//! [`PageRecord::crawler_failure`], logged with its address, and reported; it still counts
+//! against the page budget, so no more than [`CrawlOptions::max_pages`] pages are fetched.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use url::Url;
 
-use super::checks::{CrawlRecord, PageRecord, RobotsOutcome, SitemapOutcome};
+use super::checks::{
+    CrawlRecord, ExternalCheck, LinkOutcome, PageRecord, Redirect, RedirectKind, RobotsOutcome,
+    SitemapOutcome,
+};
 use super::fetch::{Answer, FetchError, PageFetcher};
-use super::html::PageScanner;
+use super::headers::{is_html, parse_refresh, robots_tag_noindex};
+use super::html::{PageFacts, PageScanner};
 use super::robots::Robots;
 use super::sitemap::{parse_sitemap, Sitemap};
-use super::urls;
+use super::urls::{self, Scope};
 
 /// The crawler's product token in robots.txt and its user agent.
 pub const AGENT_TOKEN: &str = "xf-seo-bot";
@@ -45,6 +58,12 @@ pub struct CrawlOptions {
     pub max_retry_after: Duration,
     /// Tries of an address answering `429` (the first included).
     pub tries_on_429: u32,
+    /// The most distinct external links checked in one scan (the first ones found, in crawl
+    /// order); 0 checks none.
+    pub external_links: usize,
+    /// The most external links checked on one host in one scan. A host's links are checked
+    /// one after the other, never two at once.
+    pub external_links_per_host: usize,
 }
 
 impl Default for CrawlOptions {
@@ -59,6 +78,8 @@ impl Default for CrawlOptions {
             max_crawl_delay: Duration::from_secs(10),
             max_retry_after: Duration::from_secs(30),
             tries_on_429: 3,
+            external_links: 200,
+            external_links_per_host: 20,
         }
     }
 }
@@ -77,13 +98,36 @@ struct Target {
     depth: u32,
 }
 
-/// Whether a `Content-Type` is HTML (a missing one is sniffed as HTML, as browsers do for
-/// pages).
-fn is_html(content_type: Option<&str>) -> bool {
-    content_type.is_none_or(|ct| {
-        let ct = ct.to_ascii_lowercase();
-        ct.starts_with("text/html") || ct.starts_with("application/xhtml+xml")
-    })
+/// The text of a panic's payload.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|text| (*text).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
+}
+
+/// The record of a page the crawler failed on, logged.
+fn failed_page(target: &Target, why: String) -> PageRecord {
+    tracing::error!(
+        url = %target.url,
+        failure = %why,
+        "the crawler failed on a page; it is reported as page_not_audited"
+    );
+    PageRecord {
+        url: target.url.to_string(),
+        final_url: target.url.to_string(),
+        depth: target.depth,
+        crawler_failure: Some(why),
+        ..PageRecord::default()
+    }
+}
+
+/// Where a refresh (header or meta) on the page at `current` leads, if it leads elsewhere.
+fn refresh_target(current: &Url, value: &str) -> Option<Url> {
+    let refresh = parse_refresh(value)?;
+    let to = urls::resolve(current, refresh.url.as_deref()?)?;
+    (to != *current).then_some(to)
 }
 
 impl Crawler {
@@ -92,19 +136,23 @@ impl Crawler {
         Crawler { fetcher, options }
     }
 
-    /// Crawls the site of `start`, reporting progress (0 to 99) as pages are fetched. Fails
-    /// when the site cannot be reached at all: its host is an address scans may not reach
-    /// ([`FetchError::Forbidden`], and then nothing was requested from it), or robots.txt,
-    /// the first request, got no HTTP answer (DNS, connection, timeout). A robots.txt that
-    /// answers with a server error ends the crawl there, as it stops search engines.
+    /// Crawls the property at `start`, reporting progress (0 to 99) as pages are fetched.
+    /// Fails when the site cannot be reached at all: its host is an address scans may not
+    /// reach ([`FetchError::Forbidden`], and then nothing was requested from it), or
+    /// robots.txt, the first request, got no HTTP answer (DNS, connection, timeout). A
+    /// robots.txt that answers with a server error ends the crawl there, as it stops search
+    /// engines.
     pub async fn crawl(
         &self,
         start: &Url,
         progress: &(dyn Fn(u8) + Send + Sync),
     ) -> Result<CrawlRecord, FetchError> {
+        let scope = Scope::of(start);
         let mut record = CrawlRecord::new(start.to_string());
         let robots = self.robots(start, &mut record).await?;
-        record.sitemaps = self.sitemaps(start, &robots).await;
+        record.robots_problems = robots.problems().to_vec();
+        record.robots_problem_count = robots.problem_count();
+        record.sitemaps = self.sitemaps(&scope, &robots).await;
         let delay = robots
             .crawl_delay(AGENT_TOKEN)
             .map(|d| d.min(self.options.max_crawl_delay));
@@ -142,16 +190,15 @@ impl Crawler {
             }
             fetchable.truncate(budget - record.pages.len());
             let first_new = record.pages.len();
-            self.fetch_all(start, fetchable, delay, &mut record, progress)
+            self.fetch_all(&scope, fetchable, delay, &mut record, progress)
                 .await;
             let mut next = Vec::new();
             for page in &record.pages[first_new..] {
-                // A redirect inside the site: the page it leads to is crawled as itself, at
+                // A redirect inside the scope: the page it leads to is crawled as itself, at
                 // the same depth (its links are followed there).
                 if !page.redirects.is_empty() && !page.redirect_loop {
                     if let Ok(final_url) = Url::parse(&page.final_url) {
-                        if urls::same_site(start, &final_url) && seen.insert(page.final_url.clone())
-                        {
+                        if scope.contains(&final_url) && seen.insert(page.final_url.clone()) {
                             next.push(Target {
                                 url: final_url,
                                 depth: page.depth,
@@ -163,7 +210,7 @@ impl Crawler {
                 if page.depth >= self.options.max_depth {
                     continue;
                 }
-                for link in links_to_follow(start, &record, page) {
+                for link in links_to_follow(&scope, &record, page) {
                     // The queue holds no more than the budget can still fetch.
                     if next.len() >= budget.saturating_sub(record.pages.len()) {
                         break;
@@ -188,16 +235,18 @@ impl Crawler {
             .map(|url| Target { url, depth: 0 })
             .take(budget.saturating_sub(record.pages.len()))
             .collect();
-        self.fetch_all(start, unlinked, delay, &mut record, progress)
+        self.fetch_all(&scope, unlinked, delay, &mut record, progress)
             .await;
+        self.check_external_links(&scope, &mut record).await;
         Ok(record)
     }
 
     /// Fetches `targets`, `concurrency` at a time (or one at a time, `delay` apart), and adds
-    /// their records to `record` in the order given.
+    /// their records to `record` in the order given: one record per target, whatever
+    /// happens to it.
     async fn fetch_all(
         &self,
-        start: &Url,
+        scope: &Scope,
         targets: Vec<Target>,
         delay: Option<Duration>,
         record: &mut CrawlRecord,
@@ -212,6 +261,7 @@ impl Crawler {
             self.options.concurrency.max(1)
         };
         let mut tasks = tokio::task::JoinSet::new();
+        let mut running: HashMap<tokio::task::Id, (usize, Target)> = HashMap::new();
         let mut queue = targets.into_iter().enumerate();
         let mut done = 0;
         loop {
@@ -220,25 +270,42 @@ impl Crawler {
                     break;
                 };
                 let crawler = self.clone();
-                let start = start.clone();
+                let scope = scope.clone();
                 let pause = delay.filter(|_| index > 0 || done_before > 0);
-                tasks.spawn(async move {
+                let fetched = target.clone();
+                let task = tasks.spawn(async move {
                     if let Some(pause) = pause {
                         tokio::time::sleep(pause).await;
                     }
-                    (index, crawler.fetch_page(&start, target).await)
+                    crawler.fetch_page(&scope, fetched).await
                 });
+                running.insert(task.id(), (index, target));
             }
-            let Some(joined) = tasks.join_next().await else {
+            let Some(joined) = tasks.join_next_with_id().await else {
                 break;
             };
-            if let Ok((index, mut page)) = joined {
-                record.link(&mut page);
-                results[index] = Some(page);
-                done += 1;
-                let fraction = (done_before + done) * 100 / total;
-                progress(u8::try_from(fraction.min(99)).unwrap_or(99));
+            let (id, outcome) = match joined {
+                Ok((id, page)) => (id, Ok(page)),
+                Err(error) => (error.id(), Err(error)),
+            };
+            let Some((index, target)) = running.remove(&id) else {
+                continue;
+            };
+            let mut page = match outcome {
+                Ok(page) => page,
+                Err(error) if error.is_panic() => {
+                    failed_page(&target, panic_text(&*error.into_panic()))
+                }
+                Err(error) => failed_page(&target, error.to_string()),
+            };
+            let linked = std::panic::catch_unwind(AssertUnwindSafe(|| record.link(&mut page)));
+            if let Err(payload) = linked {
+                page = failed_page(&target, panic_text(&*payload));
             }
+            results[index] = Some(page);
+            done += 1;
+            let fraction = (done_before + done) * 100 / total;
+            progress(u8::try_from(fraction.min(99)).unwrap_or(99));
         }
         record.pages.extend(results.into_iter().flatten());
     }
@@ -260,8 +327,9 @@ impl Crawler {
         }
     }
 
-    /// Fetches one address, following its redirects within the site.
-    async fn fetch_page(&self, start: &Url, target: Target) -> PageRecord {
+    /// Fetches one address, following its redirects (HTTP, `Refresh` header, meta refresh)
+    /// within the scope.
+    async fn fetch_page(&self, scope: &Scope, target: Target) -> PageRecord {
         let began = Instant::now();
         let mut page = PageRecord {
             url: target.url.to_string(),
@@ -279,58 +347,70 @@ impl Crawler {
                     break;
                 }
             };
-            page.status = Some(answer.status);
-            let next = (300..400)
-                .contains(&answer.status)
-                .then(|| {
-                    answer
-                        .location
+            let status = answer.status;
+            page.status = Some(status);
+            page.header_noindex = answer.robots_tag.as_deref().is_some_and(robots_tag_noindex);
+            let mut next = None;
+            if (300..400).contains(&status) {
+                next = answer
+                    .location
+                    .as_deref()
+                    .and_then(|l| urls::resolve(&current, l))
+                    .map(|to| (RedirectKind::Http, to));
+            } else if (200..300).contains(&status) {
+                next = answer
+                    .refresh
+                    .as_deref()
+                    .and_then(|value| refresh_target(&current, value))
+                    .map(|to| (RedirectKind::RefreshHeader, to));
+                if next.is_none() && is_html(answer.content_type.as_deref()) {
+                    let (facts, bytes, error) = self.read_html(answer).await;
+                    next = facts
+                        .meta_refresh
                         .as_deref()
-                        .and_then(|l| urls::resolve(&current, l))
-                })
-                .flatten();
-            if let Some(next) = next {
-                page.redirects.push((answer.status, next.to_string()));
-                page.final_url = next.to_string();
-                if visited.contains(&next.to_string()) {
-                    page.redirect_loop = true;
-                    break;
+                        .filter(|_| error.is_none())
+                        .and_then(|value| refresh_target(&current, value))
+                        .map(|to| (RedirectKind::MetaRefresh, to));
+                    if next.is_none() {
+                        page.facts = Some(facts);
+                        page.body_bytes = bytes;
+                        page.error = error;
+                    }
                 }
-                if page.redirects.len() > self.options.max_redirects {
-                    page.error = Some(format!(
-                        "more than {} redirects",
-                        self.options.max_redirects
-                    ));
-                    break;
-                }
-                if !urls::same_site(start, &next) {
-                    // Leaves the site: the crawl stops at the redirect.
-                    break;
-                }
-                visited.push(next.to_string());
-                current = next;
-                continue;
             }
-            page.header_noindex = answer.robots_tag.as_deref().is_some_and(|tag| {
-                tag.split(',').any(|d| {
-                    let d = d.trim().to_ascii_lowercase();
-                    d == "noindex" || d == "none"
-                })
+            let Some((kind, next)) = next else {
+                break;
+            };
+            page.redirects.push(Redirect {
+                status,
+                kind,
+                to: next.to_string(),
             });
-            if (200..300).contains(&answer.status) && is_html(answer.content_type.as_deref()) {
-                let (facts, bytes, error) = self.read_html(answer).await;
-                page.facts = Some(facts);
-                page.body_bytes = bytes;
-                page.error = error;
+            page.final_url = next.to_string();
+            if visited.contains(&next.to_string()) {
+                page.redirect_loop = true;
+                break;
             }
-            break;
+            if page.redirects.len() > self.options.max_redirects {
+                page.error = Some(format!(
+                    "more than {} redirects",
+                    self.options.max_redirects
+                ));
+                break;
+            }
+            if !scope.contains(&next) {
+                // Leaves the scope: the crawl stops at the redirect.
+                break;
+            }
+            visited.push(next.to_string());
+            current = next;
         }
         page.elapsed_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
         page
     }
 
     /// Streams an HTML body through the scanner, up to the body limit.
-    async fn read_html(&self, mut answer: Answer) -> (super::html::PageFacts, u64, Option<String>) {
+    async fn read_html(&self, mut answer: Answer) -> (PageFacts, u64, Option<String>) {
         let mut scanner = PageScanner::new();
         let mut read: usize = 0;
         let mut error = None;
@@ -365,7 +445,7 @@ impl Crawler {
         let Some(address) = urls::origin_url(start, "/robots.txt") else {
             return Ok(Robots::allow_all());
         };
-        let (status, body) = self.fetch_small(start, address, 1024 * 1024).await?;
+        let (status, body) = self.fetch_small(address, 1024 * 1024).await?;
         Ok(match status {
             Some(status) if (200..300).contains(&status) => {
                 record.robots = RobotsOutcome::Found;
@@ -382,15 +462,15 @@ impl Crawler {
         })
     }
 
-    /// Fetches a small resource (robots.txt, a sitemap) with up to five redirects within the
-    /// site; returns its final status (`None` after too many redirects) and body (up to
+    /// Fetches a small resource (robots.txt, a sitemap) with up to five redirects within its
+    /// own site; returns its final status (`None` after too many redirects) and body (up to
     /// `limit` bytes).
     async fn fetch_small(
         &self,
-        start: &Url,
         mut address: Url,
         limit: usize,
     ) -> Result<(Option<u16>, Vec<u8>), FetchError> {
+        let home = address.clone();
         for _ in 0..=5 {
             let mut answer = self.get(&address).await?;
             if (300..400).contains(&answer.status) {
@@ -399,7 +479,7 @@ impl Crawler {
                     .as_deref()
                     .and_then(|l| urls::resolve(&address, l))
                 {
-                    Some(next) if urls::same_site(start, &next) => {
+                    Some(next) if urls::same_site(&home, &next) => {
                         address = next;
                         continue;
                     }
@@ -419,19 +499,29 @@ impl Crawler {
         Ok((None, Vec::new()))
     }
 
-    /// Reads the sitemaps robots.txt names, or `/sitemap.xml`, and the sitemaps their
-    /// indexes name, up to [`CrawlOptions::max_sitemaps`] files.
-    async fn sitemaps(&self, start: &Url, robots: &Robots) -> SitemapOutcome {
+    /// Reads the sitemaps robots.txt names (on the property's site or, as robots.txt may
+    /// name them, on another host), or `/sitemap.xml`, and the sitemaps their indexes name,
+    /// up to [`CrawlOptions::max_sitemaps`] files. The page addresses kept are those in the
+    /// scope.
+    async fn sitemaps(&self, scope: &Scope, robots: &Robots) -> SitemapOutcome {
         let mut outcome = SitemapOutcome::default();
-        let mut queue: Vec<Url> = robots
-            .sitemaps()
-            .iter()
-            .filter_map(|s| Url::parse(s).ok())
-            .filter(|s| urls::same_site(start, s))
-            .collect();
+        let mut queue: Vec<Url> = Vec::new();
+        for declared in robots.sitemaps() {
+            // A relative or broken address is a robots.txt problem, reported as such.
+            let Ok(address) = Url::parse(declared) else {
+                continue;
+            };
+            if !matches!(address.scheme(), "http" | "https") {
+                continue;
+            }
+            if !scope.same_site(&address) {
+                outcome.other_hosts.push(address.to_string());
+            }
+            queue.push(address);
+        }
         let declared = !queue.is_empty();
         if !declared {
-            queue.extend(urls::origin_url(start, "/sitemap.xml"));
+            queue.extend(urls::origin_url(scope.start(), "/sitemap.xml"));
         }
         let mut read_files: BTreeSet<String> = BTreeSet::new();
         let mut index = 0;
@@ -443,7 +533,7 @@ impl Crawler {
             }
             let limit = super::sitemap::MAX_BYTES;
             let (status, body) = self
-                .fetch_small(start, address.clone(), limit)
+                .fetch_small(address.clone(), limit)
                 .await
                 .unwrap_or((None, Vec::new()));
             match status {
@@ -452,7 +542,7 @@ impl Crawler {
                         outcome.read += 1;
                         for entry in entries {
                             if let Some(url) = urls::resolve(&address, &entry.loc) {
-                                if urls::same_site(start, &url) {
+                                if scope.contains(&url) {
                                     outcome.urls.insert(url.to_string());
                                 }
                             }
@@ -460,11 +550,12 @@ impl Crawler {
                     }
                     Ok(Sitemap::Index(children)) => {
                         outcome.read += 1;
+                        // An index names sitemaps on its own host (sitemaps.org).
                         queue.extend(
                             children
                                 .iter()
                                 .filter_map(|c| urls::resolve(&address, c))
-                                .filter(|c| urls::same_site(start, c)),
+                                .filter(|c| urls::same_site(&address, c)),
                         );
                     }
                     Err(error) => outcome
@@ -483,11 +574,122 @@ impl Crawler {
         }
         outcome
     }
+
+    /// Checks the distinct links out of the scope that the crawled pages hold, within the
+    /// budgets, each host's links one after the other and up to `concurrency` hosts at once.
+    async fn check_external_links(&self, scope: &Scope, record: &mut CrawlRecord) {
+        let mut chosen: Vec<(u32, Url)> = Vec::new();
+        let mut per_host: HashMap<String, usize> = HashMap::new();
+        let mut considered: HashSet<u32> = HashSet::new();
+        let mut over_budget = 0_u32;
+        for page in &record.pages {
+            for &target in &page.external_links {
+                if !considered.insert(target) {
+                    continue;
+                }
+                // Addresses of the property's own site outside a URL-prefix scope belong to
+                // the site's other properties: never requested.
+                let Ok(url) = Url::parse(record.address(target)) else {
+                    continue;
+                };
+                if scope.same_site(&url) {
+                    continue;
+                }
+                let host = url.host_str().unwrap_or_default().to_owned();
+                let on_host = per_host.entry(host).or_default();
+                if chosen.len() < self.options.external_links
+                    && *on_host < self.options.external_links_per_host
+                {
+                    *on_host += 1;
+                    chosen.push((target, url));
+                } else {
+                    over_budget = over_budget.saturating_add(1);
+                }
+            }
+        }
+        if over_budget > 0 {
+            tracing::debug!(
+                over_budget,
+                "external links past the scan's budgets were not checked"
+            );
+        }
+        let mut by_host: Vec<Vec<(u32, Url)>> = Vec::new();
+        let mut host_index: HashMap<String, usize> = HashMap::new();
+        for (target, url) in chosen {
+            let host = url.host_str().unwrap_or_default().to_owned();
+            let index = *host_index.entry(host).or_insert_with(|| {
+                by_host.push(Vec::new());
+                by_host.len() - 1
+            });
+            by_host[index].push((target, url));
+        }
+        let mut tasks = tokio::task::JoinSet::new();
+        let mut hosts = by_host.into_iter();
+        let mut checks = Vec::new();
+        loop {
+            while tasks.len() < self.options.concurrency.max(1) {
+                let Some(links) = hosts.next() else {
+                    break;
+                };
+                let crawler = self.clone();
+                tasks.spawn(async move {
+                    let mut outcomes = Vec::new();
+                    for (target, url) in links {
+                        outcomes.push(ExternalCheck {
+                            target,
+                            outcome: crawler.check_link(&url).await,
+                        });
+                    }
+                    outcomes
+                });
+            }
+            match tasks.join_next().await {
+                Some(Ok(outcomes)) => checks.extend(outcomes),
+                Some(Err(error)) => {
+                    tracing::error!(%error, "checking a host's external links failed");
+                }
+                None => break,
+            }
+        }
+        checks.sort_by_key(|check| check.target);
+        record.external_checks = checks;
+    }
+
+    /// Whether an external link answers: `HEAD`, then `GET` (its body unread) when `HEAD`
+    /// answers with an error, which some servers give to `HEAD` alone; redirects followed up
+    /// to five hops.
+    async fn check_link(&self, url: &Url) -> LinkOutcome {
+        let mut current = url.clone();
+        for _ in 0..=5 {
+            let answer = match self.fetcher.head(&current).await {
+                Ok(answer) if answer.status >= 400 => match self.fetcher.get(&current).await {
+                    Ok(answer) => answer,
+                    Err(error) => return LinkOutcome::Failed(error),
+                },
+                Ok(answer) => answer,
+                Err(error) => return LinkOutcome::Failed(error),
+            };
+            let next = (300..400)
+                .contains(&answer.status)
+                .then(|| {
+                    answer
+                        .location
+                        .as_deref()
+                        .and_then(|l| urls::resolve(&current, l))
+                })
+                .flatten();
+            match next {
+                Some(next) => current = next,
+                None => return LinkOutcome::Answered(answer.status),
+            }
+        }
+        LinkOutcome::TooManyRedirects
+    }
 }
 
-/// The internal links of a page to follow: from a fetched HTML page that answered 2xx on the
-/// site, unless it says `nofollow` for robots.
-fn links_to_follow(start: &Url, record: &CrawlRecord, page: &PageRecord) -> Vec<Url> {
+/// The links of a page to follow: from a fetched HTML page that answered 2xx in the scope,
+/// unless it says `nofollow` for robots.
+fn links_to_follow(scope: &Scope, record: &CrawlRecord, page: &PageRecord) -> Vec<Url> {
     let Some(facts) = &page.facts else {
         return Vec::new();
     };
@@ -499,7 +701,7 @@ fn links_to_follow(start: &Url, record: &CrawlRecord, page: &PageRecord) -> Vec<
     {
         return Vec::new();
     }
-    if !Url::parse(&page.final_url).is_ok_and(|final_url| urls::same_site(start, &final_url)) {
+    if !Url::parse(&page.final_url).is_ok_and(|final_url| scope.contains(&final_url)) {
         return Vec::new();
     }
     page.internal_links
@@ -508,16 +710,21 @@ fn links_to_follow(start: &Url, record: &CrawlRecord, page: &PageRecord) -> Vec<
         .collect()
 }
 
-/// Every address a crawl reached: fetched, redirected to, listed in its sitemaps, or
-/// disallowed by robots.txt; issues about other addresses keep their state.
+/// Every address a crawl reached and audited: fetched, redirected to, listed in its
+/// sitemaps, or disallowed by robots.txt; issues about other addresses keep their state. A
+/// page that could not be read (no answer, a body cut off, a failure of the crawler) is not
+/// reached: what was found on it before is not known to be gone.
 pub fn reached(record: &CrawlRecord) -> Vec<String> {
     let mut reached: BTreeSet<String> = BTreeSet::new();
-    reached.insert(record.start_url.clone());
+    reached.extend(record.sitemaps.urls.iter().cloned());
+    reached.extend(record.disallowed.iter().cloned());
     for page in &record.pages {
         reached.insert(page.url.clone());
         reached.insert(page.final_url.clone());
     }
-    reached.extend(record.sitemaps.urls.iter().cloned());
-    reached.extend(record.disallowed.iter().cloned());
+    for page in record.pages.iter().filter(|page| !page.was_read()) {
+        reached.remove(&page.url);
+        reached.remove(&page.final_url);
+    }
     reached.into_iter().collect()
 }

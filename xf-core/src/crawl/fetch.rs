@@ -48,6 +48,8 @@ pub struct Answer {
     pub retry_after: Option<Duration>,
     /// `X-Robots-Tag`.
     pub robots_tag: Option<String>,
+    /// `Refresh` (a redirect when it names an address, as browsers follow it).
+    pub refresh: Option<String>,
     /// The body.
     pub body: Box<dyn BodyStream>,
 }
@@ -62,11 +64,17 @@ impl fmt::Debug for Answer {
     }
 }
 
-/// What the crawler needs of the network: one `GET`, redirects not followed.
+/// What the crawler needs of the network: one request, redirects not followed.
 #[async_trait]
 pub trait PageFetcher: Send + Sync + fmt::Debug {
     /// `GET url`.
     async fn get(&self, url: &Url) -> Result<Answer, FetchError>;
+
+    /// `HEAD url`, for checking links the crawler does not read. The default sends a `GET`
+    /// (whose body the caller leaves unread).
+    async fn head(&self, url: &Url) -> Result<Answer, FetchError> {
+        self.get(url).await
+    }
 }
 
 /// Whether scans may reach this address: not loopback, private (RFC 1918, unique local),
@@ -226,9 +234,10 @@ mod http {
         FetchError::Network(text)
     }
 
-    #[async_trait]
-    impl PageFetcher for HttpFetcher {
-        async fn get(&self, url: &Url) -> Result<Answer, FetchError> {
+    impl HttpFetcher {
+        /// Sends one request of `method`, refusing private literals up front (names are
+        /// refused by the resolver).
+        async fn send(&self, method: reqwest::Method, url: &Url) -> Result<Answer, FetchError> {
             if !self.allow_private && is_private_literal(url) {
                 return Err(FetchError::Forbidden(
                     url.host_str().unwrap_or("").to_owned(),
@@ -236,7 +245,7 @@ mod http {
             }
             let response = self
                 .client
-                .get(url.as_str())
+                .request(method, url.as_str())
                 .header(
                     reqwest::header::ACCEPT,
                     "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.5",
@@ -252,16 +261,27 @@ mod http {
                     .map(str::to_owned)
             };
             let retry_after = header(reqwest::header::RETRY_AFTER)
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map(Duration::from_secs);
+                .and_then(|v| super::super::headers::retry_after(&v));
             Ok(Answer {
                 status: response.status().as_u16(),
                 location: header(reqwest::header::LOCATION),
                 content_type: header(reqwest::header::CONTENT_TYPE),
                 retry_after,
                 robots_tag: header(reqwest::header::HeaderName::from_static("x-robots-tag")),
+                refresh: header(reqwest::header::REFRESH),
                 body: Box::new(ReqwestBody(response)),
             })
+        }
+    }
+
+    #[async_trait]
+    impl PageFetcher for HttpFetcher {
+        async fn get(&self, url: &Url) -> Result<Answer, FetchError> {
+            self.send(reqwest::Method::GET, url).await
+        }
+
+        async fn head(&self, url: &Url) -> Result<Answer, FetchError> {
+            self.send(reqwest::Method::HEAD, url).await
         }
     }
 }

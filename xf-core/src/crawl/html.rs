@@ -2,15 +2,21 @@
 //!
 //! [`PageScanner`] feeds chunks to a streaming HTML parser (`lol_html`: no DOM, memory bounded
 //! by the largest tag, not by the page) and collects the [`PageFacts`] the checks need: titles,
-//! meta descriptions and robots directives, headings, canonical and hreflang links, links,
-//! images, sub-resources, the language, the viewport, and the visible text's size and
-//! fingerprint. It is `Send`, so a crawler can feed it chunk by chunk between `.await`s.
+//! meta descriptions and robots directives, a meta refresh, headings, canonical and hreflang
+//! links, links and what their text says, anchors search engines cannot follow, images,
+//! sub-resources, JSON-LD blocks, the language, the viewport, and the visible text's size,
+//! fingerprint and SimHash. It is `Send`, so a crawler can feed it chunk by chunk between
+//! `.await`s.
+//!
+//! The scanner is total: any bytes give facts (a tag too large for the parser's memory
+//! marks them [`PageFacts::truncated`]), and every text it keeps is bounded.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use lol_html::send::{EndTagHandler, HtmlRewriter, Settings};
 use lol_html::{doc_text, element, text, MemorySettings};
+use serde_json::Value;
 
 /// A link found on a page.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,6 +25,50 @@ pub struct Link {
     pub href: String,
     /// `rel="nofollow"` (or `ugc`/`sponsored`).
     pub nofollow: bool,
+}
+
+/// A link whose text does not say where it leads (see [`is_vague_link_text`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VagueLink {
+    /// The `href` as written.
+    pub href: String,
+    /// Its text, white space collapsed (empty for a link with no text and no label).
+    pub text: String,
+}
+
+/// Up to [`Sampled::KEEP`] examples of something a page has, and how many it has in all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sampled<T> {
+    /// The first examples, in document order.
+    pub examples: Vec<T>,
+    /// How many there are.
+    pub total: u32,
+}
+
+impl<T> Default for Sampled<T> {
+    fn default() -> Self {
+        Sampled {
+            examples: Vec::new(),
+            total: 0,
+        }
+    }
+}
+
+impl<T> Sampled<T> {
+    /// The most examples kept.
+    pub const KEEP: usize = 10;
+
+    fn push(&mut self, example: T) {
+        self.total = self.total.saturating_add(1);
+        if self.examples.len() < Self::KEEP {
+            self.examples.push(example);
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
 }
 
 /// What the checks need to know about a page.
@@ -30,6 +80,9 @@ pub struct PageFacts {
     pub meta_descriptions: Vec<String>,
     /// The directives of `<meta name="robots">` (lower case, e.g. `noindex`).
     pub robots_directives: Vec<String>,
+    /// The `content` of the first `<meta http-equiv="refresh">` outside `<noscript>` and
+    /// `<template>` (where browsers running scripts do not apply it), as written.
+    pub meta_refresh: Option<String>,
     /// The text of each `<h1>` (white space collapsed).
     pub h1s: Vec<String>,
     /// The level (1 to 6) of every heading, in document order.
@@ -40,6 +93,11 @@ pub struct PageFacts {
     pub hreflangs: Vec<(String, String)>,
     /// Every `<a href>`.
     pub links: Vec<Link>,
+    /// Links (not to a fragment of the page) whose text says nothing of where they lead.
+    pub vague_links: Sampled<VagueLink>,
+    /// Anchors meant as links that search engines cannot follow: `href="javascript:…"`, or
+    /// no `href` but an `onclick` (each as a short markup excerpt).
+    pub uncrawlable_links: Sampled<String>,
     /// How many `<img>` the page has.
     pub images: u32,
     /// The `src` of each `<img>` without an `alt` attribute.
@@ -47,6 +105,10 @@ pub struct PageFacts {
     /// Addresses of resources the page loads (`img`, `script`, `iframe`, `source`, `video`,
     /// `audio` sources, stylesheets), as written.
     pub subresources: Vec<String>,
+    /// How many `<script type="application/ld+json">` blocks the page has.
+    pub json_ld_blocks: u32,
+    /// What is wrong with them: one text per faulty block ("block 2: no @type").
+    pub structured_data_problems: Sampled<String>,
     /// `<html lang>`.
     pub lang: Option<String>,
     /// Whether a `<meta name="viewport">` is present.
@@ -58,21 +120,139 @@ pub struct PageFacts {
     /// A fingerprint of the visible text (lower-cased words), equal for pages with the same
     /// text.
     pub text_fingerprint: u64,
+    /// Words of the main content: visible text outside `head` (the title), `nav`, `header`,
+    /// `footer` and `aside`.
+    pub content_words: u32,
+    /// SimHash (64 bits) of the main content's lower-cased three-word shingles: pages whose
+    /// texts are nearly the same have values that differ in few bits.
+    pub content_simhash: u64,
     /// The parser gave up (a tag too large for its memory budget); facts are partial.
     pub truncated: bool,
+}
+
+/// The longest link text kept (bytes); longer texts say enough to be no vague text.
+const LINK_TEXT_MAX: usize = 256;
+
+/// The largest JSON-LD block read (bytes); a larger one is not checked.
+const JSON_LD_MAX: usize = 256 * 1024;
+
+/// The most JSON-LD blocks of a page that are checked.
+const JSON_LD_BLOCKS_MAX: u32 = 50;
+
+/// Link texts that say nothing of where a link leads, compared after lower-casing, collapsing
+/// white space and dropping the punctuation and arrows around them (the kind of list
+/// Lighthouse's link-text audit uses).
+const VAGUE_LINK_TEXTS: &[&str] = &[
+    "click",
+    "click here",
+    "click this",
+    "go",
+    "here",
+    "learn more",
+    "link",
+    "more",
+    "more info",
+    "more information",
+    "read more",
+    "right here",
+    "see more",
+    "this",
+    "this link",
+    "this page",
+];
+
+/// Whether a link's text (white space collapsed) says nothing of where it leads: one of
+/// [`VAGUE_LINK_TEXTS`], whatever its case and the punctuation or arrows around it.
+pub fn is_vague_link_text(text: &str) -> bool {
+    let trimmed = text.trim_matches(|c: char| {
+        c.is_whitespace() || c.is_ascii_punctuation() || "…»«›‹→←".contains(c)
+    });
+    let lower = trimmed.to_lowercase();
+    VAGUE_LINK_TEXTS.contains(&lower.as_str())
+}
+
+/// An `<a>` being read: its `href`, its text so far, and whether something else names it.
+#[derive(Debug, Default)]
+struct OpenAnchor {
+    href: Option<String>,
+    text: String,
+    /// An `aria-label`, `aria-labelledby` or `title` on it or inside it, or an image inside it
+    /// with alternative text, names the link when its text is empty.
+    labelled: bool,
+}
+
+/// The SimHash of three-word shingles, built word by word.
+#[derive(Debug, Default)]
+struct SimHash {
+    /// The hashes of the two words before the next one.
+    previous: [u64; 2],
+    words: u32,
+    /// Per bit: shingles with the bit set minus shingles without it.
+    weights: Vec<i32>,
+}
+
+/// SplitMix64's finaliser: a strong 64-bit mix, the same on every platform and release (the
+/// standard library's hasher promises neither).
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// FNV-1a over a word's bytes, mixed.
+fn word_hash(word: &str) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in word.bytes() {
+        hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+    }
+    mix(hash)
+}
+
+impl SimHash {
+    fn add_word(&mut self, word: &str) {
+        let hash = word_hash(word);
+        self.words = self.words.saturating_add(1);
+        if self.words >= 3 {
+            let shingle = mix(self.previous[0] ^ mix(self.previous[1] ^ mix(hash)));
+            if self.weights.is_empty() {
+                self.weights = vec![0; 64];
+            }
+            for (bit, weight) in self.weights.iter_mut().enumerate() {
+                *weight += if shingle >> bit & 1 == 1 { 1 } else { -1 };
+            }
+        }
+        self.previous = [self.previous[1], hash];
+    }
+
+    fn finish(&self) -> u64 {
+        self.weights
+            .iter()
+            .enumerate()
+            .filter(|(_, weight)| **weight > 0)
+            .fold(0, |bits, (bit, _)| bits | 1 << bit)
+    }
 }
 
 /// Facts being collected, and the parser state that needs to outlive one handler call.
 #[derive(Debug, Default)]
 struct Collector {
     facts: PageFacts,
-    /// Open elements whose text is not visible.
+    /// Open elements whose text is not visible (`script`, `style`, `noscript`, `template`).
     hidden_depth: u32,
+    /// Open `noscript` and `template` elements, whose meta refresh browsers do not apply.
+    inert_depth: u32,
+    /// Open `head`, `nav`, `header`, `footer` and `aside` elements: text that is not main
+    /// content.
+    boilerplate_depth: u32,
     title: Option<String>,
     h1: Option<String>,
+    anchor: Option<OpenAnchor>,
+    /// The text of the JSON-LD block being read (`None` outside one, or past its limit).
+    json_ld: Option<String>,
     /// Visible text after the last white space seen, not yet counted.
     partial_word: String,
     hasher: DefaultHasher,
+    simhash: SimHash,
 }
 
 /// Elements whose text the facts keep.
@@ -82,12 +262,52 @@ enum Captured {
     H1,
 }
 
+/// Counters of open elements, each kept by [`depth_counter`].
+#[derive(Debug, Clone, Copy)]
+enum Depth {
+    Hidden,
+    Inert,
+    Boilerplate,
+}
+
+/// Appends `text` to `to` while `to` stays within `max` bytes, cutting at a character
+/// boundary.
+fn push_bounded(to: &mut String, text: &str, max: usize) {
+    let room = max.saturating_sub(to.len());
+    if text.len() <= room {
+        to.push_str(text);
+    } else {
+        let mut end = room;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        to.push_str(&text[..end]);
+    }
+}
+
+/// Where the visible text `text` can be cut so that what comes before is whole words: just
+/// after its last white space character (which may take several bytes, like U+00A0), or 0.
+fn after_last_whitespace(text: &str) -> usize {
+    text.char_indices()
+        .rev()
+        .find(|(_, c)| c.is_whitespace())
+        .map_or(0, |(at, c)| at + c.len_utf8())
+}
+
 impl Collector {
     /// The text being read for `what` (while one is open) and the texts read so far.
     fn slot(&mut self, what: Captured) -> (&mut Option<String>, &mut Vec<String>) {
         match what {
             Captured::Title => (&mut self.title, &mut self.facts.titles),
             Captured::H1 => (&mut self.h1, &mut self.facts.h1s),
+        }
+    }
+
+    fn depth(&mut self, which: Depth) -> &mut u32 {
+        match which {
+            Depth::Hidden => &mut self.hidden_depth,
+            Depth::Inert => &mut self.inert_depth,
+            Depth::Boilerplate => &mut self.boilerplate_depth,
         }
     }
 
@@ -109,17 +329,126 @@ impl Collector {
         let complete = if last_in_node {
             self.partial_word.len()
         } else {
-            self.partial_word
-                .rfind(char::is_whitespace)
-                .map_or(0, |at| at + 1)
+            after_last_whitespace(&self.partial_word)
         };
         let rest = self.partial_word.split_off(complete);
         let done = std::mem::replace(&mut self.partial_word, rest);
+        let main_content = self.boilerplate_depth == 0;
         for word in done.split_whitespace() {
             self.facts.word_count = self.facts.word_count.saturating_add(1);
-            word.to_lowercase().hash(&mut self.hasher);
+            let word = word.to_lowercase();
+            word.hash(&mut self.hasher);
+            if main_content {
+                self.facts.content_words = self.facts.content_words.saturating_add(1);
+                self.simhash.add_word(&word);
+            }
         }
     }
+
+    /// Ends the anchor being read, if any: a link whose text says nothing is kept.
+    fn close_anchor(&mut self) {
+        let Some(anchor) = self.anchor.take() else {
+            return;
+        };
+        let Some(href) = anchor.href else {
+            return;
+        };
+        let target = href.trim();
+        if target.is_empty() || target.starts_with('#') || is_javascript(target) {
+            return;
+        }
+        let text = collapse(&anchor.text);
+        if (text.is_empty() && !anchor.labelled) || is_vague_link_text(&text) {
+            self.facts.vague_links.push(VagueLink {
+                href: clip(target, 200),
+                text,
+            });
+        }
+    }
+
+    /// Ends the JSON-LD block being read, if any, and records what is wrong with it.
+    fn close_json_ld(&mut self) {
+        let Some(text) = self.json_ld.take() else {
+            return;
+        };
+        self.facts.json_ld_blocks = self.facts.json_ld_blocks.saturating_add(1);
+        let block = self.facts.json_ld_blocks;
+        if block > JSON_LD_BLOCKS_MAX || text.len() >= JSON_LD_MAX {
+            return;
+        }
+        if let Some(problem) = json_ld_problem(&text) {
+            self.facts
+                .structured_data_problems
+                .push(format!("block {block}: {problem}"));
+        }
+    }
+}
+
+/// Whether an `href` is a `javascript:` URL.
+fn is_javascript(href: &str) -> bool {
+    href.get(..11)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("javascript:"))
+}
+
+/// At most `max` characters of `text`, with an ellipsis when cut.
+fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_owned(),
+        Some((end, _)) => format!("{}…", &text[..end]),
+    }
+}
+
+/// What is wrong with a JSON-LD block, if anything: it does not parse as JSON, or an item
+/// lacks `@context` or `@type` (an item with a `@graph` is typed by its graph's items).
+pub fn json_ld_problem(text: &str) -> Option<String> {
+    if text.trim().is_empty() {
+        return Some("is empty".to_owned());
+    }
+    let value: Value = match serde_json::from_str(text) {
+        Ok(value) => value,
+        Err(error) => return Some(format!("is not valid JSON ({error})")),
+    };
+    let items = match &value {
+        Value::Array(items) if items.is_empty() => return Some("is an empty list".to_owned()),
+        Value::Array(items) => items.iter().collect(),
+        _ => vec![&value],
+    };
+    for (index, item) in items.iter().enumerate() {
+        let which = if items.len() > 1 {
+            format!("item {} ", index + 1)
+        } else {
+            String::new()
+        };
+        let Value::Object(item) = item else {
+            return Some(format!("{which}is not a JSON object"));
+        };
+        if !item.contains_key("@context") {
+            return Some(format!("{which}has no @context"));
+        }
+        let typed = |object: &serde_json::Map<String, Value>| match object.get("@type") {
+            Some(Value::String(name)) => !name.trim().is_empty(),
+            Some(Value::Array(names)) => !names.is_empty(),
+            _ => false,
+        };
+        if typed(item) {
+            continue;
+        }
+        match item.get("@graph") {
+            Some(Value::Array(graph)) => {
+                if let Some(position) = graph
+                    .iter()
+                    .position(|node| !node.as_object().is_some_and(typed))
+                {
+                    return Some(format!(
+                        "{which}has a @graph whose node {} has no @type",
+                        position + 1
+                    ));
+                }
+            }
+            _ => return Some(format!("{which}has no @type")),
+        }
+    }
+    None
 }
 
 /// Collapses runs of white space to one space and trims, after decoding character
@@ -140,6 +469,18 @@ fn attribute(
     element
         .get_attribute(name)
         .map(|value| html_escape::decode_html_entities(&value).into_owned())
+}
+
+/// Whether an element has a non-blank value for one of `names`.
+fn has_value(
+    element: &lol_html::html_content::Element<'_, '_, impl lol_html::HandlerTypes>,
+    names: &[&str],
+) -> bool {
+    names.iter().any(|name| {
+        element
+            .get_attribute(name)
+            .is_some_and(|value| !value.trim().is_empty())
+    })
 }
 
 /// The largest amount of memory the parser may buffer (a single tag or text node larger than
@@ -183,6 +524,23 @@ type Handler = (
     lol_html::send::ElementContentHandlers<'static>,
 );
 
+/// Runs `on_end` on the collector when the element's end tag comes (elements that cannot
+/// have one, like `<img>`, never run it).
+fn at_end_tag(
+    el: &mut lol_html::send::Element<'_, '_>,
+    shared: &Shared,
+    on_end: fn(&mut Collector),
+) {
+    let shared = Arc::clone(shared);
+    if let Some(handlers) = el.end_tag_handlers() {
+        let on_end: EndTagHandler<'static> = Box::new(move |_end| {
+            on_end(&mut lock(&shared));
+            Ok(())
+        });
+        handlers.push(on_end);
+    }
+}
+
 /// The handlers that read the text of each `selector` element into `what`: opened at its start
 /// tag, filled by its text, kept at its end tag (or at the end of the page).
 fn captured_text(selector: &'static str, what: Captured, shared: &Shared) -> [Handler; 2] {
@@ -190,14 +548,11 @@ fn captured_text(selector: &'static str, what: Captured, shared: &Shared) -> [Ha
     [
         element!(selector, move |el| {
             *lock(&opening).slot(what).0 = Some(String::new());
-            let closing = Arc::clone(&opening);
-            if let Some(handlers) = el.end_tag_handlers() {
-                let on_end: EndTagHandler<'static> = Box::new(move |_end| {
-                    lock(&closing).close(what);
-                    Ok(())
-                });
-                handlers.push(on_end);
-            }
+            let close: fn(&mut Collector) = match what {
+                Captured::Title => |c| c.close(Captured::Title),
+                Captured::H1 => |c| c.close(Captured::H1),
+            };
+            at_end_tag(el, &opening, close);
             Ok(())
         }),
         text!(selector, move |chunk| {
@@ -209,6 +564,21 @@ fn captured_text(selector: &'static str, what: Captured, shared: &Shared) -> [Ha
     ]
 }
 
+/// The handler that counts the open elements of `selector` in `which`.
+fn depth_counter(selector: &'static str, which: Depth, shared: &Shared) -> Handler {
+    let shared = Arc::clone(shared);
+    element!(selector, move |el| {
+        *lock(&shared).depth(which) += 1;
+        let leave: fn(&mut Collector) = match which {
+            Depth::Hidden => |c| c.hidden_depth = c.hidden_depth.saturating_sub(1),
+            Depth::Inert => |c| c.inert_depth = c.inert_depth.saturating_sub(1),
+            Depth::Boilerplate => |c| c.boilerplate_depth = c.boilerplate_depth.saturating_sub(1),
+        };
+        at_end_tag(el, &shared, leave);
+        Ok(())
+    })
+}
+
 impl PageScanner {
     /// A scanner for one page.
     pub fn new() -> Self {
@@ -218,7 +588,9 @@ impl PageScanner {
             (c(&collector), c(&collector), c(&collector), c(&collector));
         let (image, resource, html, base) =
             (c(&collector), c(&collector), c(&collector), c(&collector));
-        let (hidden, words) = (c(&collector), c(&collector));
+        let (anchor_text, label, script, script_text) =
+            (c(&collector), c(&collector), c(&collector), c(&collector));
+        let (refresh, words) = (c(&collector), c(&collector));
         let element_handlers = vec![
             element!("h1, h2, h3, h4, h5, h6", move |el| {
                 let level = el.tag_name().as_bytes().get(1).map_or(0, |b| b - b'0');
@@ -231,7 +603,7 @@ impl PageScanner {
                     .to_ascii_lowercase();
                 let content = attribute(el, "content");
                 let mut collector = lock(&meta);
-                match name.as_str() {
+                match name.trim() {
                     "description" => collector
                         .facts
                         .meta_descriptions
@@ -245,6 +617,18 @@ impl PageScanner {
                     ),
                     "viewport" => collector.facts.has_viewport = true,
                     _ => {}
+                }
+                Ok(())
+            }),
+            element!("meta[http-equiv]", move |el| {
+                let equiv = attribute(el, "http-equiv").unwrap_or_default();
+                let mut collector = lock(&refresh);
+                if equiv.trim().eq_ignore_ascii_case("refresh")
+                    && collector.inert_depth == 0
+                    && collector.facts.meta_refresh.is_none()
+                {
+                    let content = attribute(el, "content").unwrap_or_default();
+                    collector.facts.meta_refresh = Some(clip(&content, 2048));
                 }
                 Ok(())
             }),
@@ -271,15 +655,59 @@ impl PageScanner {
                 }
                 Ok(())
             }),
-            element!("a[href]", move |el| {
-                let href = attribute(el, "href").unwrap_or_default().trim().to_owned();
-                let rel = attribute(el, "rel")
-                    .unwrap_or_default()
-                    .to_ascii_lowercase();
-                let nofollow = rel
-                    .split_ascii_whitespace()
-                    .any(|r| matches!(r, "nofollow" | "ugc" | "sponsored"));
-                lock(&anchor).facts.links.push(Link { href, nofollow });
+            element!("a", move |el| {
+                let href = attribute(el, "href");
+                let mut collector = lock(&anchor);
+                // An `<a>` inside another (invalid, but written) ends the outer one.
+                collector.close_anchor();
+                if let Some(href) = &href {
+                    let rel = attribute(el, "rel")
+                        .unwrap_or_default()
+                        .to_ascii_lowercase();
+                    let nofollow = rel
+                        .split_ascii_whitespace()
+                        .any(|r| matches!(r, "nofollow" | "ugc" | "sponsored"));
+                    collector.facts.links.push(Link {
+                        href: href.trim().to_owned(),
+                        nofollow,
+                    });
+                }
+                // A named anchor (`<a name>`, a target) or one given a role is no link.
+                if !has_value(el, &["name", "role"]) {
+                    let onclick = el.has_attribute("onclick");
+                    match href.as_deref().map(str::trim) {
+                        Some(href) if is_javascript(href) => collector
+                            .facts
+                            .uncrawlable_links
+                            .push(format!("<a href=\"{}\">", clip(href, 80))),
+                        None | Some("") if onclick => collector
+                            .facts
+                            .uncrawlable_links
+                            .push("<a onclick> without an href".to_owned()),
+                        _ => {}
+                    }
+                }
+                collector.anchor = Some(OpenAnchor {
+                    href,
+                    text: String::new(),
+                    labelled: has_value(el, &["aria-label", "aria-labelledby", "title"]),
+                });
+                drop(collector);
+                at_end_tag(el, &anchor, Collector::close_anchor);
+                Ok(())
+            }),
+            text!("a", move |chunk| {
+                if let Some(open) = lock(&anchor_text).anchor.as_mut() {
+                    push_bounded(&mut open.text, chunk.as_str(), LINK_TEXT_MAX);
+                }
+                Ok(())
+            }),
+            element!("[aria-label], [aria-labelledby], [title]", move |el| {
+                if has_value(el, &["aria-label", "aria-labelledby", "title"]) {
+                    if let Some(open) = lock(&label).anchor.as_mut() {
+                        open.labelled = true;
+                    }
+                }
                 Ok(())
             }),
             element!("img", move |el| {
@@ -288,6 +716,11 @@ impl PageScanner {
                 collector.facts.images = collector.facts.images.saturating_add(1);
                 if !el.has_attribute("alt") {
                     collector.facts.images_without_alt.push(src);
+                }
+                if has_value(el, &["alt"]) {
+                    if let Some(open) = collector.anchor.as_mut() {
+                        open.labelled = true;
+                    }
                 }
                 Ok(())
             }),
@@ -310,19 +743,33 @@ impl PageScanner {
                 }
                 Ok(())
             }),
-            element!("script, style, noscript, template", move |el| {
-                lock(&hidden).hidden_depth += 1;
-                let hidden = Arc::clone(&hidden);
-                if let Some(handlers) = el.end_tag_handlers() {
-                    let on_end: EndTagHandler<'static> = Box::new(move |_end| {
-                        let mut collector = lock(&hidden);
-                        collector.hidden_depth = collector.hidden_depth.saturating_sub(1);
-                        Ok(())
-                    });
-                    handlers.push(on_end);
+            element!("script[type]", move |el| {
+                let kind = attribute(el, "type").unwrap_or_default();
+                if kind.trim().eq_ignore_ascii_case("application/ld+json") {
+                    lock(&script).json_ld = Some(String::new());
+                    at_end_tag(el, &script, Collector::close_json_ld);
                 }
                 Ok(())
             }),
+            text!("script[type]", move |chunk| {
+                let mut collector = lock(&script_text);
+                if let Some(text) = collector.json_ld.as_mut() {
+                    // Past the limit the block is kept at the limit, and not checked.
+                    push_bounded(text, chunk.as_str(), JSON_LD_MAX);
+                }
+                Ok(())
+            }),
+            depth_counter(
+                "script, style, noscript, template",
+                Depth::Hidden,
+                &collector,
+            ),
+            depth_counter("noscript, template", Depth::Inert, &collector),
+            depth_counter(
+                "head, nav, header, footer, aside",
+                Depth::Boilerplate,
+                &collector,
+            ),
         ];
         let captured = [
             captured_text("title", Captured::Title, &collector),
@@ -365,11 +812,18 @@ impl PageScanner {
             }
         }
         let mut collector = lock(&self.collector);
-        // A title or h1 left open by the end of the page still counts.
+        // A JSON-LD block cut short by a parser that gave up is not what the page says.
+        if collector.facts.truncated {
+            collector.json_ld = None;
+        }
+        // A title, h1, link or JSON-LD block left open by the end of the page still counts.
         collector.close(Captured::Title);
         collector.close(Captured::H1);
+        collector.close_anchor();
+        collector.close_json_ld();
         collector.visible_text("", true);
         collector.facts.text_fingerprint = collector.hasher.finish();
+        collector.facts.content_simhash = collector.simhash.finish();
         std::mem::take(&mut collector.facts)
     }
 }
@@ -494,6 +948,141 @@ mod tests {
         assert!(facts.titles.is_empty());
         let facts = scan(b"<title>Open<p>never closed");
         assert_eq!(facts.titles.len(), 1);
+    }
+
+    #[test]
+    fn multi_byte_white_space_splits_words_across_chunks() {
+        // U+00A0 (two bytes in UTF-8) and U+3000 (three) end words like a space does, and a
+        // chunk may end anywhere, even inside one of them.
+        let page = "<p>Price: 100\u{a0}EUR and\u{3000}more\u{a0}</p><p>t\u{a0}</p>";
+        let whole = scan(page.as_bytes());
+        assert_eq!(whole.word_count, 6);
+        for size in 1..8 {
+            let mut scanner = PageScanner::new();
+            for chunk in page.as_bytes().chunks(size) {
+                scanner.write(chunk);
+            }
+            assert_eq!(scanner.finish(), whole, "chunks of {size}");
+        }
+    }
+
+    #[test]
+    fn a_meta_refresh_outside_noscript_is_kept() {
+        let facts = scan(
+            b"<noscript><meta http-equiv=\"refresh\" content=\"0; url=/nojs\"></noscript>\
+              <META HTTP-EQUIV=\"Refresh\" CONTENT=\"5;URL='/next'\">\
+              <meta http-equiv=\"refresh\" content=\"0; url=/second\">",
+        );
+        assert_eq!(facts.meta_refresh.as_deref(), Some("5;URL='/next'"));
+        assert_eq!(scan(b"<p>no refresh</p>").meta_refresh, None);
+    }
+
+    #[test]
+    fn links_that_say_nothing_and_links_robots_cannot_follow() {
+        let facts = scan(
+            "<a href=\"/a\">Click here</a> <a href=\"/b\"> Read more&nbsp;» </a>\
+             <a href=\"/c\"></a> <a href=\"/d\"><img src=\"x.png\" alt=\"Our shop\"></a>\
+             <a href=\"/e\" aria-label=\"Cart\"><svg></svg></a> <a href=\"/f\">Pricing plans</a>\
+             <a href=\"#top\">here</a> <a href=\"/g\"><span title=\"Help\"></span></a>\
+             <a href=\"/h\">More <a href=\"/i\">here</a>\
+             <a onclick=\"go()\">Go</a> <a href=\" JavaScript:void(0)\">Menu</a>\
+             <a name=\"anchor\"></a> <a id=\"x\"></a> <a role=\"button\" onclick=\"f()\">B</a>\
+             <a href=\"\" onclick=\"g()\">Empty</a>"
+                .as_bytes(),
+        );
+        let vague: Vec<(&str, &str)> = facts
+            .vague_links
+            .examples
+            .iter()
+            .map(|l| (l.href.as_str(), l.text.as_str()))
+            .collect();
+        assert_eq!(
+            vague,
+            [
+                ("/a", "Click here"),
+                ("/b", "Read more »"),
+                ("/c", ""),
+                ("/h", "More"),
+                ("/i", "here")
+            ]
+        );
+        assert_eq!(facts.vague_links.total, 5);
+        assert_eq!(
+            facts.uncrawlable_links.examples,
+            [
+                "<a onclick> without an href",
+                "<a href=\"JavaScript:void(0)\">",
+                "<a onclick> without an href"
+            ]
+        );
+        for text in ["CLICK HERE!", "→ read more", "more…", "This"] {
+            assert!(is_vague_link_text(text), "{text}");
+        }
+        for text in ["Read more about pricing", "Here be dragons", "Moreover"] {
+            assert!(!is_vague_link_text(text), "{text}");
+        }
+    }
+
+    #[test]
+    fn json_ld_blocks_are_checked() {
+        let facts = scan(
+            b"<script type=\"application/ld+json\">{\"@context\":\"https://schema.org\",\"@type\":\"Thing\"}</script>\
+              <script type=\" Application/LD+JSON \">{\"@type\": \"Thing\"}</script>\
+              <script type=\"application/ld+json\">{\"@context\": \"https://schema.org\", </script>\
+              <script type=\"application/ld+json\">[{\"@context\":\"https://schema.org\",\"@graph\":[{\"@type\":\"A\"},{}]}]</script>\
+              <script type=\"text/javascript\">var x = {</script><script>{</script>",
+        );
+        assert_eq!(facts.json_ld_blocks, 4);
+        let problems = &facts.structured_data_problems.examples;
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        assert_eq!(problems[0], "block 2: has no @context");
+        assert!(
+            problems[1].starts_with("block 3: is not valid JSON ("),
+            "{problems:?}"
+        );
+        assert_eq!(
+            problems[2],
+            "block 4: has a @graph whose node 2 has no @type"
+        );
+        for (text, problem) in [
+            ("  ", Some("is empty")),
+            ("[]", Some("is an empty list")),
+            ("42", Some("is not a JSON object")),
+            ("{\"@context\": {}, \"@type\": []}", Some("has no @type")),
+            (
+                "[{\"@context\": 1, \"@type\": \"A\"}, {\"@type\": \"B\"}]",
+                Some("item 2 has no @context"),
+            ),
+            ("{\"@context\": \"x\", \"@type\": [\"A\", \"B\"]}", None),
+        ] {
+            assert_eq!(json_ld_problem(text).as_deref(), problem, "{text}");
+        }
+    }
+
+    #[test]
+    fn near_texts_have_near_simhashes_and_others_do_not() {
+        let words: Vec<String> = (0..400)
+            .map(|i| format!("word{}", i * 7 % 101 + i))
+            .collect();
+        let text = words.join(" ");
+        let page =
+            |body: &str| scan(format!("<nav>menu items here</nav><main>{body}</main>").as_bytes());
+        let a = page(&text);
+        let b = page(&text.replacen("word14", "changed", 1));
+        let c = page(
+            &(0..400)
+                .map(|i| format!("other{i}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
+        assert_eq!(a.content_words, 400);
+        assert_eq!(a.word_count, 403);
+        assert!((a.content_simhash ^ b.content_simhash).count_ones() <= 5);
+        assert!((a.content_simhash ^ c.content_simhash).count_ones() > 16);
+        // The navigation is no main content.
+        let d =
+            scan(format!("<nav>a completely different menu</nav><main>{text}</main>").as_bytes());
+        assert_eq!(d.content_simhash, a.content_simhash);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 pub mod checks;
 pub mod crawler;
 pub mod fetch;
+pub mod headers;
 pub mod html;
 pub mod robots;
 pub mod scan;

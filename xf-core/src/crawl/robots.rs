@@ -60,7 +60,38 @@ pub struct Robots {
     delay_groups: Vec<Group<Option<Duration>>>,
     sitemaps: Vec<String>,
     has_directives: bool,
+    /// Lines no crawler reads as meant, up to [`MAX_PROBLEMS`] (see [`Robots::problems`]).
+    problems: Vec<String>,
+    /// How many such lines there are.
+    problem_count: u32,
 }
+
+/// The most problem lines kept.
+const MAX_PROBLEMS: usize = 10;
+
+/// Misspellings of the keys Google's parser accepts nonetheless; other crawlers do not.
+const KNOWN_MISSPELLINGS: &[(&str, &str)] = &[
+    ("useragent", "user-agent"),
+    ("user agent", "user-agent"),
+    ("dissallow", "disallow"),
+    ("dissalow", "disallow"),
+    ("disalow", "disallow"),
+    ("diasllow", "disallow"),
+    ("disallaw", "disallow"),
+    ("site-map", "sitemap"),
+];
+
+/// Keys other crawlers read (or once read) that this parser leaves aside without complaint.
+const OTHER_KEYS: &[&str] = &[
+    "host",
+    "clean-param",
+    "request-rate",
+    "visit-time",
+    "noindex",
+    "nofollow",
+    "content-signal",
+    "content-usage",
+];
 
 /// One group of the file: the agents its `user-agent` lines name and what it says to them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,32 +183,63 @@ impl Robots {
         let mut delay_groups = GroupsBuilder::<Option<Duration>>::new();
         let mut sitemaps = Vec::new();
         let mut has_directives = false;
-        for line in text.split(['\n', '\r']) {
+        let mut problems = Problems::default();
+        for (number, line) in lines(&text) {
+            let content = line.split('#').next().unwrap_or_default().trim();
+            if content.is_empty() {
+                continue;
+            }
             let Some((key, value)) = key_and_value(line) else {
+                problems.add(number, line, "is not a `key: value` line");
                 continue;
             };
             let Some(key) = Key::parse(key) else {
+                let lower = key.to_ascii_lowercase();
+                if let Some((_, meant)) = KNOWN_MISSPELLINGS.iter().find(|(typo, _)| *typo == lower)
+                {
+                    problems.add(number, line, &format!("misspells `{meant}`"));
+                } else if !OTHER_KEYS.contains(&lower.as_str()) {
+                    problems.add(number, line, "has a key no crawler reads");
+                }
                 continue;
             };
             has_directives = true;
             match key {
                 Key::UserAgent => {
+                    if value.is_empty() {
+                        problems.add(number, line, "names no user agent");
+                    }
                     let token = product_token(value);
                     rule_groups.user_agent(&token);
                     delay_groups.user_agent(&token);
                 }
                 Key::Allow | Key::Disallow => {
                     delay_groups.rule();
-                    if let Some(rules) = rule_groups.rule() {
-                        push_rule(rules, key == Key::Allow, value);
+                    if !value.is_empty() && !value.starts_with(['/', '*']) {
+                        problems.add(number, line, "has a path that does not start with / or *");
+                    }
+                    match rule_groups.rule() {
+                        Some(rules) => push_rule(rules, key == Key::Allow, value),
+                        None => problems.add(
+                            number,
+                            line,
+                            "comes before any user-agent line, so no crawler obeys it",
+                        ),
                     }
                 }
                 Key::CrawlDelay => {
+                    let parsed = parse_crawl_delay(value);
+                    if parsed.is_none() {
+                        problems.add(number, line, "is not a number of seconds");
+                    }
                     if let Some(delay) = delay_groups.rule() {
-                        *delay = delay.or_else(|| parse_crawl_delay(value));
+                        *delay = delay.or(parsed);
                     }
                 }
                 Key::Sitemap => {
+                    if url::Url::parse(value).is_err() {
+                        problems.add(number, line, "is not an absolute URL");
+                    }
                     if !value.is_empty() {
                         sitemaps.push(value.to_owned());
                     }
@@ -189,6 +251,8 @@ impl Robots {
             delay_groups: delay_groups.groups,
             sitemaps,
             has_directives,
+            problems: problems.lines,
+            problem_count: problems.count,
         }
     }
 
@@ -199,6 +263,8 @@ impl Robots {
             delay_groups: Vec::new(),
             sitemaps: Vec::new(),
             has_directives: false,
+            problems: Vec::new(),
+            problem_count: 0,
         }
     }
 
@@ -253,6 +319,20 @@ impl Robots {
         &self.sitemaps
     }
 
+    /// The lines no crawler reads as their author meant, each as `line N: \`…\` why` (at
+    /// most ten, the line cut to 80 characters): lines that are not `key: value`, misspelt
+    /// or unknown keys (keys other crawlers read, such as `host` or `clean-param`, are not
+    /// counted), rules before any `user-agent`, paths that start with neither `/` nor `*`,
+    /// crawl delays that are not a number, sitemaps that are not absolute URLs.
+    pub fn problems(&self) -> &[String] {
+        &self.problems
+    }
+
+    /// How many problem lines there are (the list keeps the first ten).
+    pub fn problem_count(&self) -> u32 {
+        self.problem_count
+    }
+
     /// Whether the file had at least one group, rule or sitemap line (a body that is not a
     /// robots.txt at all, e.g. HTML, has none).
     pub fn has_directives(&self) -> bool {
@@ -289,6 +369,47 @@ fn push_rule(rules: &mut Vec<Rule>, allow: bool, value: &str) {
         }
     }
     rules.push(Rule { allow, pattern });
+}
+
+/// The lines of a file, numbered from 1, as `\n`, `\r` and `\r\n` end them.
+fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    let mut rest = text;
+    let mut number = 0;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        number += 1;
+        let end = rest.find(['\n', '\r']).unwrap_or(rest.len());
+        let line = &rest[..end];
+        let after = &rest[end..];
+        rest = after
+            .strip_prefix("\r\n")
+            .or_else(|| after.strip_prefix(['\n', '\r']))
+            .unwrap_or(after);
+        Some((number, line))
+    })
+}
+
+/// The problem lines of a file being read.
+#[derive(Debug, Default)]
+struct Problems {
+    lines: Vec<String>,
+    count: u32,
+}
+
+impl Problems {
+    fn add(&mut self, number: usize, line: &str, why: &str) {
+        self.count = self.count.saturating_add(1);
+        if self.lines.len() < MAX_PROBLEMS {
+            let line = line.trim();
+            let shown = match line.char_indices().nth(80) {
+                Some((end, _)) => format!("{}…", &line[..end]),
+                None => line.to_owned(),
+            };
+            self.lines.push(format!("line {number}: `{shown}` {why}"));
+        }
+    }
 }
 
 /// Splits a line into its key and value, without the comment and the surrounding white space.

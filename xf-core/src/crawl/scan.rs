@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 use url::Url;
 
-use super::checks::{analyse, score, Finding};
+use super::checks::{analyse, not_audited, score, Finding};
 use super::crawler::{reached, CrawlOptions, Crawler};
 use super::fetch::{FetchError, PageFetcher};
 use crate::runtime::{JobContext, JobError, JobHandler};
@@ -104,18 +104,28 @@ impl JobHandler for ScanHandler {
             }
         };
         let findings = analyse(&crawl);
+        // Pages whose checks did not run are fetched but not audited: they are not counted,
+        // and what was found on them before keeps its state.
+        let not_audited = not_audited(&findings);
+        let audited = crawl
+            .pages
+            .iter()
+            .filter(|page| !not_audited.contains(page.url.as_str()))
+            .count();
         let result = json!({
-            "score": score(&findings, crawl.pages.len()),
-            "pagesScanned": crawl.pages.len(),
+            "score": score(&findings, audited),
+            "pagesScanned": audited,
             "issuesCount": findings.len(),
         });
+        let mut reached = reached(&crawl);
+        reached.retain(|address| !not_audited.contains(address.as_str()));
         let scan = ScanFindings {
             organization_id: record.organization_id.clone(),
             property_id: property.id.clone(),
             job_id: record.id.clone(),
             now: self.clock.now(),
             findings: findings.iter().map(NewFinding::from).collect(),
-            reached: reached(&crawl),
+            reached,
             pages: fetched_pages(&crawl),
         };
         // Findings and completion in one transaction: a scan cancelled meanwhile records

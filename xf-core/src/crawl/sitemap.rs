@@ -1,6 +1,11 @@
-//! XML sitemaps and sitemap indexes (the sitemaps.org protocol).
+//! Sitemaps and sitemap indexes (the sitemaps.org protocol): XML, and plain text.
 //!
-//! The file is read as a stream of XML events, never as a tree, so memory is bounded by the
+//! A body whose first character (after a byte order mark and white space) is `<` is XML;
+//! any other body is read as a text sitemap: one absolute `http`/`https` URL a line, in UTF-8,
+//! blank lines allowed and nothing else (a line that is not such a URL makes the file
+//! invalid, naming the line).
+//!
+//! The XML file is read as a stream of XML events, never as a tree, so memory is bounded by the
 //! entries kept. Elements are recognised by their local name whatever their namespace or
 //! prefix: the root `<urlset>` (pages, each a `<url>`) or `<sitemapindex>` (sitemaps, each a
 //! `<sitemap>`), and in each entry its `<loc>` and `<lastmod>` children. Only direct children
@@ -10,8 +15,8 @@
 //!
 //! Limits follow sitemaps.org: at most [`MAX_ENTRIES`] entries are kept, and at most
 //! [`MAX_BYTES`] of XML are read, after gzip decompression, which stops as soon as the output
-//! passes that size so a small "gzip bomb" cannot exhaust memory. Plain-text sitemaps (one URL
-//! a line) are not read: their body is not XML.
+//! passes that size so a small "gzip bomb" cannot exhaust memory. The same limits hold for text
+//! sitemaps.
 
 use std::borrow::Cow;
 use std::io::Read;
@@ -50,9 +55,23 @@ pub struct SitemapUrl {
 /// Why a sitemap could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SitemapError {
-    /// The body does not start with markup (after white space), e.g. a plain-text file.
-    #[error("the sitemap is not XML")]
-    NotXml,
+    /// The body is empty (or only white space).
+    #[error("the sitemap is empty")]
+    Empty,
+    /// Not XML, and not text in UTF-8.
+    #[error("the sitemap is neither XML nor UTF-8 text")]
+    NotUtf8,
+    /// Not XML, and a line of it is not an absolute http(s) URL, as a text sitemap's lines
+    /// must be.
+    #[error(
+        "the sitemap is not XML, and its line {line} is not an absolute http(s) URL: `{excerpt}`"
+    )]
+    NotAUrlList {
+        /// The line's number, from 1.
+        line: usize,
+        /// Its first 80 characters.
+        excerpt: String,
+    },
     /// The XML is broken: the message says where and how.
     #[error("the sitemap is malformed XML: {0}")]
     Malformed(String),
@@ -78,7 +97,44 @@ pub fn parse_sitemap(body: &[u8]) -> Result<Sitemap, SitemapError> {
     } else {
         Cow::Borrowed(body)
     };
-    parse_xml(&xml)
+    let body = xml.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&xml);
+    match body.iter().find(|byte| !byte.is_ascii_whitespace()) {
+        None => Err(SitemapError::Empty),
+        Some(b'<') => parse_xml(body),
+        Some(_) => parse_text(body),
+    }
+}
+
+/// Reads a text sitemap: one absolute http(s) URL a line.
+fn parse_text(body: &[u8]) -> Result<Sitemap, SitemapError> {
+    let text = std::str::from_utf8(body).map_err(|_| SitemapError::NotUtf8)?;
+    let mut entries = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        // Only ASCII white space frames a line: any other character is part of its URL.
+        let line = line.trim_matches(|c: char| c.is_ascii_whitespace());
+        if line.is_empty() {
+            continue;
+        }
+        let is_page = url::Url::parse(line)
+            .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.has_host());
+        if !is_page {
+            let excerpt = match line.char_indices().nth(80) {
+                Some((end, _)) => format!("{}…", &line[..end]),
+                None => line.to_owned(),
+            };
+            return Err(SitemapError::NotAUrlList {
+                line: index + 1,
+                excerpt,
+            });
+        }
+        if entries.len() < MAX_ENTRIES {
+            entries.push(SitemapUrl {
+                loc: line.to_owned(),
+                lastmod: None,
+            });
+        }
+    }
+    Ok(Sitemap::UrlSet(entries))
 }
 
 /// Decompresses a gzip body (every member of it, as `gzip -d` does), stopping one byte past
@@ -206,12 +262,10 @@ impl SitemapReader {
 
 /// Reads the XML of a sitemap.
 fn parse_xml(xml: &[u8]) -> Result<Sitemap, SitemapError> {
-    let xml = xml.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(xml);
     let start = xml
         .iter()
         .position(|byte| !byte.is_ascii_whitespace())
-        .filter(|&start| xml[start] == b'<')
-        .ok_or(SitemapError::NotXml)?;
+        .unwrap_or(xml.len());
     let mut reader = Reader::from_reader(&xml[start..]);
     let malformed = |error: quick_xml::Error, position: u64| {
         SitemapError::Malformed(format!("{error} (at byte {position})"))
@@ -472,12 +526,51 @@ mod tests {
     }
 
     #[test]
-    fn rejects_bodies_that_are_not_xml() {
-        let text = "https://example.com/a\nhttps://example.com/b\n";
-        assert_eq!(parse_sitemap(text.as_bytes()), Err(SitemapError::NotXml));
-        assert_eq!(parse_sitemap(b""), Err(SitemapError::NotXml));
-        assert_eq!(parse_sitemap(b" \n\t"), Err(SitemapError::NotXml));
-        assert_eq!(parse_sitemap(b"{\"urls\": []}"), Err(SitemapError::NotXml));
+    fn reads_text_sitemaps() {
+        let text = "\u{feff}https://example.com/a\r\n\n  https://example.com/b?x=1&y=2  \nhttp://example.com/c\n";
+        assert_eq!(
+            parse_sitemap(text.as_bytes()),
+            Ok(Sitemap::UrlSet(vec![
+                url("https://example.com/a", None),
+                url("https://example.com/b?x=1&y=2", None),
+                url("http://example.com/c", None),
+            ]))
+        );
+        assert_eq!(
+            parse_sitemap(&gzip(text.as_bytes())),
+            parse_sitemap(text.as_bytes())
+        );
+    }
+
+    #[test]
+    fn rejects_bodies_that_are_neither_xml_nor_a_list_of_urls() {
+        assert_eq!(parse_sitemap(b""), Err(SitemapError::Empty));
+        assert_eq!(parse_sitemap(b" \n\t"), Err(SitemapError::Empty));
+        assert_eq!(
+            parse_sitemap(b"{\"urls\": []}"),
+            Err(SitemapError::NotAUrlList {
+                line: 1,
+                excerpt: "{\"urls\": []}".to_owned()
+            })
+        );
+        assert_eq!(
+            parse_sitemap(b"https://example.com/a\n/relative\n"),
+            Err(SitemapError::NotAUrlList {
+                line: 2,
+                excerpt: "/relative".to_owned()
+            })
+        );
+        assert_eq!(
+            parse_sitemap(b"https://example.com/a\nftp://example.com/f\n"),
+            Err(SitemapError::NotAUrlList {
+                line: 2,
+                excerpt: "ftp://example.com/f".to_owned()
+            })
+        );
+        assert_eq!(
+            parse_sitemap(b"https://example.com/caf\xe9\n"),
+            Err(SitemapError::NotUtf8)
+        );
     }
 
     #[test]

@@ -46,6 +46,55 @@ pub fn same_site(start: &Url, url: &Url) -> bool {
     }
 }
 
+/// What a scan may fetch: the property's site, or only the part of it under the property's
+/// path (a URL-prefix property, as in Search Console).
+///
+/// A property `https://example.com/` covers its whole site (see [`same_site`]); a property
+/// whose URL has a path, `https://example.com/book/`, covers the addresses of that site whose
+/// path starts with `/book/`, literally (so `https://example.com/book` also covers
+/// `/bookstore`, as Search Console's URL-prefix properties do). The property's query string
+/// plays no part.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scope {
+    start: Url,
+    prefix: String,
+}
+
+impl Scope {
+    /// The scope of a property whose (normalised) URL is `start`.
+    pub fn of(start: &Url) -> Scope {
+        Scope {
+            start: start.clone(),
+            prefix: start.path().to_owned(),
+        }
+    }
+
+    /// The property's URL.
+    pub fn start(&self) -> &Url {
+        &self.start
+    }
+
+    /// The path every address in scope starts with (`/` for a whole site).
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// Whether the scope is the whole site.
+    pub fn is_whole_site(&self) -> bool {
+        self.prefix == "/"
+    }
+
+    /// Whether `url` is on the property's site (whatever its path).
+    pub fn same_site(&self, url: &Url) -> bool {
+        same_site(&self.start, url)
+    }
+
+    /// Whether a scan may fetch `url` as a page: on the site and under the prefix.
+    pub fn contains(&self, url: &Url) -> bool {
+        self.same_site(url) && url.path().starts_with(&self.prefix)
+    }
+}
+
 /// The part of `url` that robots.txt rules match: the path and the query.
 pub fn robots_path(url: &Url) -> String {
     match url.query() {
@@ -116,6 +165,33 @@ mod tests {
                 "{outside}"
             );
         }
+    }
+
+    #[test]
+    fn a_path_makes_a_url_prefix_scope() {
+        let url = |u: &str| Url::parse(u).unwrap();
+        let whole = Scope::of(&url("https://acme.example/"));
+        assert!(whole.is_whole_site());
+        assert!(whole.contains(&url("https://www.acme.example/any/where")));
+        let book = Scope::of(&url("https://acme.example/book/?lang=en"));
+        assert_eq!(book.prefix(), "/book/");
+        for inside in [
+            "https://acme.example/book/",
+            "http://www.acme.example/book/ch1.html?x=1",
+        ] {
+            assert!(book.contains(&url(inside)), "{inside}");
+        }
+        for outside in [
+            "https://acme.example/",
+            "https://acme.example/book",
+            "https://acme.example/blog/book/",
+            "https://other.example/book/",
+        ] {
+            assert!(!book.contains(&url(outside)), "{outside}");
+            assert_eq!(book.same_site(&url(outside)), !outside.contains("other"));
+        }
+        let literal = Scope::of(&url("https://acme.example/book"));
+        assert!(literal.contains(&url("https://acme.example/bookstore")));
     }
 
     #[test]

@@ -156,6 +156,8 @@ struct Inner {
     clock: Arc<dyn Clock>,
     /// What scans fetch pages with; `None` without the `net` feature and a host's fetcher.
     fetcher: Option<Arc<dyn PageFetcher>>,
+    /// How scans crawl (the job's budgets replace its page and depth limits).
+    crawl_options: crate::crawl::crawler::CrawlOptions,
     plans: PlanCatalog,
     config: XfConfig,
     cursors: CursorCodec,
@@ -192,6 +194,8 @@ pub struct XfBuilder {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     fetcher: Option<Arc<dyn PageFetcher>>,
+    /// How scans crawl (the job's budgets replace its page and depth limits).
+    crawl_options: crate::crawl::crawler::CrawlOptions,
     webhooks: Option<Arc<dyn WebhookTransport>>,
     search_console: Option<Arc<dyn SearchConsole>>,
     blobs: Option<Arc<dyn BlobStore>>,
@@ -234,6 +238,14 @@ impl XfBuilder {
     /// Replaces the system clock.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// Replaces how scans crawl: concurrency, body and redirect limits, sitemap and external
+    /// link budgets (see [`CrawlOptions`](crate::crawl::crawler::CrawlOptions); each job's
+    /// `maxPages` and `maxDepth` replace those two).
+    pub fn crawl_options(mut self, options: crate::crawl::crawler::CrawlOptions) -> Self {
+        self.crawl_options = options;
         self
     }
 
@@ -397,6 +409,7 @@ impl XfBuilder {
                 store: self.store,
                 clock: self.clock,
                 fetcher,
+                crawl_options: self.crawl_options,
                 plans: self.plans,
                 config,
                 cursors,
@@ -472,6 +485,7 @@ impl Xf {
             media_limits: MediaLimits::default(),
             publishers: publishing::Publishers::new(),
             publish_options: publishing::PublishOptions::default(),
+            crawl_options: crate::crawl::crawler::CrawlOptions::default(),
             allow_private_targets: false,
             key_cache_ttl: KEY_CACHE_TTL,
             plans: PlanCatalog::default(),
@@ -504,7 +518,7 @@ impl Xf {
             Arc::clone(&self.inner.store),
             fetcher,
             Arc::clone(&self.inner.clock),
-            crate::crawl::crawler::CrawlOptions::default(),
+            self.inner.crawl_options.clone(),
         ))
     }
 

@@ -22,6 +22,9 @@ pub fn router() -> OpenApiRouter<Xf> {
 }
 
 /// Queues a multi-page `seo-scan` job. Limits default to, and are clamped to, the plan's.
+/// The crawl keeps to the property's scope (its site, or the part under a URL-prefix
+/// property's path) and follows redirects of every kind: 3xx, `Refresh` headers and
+/// `<meta http-equiv="refresh">`.
 #[utoipa::path(post, path = "/properties/{propertyId}/scans", tag = "scans",
     params(("propertyId" = inline(PropertyId), Path, description = "Property id"), IdempotencyHeader),
     request_body(content = Option<ScanOptions>, description = "Optional budgets"),
