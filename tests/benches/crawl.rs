@@ -18,8 +18,6 @@ use axum::extract::{Path, State};
 use axum::response::{Html, IntoResponse};
 use axum::routing::get;
 use axum::Router;
-use http::Method;
-use serde_json::json;
 use xf_core::runtime::WorkerOptions;
 use xf_tests::TestApp;
 
@@ -126,49 +124,20 @@ async fn run(pages: usize) -> Figures {
     let app = TestApp::configured(Arc::new(xf_storage_memory::MemoryStore::new()), |builder| {
         builder.allow_private_targets(true)
     });
-    let org = app.organization("Bench", "growth").await;
-    let limits = json!({"limits": {"maxPages": pages, "maxDepth": 100}});
-    app.admin(
-        Method::PATCH,
-        &format!("/organizations/{}", org.organization.id),
-        Some(limits),
-    )
-    .await
-    .expect(200);
-    let site = app
-        .post(
-            "/properties",
-            &org.live_key,
-            json!({"url": format!("http://localhost:{port}/")}),
-        )
+    let (key, property) = app
+        .crawlable_property(&format!("http://localhost:{port}/"), pages as u32)
         .await;
-    let property = site.expect(201)["property"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
     let workers = app.xf.spawn_workers(WorkerOptions::new());
 
     // Peak resident set from here on.
     let _ = std::fs::write("/proc/self/clear_refs", "5");
     let baseline = status_kib("VmRSS:");
     let started = Instant::now();
-    let queued = app
-        .post(
-            &format!("/properties/{property}/scans"),
-            &org.live_key,
-            json!({"maxPages": pages, "maxDepth": 100}),
-        )
+    let job = app
+        .scan_to_end(&key, &property, pages as u32, Duration::from_secs(600))
         .await;
-    let job = queued.expect(202)["job"]["id"].as_str().unwrap().to_owned();
-    let result = loop {
-        let reply = app.get(&format!("/jobs/{job}"), &org.live_key).await;
-        let job = reply.expect(200)["job"].clone();
-        match job["status"].as_str() {
-            Some("completed") => break job["result"].clone(),
-            Some("failed" | "cancelled") => panic!("the scan ended {job}"),
-            _ => tokio::time::sleep(Duration::from_millis(20)).await,
-        }
-    };
+    assert_eq!(job["status"], "completed", "{job}");
+    let result = &job["result"];
     let elapsed = started.elapsed();
     let peak = status_kib("VmHWM:");
     workers.shutdown(Duration::from_secs(5)).await;

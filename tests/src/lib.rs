@@ -2,6 +2,7 @@
 //! store, a manual clock, and helpers that send requests through the service with `oneshot`
 //! (no sockets) and decode the JSON envelope.
 
+pub mod corpus;
 pub mod google;
 pub mod media;
 pub mod platforms;
@@ -207,6 +208,70 @@ impl TestApp {
             &[],
         ))
         .await
+    }
+
+    /// A `growth` organization whose crawl limits are lifted to `max_pages` pages and 100
+    /// levels, and its property `url`: returns the organization's live key and the
+    /// property's id.
+    pub async fn crawlable_property(&self, url: &str, max_pages: u32) -> (String, String) {
+        let owner = self.organization("Crawled", "growth").await;
+        let limits = serde_json::json!({"limits": {"maxPages": max_pages, "maxDepth": 100}});
+        self.admin(
+            Method::PATCH,
+            &format!("/organizations/{}", owner.organization.id),
+            Some(limits),
+        )
+        .await
+        .expect(200);
+        let created = self
+            .post(
+                "/properties",
+                &owner.live_key,
+                serde_json::json!({"url": url}),
+            )
+            .await;
+        let property = created.expect(201)["property"]["id"]
+            .as_str()
+            .expect("a property id")
+            .to_owned();
+        (owner.live_key, property)
+    }
+
+    /// Queues a scan of `property` (`max_pages`, depth 100) and polls it until it ends, for
+    /// up to `patience`; returns the job.
+    pub async fn scan_to_end(
+        &self,
+        key: &str,
+        property: &str,
+        max_pages: u32,
+        patience: std::time::Duration,
+    ) -> Value {
+        let queued = self
+            .post(
+                &format!("/properties/{property}/scans"),
+                key,
+                serde_json::json!({"maxPages": max_pages, "maxDepth": 100}),
+            )
+            .await;
+        let id = queued.expect(202)["job"]["id"]
+            .as_str()
+            .expect("a job id")
+            .to_owned();
+        let began = std::time::Instant::now();
+        loop {
+            let job = self.get(&format!("/jobs/{id}"), key).await.expect(200)["job"].clone();
+            if matches!(
+                job["status"].as_str(),
+                Some("completed" | "failed" | "cancelled")
+            ) {
+                return job;
+            }
+            assert!(
+                began.elapsed() < patience,
+                "the scan did not end within {patience:?}: {job}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
     }
 }
 

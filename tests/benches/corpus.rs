@@ -1,0 +1,180 @@
+//! Pages per second of a scan of a real site, against a bare crawler of the same pages in the
+//! same run: PostgreSQL's manual (Debian's `postgresql-doc-15`, or `XF_CORPUS_DIR`) served on
+//! loopback from memory by a small hyper server on threads of its own.
+//!
+//! - **xf**: a scan queued through the API and run by the job runtime on the memory store,
+//!   from the request to the completed job (robots.txt, the sitemap guess, the crawl at four
+//!   requests at once, the analysis with every check, the issues written). External link
+//!   checks are off (`external_links: 0`), as the bare crawler checks none.
+//! - **bare**: reqwest and lol_html, breadth first from the same start at four requests at
+//!   once, reading every page whole and following its same-host `<a href>` links: the least a
+//!   crawler of those pages does.
+//!
+//! The two alternate, run after run; each reports pages per second, and the ratio of the
+//! medians is xf's speed as a share of the bare crawler's. Not a test: it asserts nothing.
+//!
+//! Run with: `cargo bench -p xf-tests --bench corpus` (`XF_BENCH_RUNS`, default 5).
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use lol_html::{element, HtmlRewriter, Settings};
+use url::Url;
+use xf_core::crawl::crawler::CrawlOptions;
+use xf_core::runtime::WorkerOptions;
+use xf_tests::corpus::{corpus_dir, StaticSite};
+use xf_tests::TestApp;
+
+/// Requests at once, for both crawlers (xf's default).
+const CONCURRENCY: usize = 4;
+
+/// One scan by xf; returns the pages it audited and how long it took.
+async fn xf_scan(start: &str) -> (u64, Duration) {
+    let options = CrawlOptions {
+        external_links: 0,
+        ..CrawlOptions::default()
+    };
+    let app = TestApp::configured(Arc::new(xf_storage_memory::MemoryStore::new()), |builder| {
+        builder.allow_private_targets(true).crawl_options(options)
+    });
+    let (key, property) = app.crawlable_property(start, 10_000).await;
+    let workers = app.xf.spawn_workers(WorkerOptions::new());
+    let began = Instant::now();
+    let job = app
+        .scan_to_end(&key, &property, 10_000, Duration::from_secs(600))
+        .await;
+    assert_eq!(job["status"], "completed", "{job}");
+    let result = &job["result"];
+    let elapsed = began.elapsed();
+    workers.shutdown(Duration::from_secs(5)).await;
+    (result["pagesScanned"].as_u64().unwrap_or(0), elapsed)
+}
+
+/// The same-host links of a page.
+fn links(base: &Url, body: &[u8]) -> Vec<Url> {
+    let found: Arc<Mutex<Vec<Url>>> = Arc::default();
+    let sink = Arc::clone(&found);
+    let base = base.clone();
+    let settings = Settings::new().append_element_content_handler(element!("a[href]", move |el| {
+        if let Some(mut url) = el.get_attribute("href").and_then(|h| base.join(&h).ok()) {
+            url.set_fragment(None);
+            sink.lock().expect("links").push(url);
+        }
+        Ok(())
+    }));
+    let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
+    let _ = rewriter.write(body);
+    let _ = rewriter.end();
+    let links = std::mem::take(&mut *found.lock().expect("links"));
+    links
+}
+
+/// One bare breadth-first crawl; returns the pages it read and how long it took.
+async fn bare_crawl(start: &str) -> (u64, Duration) {
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("a client");
+    let start = Url::parse(start).expect("the start");
+    let began = Instant::now();
+    let mut seen: HashSet<Url> = HashSet::from([start.clone()]);
+    let mut level = vec![start.clone()];
+    let mut pages = 0_u64;
+    while !level.is_empty() {
+        let mut next = Vec::new();
+        let mut tasks = tokio::task::JoinSet::new();
+        let mut queue = level.into_iter();
+        loop {
+            while tasks.len() < CONCURRENCY {
+                let Some(url) = queue.next() else { break };
+                let client = client.clone();
+                tasks.spawn(async move {
+                    let response = client.get(url.as_str()).send().await.ok()?;
+                    let html = response
+                        .headers()
+                        .get(http::header::CONTENT_TYPE)
+                        .and_then(|v| v.to_str().ok())
+                        .is_some_and(|v| v.starts_with("text/html"));
+                    let body = response.bytes().await.ok()?;
+                    Some(if html { links(&url, &body) } else { Vec::new() })
+                });
+            }
+            let Some(joined) = tasks.join_next().await else {
+                break;
+            };
+            pages += 1;
+            for link in joined.ok().flatten().unwrap_or_default() {
+                if link.host_str() == start.host_str()
+                    && link.port() == start.port()
+                    && seen.insert(link.clone())
+                {
+                    next.push(link);
+                }
+            }
+        }
+        level = next;
+    }
+    (pages, began.elapsed())
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn main() {
+    let runs = std::env::var("XF_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5_usize)
+        .max(1);
+    let dir = corpus_dir();
+    // The site on a runtime and threads of its own.
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("the site's runtime");
+        runtime.block_on(async move {
+            let site = StaticSite::serve(&dir).await.expect("serve the corpus");
+            sender.send(site).expect("hand the site over");
+            std::future::pending::<()>().await;
+        });
+    });
+    let site = receiver.recv().expect("the site");
+    let start = site.url("/");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("the crawlers' runtime");
+    println!(
+        "{} served on loopback; {runs} runs of each, alternating",
+        corpus_dir().display()
+    );
+    let (mut xf_speeds, mut bare_speeds) = (Vec::new(), Vec::new());
+    for run in 1..=runs {
+        let (xf_pages, xf_time) = runtime.block_on(xf_scan(&start));
+        let (bare_pages, bare_time) = runtime.block_on(bare_crawl(&start));
+        let (xf_speed, bare_speed) = (
+            xf_pages as f64 / xf_time.as_secs_f64(),
+            bare_pages as f64 / bare_time.as_secs_f64(),
+        );
+        println!(
+            "  run {run}: xf {xf_pages} pages in {:.2} s, {xf_speed:.0} pages/s; \
+             bare {bare_pages} pages in {:.2} s, {bare_speed:.0} pages/s",
+            xf_time.as_secs_f64(),
+            bare_time.as_secs_f64()
+        );
+        xf_speeds.push(xf_speed);
+        bare_speeds.push(bare_speed);
+    }
+    let (xf, bare) = (median(xf_speeds), median(bare_speeds));
+    println!(
+        "median: xf {xf:.0} pages/s, bare {bare:.0} pages/s: xf at {:.2}x the bare crawl",
+        xf / bare
+    );
+}
