@@ -11,9 +11,12 @@
 //!   crawler of those pages does.
 //!
 //! The two alternate, run after run; each reports pages per second, and the ratio of the
-//! medians is xf's speed as a share of the bare crawler's. Not a test: it asserts nothing.
+//! medians is xf's speed as a share of the bare crawler's. Each run also times xf's crawler
+//! alone (`Crawler::crawl`, no API, runtime or store) and the analysis, to show where a
+//! scan's time goes. Not a test: it asserts nothing about speed.
 //!
-//! Run with: `cargo bench -p xf-tests --bench corpus` (`XF_BENCH_RUNS`, default 5).
+//! Run with: `cargo bench -p xf-tests --bench corpus` (`XF_BENCH_RUNS`, default 5;
+//! `XF_BENCH_CRAWLER_ONLY=1` runs xf's crawler alone, `XF_BENCH_RUNS` times, for a profiler).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -21,7 +24,9 @@ use std::time::{Duration, Instant};
 
 use lol_html::{element, HtmlRewriter, Settings};
 use url::Url;
-use xf_core::crawl::crawler::CrawlOptions;
+use xf_core::crawl::checks::analyse;
+use xf_core::crawl::crawler::{CrawlOptions, Crawler};
+use xf_core::crawl::fetch::HttpFetcher;
 use xf_core::runtime::WorkerOptions;
 use xf_tests::corpus::{corpus_dir, StaticSite};
 use xf_tests::TestApp;
@@ -49,6 +54,34 @@ async fn xf_scan(start: &str) -> (u64, Duration) {
     let elapsed = began.elapsed();
     workers.shutdown(Duration::from_secs(5)).await;
     (result["pagesScanned"].as_u64().unwrap_or(0), elapsed)
+}
+
+/// xf's crawler and analysis alone, without the API, the runtime and the store: returns the
+/// pages, the crawl's time and the analysis's.
+async fn xf_crawl_and_analysis(start: &str) -> (u64, Duration, Duration) {
+    let fetcher = Arc::new(HttpFetcher::new(
+        "xf-seo-bot/bench",
+        Duration::from_secs(10),
+        true,
+    ));
+    let crawler = Crawler::new(
+        fetcher,
+        CrawlOptions {
+            external_links: 0,
+            max_pages: 10_000,
+            max_depth: 100,
+            ..CrawlOptions::default()
+        },
+    );
+    let start = Url::parse(start).expect("the start");
+    let began = Instant::now();
+    let record = crawler.crawl(&start, &|_| {}).await.expect("a crawl");
+    let crawled = began.elapsed();
+    let began = Instant::now();
+    let findings = analyse(&record);
+    let analysed = began.elapsed();
+    assert!(!findings.is_empty());
+    (record.pages.len() as u64, crawled, analysed)
 }
 
 /// The same-host links of a page.
@@ -151,14 +184,27 @@ fn main() {
         .enable_all()
         .build()
         .expect("the crawlers' runtime");
+    if std::env::var_os("XF_BENCH_CRAWLER_ONLY").is_some() {
+        // For a profiler: xf's crawler and analysis alone, `runs` times.
+        for _ in 0..runs {
+            let (pages, crawl, _) = runtime.block_on(xf_crawl_and_analysis(&start));
+            println!("{pages} pages in {:.3} s", crawl.as_secs_f64());
+        }
+        return;
+    }
     println!(
         "{} served on loopback; {runs} runs of each, alternating",
         corpus_dir().display()
     );
     let (mut xf_speeds, mut bare_speeds) = (Vec::new(), Vec::new());
+    let (mut crawl_speeds, mut analysis_shares) = (Vec::new(), Vec::new());
     for run in 1..=runs {
         let (xf_pages, xf_time) = runtime.block_on(xf_scan(&start));
         let (bare_pages, bare_time) = runtime.block_on(bare_crawl(&start));
+        let (crawled_pages, crawl_time, analysis_time) =
+            runtime.block_on(xf_crawl_and_analysis(&start));
+        crawl_speeds.push(crawled_pages as f64 / crawl_time.as_secs_f64());
+        analysis_shares.push(analysis_time.as_secs_f64() / xf_time.as_secs_f64());
         let (xf_speed, bare_speed) = (
             xf_pages as f64 / xf_time.as_secs_f64(),
             bare_pages as f64 / bare_time.as_secs_f64(),
@@ -176,5 +222,12 @@ fn main() {
     println!(
         "median: xf {xf:.0} pages/s, bare {bare:.0} pages/s: xf at {:.2}x the bare crawl",
         xf / bare
+    );
+    let crawl = median(crawl_speeds);
+    println!(
+        "where it goes (medians): xf's crawler alone {crawl:.0} pages/s ({:.2}x the bare crawl); \
+         the analysis {:.0}% of a scan's time",
+        crawl / bare,
+        median(analysis_shares) * 100.0
     );
 }

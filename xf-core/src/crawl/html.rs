@@ -11,11 +11,10 @@
 //! The scanner is total: any bytes give facts (a tag too large for the parser's memory
 //! marks them [`PageFacts::truncated`]), and every text it keeps is bounded.
 
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use lol_html::send::{EndTagHandler, HtmlRewriter, Settings};
-use lol_html::{doc_text, element, text, MemorySettings};
+use lol_html::{doc_text, MemorySettings};
 use serde_json::Value;
 
 /// A link found on a page.
@@ -161,6 +160,10 @@ const VAGUE_LINK_TEXTS: &[&str] = &[
     "this page",
 ];
 
+/// The longest link text, as written, that [`is_vague_link_text`] is asked about: the
+/// longest vague phrase with room for white space, punctuation and character references.
+const VAGUE_TEXT_MAX: usize = 64;
+
 /// Whether a link's text (white space collapsed) says nothing of where it leads: one of
 /// [`VAGUE_LINK_TEXTS`], whatever its case and the punctuation or arrows around it.
 pub fn is_vague_link_text(text: &str) -> bool {
@@ -171,10 +174,13 @@ pub fn is_vague_link_text(text: &str) -> bool {
     VAGUE_LINK_TEXTS.contains(&lower.as_str())
 }
 
-/// An `<a>` being read: its `href`, its text so far, and whether something else names it.
+/// The latest `<a>` read: its link, its text so far, and whether something else names it.
+/// It ends where the next one starts, or at the end of the page (its text can only come from
+/// inside it: the text handler sees text within `<a>` elements alone).
 #[derive(Debug, Default)]
 struct OpenAnchor {
-    href: Option<String>,
+    /// Its `href`, as the index of its [`Link`] in the facts.
+    link: Option<usize>,
     text: String,
     /// An `aria-label`, `aria-labelledby` or `title` on it or inside it, or an image inside it
     /// with alternative text, names the link when its text is empty.
@@ -182,14 +188,50 @@ struct OpenAnchor {
 }
 
 /// The SimHash of three-word shingles, built word by word.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct SimHash {
     /// The hashes of the two words before the next one.
     previous: [u64; 2],
     words: u32,
-    /// Per bit: shingles with the bit set minus shingles without it.
-    weights: Vec<i32>,
+    /// Shingles added.
+    shingles: u32,
+    /// Per byte of the shingles, eight counters of one byte each: lane `i` of `lanes[b]`
+    /// counts the shingles with bit `8 b + i` set, since the last flush into `set`.
+    lanes: [u64; 8],
+    /// Shingles added to `lanes` since the last flush (a lane holds at most 255).
+    in_lanes: u8,
+    /// Per bit: shingles with the bit set, flushed from `lanes`.
+    set: [u32; 64],
 }
+
+impl Default for SimHash {
+    fn default() -> Self {
+        SimHash {
+            previous: [0; 2],
+            words: 0,
+            shingles: 0,
+            lanes: [0; 8],
+            in_lanes: 0,
+            set: [0; 64],
+        }
+    }
+}
+
+/// Each byte value spread over the eight bytes of a `u64`, bit `i` of the value in byte `i`:
+/// adding them counts eight bits at once.
+const SPREAD: [u64; 256] = {
+    let mut table = [0; 256];
+    let mut value = 0;
+    while value < 256 {
+        let mut bit = 0;
+        while bit < 8 {
+            table[value] |= ((value as u64 >> bit) & 1) << (8 * bit);
+            bit += 1;
+        }
+        value += 1;
+    }
+    table
+};
 
 /// SplitMix64's finaliser: a strong 64-bit mix, the same on every platform and release (the
 /// standard library's hasher promises neither).
@@ -199,36 +241,78 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// FNV-1a over a word's bytes, mixed.
+/// A hash of a word's lower-cased UTF-8: eight bytes at a time, each group mixed in.
 fn word_hash(word: &str) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in word.bytes() {
-        hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+    if word.is_ascii() {
+        return ascii_word_hash(word.as_bytes());
     }
-    mix(hash)
+    let lower: String = word.chars().flat_map(char::to_lowercase).collect();
+    bytes_hash(lower.as_bytes())
+}
+
+/// [`word_hash`] of an ASCII word, lower-cased eight bytes at a time.
+fn ascii_word_hash(word: &[u8]) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let mut hash = mix(word.len() as u64);
+    for chunk in word.chunks(8) {
+        let mut bytes = [0; 8];
+        bytes[..chunk.len()].copy_from_slice(chunk);
+        let group = u64::from_le_bytes(bytes);
+        // A high bit in each byte that is an upper-case letter: at least `A` and below `[`.
+        let at_least_a = group + ONES * (0x80 - u64::from(b'A'));
+        let past_z = group + ONES * (0x80 - u64::from(b'Z') - 1);
+        let upper = at_least_a & !past_z & (ONES * 0x80);
+        hash = mix(hash ^ (group | upper >> 2));
+    }
+    hash
+}
+
+/// The same hash over bytes that are already lower case (any UTF-8).
+fn bytes_hash(word: &[u8]) -> u64 {
+    let mut hash = mix(word.len() as u64);
+    for chunk in word.chunks(8) {
+        let mut bytes = [0; 8];
+        bytes[..chunk.len()].copy_from_slice(chunk);
+        hash = mix(hash ^ u64::from_le_bytes(bytes));
+    }
+    hash
 }
 
 impl SimHash {
-    fn add_word(&mut self, word: &str) {
-        let hash = word_hash(word);
+    /// Adds the next word, by its [`word_hash`].
+    fn add_word(&mut self, hash: u64) {
         self.words = self.words.saturating_add(1);
         if self.words >= 3 {
-            let shingle = mix(self.previous[0] ^ mix(self.previous[1] ^ mix(hash)));
-            if self.weights.is_empty() {
-                self.weights = vec![0; 64];
+            let shingle = mix(self.previous[0] ^ mix(self.previous[1] ^ hash));
+            self.shingles = self.shingles.saturating_add(1);
+            for (byte, lane) in self.lanes.iter_mut().enumerate() {
+                *lane += SPREAD[(shingle >> (8 * byte) & 0xFF) as usize];
             }
-            for (bit, weight) in self.weights.iter_mut().enumerate() {
-                *weight += if shingle >> bit & 1 == 1 { 1 } else { -1 };
+            self.in_lanes += 1;
+            if self.in_lanes == u8::MAX {
+                self.flush();
             }
         }
         self.previous = [self.previous[1], hash];
     }
 
-    fn finish(&self) -> u64 {
-        self.weights
+    fn flush(&mut self) {
+        for (byte, lane) in self.lanes.iter_mut().enumerate() {
+            for bit in 0..8 {
+                self.set[8 * byte + bit] += ((*lane >> (8 * bit)) & 0xFF) as u32;
+            }
+            *lane = 0;
+        }
+        self.in_lanes = 0;
+    }
+
+    /// A bit is set when more than half the shingles have it.
+    fn finish(&mut self) -> u64 {
+        self.flush();
+        self.set
             .iter()
             .enumerate()
-            .filter(|(_, weight)| **weight > 0)
+            .filter(|(_, count)| u64::from(**count) * 2 > u64::from(self.shingles))
             .fold(0, |bits, (bit, _)| bits | 1 << bit)
     }
 }
@@ -251,7 +335,8 @@ struct Collector {
     json_ld: Option<String>,
     /// Visible text after the last white space seen, not yet counted.
     partial_word: String,
-    hasher: DefaultHasher,
+    /// The visible text's fingerprint so far.
+    fingerprint: u64,
     simhash: SimHash,
 }
 
@@ -262,11 +347,14 @@ enum Captured {
     H1,
 }
 
-/// Counters of open elements, each kept by [`depth_counter`].
+/// Counters of open elements, kept by [`depth_counter`].
 #[derive(Debug, Clone, Copy)]
 enum Depth {
+    /// Text that is not visible (`script`, `style`).
     Hidden,
+    /// Not visible, and not applied by browsers running scripts (`noscript`, `template`).
     Inert,
+    /// Not main content.
     Boilerplate,
 }
 
@@ -303,14 +391,6 @@ impl Collector {
         }
     }
 
-    fn depth(&mut self, which: Depth) -> &mut u32 {
-        match which {
-            Depth::Hidden => &mut self.hidden_depth,
-            Depth::Inert => &mut self.inert_depth,
-            Depth::Boilerplate => &mut self.boilerplate_depth,
-        }
-    }
-
     /// Keeps the text read for `what`, if one is open.
     fn close(&mut self, what: Captured) {
         let (open, done) = self.slot(what);
@@ -325,23 +405,52 @@ impl Collector {
         if self.hidden_depth > 0 {
             return;
         }
-        self.partial_word.push_str(text);
-        let complete = if last_in_node {
-            self.partial_word.len()
+        let cut = if last_in_node {
+            text.len()
         } else {
-            after_last_whitespace(&self.partial_word)
+            after_last_whitespace(text)
         };
-        let rest = self.partial_word.split_off(complete);
-        let done = std::mem::replace(&mut self.partial_word, rest);
-        let main_content = self.boilerplate_depth == 0;
-        for word in done.split_whitespace() {
-            self.facts.word_count = self.facts.word_count.saturating_add(1);
-            let word = word.to_lowercase();
-            word.hash(&mut self.hasher);
-            if main_content {
-                self.facts.content_words = self.facts.content_words.saturating_add(1);
-                self.simhash.add_word(&word);
+        if cut == 0 && !last_in_node {
+            self.partial_word.push_str(text);
+            return;
+        }
+        let (complete, rest) = text.split_at(cut);
+        if self.partial_word.is_empty() {
+            self.count_words(complete);
+        } else {
+            let mut words = std::mem::take(&mut self.partial_word);
+            words.push_str(complete);
+            self.count_words(&words);
+            words.clear();
+            self.partial_word = words;
+        }
+        self.partial_word.push_str(rest);
+    }
+
+    /// Counts and hashes whole words.
+    fn count_words(&mut self, text: &str) {
+        if text.is_ascii() {
+            // The white space of ASCII text, as `char::is_whitespace` has it.
+            let words = text
+                .as_bytes()
+                .split(|byte| matches!(byte, b' ' | b'\t' | b'\n' | b'\x0B' | b'\x0C' | b'\r'))
+                .filter(|word| !word.is_empty());
+            for word in words {
+                self.count_word(ascii_word_hash(word));
             }
+        } else {
+            for word in text.split_whitespace() {
+                self.count_word(word_hash(word));
+            }
+        }
+    }
+
+    fn count_word(&mut self, hash: u64) {
+        self.facts.word_count = self.facts.word_count.saturating_add(1);
+        self.fingerprint = mix(self.fingerprint.rotate_left(17) ^ hash);
+        if self.boilerplate_depth == 0 {
+            self.facts.content_words = self.facts.content_words.saturating_add(1);
+            self.simhash.add_word(hash);
         }
     }
 
@@ -350,11 +459,16 @@ impl Collector {
         let Some(anchor) = self.anchor.take() else {
             return;
         };
-        let Some(href) = anchor.href else {
+        let Some(link) = anchor.link.and_then(|index| self.facts.links.get(index)) else {
             return;
         };
-        let target = href.trim();
-        if target.is_empty() || target.starts_with('#') || is_javascript(target) {
+        let target = link.href.as_str();
+        // A text this long says more than any vague phrase.
+        if target.is_empty()
+            || target.starts_with('#')
+            || is_javascript(target)
+            || anchor.text.len() > VAGUE_TEXT_MAX
+        {
             return;
         }
         let text = collapse(&anchor.text);
@@ -466,9 +580,22 @@ fn attribute(
     element: &lol_html::html_content::Element<'_, '_, impl lol_html::HandlerTypes>,
     name: &str,
 ) -> Option<String> {
-    element
-        .get_attribute(name)
-        .map(|value| html_escape::decode_html_entities(&value).into_owned())
+    let value = element.get_attribute(name)?;
+    Some(if value.contains('&') {
+        html_escape::decode_html_entities(&value).into_owned()
+    } else {
+        value
+    })
+}
+
+/// An attribute's value without the white space around it, reusing its allocation when
+/// there is none.
+fn trimmed(value: String) -> String {
+    if value.trim().len() == value.len() {
+        value
+    } else {
+        value.trim().to_owned()
+    }
 }
 
 /// Whether an element has a non-blank value for one of `names`.
@@ -524,6 +651,42 @@ type Handler = (
     lol_html::send::ElementContentHandlers<'static>,
 );
 
+/// A selector parsed once for the process (the `element!` and `text!` macros of lol_html
+/// parse theirs for every page).
+macro_rules! selector {
+    ($text:literal) => {{
+        static PARSED: std::sync::LazyLock<lol_html::Selector> =
+            std::sync::LazyLock::new(|| $text.parse().expect("a valid selector"));
+        std::borrow::Cow::Borrowed(&*PARSED)
+    }};
+}
+
+/// A handler of the elements a selector matches.
+fn on_element(
+    selector: std::borrow::Cow<'static, lol_html::Selector>,
+    handler: impl FnMut(&mut lol_html::send::Element<'_, '_>) -> lol_html::HandlerResult
+        + Send
+        + 'static,
+) -> Handler {
+    (
+        selector,
+        lol_html::send::ElementContentHandlers::default().element(handler),
+    )
+}
+
+/// A handler of the text inside the elements a selector matches.
+fn on_text(
+    selector: std::borrow::Cow<'static, lol_html::Selector>,
+    handler: impl FnMut(&mut lol_html::html_content::TextChunk<'_>) -> lol_html::HandlerResult
+        + Send
+        + 'static,
+) -> Handler {
+    (
+        selector,
+        lol_html::send::ElementContentHandlers::default().text(handler),
+    )
+}
+
 /// Runs `on_end` on the collector when the element's end tag comes (elements that cannot
 /// have one, like `<img>`, never run it).
 fn at_end_tag(
@@ -543,10 +706,14 @@ fn at_end_tag(
 
 /// The handlers that read the text of each `selector` element into `what`: opened at its start
 /// tag, filled by its text, kept at its end tag (or at the end of the page).
-fn captured_text(selector: &'static str, what: Captured, shared: &Shared) -> [Handler; 2] {
+fn captured_text(
+    selector: std::borrow::Cow<'static, lol_html::Selector>,
+    what: Captured,
+    shared: &Shared,
+) -> [Handler; 2] {
     let (opening, filling) = (Arc::clone(shared), Arc::clone(shared));
     [
-        element!(selector, move |el| {
+        on_element(selector.clone(), move |el| {
             *lock(&opening).slot(what).0 = Some(String::new());
             let close: fn(&mut Collector) = match what {
                 Captured::Title => |c| c.close(Captured::Title),
@@ -555,7 +722,7 @@ fn captured_text(selector: &'static str, what: Captured, shared: &Shared) -> [Ha
             at_end_tag(el, &opening, close);
             Ok(())
         }),
-        text!(selector, move |chunk| {
+        on_text(selector, move |chunk| {
             if let Some(text) = lock(&filling).slot(what).0.as_mut() {
                 text.push_str(chunk.as_str());
             }
@@ -565,15 +732,39 @@ fn captured_text(selector: &'static str, what: Captured, shared: &Shared) -> [Ha
 }
 
 /// The handler that counts the open elements of `selector` in `which`.
-fn depth_counter(selector: &'static str, which: Depth, shared: &Shared) -> Handler {
+fn depth_counter(
+    selector: std::borrow::Cow<'static, lol_html::Selector>,
+    which: Depth,
+    shared: &Shared,
+) -> Handler {
     let shared = Arc::clone(shared);
-    element!(selector, move |el| {
-        *lock(&shared).depth(which) += 1;
-        let leave: fn(&mut Collector) = match which {
-            Depth::Hidden => |c| c.hidden_depth = c.hidden_depth.saturating_sub(1),
-            Depth::Inert => |c| c.inert_depth = c.inert_depth.saturating_sub(1),
-            Depth::Boilerplate => |c| c.boilerplate_depth = c.boilerplate_depth.saturating_sub(1),
+    on_element(selector, move |el| {
+        let which = match which {
+            Depth::Hidden if matches!(el.tag_name().as_str(), "noscript" | "template") => {
+                Depth::Inert
+            }
+            other => other,
         };
+        let mut collector = lock(&shared);
+        let leave: fn(&mut Collector) = match which {
+            Depth::Hidden => {
+                collector.hidden_depth += 1;
+                |c| c.hidden_depth = c.hidden_depth.saturating_sub(1)
+            }
+            Depth::Inert => {
+                collector.hidden_depth += 1;
+                collector.inert_depth += 1;
+                |c| {
+                    c.hidden_depth = c.hidden_depth.saturating_sub(1);
+                    c.inert_depth = c.inert_depth.saturating_sub(1);
+                }
+            }
+            Depth::Boilerplate => {
+                collector.boilerplate_depth += 1;
+                |c| c.boilerplate_depth = c.boilerplate_depth.saturating_sub(1)
+            }
+        };
+        drop(collector);
         at_end_tag(el, &shared, leave);
         Ok(())
     })
@@ -590,14 +781,14 @@ impl PageScanner {
             (c(&collector), c(&collector), c(&collector), c(&collector));
         let (anchor_text, label, script, script_text) =
             (c(&collector), c(&collector), c(&collector), c(&collector));
-        let (refresh, words) = (c(&collector), c(&collector));
+        let words = c(&collector);
         let element_handlers = vec![
-            element!("h1, h2, h3, h4, h5, h6", move |el| {
+            on_element(selector!("h1, h2, h3, h4, h5, h6"), move |el| {
                 let level = el.tag_name().as_bytes().get(1).map_or(0, |b| b - b'0');
                 lock(&heading).facts.heading_levels.push(level);
                 Ok(())
             }),
-            element!("meta[name]", move |el| {
+            on_element(selector!("meta"), move |el| {
                 let name = attribute(el, "name")
                     .unwrap_or_default()
                     .to_ascii_lowercase();
@@ -618,21 +809,15 @@ impl PageScanner {
                     "viewport" => collector.facts.has_viewport = true,
                     _ => {}
                 }
-                Ok(())
-            }),
-            element!("meta[http-equiv]", move |el| {
-                let equiv = attribute(el, "http-equiv").unwrap_or_default();
-                let mut collector = lock(&refresh);
-                if equiv.trim().eq_ignore_ascii_case("refresh")
-                    && collector.inert_depth == 0
-                    && collector.facts.meta_refresh.is_none()
-                {
+                let refresh = attribute(el, "http-equiv")
+                    .is_some_and(|equiv| equiv.trim().eq_ignore_ascii_case("refresh"));
+                if refresh && collector.inert_depth == 0 && collector.facts.meta_refresh.is_none() {
                     let content = attribute(el, "content").unwrap_or_default();
                     collector.facts.meta_refresh = Some(clip(&content, 2048));
                 }
                 Ok(())
             }),
-            element!("link[rel][href]", move |el| {
+            on_element(selector!("link[rel][href]"), move |el| {
                 let rel = attribute(el, "rel")
                     .unwrap_or_default()
                     .to_ascii_lowercase();
@@ -655,95 +840,94 @@ impl PageScanner {
                 }
                 Ok(())
             }),
-            element!("a", move |el| {
-                let href = attribute(el, "href");
+            on_element(selector!("a"), move |el| {
+                let href = attribute(el, "href").map(trimmed);
                 let mut collector = lock(&anchor);
-                // An `<a>` inside another (invalid, but written) ends the outer one.
+                // The latest anchor ends here (an `<a>` inside another, invalid but written,
+                // ends the outer one too, as browsers read it).
                 collector.close_anchor();
-                if let Some(href) = &href {
-                    let rel = attribute(el, "rel")
-                        .unwrap_or_default()
-                        .to_ascii_lowercase();
-                    let nofollow = rel
-                        .split_ascii_whitespace()
-                        .any(|r| matches!(r, "nofollow" | "ugc" | "sponsored"));
-                    collector.facts.links.push(Link {
-                        href: href.trim().to_owned(),
-                        nofollow,
-                    });
-                }
                 // A named anchor (`<a name>`, a target) or one given a role is no link.
                 if !has_value(el, &["name", "role"]) {
-                    let onclick = el.has_attribute("onclick");
-                    match href.as_deref().map(str::trim) {
+                    match href.as_deref() {
                         Some(href) if is_javascript(href) => collector
                             .facts
                             .uncrawlable_links
                             .push(format!("<a href=\"{}\">", clip(href, 80))),
-                        None | Some("") if onclick => collector
+                        None | Some("") if el.has_attribute("onclick") => collector
                             .facts
                             .uncrawlable_links
                             .push("<a onclick> without an href".to_owned()),
                         _ => {}
                     }
                 }
+                let link = href.map(|href| {
+                    let nofollow = el.get_attribute("rel").is_some_and(|rel| {
+                        rel.split_ascii_whitespace().any(|r| {
+                            ["nofollow", "ugc", "sponsored"]
+                                .iter()
+                                .any(|kind| r.eq_ignore_ascii_case(kind))
+                        })
+                    });
+                    collector.facts.links.push(Link { href, nofollow });
+                    collector.facts.links.len() - 1
+                });
                 collector.anchor = Some(OpenAnchor {
-                    href,
+                    link,
                     text: String::new(),
                     labelled: has_value(el, &["aria-label", "aria-labelledby", "title"]),
                 });
-                drop(collector);
-                at_end_tag(el, &anchor, Collector::close_anchor);
                 Ok(())
             }),
-            text!("a", move |chunk| {
+            on_text(selector!("a"), move |chunk| {
                 if let Some(open) = lock(&anchor_text).anchor.as_mut() {
                     push_bounded(&mut open.text, chunk.as_str(), LINK_TEXT_MAX);
                 }
                 Ok(())
             }),
-            element!("[aria-label], [aria-labelledby], [title]", move |el| {
-                if has_value(el, &["aria-label", "aria-labelledby", "title"]) {
-                    if let Some(open) = lock(&label).anchor.as_mut() {
-                        open.labelled = true;
+            on_element(
+                selector!("a [aria-label], a [aria-labelledby], a [title], a img[alt]"),
+                move |el| {
+                    if has_value(el, &["aria-label", "aria-labelledby", "title", "alt"]) {
+                        if let Some(open) = lock(&label).anchor.as_mut() {
+                            open.labelled = true;
+                        }
                     }
-                }
-                Ok(())
-            }),
-            element!("img", move |el| {
-                let src = attribute(el, "src").unwrap_or_default().trim().to_owned();
+                    Ok(())
+                },
+            ),
+            on_element(selector!("img"), move |el| {
+                let src = attribute(el, "src").map(trimmed);
                 let mut collector = lock(&image);
                 collector.facts.images = collector.facts.images.saturating_add(1);
                 if !el.has_attribute("alt") {
-                    collector.facts.images_without_alt.push(src);
+                    collector
+                        .facts
+                        .images_without_alt
+                        .push(src.clone().unwrap_or_default());
                 }
-                if has_value(el, &["alt"]) {
-                    if let Some(open) = collector.anchor.as_mut() {
-                        open.labelled = true;
-                    }
-                }
+                collector.facts.subresources.extend(src);
                 Ok(())
             }),
-            element!(
-                "img[src], script[src], iframe[src], source[src], video[src], audio[src]",
+            on_element(
+                selector!("script[src], iframe[src], source[src], video[src], audio[src]"),
                 move |el| {
                     let src = attribute(el, "src").unwrap_or_default().trim().to_owned();
                     lock(&resource).facts.subresources.push(src);
                     Ok(())
-                }
+                },
             ),
-            element!("html[lang]", move |el| {
+            on_element(selector!("html[lang]"), move |el| {
                 lock(&html).facts.lang = attribute(el, "lang").map(|l| l.trim().to_owned());
                 Ok(())
             }),
-            element!("base[href]", move |el| {
+            on_element(selector!("base[href]"), move |el| {
                 let mut collector = lock(&base);
                 if collector.facts.base_href.is_none() {
                     collector.facts.base_href = attribute(el, "href").map(|h| h.trim().to_owned());
                 }
                 Ok(())
             }),
-            element!("script[type]", move |el| {
+            on_element(selector!("script[type]"), move |el| {
                 let kind = attribute(el, "type").unwrap_or_default();
                 if kind.trim().eq_ignore_ascii_case("application/ld+json") {
                     lock(&script).json_ld = Some(String::new());
@@ -751,7 +935,7 @@ impl PageScanner {
                 }
                 Ok(())
             }),
-            text!("script[type]", move |chunk| {
+            on_text(selector!("script[type]"), move |chunk| {
                 let mut collector = lock(&script_text);
                 if let Some(text) = collector.json_ld.as_mut() {
                     // Past the limit the block is kept at the limit, and not checked.
@@ -760,20 +944,19 @@ impl PageScanner {
                 Ok(())
             }),
             depth_counter(
-                "script, style, noscript, template",
+                selector!("script, style, noscript, template"),
                 Depth::Hidden,
                 &collector,
             ),
-            depth_counter("noscript, template", Depth::Inert, &collector),
             depth_counter(
-                "head, nav, header, footer, aside",
+                selector!("head, nav, header, footer, aside"),
                 Depth::Boilerplate,
                 &collector,
             ),
         ];
         let captured = [
-            captured_text("title", Captured::Title, &collector),
-            captured_text("h1", Captured::H1, &collector),
+            captured_text(selector!("title"), Captured::Title, &collector),
+            captured_text(selector!("h1"), Captured::H1, &collector),
         ];
         let mut settings = Settings::new_send().with_memory_settings(
             MemorySettings::new().with_max_allowed_memory_usage(PARSER_MEMORY),
@@ -822,7 +1005,7 @@ impl PageScanner {
         collector.close_anchor();
         collector.close_json_ld();
         collector.visible_text("", true);
-        collector.facts.text_fingerprint = collector.hasher.finish();
+        collector.facts.text_fingerprint = collector.fingerprint;
         collector.facts.content_simhash = collector.simhash.finish();
         std::mem::take(&mut collector.facts)
     }
@@ -1083,6 +1266,45 @@ mod tests {
         let d =
             scan(format!("<nav>a completely different menu</nav><main>{text}</main>").as_bytes());
         assert_eq!(d.content_simhash, a.content_simhash);
+    }
+
+    #[test]
+    fn words_hash_the_same_whatever_their_case_and_script() {
+        for (a, b) in [
+            ("Hello", "hELLO"),
+            ("A-Za-z@[`{", "a-za-z@[`{"),
+            ("LongerThanEightBytes", "longerthaneightbytes"),
+            ("ÉTÉ", "été"),
+        ] {
+            assert_eq!(word_hash(a), word_hash(b), "{a} {b}");
+        }
+        assert_ne!(word_hash("at"), word_hash("@t"));
+        assert_ne!(word_hash("a"), word_hash("a\0"));
+        assert_eq!(word_hash("plain"), bytes_hash(b"plain"));
+        // White space as `char::is_whitespace` has it, in ASCII text or not.
+        assert_eq!(scan(b"a\x0Bb c").word_count, 3);
+        assert_eq!(scan("a\x0Bb c\u{a0}d".as_bytes()).word_count, 4);
+    }
+
+    #[test]
+    fn the_simhash_counts_every_bit_of_every_shingle() {
+        // Against a plain count, over more shingles than a byte lane holds.
+        let hashes: Vec<u64> = (0..1_000_u64).map(|i| mix(i.wrapping_mul(7_919))).collect();
+        let mut simhash = SimHash::default();
+        hashes.iter().for_each(|hash| simhash.add_word(*hash));
+        let shingles: Vec<u64> = hashes
+            .windows(3)
+            .map(|w| mix(w[0] ^ mix(w[1] ^ w[2])))
+            .collect();
+        let expected = (0..64).fold(0_u64, |bits, bit| {
+            let set = shingles.iter().filter(|s| *s >> bit & 1 == 1).count();
+            if set * 2 > shingles.len() {
+                bits | 1 << bit
+            } else {
+                bits
+            }
+        });
+        assert_eq!(simhash.finish(), expected);
     }
 
     #[test]
