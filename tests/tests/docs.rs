@@ -1,7 +1,7 @@
-//! The README stays true where code can check it: its issue catalogue is generated from the
-//! code (this test fails, printing the table to paste, when the two differ), and its webhook
-//! receiver, run as written with the stock `standardwebhooks` Python package, verifies a real
-//! delivery.
+//! The docs stay true where code can check it: the issue catalogue of `docs/crawler.md` is
+//! generated from the code (this test fails, printing the table to paste, when the two
+//! differ), and the README's webhook receiver, run as written with the stock
+//! `standardwebhooks` Python package, verifies a real delivery.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -17,12 +17,19 @@ fn readme() -> String {
 }
 
 #[test]
-fn the_readme_lists_the_issue_catalogue_as_the_code_defines_it() {
+fn the_crawler_guide_lists_the_issue_catalogue_as_the_code_defines_it() {
+    let guide = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/crawler.md"))
+        .expect("docs/crawler.md");
     let table = xf_core::crawl::checks::catalogue_markdown();
     assert!(
-        readme().contains(&table),
-        "README.md's issue catalogue differs from xf_core::crawl::checks::CATALOGUE; \
+        guide.contains(&table),
+        "docs/crawler.md's issue catalogue differs from xf_core::crawl::checks::CATALOGUE; \
          replace the table under \"Issue catalogue\" with:\n\n{table}"
+    );
+    let count = xf_core::crawl::checks::CATALOGUE.len();
+    assert!(
+        readme().contains(&format!("the {count} checks of the issue catalogue")),
+        "README.md's \"Site scans\" names the number of checks: {count}"
     );
 }
 
