@@ -2442,3 +2442,44 @@ async fn a_url_prefix_property_is_crawled_under_its_prefix_only() {
     assert_eq!(result["pagesScanned"], 5, "{result}");
     workers.shutdown(Duration::from_secs(5)).await;
 }
+
+/// What a scan did not read through keeps its issues: a sitemap page the budget left
+/// unfetched; what it did check again resolves: an external link that answers again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issues_resolve_only_where_the_scan_looked_again() {
+    let (app, workers) = crawling_app(memory_store());
+    let owner = organization(&app).await;
+    let site = Fixture::start().await;
+    let other = Fixture::start().await;
+    site.set_robots("User-agent: *\nAllow: /\n");
+    site.set_sitemap(&["/", "/listed"]);
+    site.set_page("/", &Page::new("home").link(&other.url("/moving")));
+    site.set_page("/listed", &Page::new("listed").titles(&[]));
+    let property = add_property(&app, &owner, &site.start_url()).await;
+
+    scan(&app, &owner, &property, 10, 2).await;
+    let first = stored_issues(&app, &property).await;
+    let untitled = find(&first, &checks::TITLE_MISSING, &site.url("/listed")).clone();
+    let broken = find(&first, &checks::BROKEN_EXTERNAL_LINK, &other.url("/moving")).clone();
+
+    // The link answers now; a budget of one page leaves /listed unfetched.
+    other.set_page("/moving", &Page::new("moving"));
+    app.clock.advance(chrono::Duration::minutes(5));
+    let (_, result) = scan(&app, &owner, &property, 1, 2).await;
+    assert_eq!(result["pagesScanned"], 1, "{result}");
+    let listed = site.page_paths().iter().filter(|p| *p == "/listed").count();
+    assert_eq!(listed, 1, "fetched by the first scan only");
+    let second = stored_issues(&app, &property).await;
+    assert_eq!(
+        find(&second, &checks::TITLE_MISSING, &site.url("/listed")),
+        &untitled
+    );
+    let checked = find(
+        &second,
+        &checks::BROKEN_EXTERNAL_LINK,
+        &other.url("/moving"),
+    );
+    assert_eq!(checked.id, broken.id);
+    assert_eq!(checked.status, IssueStatus::Resolved);
+    workers.shutdown(Duration::from_secs(5)).await;
+}

@@ -231,7 +231,7 @@ catalogue! {
         "Several pages have the same visible text.",
         "Merge the copies, or point their rel=canonical to the preferred one.";
     NEAR_DUPLICATE_CONTENT = "near_duplicate_content", "Near-duplicate content", Low, Site,
-        "Several pages have nearly the same main text (outside navigation, headers, footers and asides): the SimHashes of their three-word shingles differ in at most 5 of 64 bits (about 97% of the shingles in common). Pages with fewer than 50 words of main text are not compared.",
+        "Several pages have nearly the same main text (outside navigation, headers, footers and asides): the SimHashes of their three-word shingles differ in at most 5 of 64 bits (a cosine similarity of about 0.97 between their shingle counts). Pages with fewer than 50 words of main text are not compared.",
         "Merge the pages, make each one say something of its own, or point their rel=canonical to the preferred one.";
     CANONICAL_MISSING = "canonical_missing", "Missing canonical link", Low, Page,
         "The indexable page declares no rel=canonical, so search engines guess which of its addresses (with parameters, with or without www) is the one to show.",
@@ -416,11 +416,14 @@ impl PageRecord {
         self.redirect_loop || self.error.is_some() || self.status.is_some_and(|s| s >= 400)
     }
 
-    /// Whether the page was read through: it answered, its body came whole, and the crawler
-    /// did not fail on it. Only then are its earlier issues known to be gone when no check
-    /// finds them again.
+    /// Whether the page was read through: it answered, its body came whole and was read to
+    /// its end (not cut at the body limit, nor given up by the parser), and the crawler did
+    /// not fail on it. Only then are its earlier issues known to be gone when no check finds
+    /// them again.
     pub fn was_read(&self) -> bool {
-        self.error.is_none() && self.crawler_failure.is_none()
+        self.error.is_none()
+            && self.crawler_failure.is_none()
+            && !self.facts.as_ref().is_some_and(|facts| facts.truncated)
     }
 
     fn noindex(&self) -> bool {
@@ -463,8 +466,10 @@ pub struct SitemapOutcome {
     pub invalid: Vec<(String, String)>,
     /// The page addresses they list (normalised, in the scope only).
     pub urls: BTreeSet<String>,
-    /// Sitemaps robots.txt names on another host.
+    /// Sitemaps robots.txt names on another host, each once.
     pub other_hosts: Vec<String>,
+    /// The sitemap files that answered (with any status), each once.
+    pub fetched: Vec<String>,
 }
 
 /// Everything a crawl saw, for [`analyse`].
@@ -706,6 +711,11 @@ pub fn analyse(crawl: &CrawlRecord) -> Vec<Finding> {
     }
     duplicate_checks(crawl, &mut out);
     near_duplicate_checks(crawl, &mut out);
+    // One finding per check and subject, as the store keeps them (two could meet where a
+    // long subject is clipped, or a site names the same thing twice).
+    let mut seen = HashSet::new();
+    out.0
+        .retain(|finding| seen.insert((finding.check.id, finding.subject.clone())));
     out.0
 }
 
@@ -771,11 +781,17 @@ fn site_checks(
         );
     }
     if !crawl.robots_problems.is_empty() {
+        let shown: Vec<&str> = crawl
+            .robots_problems
+            .iter()
+            .take(3)
+            .map(String::as_str)
+            .collect();
+        let mut evidence = shown.join(", ");
         let more = crawl
             .robots_problem_count
-            .saturating_sub(u32::try_from(crawl.robots_problems.len()).unwrap_or(u32::MAX));
-        let mut evidence = list(&crawl.robots_problems, 3);
-        if more > 0 && crawl.robots_problems.len() <= 3 {
+            .saturating_sub(u32::try_from(shown.len()).unwrap_or(u32::MAX));
+        if more > 0 {
             evidence.push_str(&format!(" and {more} more"));
         }
         out.site(&ROBOTS_INVALID, "robots.txt".into(), evidence);
@@ -1335,8 +1351,8 @@ fn external_link_checks(crawl: &CrawlRecord, out: &mut Findings) {
 }
 
 /// SimHash distance (bits that differ, of 64) within which two pages are near-duplicates:
-/// about 97% of their three-word shingles in common (two texts whose shingle vectors have
-/// cosine similarity `c` differ in `64 × arccos(c) / π` bits on average).
+/// a cosine similarity of about 0.97 between their shingle counts (two texts whose shingle
+/// vectors have cosine similarity `c` differ in `64 × arccos(c) / π` bits on average).
 pub const NEAR_DUPLICATE_BITS: u32 = 5;
 
 /// The fewest words of main text a page needs to be compared for near-duplicates.

@@ -514,6 +514,9 @@ impl Crawler {
             if !matches!(address.scheme(), "http" | "https") {
                 continue;
             }
+            if queue.contains(&address) {
+                continue;
+            }
             if !scope.same_site(&address) {
                 outcome.other_hosts.push(address.to_string());
             }
@@ -536,6 +539,9 @@ impl Crawler {
                 .fetch_small(address.clone(), limit)
                 .await
                 .unwrap_or((None, Vec::new()));
+            if status.is_some() {
+                outcome.fetched.push(address.to_string());
+            }
             match status {
                 Some(status) if (200..300).contains(&status) => match parse_sitemap(&body) {
                     Ok(Sitemap::UrlSet(entries)) => {
@@ -632,12 +638,13 @@ impl Crawler {
                     break;
                 };
                 let crawler = self.clone();
+                let scope = scope.clone();
                 tasks.spawn(async move {
                     let mut outcomes = Vec::new();
                     for (target, url) in links {
                         outcomes.push(ExternalCheck {
                             target,
-                            outcome: crawler.check_link(&url).await,
+                            outcome: crawler.check_link(&scope, &url).await,
                         });
                     }
                     outcomes
@@ -657,8 +664,9 @@ impl Crawler {
 
     /// Whether an external link answers: `HEAD`, then `GET` (its body unread) when `HEAD`
     /// answers with an error, which some servers give to `HEAD` alone; redirects followed up
-    /// to five hops.
-    async fn check_link(&self, url: &Url) -> LinkOutcome {
+    /// to five hops, but not back into the property's own site (whose pages the crawl decides
+    /// about): such a redirect is the link's answer.
+    async fn check_link(&self, scope: &Scope, url: &Url) -> LinkOutcome {
         let mut current = url.clone();
         for _ in 0..=5 {
             let answer = match self.fetcher.head(&current).await {
@@ -679,8 +687,8 @@ impl Crawler {
                 })
                 .flatten();
             match next {
-                Some(next) => current = next,
-                None => return LinkOutcome::Answered(answer.status),
+                Some(next) if !scope.same_site(&next) => current = next,
+                _ => return LinkOutcome::Answered(answer.status),
             }
         }
         LinkOutcome::TooManyRedirects
@@ -710,21 +718,27 @@ fn links_to_follow(scope: &Scope, record: &CrawlRecord, page: &PageRecord) -> Ve
         .collect()
 }
 
-/// Every address a crawl reached and audited: fetched, redirected to, listed in its
-/// sitemaps, or disallowed by robots.txt; issues about other addresses keep their state. A
-/// page that could not be read (no answer, a body cut off, a failure of the crawler) is not
-/// reached: what was found on it before is not known to be gone.
+/// Every address a crawl reached and audited: the pages it fetched and read through (see
+/// [`PageRecord::was_read`]), the addresses robots.txt disallowed, the sitemap files that
+/// answered, and the external links checked with a conclusive outcome. Issues about other
+/// addresses keep their state: a page that gave no answer, broke off, was cut at the body
+/// limit or that the crawler failed on, a sitemap entry or a redirect's target left unfetched
+/// by the budget, or an external link that timed out is not known to be fixed.
 pub fn reached(record: &CrawlRecord) -> Vec<String> {
     let mut reached: BTreeSet<String> = BTreeSet::new();
-    reached.extend(record.sitemaps.urls.iter().cloned());
     reached.extend(record.disallowed.iter().cloned());
-    for page in &record.pages {
+    reached.extend(record.sitemaps.fetched.iter().cloned());
+    for page in record.pages.iter().filter(|page| page.was_read()) {
         reached.insert(page.url.clone());
-        reached.insert(page.final_url.clone());
     }
-    for page in record.pages.iter().filter(|page| !page.was_read()) {
-        reached.remove(&page.url);
-        reached.remove(&page.final_url);
+    for check in &record.external_checks {
+        let conclusive = !matches!(
+            check.outcome,
+            LinkOutcome::Failed(FetchError::Timeout | FetchError::Forbidden(_))
+        );
+        if conclusive {
+            reached.insert(record.address(check.target).to_owned());
+        }
     }
     reached.into_iter().collect()
 }

@@ -119,8 +119,8 @@ pub struct PageFacts {
     /// A fingerprint of the visible text (lower-cased words), equal for pages with the same
     /// text.
     pub text_fingerprint: u64,
-    /// Words of the main content: visible text outside `head` (the title), `nav`, `header`,
-    /// `footer` and `aside`.
+    /// Words of the main content: visible text outside `title`, `nav`, `header`, `footer` and
+    /// `aside`.
     pub content_words: u32,
     /// SimHash (64 bits) of the main content's lower-cased three-word shingles: pages whose
     /// texts are nearly the same have values that differ in few bits.
@@ -183,7 +183,7 @@ struct OpenAnchor {
     link: Option<usize>,
     text: String,
     /// An `aria-label`, `aria-labelledby` or `title` on it or inside it, or an image inside it
-    /// with alternative text, names the link when its text is empty.
+    /// with alternative text, names the link whatever its text says.
     labelled: bool,
 }
 
@@ -325,14 +325,18 @@ struct Collector {
     hidden_depth: u32,
     /// Open `noscript` and `template` elements, whose meta refresh browsers do not apply.
     inert_depth: u32,
-    /// Open `head`, `nav`, `header`, `footer` and `aside` elements: text that is not main
+    /// Open `title`, `nav`, `header`, `footer` and `aside` elements: text that is not main
     /// content.
     boilerplate_depth: u32,
+    /// Open `svg` and `math` elements, whose `<title>` is not the page's.
+    foreign_depth: u32,
     title: Option<String>,
     h1: Option<String>,
     anchor: Option<OpenAnchor>,
-    /// The text of the JSON-LD block being read (`None` outside one, or past its limit).
+    /// The text of the JSON-LD block being read (`None` outside one).
     json_ld: Option<String>,
+    /// The block being read is larger than [`JSON_LD_MAX`]: it is not checked.
+    json_ld_too_large: bool,
     /// Visible text after the last white space seen, not yet counted.
     partial_word: String,
     /// The visible text's fingerprint so far.
@@ -356,6 +360,8 @@ enum Depth {
     Inert,
     /// Not main content.
     Boilerplate,
+    /// A drawing or a formula (`svg`, `math`).
+    Foreign,
 }
 
 /// Appends `text` to `to` while `to` stays within `max` bytes, cutting at a character
@@ -463,16 +469,17 @@ impl Collector {
             return;
         };
         let target = link.href.as_str();
-        // A text this long says more than any vague phrase.
+        // A text this long says more than any vague phrase; a label names the link.
         if target.is_empty()
             || target.starts_with('#')
             || is_javascript(target)
-            || anchor.text.len() > VAGUE_TEXT_MAX
+            || anchor.labelled
+            || anchor.text.trim().len() > VAGUE_TEXT_MAX
         {
             return;
         }
         let text = collapse(&anchor.text);
-        if (text.is_empty() && !anchor.labelled) || is_vague_link_text(&text) {
+        if text.is_empty() || is_vague_link_text(&text) {
             self.facts.vague_links.push(VagueLink {
                 href: clip(target, 200),
                 text,
@@ -487,7 +494,7 @@ impl Collector {
         };
         self.facts.json_ld_blocks = self.facts.json_ld_blocks.saturating_add(1);
         let block = self.facts.json_ld_blocks;
-        if block > JSON_LD_BLOCKS_MAX || text.len() >= JSON_LD_MAX {
+        if block > JSON_LD_BLOCKS_MAX || std::mem::take(&mut self.json_ld_too_large) {
             return;
         }
         if let Some(problem) = json_ld_problem(&text) {
@@ -714,7 +721,14 @@ fn captured_text(
     let (opening, filling) = (Arc::clone(shared), Arc::clone(shared));
     [
         on_element(selector.clone(), move |el| {
-            *lock(&opening).slot(what).0 = Some(String::new());
+            // An SVG or MathML `<title>` names a drawing, not the page (lol_html gives it
+            // the HTML namespace, so the drawings are counted instead).
+            let mut collector = lock(&opening);
+            if collector.foreign_depth > 0 {
+                return Ok(());
+            }
+            *collector.slot(what).0 = Some(String::new());
+            drop(collector);
             let close: fn(&mut Collector) = match what {
                 Captured::Title => |c| c.close(Captured::Title),
                 Captured::H1 => |c| c.close(Captured::H1),
@@ -745,6 +759,10 @@ fn depth_counter(
             }
             other => other,
         };
+        // An element that cannot have an end tag (`<script/>` inside SVG) holds nothing.
+        if !el.can_have_content() {
+            return Ok(());
+        }
         let mut collector = lock(&shared);
         let leave: fn(&mut Collector) = match which {
             Depth::Hidden => {
@@ -762,6 +780,10 @@ fn depth_counter(
             Depth::Boilerplate => {
                 collector.boilerplate_depth += 1;
                 |c| c.boilerplate_depth = c.boilerplate_depth.saturating_sub(1)
+            }
+            Depth::Foreign => {
+                collector.foreign_depth += 1;
+                |c| c.foreign_depth = c.foreign_depth.saturating_sub(1)
             }
         };
         drop(collector);
@@ -846,8 +868,9 @@ impl PageScanner {
                 // The latest anchor ends here (an `<a>` inside another, invalid but written,
                 // ends the outer one too, as browsers read it).
                 collector.close_anchor();
-                // A named anchor (`<a name>`, a target) or one given a role is no link.
-                if !has_value(el, &["name", "role"]) {
+                // A named anchor (`<a name>`, a target) or one given a role is no link, and
+                // one in a `<template>` or `<noscript>` is not what a browser shows.
+                if collector.inert_depth == 0 && !has_value(el, &["name", "role"]) {
                     match href.as_deref() {
                         Some(href) if is_javascript(href) => collector
                             .facts
@@ -871,6 +894,7 @@ impl PageScanner {
                     collector.facts.links.push(Link { href, nofollow });
                     collector.facts.links.len() - 1
                 });
+                let link = link.filter(|_| collector.inert_depth == 0);
                 collector.anchor = Some(OpenAnchor {
                     link,
                     text: String::new(),
@@ -930,16 +954,25 @@ impl PageScanner {
             on_element(selector!("script[type]"), move |el| {
                 let kind = attribute(el, "type").unwrap_or_default();
                 if kind.trim().eq_ignore_ascii_case("application/ld+json") {
-                    lock(&script).json_ld = Some(String::new());
+                    let mut collector = lock(&script);
+                    collector.json_ld = Some(String::new());
+                    collector.json_ld_too_large = false;
+                    drop(collector);
                     at_end_tag(el, &script, Collector::close_json_ld);
                 }
                 Ok(())
             }),
             on_text(selector!("script[type]"), move |chunk| {
                 let mut collector = lock(&script_text);
+                let collector = &mut *collector;
                 if let Some(text) = collector.json_ld.as_mut() {
-                    // Past the limit the block is kept at the limit, and not checked.
-                    push_bounded(text, chunk.as_str(), JSON_LD_MAX);
+                    // A block past the limit is not kept, nor checked.
+                    if text.len() + chunk.as_str().len() > JSON_LD_MAX {
+                        collector.json_ld_too_large = true;
+                        text.clear();
+                    } else if !collector.json_ld_too_large {
+                        text.push_str(chunk.as_str());
+                    }
                 }
                 Ok(())
             }),
@@ -949,10 +982,11 @@ impl PageScanner {
                 &collector,
             ),
             depth_counter(
-                selector!("head, nav, header, footer, aside"),
+                selector!("title, nav, header, footer, aside"),
                 Depth::Boilerplate,
                 &collector,
             ),
+            depth_counter(selector!("svg, math"), Depth::Foreign, &collector),
         ];
         let captured = [
             captured_text(selector!("title"), Captured::Title, &collector),
@@ -1284,6 +1318,48 @@ mod tests {
         // White space as `char::is_whitespace` has it, in ASCII text or not.
         assert_eq!(scan(b"a\x0Bb c").word_count, 3);
         assert_eq!(scan("a\x0Bb c\u{a0}d".as_bytes()).word_count, 4);
+    }
+
+    #[test]
+    fn foreign_and_unclosed_elements_do_not_skew_the_facts() {
+        // A drawing's title is not the page's; a self-closing script in SVG hides nothing.
+        let facts = scan(
+            b"<html><head><title>The page</title><body>\
+              <svg><title>An icon</title><script/><style/></svg><p>one two three</p>",
+        );
+        assert_eq!(facts.titles, ["The page"]);
+        assert_eq!(facts.word_count, 2 + 2 + 3);
+        // A head left open (valid HTML) does not make the body boilerplate; titles (the
+        // page's, the icon's) are no main content.
+        assert_eq!(facts.content_words, 3);
+    }
+
+    #[test]
+    fn labelled_hidden_and_oversized_things_are_not_findings() {
+        let mut big =
+            String::from("{\"@context\": \"https://schema.org\", \"@type\": \"Thing\", \"x\": \"");
+        big.push_str(&"\u{e9}".repeat(JSON_LD_MAX / 2));
+        big.push_str("\"}");
+        let page = format!(
+            "<a href=\"/a\" aria-label=\"Pricing plans\">Read more</a>\
+             <template><a href=\"/b\">click here</a><a onclick=\"x()\">x</a></template>\
+             <script type=\"application/ld+json\">{big}</script>"
+        );
+        let mut scanner = PageScanner::new();
+        for chunk in page.as_bytes().chunks(4096) {
+            scanner.write(chunk);
+        }
+        let facts = scanner.finish();
+        assert!(facts.vague_links.is_empty(), "{:?}", facts.vague_links);
+        assert!(
+            facts.uncrawlable_links.is_empty(),
+            "{:?}",
+            facts.uncrawlable_links
+        );
+        assert_eq!(facts.json_ld_blocks, 1);
+        assert!(facts.structured_data_problems.is_empty());
+        // The link in the template is still a link the crawl may follow.
+        assert_eq!(facts.links.len(), 2);
     }
 
     #[test]

@@ -246,6 +246,16 @@ impl Robots {
                 }
             }
         }
+        if !has_directives && problems.count > 0 {
+            // Not a robots.txt at all (a page served at its address, say): one problem.
+            problems = Problems::default();
+            problems.count = 1;
+            problems.lines.push(
+                "the file has no user-agent, allow, disallow, crawl-delay or sitemap line: it is \
+                 not a robots.txt (an HTML page served at its address?)"
+                    .to_owned(),
+            );
+        }
         Robots {
             rule_groups: rule_groups.groups,
             delay_groups: delay_groups.groups,
@@ -601,6 +611,40 @@ mod tests {
         // The replacement character is matched in its encoded form.
         assert!(!parsed.is_allowed("bot", "/caf%EF%BF%BD"));
         assert!(parsed.is_allowed("bot", "/cafe"));
+    }
+
+    #[test]
+    fn lines_that_do_not_parse_are_reported() {
+        let parsed = robots(
+            "allow: /early\nuser agent: x\nUser-agent: *\nDisalow: /typo\ndisallow: private/\n\
+             crawl-delay: soon\nsitemap: /relative.xml\nhost: example.com\njust some words here\n\
+             user-agent:\n",
+        );
+        assert_eq!(
+            parsed.problems(),
+            [
+                "line 1: `allow: /early` comes before any user-agent line, so no crawler obeys it",
+                "line 2: `user agent: x` misspells `user-agent`",
+                "line 4: `Disalow: /typo` misspells `disallow`",
+                "line 5: `disallow: private/` has a path that does not start with / or *",
+                "line 6: `crawl-delay: soon` is not a number of seconds",
+                "line 7: `sitemap: /relative.xml` is not an absolute URL",
+                "line 9: `just some words here` is not a `key: value` line",
+                "line 10: `user-agent:` names no user agent",
+            ]
+        );
+        assert_eq!(parsed.problem_count(), 8);
+        let html =
+            robots("<!doctype html>\n<html><head><title>Not found</title></head>\n</html>\n");
+        assert_eq!(html.problem_count(), 1);
+        assert!(
+            html.problems()[0].contains("not a robots.txt"),
+            "{:?}",
+            html.problems()
+        );
+        assert!(robots("User-agent: *\nDisallow: /x\n")
+            .problems()
+            .is_empty());
     }
 
     #[test]
