@@ -11,7 +11,8 @@
 //!   crawler of those pages does.
 //!
 //! The two alternate, run after run; each reports pages per second, and the ratio of the
-//! medians is xf's speed as a share of the bare crawler's. Each run also times xf's crawler
+//! medians is xf's speed as a share of the bare crawler's. The process runs on mimalloc, as
+//! xf-server does. Each run also times xf's crawler
 //! alone (`Crawler::crawl`, no API, runtime or store) and the analysis, to show where a
 //! scan's time goes. Not a test: it asserts nothing about speed.
 //!
@@ -30,6 +31,11 @@ use xf_core::crawl::fetch::HttpFetcher;
 use xf_core::runtime::WorkerOptions;
 use xf_tests::corpus::{corpus_dir, StaticSite};
 use xf_tests::TestApp;
+
+/// The allocator xf-server runs with, for both crawlers: the process as it runs in
+/// production.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Requests at once, for both crawlers (xf's default).
 const CONCURRENCY: usize = 4;

@@ -283,7 +283,9 @@ impl SimHash {
     fn add_word(&mut self, hash: u64) {
         self.words = self.words.saturating_add(1);
         if self.words >= 3 {
-            let shingle = mix(self.previous[0] ^ mix(self.previous[1] ^ hash));
+            // The three word hashes are mixed already: rotations keep their order apart.
+            let shingle =
+                mix(self.previous[0].rotate_left(21) ^ self.previous[1].rotate_left(42) ^ hash);
             self.shingles = self.shingles.saturating_add(1);
             for (byte, lane) in self.lanes.iter_mut().enumerate() {
                 *lane += SPREAD[(shingle >> (8 * byte) & 0xFF) as usize];
@@ -453,7 +455,8 @@ impl Collector {
 
     fn count_word(&mut self, hash: u64) {
         self.facts.word_count = self.facts.word_count.saturating_add(1);
-        self.fingerprint = mix(self.fingerprint.rotate_left(17) ^ hash);
+        self.fingerprint =
+            (self.fingerprint.rotate_left(17) ^ hash).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         if self.boilerplate_depth == 0 {
             self.facts.content_words = self.facts.content_words.saturating_add(1);
             self.simhash.add_word(hash);
@@ -1370,7 +1373,7 @@ mod tests {
         hashes.iter().for_each(|hash| simhash.add_word(*hash));
         let shingles: Vec<u64> = hashes
             .windows(3)
-            .map(|w| mix(w[0] ^ mix(w[1] ^ w[2])))
+            .map(|w| mix(w[0].rotate_left(21) ^ w[1].rotate_left(42) ^ w[2]))
             .collect();
         let expected = (0..64).fold(0_u64, |bits, bit| {
             let set = shingles.iter().filter(|s| *s >> bit & 1 == 1).count();
