@@ -696,11 +696,7 @@ pub fn analyse(crawl: &CrawlRecord) -> Vec<Finding> {
         }));
         if let Err(payload) = checked {
             out.0.truncate(before);
-            let why = payload
-                .downcast_ref::<&str>()
-                .map(|text| (*text).to_owned())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
+            let why = super::panic_message(&*payload).unwrap_or_default();
             tracing::error!(url = %page.url, failure = %why, "a check failed on a page");
             out.page(
                 &PAGE_NOT_AUDITED,

@@ -100,11 +100,7 @@ struct Target {
 
 /// The text of a panic's payload.
 fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|text| (*text).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".to_owned())
+    super::panic_message(payload).unwrap_or_else(|| "a panic without a message".to_owned())
 }
 
 /// The record of a page the crawler failed on, logged.

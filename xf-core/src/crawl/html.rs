@@ -17,6 +17,8 @@ use lol_html::send::{EndTagHandler, HtmlRewriter, Settings};
 use lol_html::{doc_text, MemorySettings};
 use serde_json::Value;
 
+use super::excerpt;
+
 /// A link found on a page.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Link {
@@ -484,7 +486,7 @@ impl Collector {
         let text = collapse(&anchor.text);
         if text.is_empty() || is_vague_link_text(&text) {
             self.facts.vague_links.push(VagueLink {
-                href: clip(target, 200),
+                href: excerpt(target, 200),
                 text,
             });
         }
@@ -512,14 +514,6 @@ impl Collector {
 fn is_javascript(href: &str) -> bool {
     href.get(..11)
         .is_some_and(|scheme| scheme.eq_ignore_ascii_case("javascript:"))
-}
-
-/// At most `max` characters of `text`, with an ellipsis when cut.
-fn clip(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        None => text.to_owned(),
-        Some((end, _)) => format!("{}…", &text[..end]),
-    }
 }
 
 /// What is wrong with a JSON-LD block, if anything: it does not parse as JSON, or an item
@@ -838,7 +832,7 @@ impl PageScanner {
                     .is_some_and(|equiv| equiv.trim().eq_ignore_ascii_case("refresh"));
                 if refresh && collector.inert_depth == 0 && collector.facts.meta_refresh.is_none() {
                     let content = attribute(el, "content").unwrap_or_default();
-                    collector.facts.meta_refresh = Some(clip(&content, 2048));
+                    collector.facts.meta_refresh = Some(excerpt(&content, 2048));
                 }
                 Ok(())
             }),
@@ -878,7 +872,7 @@ impl PageScanner {
                         Some(href) if is_javascript(href) => collector
                             .facts
                             .uncrawlable_links
-                            .push(format!("<a href=\"{}\">", clip(href, 80))),
+                            .push(format!("<a href=\"{}\">", excerpt(href, 80))),
                         None | Some("") if el.has_attribute("onclick") => collector
                             .facts
                             .uncrawlable_links

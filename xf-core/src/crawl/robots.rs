@@ -412,11 +412,7 @@ impl Problems {
     fn add(&mut self, number: usize, line: &str, why: &str) {
         self.count = self.count.saturating_add(1);
         if self.lines.len() < MAX_PROBLEMS {
-            let line = line.trim();
-            let shown = match line.char_indices().nth(80) {
-                Some((end, _)) => format!("{}…", &line[..end]),
-                None => line.to_owned(),
-            };
+            let shown = super::excerpt(line.trim(), 80);
             self.lines.push(format!("line {number}: `{shown}` {why}"));
         }
     }

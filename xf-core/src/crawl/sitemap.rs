@@ -118,13 +118,9 @@ fn parse_text(body: &[u8]) -> Result<Sitemap, SitemapError> {
         let is_page = url::Url::parse(line)
             .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.has_host());
         if !is_page {
-            let excerpt = match line.char_indices().nth(80) {
-                Some((end, _)) => format!("{}…", &line[..end]),
-                None => line.to_owned(),
-            };
             return Err(SitemapError::NotAUrlList {
                 line: index + 1,
-                excerpt,
+                excerpt: super::excerpt(line, 80),
             });
         }
         if entries.len() < MAX_ENTRIES {
