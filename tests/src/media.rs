@@ -36,7 +36,7 @@ pub fn video(
     rotation: u32,
 ) -> Vec<u8> {
     let encoded = scratch(container);
-    let size = format!("testsrc=size={width}x{height}:rate=10:duration={seconds}");
+    let size = format!("testsrc=size={width}x{height}:rate=24:duration={seconds}");
     let tone = format!("sine=frequency=440:duration={seconds}");
     let encoded_path = encoded.to_str().expect("a UTF-8 path");
     let mut args = vec!["-f", "lavfi", "-i", &size];
@@ -80,7 +80,9 @@ pub fn grainy_video(container: &str, width: u32, height: u32, seconds: u32) -> V
         "-i",
         &size,
         "-vf",
-        "noise=alls=60:allf=t+u",
+        // Noise on 10 frames a second, each shown 2.4 times: 24 fps as platforms want, at the
+        // size of the 10 noisy frames.
+        "noise=alls=60:allf=t+u,fps=24",
         "-c:v",
         "libx264",
         "-pix_fmt",

@@ -35,6 +35,7 @@ mod secret;
 pub mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod text;
 pub mod time;
 pub mod webhooks;
 mod xf;

@@ -222,8 +222,8 @@ async fn youtube_publishes_in_chunks_and_reports_each_stage(app: TestApp) {
     platforms.grant(ACCESS, None);
     let org = studio(&app).await;
     connect(&app, &org, "youtube", "UC-studio", 60).await;
-    // About 1.4 MB: six chunks of 256 KiB.
-    let clip = grainy_video("mp4", 320, 240, 4);
+    // About 1.5 MB: six chunks of 256 KiB.
+    let clip = grainy_video("mp4", 320, 240, 5);
     let size = clip.len() as u64;
     assert!(size > 5 * CHUNK_UNIT, "{size}");
     let id = post_video(
@@ -931,8 +931,8 @@ async fn linkedin_uploads_parts_as_instructed_then_posts(app: TestApp) {
     platforms.grant(ACCESS, None);
     let org = studio(&app).await;
     connect(&app, &org, "linkedin", "urn:li:organization:42", 60).await;
-    // About 8 MB: three parts of LinkedIn's 4 MB instructions.
-    let clip = grainy_video("mp4", 640, 360, 8);
+    // About 10 MB: three parts of LinkedIn's 4 MB instructions.
+    let clip = grainy_video("mp4", 640, 360, 10);
     let size = clip.len() as u64;
     // The post is refused once for the rate limit, and made after its reset.
     platforms.fail_next(

@@ -6,13 +6,22 @@
 //! image, its first bytes and, for a JPEG, the segment headers up to the frame header.
 //!
 //! The box reader is our own (about 250 lines): it only descends into the boxes it needs
-//! (`moov`, `trak`, `mdia`, `minf`, `stbl`, `stsd`, `mvex`) and skips every other box whatever it
-//! holds, so the QuickTime-specific or vendor boxes of real-world files never make it fail.
+//! (`moov`, `trak`, `mdia`, `minf`, `stbl`, `stsd`, `mvex`; `stsz`/`stz2` are read for their
+//! sample count, never their tables, and `moof` fragments not at all) and skips every other box
+//! whatever it holds, so the QuickTime-specific or vendor boxes of real-world files never make
+//! it fail.
+//!
+//! What the headers declare is held to sane limits whatever the platforms (pixels a side and in
+//! all, video samples against the file's length and a frame rate; see [`MAX_IMAGE_PIXELS`] and
+//! the constants beside it), so a decompression bomb is a [`Refused::OverLimit`] naming the
+//! limit, before anything is stored.
 //!
 //! Nothing here panics on any input: all offsets are checked and sizes read from the file are
 //! never trusted for an allocation beyond the caps.
 
 use std::fmt;
+
+use crate::text::group_digits;
 
 /// Random access to stored bytes.
 #[async_trait::async_trait]
@@ -85,6 +94,42 @@ pub struct VideoFacts {
     pub video_codec: String,
     /// The sample entry code of the first audio track, e.g. `mp4a`; `None` without audio.
     pub audio_codec: Option<String>,
+    /// The video track's average frame rate in thousandths of a frame per second (29.97 fps
+    /// is 29,970): its sample count over its media duration. 0 when the file does not say: a
+    /// fragmented MP4 keeps its samples in fragments, which are not read, and items stored
+    /// before this was read have none. Serialized as `frameRate`, in frames per second
+    /// (`29.97`), or `null` when unknown; see [`VideoFacts::frame_rate`].
+    #[serde(rename = "frameRate", default, with = "frame_rate_json")]
+    pub frame_rate_millis: u32,
+}
+
+impl VideoFacts {
+    /// The average frame rate in frames per second, when the file states it.
+    pub fn frame_rate(&self) -> Option<f64> {
+        (self.frame_rate_millis > 0).then(|| f64::from(self.frame_rate_millis) / 1000.0)
+    }
+}
+
+/// `frameRate` in JSON: frames per second as a number, `null` (or absent) when unknown.
+mod frame_rate_json {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(millis: &u32, serializer: S) -> Result<S::Ok, S::Error> {
+        if *millis == 0 {
+            serializer.serialize_none()
+        } else {
+            serializer.serialize_f64(f64::from(*millis) / 1000.0)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
+        let fps = Option::<f64>::deserialize(deserializer)?;
+        Ok(fps
+            .filter(|fps| fps.is_finite() && *fps > 0.0)
+            .map_or(0, |fps| {
+                (fps * 1000.0).round().min(f64::from(u32::MAX)) as u32
+            }))
+    }
 }
 
 /// What the content of an image upload says about itself.
@@ -114,6 +159,12 @@ pub enum Refused {
     /// The extension is not accepted for this kind of media.
     #[error("{0}")]
     Unsupported(String),
+    /// The content declares more than any upload is accepted with, whatever the platform:
+    /// pixels (see [`MAX_IMAGE_PIXELS`], [`MAX_VIDEO_PIXELS`]) or video samples (see
+    /// [`MAX_VIDEO_SAMPLES`], [`MAX_FRAME_RATE`]). The message names the limit and the declared
+    /// value.
+    #[error("{0}")]
+    OverLimit(String),
     /// The stored upload could not be read.
     #[error("the stored upload could not be read: {0}")]
     Io(String),
@@ -130,6 +181,100 @@ pub fn extension_of(file_name: &str) -> Option<String> {
         return None;
     }
     Some(ext.to_ascii_lowercase())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sane limits
+//
+// Headers are cheap to forge: a 100-byte PNG can declare 100,000 × 100,000 pixels (40 GB once
+// decoded), an MP4 a track of 4,294,967,295 samples. These limits hold for every upload,
+// whatever the platforms, and are checked while inspecting, so such a file is refused with a
+// 400 before anything is stored or sent. They sit far above anything a camera, a phone or an
+// editor writes and above every maximum the platforms document (see `rules`), so they never
+// refuse media a platform would take.
+
+/// The longest side of an accepted image, in pixels.
+///
+/// A round figure under 32,767 (signed 16-bit coordinates: the longest side of Chrome's and
+/// Firefox's canvases, and of many decoders). Camera frames are far shorter (a 100-megapixel
+/// medium-format frame is 11,648 × 8,736), and so are ordinary stitched panoramas. Without it
+/// [`MAX_IMAGE_PIXELS`] alone would let a 178,956,970 × 1 strip through, a single row of
+/// 716 MB once decoded.
+pub const MAX_IMAGE_SIDE: u32 = 30_000;
+
+/// The most pixels in an accepted image.
+///
+/// Pillow's threshold for a decompression bomb: it warns above `Image.MAX_IMAGE_PIXELS`
+/// (89,478,485) and raises `DecompressionBombError` above twice that, this figure; about
+/// 716 MB once decoded to RGBA. A 12,000 × 9,000 (108-megapixel) frame passes; a phone's
+/// 200-megapixel mode (16,320 × 12,240) does not, but no platform here would take it: the
+/// largest image any of them takes is LinkedIn's 36,152,320 pixels (TikTok takes 1080p).
+pub const MAX_IMAGE_PIXELS: u64 = 178_956_970;
+
+/// The longest side of an accepted video, in pixels (as displayed, and as coded in the video
+/// track's sample description).
+///
+/// Twice 8K DCI's 8,192 width, and under the longest side H.264 and HEVC allow at their top
+/// level (6.2): √(8 × 35,651,584), about 16,880. The longest any platform here documents is
+/// TikTok's 4,096; YouTube takes 8K (7,680 × 4,320).
+pub const MAX_VIDEO_SIDE: u32 = 16_384;
+
+/// The most pixels in a frame of an accepted video.
+///
+/// The largest picture H.264 and HEVC allow at any level (levels 6 to 6.2: `MaxFS` of 139,264
+/// macroblocks of 256 pixels for H.264, `MaxLumaPs` for HEVC), so no conforming decoder of
+/// either takes more; 8K DCI (8,192 × 4,320 = 35,389,440) fits. Other codecs (ProRes,
+/// MPEG-4 Part 2) are held to the same.
+pub const MAX_VIDEO_PIXELS: u64 = 35_651_584;
+
+/// The highest average frame rate of an accepted video track, in frames per second (its
+/// sample count over its media duration).
+///
+/// Phones record slow motion at up to 240 fps, and Instagram and TikTok take at most 60 fps;
+/// 1,000 leaves room for any camera an upload comes from, so a track claiming more frames a
+/// second is corrupt or hostile.
+pub const MAX_FRAME_RATE: u64 = 1_000;
+
+/// The most samples (frames) in an accepted video track: 12 hours, the longest upload any
+/// platform here takes (YouTube's), at [`MAX_FRAME_RATE`].
+///
+/// It bounds a track whose duration is not stated; besides, each sample takes at least one
+/// byte of the file, so no track may have more samples than the file has bytes.
+pub const MAX_VIDEO_SAMPLES: u64 = 12 * 3600 * MAX_FRAME_RATE;
+
+/// A duration in milliseconds as seconds, without trailing zeros: "2 s", "12.345 s".
+fn seconds(ms: u64) -> String {
+    let text = format!("{}.{:03}", ms / 1000, ms % 1000);
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text} s")
+}
+
+/// Refuses an image declaring more than [`MAX_IMAGE_SIDE`] or [`MAX_IMAGE_PIXELS`].
+fn check_image_size(width: u32, height: u32) -> Result<(), Refused> {
+    let pixels = u64::from(width) * u64::from(height);
+    if width.max(height) > MAX_IMAGE_SIDE || pixels > MAX_IMAGE_PIXELS {
+        return Err(Refused::OverLimit(format!(
+            "the image declares {width}×{height} pixels; at most {} pixels a side and {} pixels \
+             in all are accepted",
+            group_digits(u64::from(MAX_IMAGE_SIDE)),
+            group_digits(MAX_IMAGE_PIXELS)
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses a video size (`what` declares it) over [`MAX_VIDEO_SIDE`] or [`MAX_VIDEO_PIXELS`].
+fn check_video_size(what: &str, width: u32, height: u32) -> Result<(), Refused> {
+    let pixels = u64::from(width) * u64::from(height);
+    if width.max(height) > MAX_VIDEO_SIDE || pixels > MAX_VIDEO_PIXELS {
+        return Err(Refused::OverLimit(format!(
+            "{what} declares {width}×{height} pixels; at most {} pixels a side and {} pixels a \
+             frame are accepted",
+            group_digits(u64::from(MAX_VIDEO_SIDE)),
+            group_digits(MAX_VIDEO_PIXELS)
+        )));
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -601,9 +746,28 @@ struct Track {
     height: u32,
     rotation: u16,
     duration_ms: u64,
+    /// The media header's timescale and duration (in that timescale; 0 when not stated).
+    timescale: u32,
+    duration: u64,
     codec: Option<[u8; 4]>,
     entry_width: u32,
     entry_height: u32,
+    /// The sample count of the sample size box (`stsz` or `stz2`); 0 without one.
+    samples: u64,
+}
+
+impl Track {
+    /// The average frame rate in thousandths of a frame per second, rounded: the sample count
+    /// over the media duration; `None` when either is unknown.
+    fn frame_rate_millis(&self) -> Option<u64> {
+        if self.samples == 0 || self.duration == 0 || self.timescale == 0 {
+            return None;
+        }
+        let ticks = u128::from(self.samples) * u128::from(self.timescale) * 1000;
+        let duration = u128::from(self.duration);
+        let millis = (ticks * 2 + duration) / (duration * 2);
+        Some(u64::try_from(millis).unwrap_or(u64::MAX))
+    }
 }
 
 fn parse_tkhd(body: &[u8], track: &mut Track) -> Result<(), Refused> {
@@ -647,6 +811,29 @@ fn parse_stsd(body: &[u8], track: &mut Track) {
     }
 }
 
+/// The sample count of a `stsz` payload (version/flags, sample size, count) or a `stz2` one
+/// (version/flags, reserved, field size, count): at the same offset in both; 0 when cut short.
+fn sample_count(body: &[u8]) -> u64 {
+    be32(body, 8).map_or(0, u64::from)
+}
+
+/// Reads the sample table: the first sample description, and the sample count.
+fn parse_stbl(body: &[u8], track: &mut Track) -> Result<(), Refused> {
+    let mut described = false;
+    for child in children(body, "stbl") {
+        let (kind, payload) = child?;
+        match &kind {
+            b"stsd" if !described => {
+                described = true;
+                parse_stsd(payload, track);
+            }
+            b"stsz" | b"stz2" => track.samples = sample_count(payload),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 fn parse_trak(body: &[u8]) -> Result<Track, Refused> {
     let mut track = Track::default();
     for child in children(body, "trak") {
@@ -660,15 +847,12 @@ fn parse_trak(body: &[u8]) -> Result<Track, Refused> {
                         b"mdhd" => {
                             let (timescale, duration) = header_times(payload, "mdhd")?;
                             track.duration_ms = to_ms(duration, timescale).unwrap_or(0);
+                            (track.timescale, track.duration) = (timescale, duration);
                         }
                         b"hdlr" => track.handler = fourcc_at(payload, 8).unwrap_or_default(),
                         b"minf" => {
-                            let stsd = match find_child(payload, "minf", b"stbl")? {
-                                Some(stbl) => find_child(stbl, "stbl", b"stsd")?,
-                                None => None,
-                            };
-                            if let Some(stsd) = stsd {
-                                parse_stsd(stsd, &mut track);
+                            if let Some(stbl) = find_child(payload, "minf", b"stbl")? {
+                                parse_stbl(stbl, &mut track)?;
                             }
                         }
                         _ => {}
@@ -691,7 +875,53 @@ fn prefer(kept: &mut Option<Track>, candidate: Track) {
     }
 }
 
-fn parse_moov(moov: &[u8], container: VideoContainer) -> Result<VideoFacts, Refused> {
+/// Refuses a video track over the sane limits: its sizes (as displayed and as coded), and its
+/// sample count against [`MAX_VIDEO_SAMPLES`], the file's length and [`MAX_FRAME_RATE`].
+fn check_video_track(track: &Track, file_len: u64) -> Result<(), Refused> {
+    check_video_size("the video", track.width, track.height)?;
+    check_video_size(
+        "the video's sample description",
+        track.entry_width,
+        track.entry_height,
+    )?;
+    let samples = track.samples;
+    if samples > MAX_VIDEO_SAMPLES {
+        return Err(Refused::OverLimit(format!(
+            "the video track declares {} samples; at most {} are accepted (12 hours at {} \
+             frames per second)",
+            group_digits(samples),
+            group_digits(MAX_VIDEO_SAMPLES),
+            group_digits(MAX_FRAME_RATE)
+        )));
+    }
+    if samples > file_len {
+        return Err(Refused::OverLimit(format!(
+            "the video track declares {} samples but the file has {} bytes; each sample takes \
+             at least one byte",
+            group_digits(samples),
+            group_digits(file_len)
+        )));
+    }
+    if let Some(millis) = track.frame_rate_millis() {
+        if millis > MAX_FRAME_RATE * 1000 {
+            return Err(Refused::OverLimit(format!(
+                "the video track declares {} samples over {} ({} frames per second); at most {} \
+                 frames per second are accepted",
+                group_digits(samples),
+                seconds(to_ms(track.duration, track.timescale).unwrap_or(0)),
+                group_digits(millis / 1000),
+                group_digits(MAX_FRAME_RATE)
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn parse_moov(
+    moov: &[u8],
+    container: VideoContainer,
+    file_len: u64,
+) -> Result<VideoFacts, Refused> {
     let mut movie: Option<(u32, u64)> = None;
     let mut fragment_duration: Option<u64> = None;
     let mut video: Option<Track> = None;
@@ -705,7 +935,10 @@ fn parse_moov(moov: &[u8], container: VideoContainer) -> Result<VideoFacts, Refu
                 let track = parse_trak(payload)?;
                 longest_ms = longest_ms.max(track.duration_ms);
                 match &track.handler {
-                    b"vide" => prefer(&mut video, track),
+                    b"vide" => {
+                        check_video_track(&track, file_len)?;
+                        prefer(&mut video, track);
+                    }
                     b"soun" => prefer(&mut audio, track),
                     _ => {}
                 }
@@ -756,6 +989,10 @@ fn parse_moov(moov: &[u8], container: VideoContainer) -> Result<VideoFacts, Refu
     if matches!(video.rotation, 90 | 270) {
         (width, height) = (height, width);
     }
+    // At most MAX_FRAME_RATE * 1000 here: check_video_track refused anything faster.
+    let frame_rate_millis = video
+        .frame_rate_millis()
+        .map_or(0, |millis| u32::try_from(millis).unwrap_or(u32::MAX));
     Ok(VideoFacts {
         container,
         duration_ms,
@@ -764,6 +1001,7 @@ fn parse_moov(moov: &[u8], container: VideoContainer) -> Result<VideoFacts, Refu
         rotation: video.rotation,
         video_codec: fourcc_str(&codec),
         audio_codec: audio.and_then(|a| a.codec).map(|c| fourcc_str(&c)),
+        frame_rate_millis,
     })
 }
 
@@ -773,6 +1011,9 @@ fn parse_moov(moov: &[u8], container: VideoContainer) -> Result<VideoFacts, Refu
 /// brands against the extension, then reads and parses the `moov` box wherever it is.
 /// Leading `wide`/`free`/`skip` boxes are accepted before `ftyp`, and a `.mov` may be a classic
 /// QuickTime movie without `ftyp` (starting with `wide`, `mdat`, `moov` or `pnot`).
+///
+/// Every video track is held to [`MAX_VIDEO_SIDE`], [`MAX_VIDEO_PIXELS`], [`MAX_VIDEO_SAMPLES`],
+/// the file's length (a sample takes at least a byte) and [`MAX_FRAME_RATE`].
 pub async fn inspect_video(extension: &str, data: &dyn RangeRead) -> Result<VideoFacts, Refused> {
     let ext = normalise(extension);
     let (container, expected) = match ext.as_str() {
@@ -888,7 +1129,7 @@ pub async fn inspect_video(extension: &str, data: &dyn RangeRead) -> Result<Vide
             "the file is cut short inside its moov box".to_owned(),
         ));
     }
-    parse_moov(&bytes, container)
+    parse_moov(&bytes, container, total)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1032,7 +1273,8 @@ async fn jpeg_size(reader: &mut Reader<'_>) -> Result<(u32, u32), Refused> {
 
 /// Checks uploaded image content against its extension ("jpg"/"jpeg", "png" or "webp") and
 /// reads its dimensions, from its first bytes (for a JPEG, its segment headers up to the frame
-/// header, however large the EXIF data before it).
+/// header, however large the EXIF data before it). The dimensions are held to
+/// [`MAX_IMAGE_SIDE`] and [`MAX_IMAGE_PIXELS`].
 pub async fn inspect_image(extension: &str, data: &dyn RangeRead) -> Result<ImageFacts, Refused> {
     let ext = normalise(extension);
     let (format, expected, magic) = match ext.as_str() {
@@ -1085,6 +1327,7 @@ pub async fn inspect_image(extension: &str, data: &dyn RangeRead) -> Result<Imag
             "the image has a zero width or height".to_owned(),
         ));
     }
+    check_image_size(width, height)?;
     Ok(ImageFacts {
         format,
         width,
@@ -1211,25 +1454,75 @@ mod tests {
         bx(codec, &[&body])
     }
 
+    /// A `stsz` box of `count` samples of `size` bytes each (no table).
+    fn stsz(size: u32, count: u32) -> Vec<u8> {
+        full(
+            b"stsz",
+            0,
+            0,
+            &cat(&[&size.to_be_bytes(), &count.to_be_bytes()]),
+        )
+    }
+
+    /// A `stz2` box of `count` samples with 8-bit sizes, all 1.
+    fn stz2(count: u32) -> Vec<u8> {
+        let table = vec![1u8; usize::try_from(count).unwrap()];
+        full(
+            b"stz2",
+            0,
+            0,
+            &cat(&[&[0, 0, 0, 8], &count.to_be_bytes(), &table]),
+        )
+    }
+
+    /// An MP4 with one avc1 video track of `width`×`height` (tkhd and sample entry), lasting
+    /// `duration_ms`, whose sample table is `sizes`, and an mdat of `payload` bytes.
+    fn mp4_with(
+        width: u16,
+        height: u16,
+        duration_ms: u32,
+        sizes: &[u8],
+        payload: usize,
+    ) -> Vec<u8> {
+        let track = trak_with(
+            &tkhd(0, 0, u32::from(width), u32::from(height)),
+            &mdhd(1000, duration_ms),
+            &hdlr(b"vide"),
+            &stsd(&visual_entry(b"avc1", width, height)),
+            sizes,
+        );
+        cat(&[
+            &ftyp(b"isom", &[b"isom"]),
+            &bx(b"mdat", &[&vec![0x42; payload]]),
+            &bx(b"moov", &[&mvhd_v0(1000, duration_ms), &track]),
+        ])
+    }
+
     fn audio_entry(codec: &[u8; 4]) -> Vec<u8> {
         bx(codec, &[&[0; 28]])
     }
 
     fn trak(tkhd: &[u8], mdhd: &[u8], hdlr: &[u8], stsd: &[u8]) -> Vec<u8> {
-        let stbl = bx(b"stbl", &[stsd, &full(b"stts", 0, 0, &[0; 4])]);
+        trak_with(tkhd, mdhd, hdlr, stsd, &[])
+    }
+
+    /// [`trak`] with `sizes` (a `stsz` or `stz2` box, or nothing) after the `stts` box.
+    fn trak_with(tkhd: &[u8], mdhd: &[u8], hdlr: &[u8], stsd: &[u8], sizes: &[u8]) -> Vec<u8> {
+        let stbl = bx(b"stbl", &[stsd, &full(b"stts", 0, 0, &[0; 4]), sizes]);
         let minf = bx(b"minf", &[&full(b"vmhd", 0, 1, &[0; 8]), &stbl]);
         let mdia = bx(b"mdia", &[mdhd, hdlr, &minf]);
         bx(b"trak", &[tkhd, &bx(b"edts", &[&[0; 12]]), &mdia])
     }
 
-    /// moov: mvhd (1000/12345), a 90° 1080x1920 avc1 track, an mp4a track, and a QuickTime
-    /// style udta/meta that is simply skipped.
+    /// moov: mvhd (1000/12345), a 90° 1080x1920 avc1 track of 370 samples over 12.345 s
+    /// (29.972 fps), an mp4a track, and a QuickTime style udta/meta that is simply skipped.
     fn moov_mp4() -> Vec<u8> {
-        let video = trak(
+        let video = trak_with(
             &tkhd(0, 90, 1080, 1920),
             &mdhd(90000, 1_111_050),
             &hdlr(b"vide"),
             &stsd(&visual_entry(b"avc1", 1080, 1920)),
+            &stsz(2, 370),
         );
         let audio = trak(
             &tkhd(0, 0, 0, 0),
@@ -1402,14 +1695,18 @@ mod tests {
                 rotation: 90,
                 video_codec: "avc1".into(),
                 audio_codec: Some("mp4a".into()),
+                frame_rate_millis: 29_972,
             }
         );
+        assert_eq!(facts.frame_rate(), Some(29.972));
         let json = serde_json::to_value(&facts).unwrap();
         assert_eq!(
             json,
             serde_json::json!({"container": "mp4", "durationMs": 12345, "width": 1920,
-                "height": 1080, "rotation": 90, "videoCodec": "avc1", "audioCodec": "mp4a"})
+                "height": 1080, "rotation": 90, "videoCodec": "avc1", "audioCodec": "mp4a",
+                "frameRate": 29.972})
         );
+        assert_eq!(serde_json::from_value::<VideoFacts>(json).unwrap(), facts);
         let data = mp4_file();
         let future = inspect_video("mp4", &data);
         assert_send(&future);
@@ -1431,7 +1728,14 @@ mod tests {
                 rotation: 180,
                 video_codec: "apcn".into(),
                 audio_codec: None,
+                frame_rate_millis: 0,
             }
+        );
+        // No sample size box: the frame rate is unknown, and shown as null.
+        assert_eq!(facts.frame_rate(), None);
+        assert_eq!(
+            serde_json::to_value(&facts).unwrap()["frameRate"],
+            serde_json::Value::Null
         );
         assert_eq!(serde_json::to_value(&facts).unwrap()["container"], "mov");
     }
@@ -1790,9 +2094,19 @@ mod tests {
         let facts = image("webp", webp_file(b"VP8L", &vp8l)).await.unwrap();
         assert_eq!((facts.width, facts.height), (400, 300));
         // VP8X: flags, reserved, 24-bit width - 1 and height - 1.
-        let vp8x = cat(&[&[0x10, 0, 0, 0], &[0x7F, 0x96, 0x98], &[0x0F, 0x42, 0x00]]);
+        let vp8x = cat(&[&[0x10, 0, 0, 0], &[0x9F, 0x0F, 0x00], &[0xB7, 0x0B, 0x00]]);
         let facts = image("webp", webp_file(b"VP8X", &vp8x)).await.unwrap();
-        assert_eq!((facts.width, facts.height), (0x0098_967F + 1, 0x42_0F + 1));
+        assert_eq!((facts.width, facts.height), (4000, 3000));
+        // A canvas of 10,000,000 x 16,912 is read, and refused.
+        let vp8x = cat(&[&[0x10, 0, 0, 0], &[0x7F, 0x96, 0x98], &[0x0F, 0x42, 0x00]]);
+        assert_eq!(
+            image("webp", webp_file(b"VP8X", &vp8x)).await,
+            Err(Refused::OverLimit(
+                "the image declares 10000000×16912 pixels; at most 30,000 pixels a side and \
+                 178,956,970 pixels in all are accepted"
+                    .into()
+            ))
+        );
         // A RIFF size beyond the end of the file.
         let mut cut = webp_file(b"VP8L", &vp8l);
         cut.truncate(cut.len() - 3);
@@ -1851,6 +2165,271 @@ mod tests {
             image("png", Vec::new()).await,
             Err(Refused::Truncated(_))
         ));
+    }
+
+    // -- Sane limits ----------------------------------------------------------------------
+
+    fn over_limit(message: &str) -> Result<ImageFacts, Refused> {
+        Err(Refused::OverLimit(message.into()))
+    }
+
+    #[tokio::test]
+    async fn image_bombs_are_refused_naming_the_limit() {
+        assert_eq!(
+            image("png", png_file(100_000, 100_000)).await,
+            over_limit(
+                "the image declares 100000×100000 pixels; at most 30,000 pixels a side and \
+                 178,956,970 pixels in all are accepted"
+            )
+        );
+        assert_eq!(
+            image("jpg", jpeg_file(0xC0, 65535, 65535)).await,
+            over_limit(
+                "the image declares 65535×65535 pixels; at most 30,000 pixels a side and \
+                 178,956,970 pixels in all are accepted"
+            )
+        );
+        // WebP's own maxima: 16,384 a side (VP8L, VP8X) is 268 megapixels.
+        let bits: u32 = 16_383 | (16_383 << 14);
+        let vp8l = cat(&[&[0x2F], &bits.to_le_bytes(), &[0; 10]]);
+        let refused = image("webp", webp_file(b"VP8L", &vp8l)).await.unwrap_err();
+        assert!(
+            matches!(&refused, Refused::OverLimit(m) if m.starts_with("the image declares 16384×16384 pixels")),
+            "{refused}"
+        );
+        let vp8x = cat(&[&[0x10, 0, 0, 0], &[0xFF, 0x3F, 0x00], &[0xFF, 0x3F, 0x00]]);
+        assert!(matches!(
+            image("webp", webp_file(b"VP8X", &vp8x)).await,
+            Err(Refused::OverLimit(_))
+        ));
+        // One side too long, few pixels; few sides too long, too many pixels.
+        assert!(matches!(
+            image("png", png_file(30_001, 10)).await,
+            Err(Refused::OverLimit(_))
+        ));
+        assert!(matches!(
+            image("png", png_file(20_000, 9_000)).await,
+            Err(Refused::OverLimit(_))
+        ));
+        // The refusal is a 400 on the file, like any other content refusal.
+        let message = image("png", png_file(100_000, 100_000))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("178,956,970"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn ordinary_photos_and_panoramas_pass_the_limits() {
+        for (w, h) in [
+            (8000, 6000),
+            (12_000, 9_000),
+            (30_000, 5_000),
+            (5_000, 30_000),
+        ] {
+            let facts = image("png", png_file(w, h)).await.unwrap();
+            assert_eq!((facts.width, facts.height), (w, h));
+        }
+        let facts = image("jpg", jpeg_file(0xC0, 12_000, 9_000)).await.unwrap();
+        assert_eq!((facts.width, facts.height), (12_000, 9_000));
+        // Exactly at the limits.
+        assert!(image("png", png_file(30_000, 10)).await.is_ok());
+        let at_limit = u32::try_from(MAX_IMAGE_PIXELS / 10_000).unwrap();
+        assert!(image("png", png_file(10_000, at_limit)).await.is_ok());
+        assert!(matches!(
+            image("png", png_file(10_000, at_limit + 1)).await,
+            Err(Refused::OverLimit(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_sample_bomb_is_refused_naming_the_limit() {
+        let file = mp4_with(1920, 1080, 10_000, &stsz(1, u32::MAX), 1000);
+        assert_eq!(
+            video("mp4", file).await,
+            Err(Refused::OverLimit(
+                "the video track declares 4,294,967,295 samples; at most 43,200,000 are \
+                 accepted (12 hours at 1,000 frames per second)"
+                    .into()
+            ))
+        );
+        // Also in a stz2 box (its table is not needed to read the count), and with no duration.
+        let count = u32::try_from(MAX_VIDEO_SAMPLES + 1).unwrap();
+        let sizes = full(b"stz2", 0, 0, &cat(&[&[0, 0, 0, 8], &count.to_be_bytes()]));
+        let file = mp4_with(1920, 1080, 0, &sizes, 1000);
+        assert!(
+            matches!(video("mp4", file).await, Err(Refused::OverLimit(m)) if m.contains("43,200,000"))
+        );
+    }
+
+    #[tokio::test]
+    async fn more_samples_than_bytes_is_refused() {
+        // One hour at 277 fps is under the frame rate limit, but not in a file this small.
+        let file = mp4_with(1920, 1080, 3_600_000, &stsz(1, 1_000_000), 1000);
+        let len = file.len();
+        assert_eq!(
+            video("mp4", file).await,
+            Err(Refused::OverLimit(format!(
+                "the video track declares 1,000,000 samples but the file has {} bytes; each \
+                 sample takes at least one byte",
+                group_digits(len as u64)
+            )))
+        );
+    }
+
+    #[tokio::test]
+    async fn an_absurd_frame_rate_is_refused() {
+        let file = mp4_with(1920, 1080, 2000, &stsz(1, 5000), 10_000);
+        assert_eq!(
+            video("mp4", file).await,
+            Err(Refused::OverLimit(
+                "the video track declares 5,000 samples over 2 s (2,500 frames per second); at \
+                 most 1,000 frames per second are accepted"
+                    .into()
+            ))
+        );
+        // A bomb in a second, disabled video track counts too.
+        let bomb = trak_with(
+            &tkhd(0, 0, 640, 360),
+            &mdhd(1000, 1000),
+            &hdlr(b"vide"),
+            &stsd(&visual_entry(b"avc1", 640, 360)),
+            &stsz(1, 100_000),
+        );
+        let mut moov = moov_mp4();
+        moov.extend_from_slice(&bomb);
+        let size = u32::try_from(moov.len()).unwrap();
+        moov[..4].copy_from_slice(&size.to_be_bytes());
+        let file = cat(&[
+            &ftyp(b"isom", &[b"isom"]),
+            &bx(b"mdat", &[&[0; 200_000]]),
+            &moov,
+        ]);
+        assert!(
+            matches!(video("mp4", file).await, Err(Refused::OverLimit(m)) if m.contains("100,000 samples over 1 s"))
+        );
+    }
+
+    #[tokio::test]
+    async fn frame_rates_are_read_from_the_sample_count() {
+        // Slow motion at 240 fps passes the sane limit.
+        let file = mp4_with(1920, 1080, 10_000, &stsz(1, 2400), 3000);
+        let facts = video("mp4", file).await.unwrap();
+        assert_eq!(facts.frame_rate_millis, 240_000);
+        assert_eq!(
+            serde_json::to_value(&facts).unwrap()["frameRate"],
+            serde_json::json!(240.0)
+        );
+        // NTSC: 300 frames of 1001 ticks at 30000.
+        let track = trak_with(
+            &tkhd(0, 0, 1280, 720),
+            &mdhd(30_000, 300 * 1001),
+            &hdlr(b"vide"),
+            &stsd(&visual_entry(b"avc1", 1280, 720)),
+            &stsz(0, 0),
+        );
+        let mut sizes = stsz(0, 300);
+        sizes.extend_from_slice(&[0; 1200]);
+        let size = u32::try_from(sizes.len()).unwrap();
+        sizes[..4].copy_from_slice(&size.to_be_bytes());
+        let track_300 = trak_with(
+            &tkhd(0, 0, 1280, 720),
+            &mdhd(30_000, 300 * 1001),
+            &hdlr(b"vide"),
+            &stsd(&visual_entry(b"avc1", 1280, 720)),
+            &sizes,
+        );
+        for (track, rate) in [(track, 0), (track_300, 29_970)] {
+            let file = cat(&[
+                &ftyp(b"isom", &[b"isom"]),
+                &bx(b"mdat", &[&[0; 2000]]),
+                &bx(b"moov", &[&mvhd_v0(1000, 10_010), &track]),
+            ]);
+            assert_eq!(video("mp4", file).await.unwrap().frame_rate_millis, rate);
+        }
+        // stz2: 60 samples over 2 s.
+        let file = mp4_with(1920, 1080, 2000, &stz2(60), 100);
+        assert_eq!(video("mp4", file).await.unwrap().frame_rate_millis, 30_000);
+        // No duration: the count is held to the limits, but there is no rate.
+        let file = mp4_with(1920, 1080, 0, &stsz(1, 60), 100);
+        assert_eq!(video("mp4", file).await.unwrap().frame_rate(), None);
+    }
+
+    #[tokio::test]
+    async fn oversized_videos_are_refused_and_8k_passes() {
+        let refused = video("mp4", mp4_with(20_000, 20_000, 1000, &[], 100)).await;
+        assert_eq!(
+            refused,
+            Err(Refused::OverLimit(
+                "the video declares 20000×20000 pixels; at most 16,384 pixels a side and \
+                 35,651,584 pixels a frame are accepted"
+                    .into()
+            ))
+        );
+        // Within a side but over the pixels of a frame.
+        assert!(matches!(
+            video("mp4", mp4_with(16_384, 4_000, 1000, &[], 100)).await,
+            Err(Refused::OverLimit(_))
+        ));
+        // A modest display size over a huge coded one.
+        let track = trak(
+            &tkhd(0, 0, 1920, 1080),
+            &mdhd(1000, 1000),
+            &hdlr(b"vide"),
+            &stsd(&visual_entry(b"avc1", 65535, 65535)),
+        );
+        let file = cat(&[
+            &ftyp(b"isom", &[b"isom"]),
+            &bx(b"moov", &[&mvhd_v0(1000, 1000), &track]),
+        ]);
+        assert_eq!(
+            video("mp4", file).await,
+            Err(Refused::OverLimit(
+                "the video's sample description declares 65535×65535 pixels; at most 16,384 \
+                 pixels a side and 35,651,584 pixels a frame are accepted"
+                    .into()
+            ))
+        );
+        for (w, h) in [(7680, 4320), (8192, 4320), (4320, 7680), (3840, 2160)] {
+            let facts = video("mp4", mp4_with(w, h, 1000, &stsz(1, 30), 100))
+                .await
+                .unwrap();
+            assert_eq!((facts.width, facts.height), (u32::from(w), u32::from(h)));
+        }
+    }
+
+    #[test]
+    fn frame_rates_in_json() {
+        let stored = serde_json::json!({"container": "mp4", "durationMs": 1000, "width": 2,
+            "height": 2, "rotation": 0, "videoCodec": "avc1", "audioCodec": null});
+        // Stored before frame rates were read.
+        let facts: VideoFacts = serde_json::from_value(stored.clone()).unwrap();
+        assert_eq!(facts.frame_rate_millis, 0);
+        let mut with = stored;
+        with["frameRate"] = serde_json::Value::Null;
+        assert_eq!(
+            serde_json::from_value::<VideoFacts>(with.clone())
+                .unwrap()
+                .frame_rate_millis,
+            0
+        );
+        for (shown, millis) in [
+            (serde_json::json!(29.97), 29_970),
+            (serde_json::json!(30), 30_000),
+            (serde_json::json!(-5.0), 0),
+        ] {
+            with["frameRate"] = shown;
+            let facts: VideoFacts = serde_json::from_value(with.clone()).unwrap();
+            assert_eq!(facts.frame_rate_millis, millis);
+        }
+        assert_eq!(group_digits(0), "0");
+        assert_eq!(group_digits(999), "999");
+        assert_eq!(group_digits(1000), "1,000");
+        assert_eq!(group_digits(u64::from(u32::MAX)), "4,294,967,295");
+        assert_eq!(seconds(2000), "2 s");
+        assert_eq!(seconds(12_345), "12.345 s");
+        assert_eq!(seconds(20_500), "20.5 s");
+        assert_eq!(seconds(0), "0 s");
     }
 
     #[test]

@@ -6,10 +6,18 @@
 //! | platform | video | image | text |
 //! |---|---|---|---|
 //! | YouTube | 1 s to 12 h | none | title ≤ 100, description ≤ 5,000 bytes, neither with `<` `>` |
-//! | Instagram | Reels: 3 s to 15 min, ≤ 300 MB, aspect 0.01:1 to 10:1, H.264/HEVC | JPEG, ≤ 8 MB, aspect 4:5 to 1.91:1 | caption ≤ 2,200, ≤ 30 hashtags, ≤ 20 mentions |
-//! | TikTok | 3 s to 10 min, ≤ 4 GB, H.264/HEVC, ≥ 360 px | JPEG or WebP, ≤ 20 MB | caption ≤ 2,200 |
+//! | Instagram | Reels: 3 s to 15 min, ≤ 300 MB, aspect 0.01:1 to 10:1, H.264/HEVC, ≤ 1,920 px wide, 23 to 60 fps | JPEG, ≤ 8 MB, aspect 4:5 to 1.91:1 | caption ≤ 2,200, ≤ 30 hashtags, ≤ 20 mentions |
+//! | TikTok | 3 s to 10 min, ≤ 4 GB, H.264/HEVC, 360 to 4,096 px a side, 23 to 60 fps | JPEG or WebP, ≤ 20 MB, ≤ 1080p (1,920 × 1,080 either way) | caption ≤ 2,200 |
 //! | LinkedIn | MP4, 3 s to 30 min, 75 KB to 500 MB | ≤ 36,152,320 pixels | commentary ≤ 3,000 |
 //! | Pinterest | 4 s to 15 min, ≤ 2 GB | ≤ 20 MB | title ≤ 100, description ≤ 500; a board |
+//!
+//! Frame rates are the video track's average (its sample count over its duration), checked
+//! only when the file states its sample count: a fragmented MP4 keeps its samples in fragments,
+//! which are not read. Sources: Instagram's "IG User Media" reference (Reel specifications:
+//! frame rate 23-60 FPS, maximum columns 1920), TikTok's Content Posting API "Media Transfer
+//! Guide" (video: 23 to 60 FPS, 360 to 4096 pixels for both height and width; images: maximum
+//! 1080p). Every upload is first held to the sane limits of [`super::inspect`] (pixels, sample
+//! counts), far above these.
 
 use serde_json::{Map, Value};
 
@@ -18,6 +26,23 @@ use super::model::{FileFacts, Platform, StoredFile};
 use crate::error::FieldError;
 
 const MB: u64 = 1_000_000;
+
+/// The frame rates Instagram Reels and TikTok videos take, in thousandths of a frame per
+/// second: 23 to 60 FPS (IG User Media, Reel specifications; TikTok Media Transfer Guide,
+/// "Framerate restrictions").
+const FRAME_RATES_23_TO_60: std::ops::RangeInclusive<u32> = 23_000..=60_000;
+
+/// The widest Instagram Reel, in pixels as displayed (IG User Media, Reel specifications:
+/// "Maximum columns (horizontal pixels): 1920").
+const INSTAGRAM_REEL_MAX_WIDTH: u32 = 1920;
+
+/// The longest side of a TikTok video, in pixels (Media Transfer Guide, "Picture size
+/// restrictions": maximum of 4096 pixels for both height and width).
+const TIKTOK_VIDEO_MAX_SIDE: u32 = 4096;
+
+/// The largest TikTok photo, as (longer side, shorter side): 1080p, either way (Media Transfer
+/// Guide, image "Picture size restrictions": maximum 1080p).
+const TIKTOK_PHOTO_MAX: (u32, u32) = (1920, 1080);
 
 /// The text an item posts with on a platform: its own setting, else the item's.
 #[derive(Debug, Clone, Copy)]
@@ -138,6 +163,42 @@ pub fn check(
                     ),
                 );
             }
+            if platform == Platform::Tiktok && video.width.max(video.height) > TIKTOK_VIDEO_MAX_SIDE
+            {
+                refuse(
+                    name.into(),
+                    format!(
+                        "TikTok takes videos at most {TIKTOK_VIDEO_MAX_SIDE} pixels on each side; \
+                         this one is {}x{}",
+                        video.width, video.height
+                    ),
+                );
+            }
+            if platform == Platform::Instagram && video.width > INSTAGRAM_REEL_MAX_WIDTH {
+                refuse(
+                    name.into(),
+                    format!(
+                        "Instagram takes Reels at most {INSTAGRAM_REEL_MAX_WIDTH} pixels wide; \
+                         this one is {}x{} as displayed",
+                        video.width, video.height
+                    ),
+                );
+            }
+            // Only when the file states its frame rate (0 is unknown).
+            let rate = video.frame_rate_millis;
+            if matches!(platform, Platform::Instagram | Platform::Tiktok)
+                && rate > 0
+                && !FRAME_RATES_23_TO_60.contains(&rate)
+            {
+                refuse(
+                    name.into(),
+                    format!(
+                        "{} takes videos of 23 to 60 frames per second; this one is {} fps",
+                        platform.label(),
+                        fps(rate)
+                    ),
+                );
+            }
         }
         FileFacts::Image(image) => {
             let max_bytes = match platform {
@@ -183,6 +244,19 @@ pub fn check(
                         "Instagram takes images with an aspect ratio from 4:5 to 1.91:1; this \
                          one is {}x{}",
                         image.width, image.height
+                    ),
+                );
+            }
+            let (longer, shorter) = (image.width.max(image.height), image.width.min(image.height));
+            if platform == Platform::Tiktok
+                && (longer > TIKTOK_PHOTO_MAX.0 || shorter > TIKTOK_PHOTO_MAX.1)
+            {
+                refuse(
+                    name.into(),
+                    format!(
+                        "TikTok takes photos of at most 1080p ({}x{} either way); this one is \
+                         {}x{}",
+                        TIKTOK_PHOTO_MAX.0, TIKTOK_PHOTO_MAX.1, image.width, image.height
                     ),
                 );
             }
@@ -280,13 +354,20 @@ fn duration(seconds: f64) -> String {
 }
 
 fn bytes(n: u64) -> String {
-    if n >= 1 << 30 && n % (1 << 30) == 0 {
+    if n >= 1 << 30 && n.is_multiple_of(1 << 30) {
         format!("{} GiB", n >> 30)
     } else if n >= MB {
         format!("{} MB", trim(n as f64 / MB as f64))
     } else {
         format!("{} KB", trim(n as f64 / 1000.0))
     }
+}
+
+/// A frame rate in thousandths as frames per second, exactly, without trailing zeros:
+/// "29.97", "10", "23.976" (so a refused 60.004 never reads as 60).
+fn fps(millis: u32) -> String {
+    let text = format!("{}.{:03}", millis / 1000, millis % 1000);
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 fn trim(value: f64) -> String {
@@ -312,8 +393,18 @@ mod tests {
                 rotation: 0,
                 video_codec: "avc1".into(),
                 audio_codec: None,
+                frame_rate_millis: 0,
             }),
         }
+    }
+
+    /// [`video`] whose file states a frame rate (in thousandths of a frame per second).
+    fn video_at(fps_millis: u32, width: u32, height: u32) -> StoredFile {
+        let mut file = video(20_000, width, height, 5 * MB);
+        if let FileFacts::Video(facts) = &mut file.facts {
+            facts.frame_rate_millis = fps_millis;
+        }
+        file
     }
 
     fn image(format: ImageFormat, width: u32, height: u32, size: u64) -> StoredFile {
@@ -386,6 +477,109 @@ mod tests {
             problems[0].message.contains("4:5 to 1.91:1"),
             "{problems:?}"
         );
+    }
+
+    #[test]
+    fn frame_rates_are_held_to_23_to_60_fps_on_instagram_and_tiktok_when_known() {
+        for platform in [Platform::Instagram, Platform::Tiktok] {
+            for ok in [23_000, 23_976, 29_970, 30_000, 60_000] {
+                let clip = video_at(ok, 1080, 1920);
+                assert!(
+                    check(platform, &clip, &Map::new(), NO_TEXT).is_empty(),
+                    "{platform:?} at {ok}"
+                );
+            }
+            for (bad, shown) in [(10_000, "10"), (22_980, "22.98"), (60_004, "60.004")] {
+                let problems = check(platform, &video_at(bad, 1080, 1920), &Map::new(), NO_TEXT);
+                assert_eq!(fields(&problems), vec![platform.as_str()], "{problems:?}");
+                assert_eq!(
+                    problems[0].message,
+                    format!(
+                        "{} takes videos of 23 to 60 frames per second; this one is {shown} fps",
+                        platform.label()
+                    )
+                );
+            }
+        }
+        // Unknown (a fragmented MP4, or an item stored before frame rates were read): no rule.
+        assert!(check(
+            Platform::Tiktok,
+            &video_at(0, 1080, 1920),
+            &Map::new(),
+            NO_TEXT
+        )
+        .is_empty());
+        // The other platforms document no frame rate we hold them to.
+        for platform in [Platform::Youtube, Platform::Linkedin] {
+            let slow = video_at(10_000, 1080, 1920);
+            assert!(
+                check(platform, &slow, &Map::new(), NO_TEXT).is_empty(),
+                "{platform:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn instagram_reels_are_at_most_1920_wide_and_tiktok_videos_4096_a_side() {
+        let wide = video_at(30_000, 3840, 2160);
+        let problems = check(Platform::Instagram, &wide, &Map::new(), NO_TEXT);
+        assert_eq!(fields(&problems), vec!["instagram"]);
+        assert_eq!(
+            problems[0].message,
+            "Instagram takes Reels at most 1920 pixels wide; this one is 3840x2160 as displayed"
+        );
+        for fits in [video_at(30_000, 1920, 1080), video_at(30_000, 1080, 1920)] {
+            assert!(check(Platform::Instagram, &fits, &Map::new(), NO_TEXT).is_empty());
+        }
+        // 4K UHD fits TikTok; 8K does not.
+        assert!(check(Platform::Tiktok, &wide, &Map::new(), NO_TEXT).is_empty());
+        let tall = video_at(30_000, 4320, 7680);
+        let problems = check(Platform::Tiktok, &tall, &Map::new(), NO_TEXT);
+        assert_eq!(fields(&problems), vec!["tiktok"]);
+        assert_eq!(
+            problems[0].message,
+            "TikTok takes videos at most 4096 pixels on each side; this one is 4320x7680"
+        );
+        // YouTube takes 8K.
+        assert!(check(Platform::Youtube, &tall, &Map::new(), NO_TEXT).is_empty());
+    }
+
+    #[test]
+    fn tiktok_photos_are_at_most_1080p_either_way() {
+        for (w, h) in [(1920, 1080), (1080, 1920), (1080, 1080), (640, 480)] {
+            let photo = image(ImageFormat::Jpeg, w, h, MB);
+            assert!(
+                check(Platform::Tiktok, &photo, &Map::new(), NO_TEXT).is_empty(),
+                "{w}x{h}"
+            );
+        }
+        for (w, h) in [(4000, 3000), (1921, 1080), (1440, 1440), (1080, 2400)] {
+            let photo = image(ImageFormat::Webp, w, h, MB);
+            let problems = check(Platform::Tiktok, &photo, &Map::new(), NO_TEXT);
+            assert_eq!(fields(&problems), vec!["tiktok"], "{w}x{h}");
+            assert_eq!(
+                problems[0].message,
+                format!(
+                    "TikTok takes photos of at most 1080p (1920x1080 either way); this one is \
+                     {w}x{h}"
+                )
+            );
+        }
+        // Pinterest documents no such maximum.
+        let big = image(ImageFormat::Jpeg, 4000, 3000, MB);
+        let settings: Map<String, Value> =
+            serde_json::from_value(serde_json::json!({"boardId": "b"})).unwrap();
+        assert!(check(Platform::Pinterest, &big, &settings, NO_TEXT).is_empty());
+    }
+
+    #[test]
+    fn frame_rates_read_as_fps() {
+        assert_eq!(fps(29_970), "29.97");
+        assert_eq!(fps(10_000), "10");
+        assert_eq!(fps(23_976), "23.976");
+        assert_eq!(fps(60_004), "60.004");
+        assert_eq!(fps(100_000), "100");
+        assert_eq!(fps(60_500), "60.5");
     }
 
     #[test]

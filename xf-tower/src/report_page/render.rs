@@ -23,6 +23,7 @@
 
 use chrono::SecondsFormat;
 use xf_core::model::{ScanKind, Severity};
+use xf_core::text::group_digits;
 use xf_core::time::Timestamp;
 use xf_core::{Audit, CheckFindings};
 
@@ -504,19 +505,6 @@ fn noun<'a>(count: u64, one: &'a str, many: &'a str) -> &'a str {
     } else {
         many
     }
-}
-
-/// `n` with thousands separated by commas: `12,345`.
-fn group_digits(n: u64) -> String {
-    let digits = n.to_string();
-    let mut grouped = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            grouped.push(',');
-        }
-        grouped.push(digit);
-    }
-    grouped
 }
 
 #[cfg(test)]
