@@ -265,3 +265,115 @@ async fn a_key_revoked_on_one_instance_is_refused_by_the_other_within_the_bound(
     }
     assert!(revoked.elapsed() <= xf_core::KEY_CACHE_TTL + std::time::Duration::from_millis(500));
 }
+
+/// Sixteen clients keep writing and reading while the database is cut off for ten seconds:
+/// every answer comes within the README's bound (a `503 unavailable` during the outage), and
+/// every write that was acknowledged is there afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_load_a_database_outage_answers_in_time_and_loses_no_acknowledged_write() {
+    const BOUND: std::time::Duration = std::time::Duration::from_secs(3);
+    let direct = xf_storage_postgres::testing::fresh_database().await;
+    let options = direct.pool().connect_options().as_ref().clone();
+    let upstream = format!("{}:{}", options.get_host(), options.get_port());
+    let mut outage = Outage::start(upstream).await;
+    // The production pool settings, through the proxy.
+    let url = format!(
+        "postgres://{}@127.0.0.1:{}/{}",
+        options.get_username(),
+        outage.port,
+        options.get_database().unwrap_or("postgres")
+    );
+    let app = TestApp::over(Arc::new(PgStore::connect(&url).unwrap()));
+    let direct = TestApp::over(Arc::new(direct));
+    let org = direct.organization("Acme", "growth").await;
+    // Room for every write of the test in the plan's limits.
+    direct
+        .admin(
+            Method::PATCH,
+            &format!("/organizations/{}", org.organization.id),
+            Some(
+                json!({"limits": {"writePerHour": 1000000, "readPerHour": 1000000,
+                "orgWriteDaily": 1000000}}),
+            ),
+        )
+        .await
+        .expect(200);
+    app.get("/organization", &org.live_key).await.expect(200);
+
+    let started = tokio::time::Instant::now();
+    let run_for = std::time::Duration::from_secs(18);
+    let mut clients = JoinSet::new();
+    for client in 0..16 {
+        let (app, key) = (app.clone(), org.live_key.clone());
+        clients.spawn(async move {
+            let mut acknowledged = Vec::new();
+            let mut slowest = std::time::Duration::ZERO;
+            let mut statuses = HashSet::new();
+            let mut n = 0;
+            while started.elapsed() < run_for {
+                n += 1;
+                let sent = tokio::time::Instant::now();
+                let reply = if n % 2 == 0 {
+                    app.get("/organization", &key).await
+                } else {
+                    app.post(
+                        "/properties",
+                        &key,
+                        json!({"url": format!("https://c{client}-{n}.example")}),
+                    )
+                    .await
+                };
+                slowest = slowest.max(sent.elapsed());
+                statuses.insert(reply.status.as_u16());
+                if reply.status == 201 {
+                    acknowledged.push(
+                        reply.body["data"]["property"]["id"]
+                            .as_str()
+                            .unwrap()
+                            .to_owned(),
+                    );
+                }
+                if reply.status == 503 {
+                    // A client that honours Retry-After would wait; this one keeps pressing
+                    // after a moment, as an impatient one does.
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+            }
+            (acknowledged, slowest, statuses)
+        });
+    }
+    tokio::time::sleep_until(started + std::time::Duration::from_secs(3)).await;
+    outage.cut().await;
+    tokio::time::sleep_until(started + std::time::Duration::from_secs(13)).await;
+    outage.restore().await;
+
+    let mut acknowledged = Vec::new();
+    let mut slowest = std::time::Duration::ZERO;
+    let mut statuses = HashSet::new();
+    while let Some(outcome) = clients.join_next().await {
+        let (ids, slow, seen) = outcome.unwrap();
+        acknowledged.extend(ids);
+        slowest = slowest.max(slow);
+        statuses.extend(seen);
+    }
+    assert!(
+        statuses.contains(&503),
+        "the outage was not seen: {statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|s| [200, 201, 503].contains(s)),
+        "{statuses:?}"
+    );
+    assert!(slowest <= BOUND, "an answer took {slowest:?}");
+    assert!(!acknowledged.is_empty());
+    eprintln!(
+        "slowest answer {slowest:?}; {} acknowledged writes, all found",
+        acknowledged.len()
+    );
+    for id in &acknowledged {
+        direct
+            .get(&format!("/properties/{id}"), &org.live_key)
+            .await
+            .expect(200);
+    }
+}

@@ -1,5 +1,7 @@
 //! Rate-limit counters and idempotency records.
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
@@ -26,7 +28,13 @@ const MAX_BATCH: usize = 256;
 /// which counts each exactly as alone with three statements per batch; a lone request takes
 /// `xf_hit_rate_limits` (0002). So a busy instance makes one round trip for many requests,
 /// and an idle one answers at once.
+///
+/// When the database cannot be reached, a batch waits out the pool's acquire time-out; the
+/// requests that queued behind it are then answered `Unavailable` at once, as are those that
+/// arrive within [`OUTAGE_FAST_FAIL`] of it, so that no request waits for two time-outs in a
+/// row (the README's bound on answers during an outage).
 async fn count_batches(pool: PgPool, mut waiting: mpsc::UnboundedReceiver<PendingHit>) {
+    let mut down: Option<(tokio::time::Instant, StoreError)> = None;
     while let Some(first) = waiting.recv().await {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -35,18 +43,36 @@ async fn count_batches(pool: PgPool, mut waiting: mpsc::UnboundedReceiver<Pendin
                 Err(_) => break,
             }
         }
-        if batch.len() == 1 {
-            let (buckets, reply) = batch.remove(0);
-            let _ = reply.send(hit_one(&pool, &buckets).await);
-            continue;
+        if let Some((since, error)) = &down {
+            if since.elapsed() < OUTAGE_FAST_FAIL {
+                for (_, reply) in batch {
+                    let _ = reply.send(Err(error.clone()));
+                }
+                continue;
+            }
+            down = None;
         }
-        match hit_many(&pool, &batch).await {
+        let outcomes = if batch.len() == 1 {
+            hit_one(&pool, &batch[0].0)
+                .await
+                .map(|outcome| vec![outcome])
+        } else {
+            hit_many(&pool, &batch).await
+        };
+        match outcomes {
             Ok(outcomes) => {
                 for ((_, reply), outcome) in batch.into_iter().zip(outcomes) {
                     let _ = reply.send(Ok(outcome));
                 }
             }
             Err(error) => {
+                if matches!(error, StoreError::Unavailable(_)) {
+                    down = Some((tokio::time::Instant::now(), error.clone()));
+                    // Whoever queued while this batch waited has waited long enough.
+                    while let Ok((_, reply)) = waiting.try_recv() {
+                        let _ = reply.send(Err(error.clone()));
+                    }
+                }
                 for (_, reply) in batch {
                     let _ = reply.send(Err(error.clone()));
                 }
@@ -54,6 +80,10 @@ async fn count_batches(pool: PgPool, mut waiting: mpsc::UnboundedReceiver<Pendin
         }
     }
 }
+
+/// How long after a batch found the database unreachable new requests are answered
+/// `Unavailable` without trying.
+const OUTAGE_FAST_FAIL: Duration = Duration::from_millis(500);
 
 /// One request, one call of `xf_hit_rate_limits` (migration 0002): see its comment for how
 /// it stays exact and all-or-nothing across instances.
