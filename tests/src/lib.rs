@@ -7,6 +7,7 @@ pub mod google;
 pub mod media;
 pub mod platforms;
 pub mod receiver;
+pub mod server;
 
 use std::sync::Arc;
 

@@ -3,12 +3,10 @@
 //! the finished upload becomes a media item through `fileId`; and the README's curl steps do
 //! the same by hand.
 
-use std::net::SocketAddr;
 use std::process::Command;
 
-use clap::Parser;
 use serde_json::Value;
-use tokio::net::TcpListener;
+use xf_tests::server::Server;
 
 const ADMIN_TOKEN: &str = "tus-admin-token";
 
@@ -28,43 +26,24 @@ fn python() -> String {
     python
 }
 
-struct Server {
-    address: SocketAddr,
+/// xf-server with the admin API, a `pro` organization with a TikTok channel, and that
+/// organization's live key.
+struct TusServer {
+    server: Server,
     key: String,
-    media_dir: std::path::PathBuf,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        let _ = std::fs::remove_dir_all(&self.media_dir);
+impl std::ops::Deref for TusServer {
+    type Target = Server;
+
+    fn deref(&self) -> &Server {
+        &self.server
     }
 }
 
-/// xf-server on a free port with the admin API, and a `pro` organization with a TikTok
-/// channel; its live key.
-async fn server() -> Server {
-    let media_dir = std::env::temp_dir().join(format!("xf-tus-{}", uuid::Uuid::now_v7().simple()));
-    let config = xf_server::Config::try_parse_from([
-        "xf-server",
-        "--listen",
-        "127.0.0.1:0",
-        "--admin-token",
-        ADMIN_TOKEN,
-        "--media-dir",
-        media_dir.to_str().expect("a UTF-8 path"),
-    ])
-    .expect("valid flags");
-    let app = xf_server::build_app(&config).await.expect("app");
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let address = listener.local_addr().expect("address");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(xf_server::serve(listener, app.service, async move {
-        let _ = stopped.await;
-    }));
+async fn server() -> TusServer {
+    let server = Server::start(&["--admin-token", ADMIN_TOKEN]).await;
+    let address = server.address;
     let created = curl(&[
         "-X",
         "POST",
@@ -95,12 +74,7 @@ async fn server() -> Server {
         "-d",
         r#"{"platform": "tiktok", "accountId": "tt-1", "displayName": "Studio", "accessToken": "t"}"#,
     ]);
-    Server {
-        address,
-        key,
-        media_dir,
-        stop: Some(stop),
-    }
+    TusServer { server, key }
 }
 
 /// Runs curl (silently, failing on no answer) and parses its JSON output.
@@ -132,7 +106,7 @@ fn sample(dir: &std::path::Path) -> (std::path::PathBuf, usize) {
 }
 
 /// Uses a finished upload as a video's `fileId`; the item's file.
-fn finalise(server: &Server, file_id: &str) -> Value {
+fn finalise(server: &TusServer, file_id: &str) -> Value {
     let address = server.address;
     let created = curl(&[
         "-X",

@@ -113,6 +113,20 @@ pub enum Error {
         /// The limit that was exceeded.
         limit_bytes: u64,
     },
+    /// 408 `request_timeout`: the request's body arrived slower than the configured minimum
+    /// rate (see `RequestLimits`); what arrived was dropped.
+    #[error("{0}")]
+    RequestTimeout(String),
+    /// 429 `too_many_uploads`, with `Retry-After`: the organization already has as many
+    /// uploads in progress as this instance takes at once.
+    #[error(
+        "this organization already has {limit} uploads in progress, the most taken at once; \
+         retry when one has finished"
+    )]
+    TooManyUploads {
+        /// The configured number of uploads an organization may have in progress.
+        limit: usize,
+    },
     /// 429 `rate_limit`, with `Retry-After`.
     #[error("rate limit exceeded; retry in {retry_after_secs} seconds")]
     RateLimited {
@@ -170,6 +184,8 @@ impl Error {
             Error::IdempotencyKeyInUse => "idempotency_key_in_use",
             Error::IdempotencyKeyReused => "idempotency_key_reused",
             Error::PayloadTooLarge { .. } => "payload_too_large",
+            Error::RequestTimeout(_) => "request_timeout",
+            Error::TooManyUploads { .. } => "too_many_uploads",
             Error::RateLimited { .. } => "rate_limit",
             Error::QuotaExceeded { .. } => "quota_exceeded",
             Error::Unavailable { .. } => "unavailable",
@@ -204,7 +220,9 @@ impl Error {
             Error::QuotaExceeded {
                 retry_after_secs, ..
             } => Some(*retry_after_secs),
-            Error::Unavailable { .. } => Some(UNAVAILABLE_RETRY_AFTER_SECS),
+            Error::Unavailable { .. } | Error::TooManyUploads { .. } => {
+                Some(UNAVAILABLE_RETRY_AFTER_SECS)
+            }
             Error::Upstream {
                 retry_after_secs, ..
             } => Some(*retry_after_secs),
@@ -230,6 +248,8 @@ impl Error {
             | Error::IdempotencyKeyReused => true,
             Error::Validation { .. }
             | Error::PayloadTooLarge { .. }
+            | Error::RequestTimeout(_)
+            | Error::TooManyUploads { .. }
             | Error::RateLimited { .. }
             | Error::QuotaExceeded { .. }
             | Error::Unavailable { .. }

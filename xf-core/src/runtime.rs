@@ -48,7 +48,10 @@
 //!   expired (their worker died): pending again while attempts are left, failed otherwise.
 //! - A **purge** pass every [`WorkerOptions::purge_interval`] deletes rate-limit windows and
 //!   idempotency records past their life, webhook delivery log rows older than 30 days, and
-//!   resumable uploads 24 hours old (with their bytes).
+//!   resumable uploads 24 hours old (with their bytes), and the partial files of dead blob
+//!   writers; every [`WorkerOptions::blob_sweep_interval`] it also reconciles the blob store
+//!   with the items and uploads ([`Xf::sweep_blobs`](crate::Xf::sweep_blobs)), deleting
+//!   blobs that nothing names.
 //! - The **webhook engine** ([`crate::webhooks`]) fans the event outbox out to webhooks and
 //!   delivers it, up to [`WorkerOptions::webhook_concurrency`] attempts at once, woken by
 //!   [`QueueSignal::EventsWritten`]. In-flight attempts (15 s at most) finish before
@@ -177,6 +180,7 @@ pub struct WorkerOptions {
     poll_interval: Duration,
     rescue_interval: Duration,
     purge_interval: Duration,
+    blob_sweep_interval: Duration,
     retry_backoff: Duration,
     run_jobs: bool,
     webhook_concurrency: usize,
@@ -190,8 +194,8 @@ impl Default for WorkerOptions {
 
 impl WorkerOptions {
     /// No handlers; 8 slots; claims of up to 8; a 30 s lease renewed every second; polls
-    /// every second; rescues every 5 s; purges every 10 minutes; retries after 5 s, doubling;
-    /// 64 webhook deliveries at once.
+    /// every second; rescues every 5 s; purges every 10 minutes; sweeps blobs every hour;
+    /// retries after 5 s, doubling; 64 webhook deliveries at once.
     pub fn new() -> Self {
         WorkerOptions {
             handlers: BTreeMap::new(),
@@ -202,6 +206,7 @@ impl WorkerOptions {
             poll_interval: Duration::from_secs(1),
             rescue_interval: Duration::from_secs(5),
             purge_interval: Duration::from_secs(600),
+            blob_sweep_interval: Duration::from_secs(3600),
             retry_backoff: Duration::from_secs(5),
             run_jobs: true,
             webhook_concurrency: 64,
@@ -265,6 +270,13 @@ impl WorkerOptions {
     /// How often retention purges run.
     pub fn purge_interval(mut self, interval: Duration) -> Self {
         self.purge_interval = interval;
+        self
+    }
+
+    /// How often the purge pass also sweeps the blob store for blobs nothing names (at the
+    /// first pass, then once this long has passed since the last sweep).
+    pub fn blob_sweep_interval(mut self, interval: Duration) -> Self {
+        self.blob_sweep_interval = interval;
         self
     }
 
@@ -854,12 +866,17 @@ async fn rescue_loop(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
 /// How long rate-limit windows are kept: the longest window (a day) and a day of margin.
 const RATE_WINDOW_RETENTION: chrono::Duration = chrono::Duration::days(2);
 
+/// How old a blob must be before the sweep may delete it for nothing naming it: far longer
+/// than the moment between finishing a blob and recording it.
+const BLOB_SWEEP_GRACE: Duration = Duration::from_secs(3600);
+
 /// Expired resumable uploads deleted per purge pass (with their chunks' blobs).
 const PURGE_BATCH: usize = 1_000;
 
 /// Deletes rate-limit windows, idempotency records, old delivery log rows and expired
 /// resumable uploads.
 async fn purge_loop(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
+    let mut last_sweep: Option<tokio::time::Instant> = None;
     loop {
         let now = shared.now();
         let windows_before = now.plus(-RATE_WINDOW_RETENTION);
@@ -890,6 +907,20 @@ async fn purge_loop(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
             Ok(0) => {}
             Ok(uploads) => tracing::info!(uploads, "purged resumable uploads older than 24 hours"),
             Err(error) => tracing::warn!(%error, "purging expired resumable uploads failed"),
+        }
+        if last_sweep.is_none_or(|at| at.elapsed() >= shared.options.blob_sweep_interval) {
+            last_sweep = Some(tokio::time::Instant::now());
+            match shared.xf.sweep_blobs(BLOB_SWEEP_GRACE).await {
+                Ok(report) if report.orphans + report.partial_files == 0 => {}
+                Ok(report) => tracing::info!(?report, "deleted blobs that nothing names"),
+                Err(error) => tracing::warn!(%error, "sweeping the blob store failed"),
+            }
+        } else {
+            match shared.xf.clean_partial_blobs().await {
+                Ok(0) => {}
+                Ok(files) => tracing::info!(files, "removed the partial files of dead writers"),
+                Err(error) => tracing::warn!(%error, "cleaning partial blob files failed"),
+            }
         }
         tokio::select! {
             _ = tokio::time::sleep(shared.options.purge_interval) => {}

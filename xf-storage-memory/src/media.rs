@@ -1,5 +1,7 @@
 //! Media items and connected channels.
 
+use std::collections::HashSet;
+
 use async_trait::async_trait;
 use xf_core::ids::{ChannelId, MediaId, OrganizationId, UploadId};
 use xf_core::media::{Channel, MediaItem, Platform, Post, Upload, UploadPart};
@@ -227,6 +229,21 @@ impl MediaStore for MemoryStore {
         Ok(expired
             .iter()
             .filter_map(|id| state.uploads.remove(id))
+            .collect())
+    }
+
+    async fn blob_keys_in_use(&self, keys: &[String]) -> StoreResult<HashSet<String>> {
+        let wanted: HashSet<&str> = keys.iter().map(String::as_str).collect();
+        let state = self.read();
+        let files = state.media.values().map(|item| item.file.key.as_str());
+        let parts = state
+            .uploads
+            .values()
+            .flat_map(|upload| upload.parts.iter().map(|part| part.key.as_str()));
+        Ok(files
+            .chain(parts)
+            .filter(|key| wanted.contains(key))
+            .map(str::to_owned)
             .collect())
     }
 

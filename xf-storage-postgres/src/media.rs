@@ -4,12 +4,12 @@
 //! (`StoredFile` and a map of `PlatformTarget`s, as their serde forms); its selected platforms
 //! are also kept as a text array, which the list's `platform` filter reads.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use async_trait::async_trait;
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
-use sqlx::{Postgres, QueryBuilder};
+use sqlx::{Postgres, QueryBuilder, Row};
 use xf_core::ids::{ChannelId, MediaId, OrganizationId, UploadId};
 use xf_core::media::{
     Channel, MediaItem, MediaKind, MediaStatus, Platform, PlatformTarget, Post, StoredFile, Upload,
@@ -378,6 +378,24 @@ impl MediaStore for PgStore {
         .await
         .map_err(store_error)?;
         all(rows, upload_row)
+    }
+
+    async fn blob_keys_in_use(&self, keys: &[String]) -> StoreResult<HashSet<String>> {
+        // Items by the index on their file's key; uploads are few (they expire in a day),
+        // and their parts are read whole.
+        let rows = sqlx::query(
+            "SELECT file->>'key' AS key FROM media_items WHERE file->>'key' = ANY($1) \
+             UNION \
+             SELECT part->>'key' FROM media_uploads, jsonb_array_elements(parts) AS part \
+             WHERE part->>'key' = ANY($1)",
+        )
+        .bind(keys)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(store_error)?;
+        rows.iter()
+            .map(|row| row.try_get::<String, _>("key").map_err(store_error))
+            .collect()
     }
 
     async fn list_channels(&self, organization_id: &OrganizationId) -> StoreResult<Vec<Channel>> {

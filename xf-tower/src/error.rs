@@ -40,7 +40,10 @@ pub fn status_of(error: &Error) -> StatusCode {
         Error::ChecksumMismatch => StatusCode::from_u16(460).unwrap_or(StatusCode::BAD_REQUEST),
         Error::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
         Error::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
-        Error::RateLimited { .. } | Error::QuotaExceeded { .. } => StatusCode::TOO_MANY_REQUESTS,
+        Error::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
+        Error::RateLimited { .. } | Error::QuotaExceeded { .. } | Error::TooManyUploads { .. } => {
+            StatusCode::TOO_MANY_REQUESTS
+        }
         Error::Upstream {
             rate_limited: true, ..
         } => StatusCode::TOO_MANY_REQUESTS,

@@ -94,7 +94,10 @@ pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, Error> {
                 limit_bytes: limit as u64,
             })
         }
-        Err(_) => Err(Error::invalid("body", "could not be read")),
+        Err(error) => match crate::body_rate::body_error(&*error) {
+            xf_core::BodyError::TooSlow(message) => Err(Error::RequestTimeout(message)),
+            xf_core::BodyError::Broken(_) => Err(Error::invalid("body", "could not be read")),
+        },
     }
 }
 

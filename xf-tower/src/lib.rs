@@ -32,6 +32,7 @@
 //! mounted at `/m`, serves the signed, expiring media URLs that platforms pull media from.
 
 mod admin;
+mod body_rate;
 mod envelope;
 mod error;
 mod extract;
@@ -39,6 +40,7 @@ mod idempotency;
 mod media_file;
 mod middleware;
 mod mount;
+mod multipart;
 mod openapi;
 mod openapi_media;
 mod report_page;
@@ -59,6 +61,7 @@ use utoipa_axum::router::OpenApiRouter;
 use xf_core::Xf;
 
 pub use admin::AdminService;
+pub use body_rate::BodyTooSlow;
 pub use error::status_of;
 pub use media_file::MediaFileService;
 pub use mount::{strip_prefix, StripPrefix};
@@ -126,6 +129,7 @@ impl XfService {
             .as_ref()
             .map(|doc| Bytes::from(doc.to_string()))
             .map_err(Clone::clone);
+        let limits = xf.request_limits();
         let router = router
             .merge(routes::media::router(xf.clone()))
             .route(
@@ -137,6 +141,7 @@ impl XfService {
             )
             .fallback(middleware::api_not_found)
             .with_state(xf);
+        let router = body_rate::layer(router, limits);
         Self {
             router: with_common_layers(router, request_id::Service::Api),
             openapi: Arc::new(openapi),

@@ -26,6 +26,9 @@
 
 pub mod log_lines;
 pub mod log_queue;
+pub mod serve;
+
+pub use serve::ServeOptions;
 
 use std::fmt;
 use std::future::Future;
@@ -183,6 +186,46 @@ pub struct Config {
     #[arg(long, env = "XF_MAX_IMAGE_BYTES", default_value_t = 50 << 20)]
     pub max_image_bytes: u64,
 
+    /// The most parts an upload form may have.
+    #[arg(long, env = "XF_MAX_FORM_PARTS", default_value_t = 256)]
+    pub max_form_parts: usize,
+
+    /// The longest text field of an upload form, in bytes.
+    #[arg(long, env = "XF_MAX_FORM_FIELD_BYTES", default_value_t = 64 << 10)]
+    pub max_form_field_bytes: usize,
+
+    /// The most bytes of text fields an upload form may have in all.
+    #[arg(long, env = "XF_MAX_FORM_TEXT_BYTES", default_value_t = 1 << 20)]
+    pub max_form_text_bytes: usize,
+
+    /// The most uploads one organization may have in progress at once on this instance
+    /// (beyond, 429 too_many_uploads).
+    #[arg(long, env = "XF_MAX_UPLOADS_PER_ORGANIZATION", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_uploads_per_organization: u32,
+
+    /// The slowest a request body may arrive, in bytes per second averaged over each
+    /// `--body-rate-window` (slower: 408 request_timeout); 0 accepts any rate.
+    #[arg(long, env = "XF_MIN_BODY_RATE", default_value_t = 1024)]
+    pub min_body_rate: u64,
+
+    /// The window, in seconds, over which a body's rate is measured.
+    #[arg(long, env = "XF_BODY_RATE_WINDOW", default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+    pub body_rate_window: u64,
+
+    /// The most connections open at once; beyond, new ones wait to be accepted. Lowered to
+    /// what the process's open-file limit allows.
+    #[arg(long, env = "XF_MAX_CONNECTIONS", default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+
+    /// Seconds a client gets to send a request's headers, from opening the connection or
+    /// from the previous response (so also how long an idle HTTP/1 connection stays open).
+    #[arg(long, env = "XF_HEADER_READ_TIMEOUT", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub header_read_timeout: u64,
+
+    /// Seconds a connection may go without a byte either way while no request is handled.
+    #[arg(long, env = "XF_IDLE_TIMEOUT", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub idle_timeout: u64,
+
     /// The Google OAuth client id of Search Console syncs; without it and the secret, a sync
     /// is `400 gsc_not_configured`.
     #[arg(long, env = "XF_GOOGLE_CLIENT_ID")]
@@ -318,6 +361,18 @@ impl fmt::Debug for Config {
             )
             .field("max_video_bytes", &self.max_video_bytes)
             .field("max_image_bytes", &self.max_image_bytes)
+            .field("max_form_parts", &self.max_form_parts)
+            .field("max_form_field_bytes", &self.max_form_field_bytes)
+            .field("max_form_text_bytes", &self.max_form_text_bytes)
+            .field(
+                "max_uploads_per_organization",
+                &self.max_uploads_per_organization,
+            )
+            .field("min_body_rate", &self.min_body_rate)
+            .field("body_rate_window", &self.body_rate_window)
+            .field("max_connections", &self.max_connections)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("idle_timeout", &self.idle_timeout)
             .field("google_client_id", &self.google_client_id)
             .field(
                 "google_client_secret",
@@ -586,6 +641,14 @@ pub async fn build_app(config: &Config) -> Result<App, StartError> {
         .media_limits(xf_core::MediaLimits {
             max_video_bytes: config.max_video_bytes,
             max_image_bytes: config.max_image_bytes,
+            max_form_parts: config.max_form_parts,
+            max_form_field_bytes: config.max_form_field_bytes,
+            max_form_text_bytes: config.max_form_text_bytes,
+            max_uploads_per_organization: config.max_uploads_per_organization as usize,
+        })
+        .request_limits(xf_core::RequestLimits {
+            min_body_bytes_per_sec: config.min_body_rate,
+            body_rate_window: Duration::from_secs(config.body_rate_window),
         });
     match (&config.google_client_id, &config.google_client_secret) {
         (Some(id), Some(secret)) => {
@@ -712,21 +775,42 @@ fn blob_store(config: &Config) -> Result<Arc<dyn BlobStore>, StartError> {
     Ok(Arc::new(s3))
 }
 
-/// Serves `service` on `listener` until `shutdown` completes, then stops accepting and waits
-/// for the requests in flight.
+/// Serves `service` on `listener` with the default [`ServeOptions`] until `shutdown`
+/// completes (see [`serve::serve`]).
 pub async fn serve(
     listener: TcpListener,
     service: Mounts,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    // Every connection is served by a clone of the same service.
-    let per_connection =
-        tower::service_fn(move |_: axum::serve::IncomingStream<'_, TcpListener>| {
-            std::future::ready(Ok::<_, std::convert::Infallible>(service.clone()))
-        });
-    axum::serve(listener, per_connection)
-        .with_graceful_shutdown(shutdown)
-        .await
+    serve::serve(listener, service, ServeOptions::default(), shutdown).await
+}
+
+impl Config {
+    /// How connections are bounded. The connection cap is lowered, with a warning, to what
+    /// the open-file limit (raised to its hard limit first) leaves after 256 descriptors for
+    /// the database pool, blobs and logs.
+    pub fn serve_options(&self) -> ServeOptions {
+        let mut max_connections = self.max_connections as usize;
+        if let Some(files) = serve::raise_open_file_limit() {
+            let room = usize::try_from(files.saturating_sub(256))
+                .unwrap_or(usize::MAX)
+                .max(16);
+            if room < max_connections {
+                tracing::warn!(
+                    open_file_limit = files,
+                    max_connections = room,
+                    "the open-file limit leaves room for fewer connections than \
+                     XF_MAX_CONNECTIONS; raise `ulimit -n` to serve more"
+                );
+                max_connections = room;
+            }
+        }
+        ServeOptions {
+            max_connections,
+            header_read_timeout: Duration::from_secs(self.header_read_timeout),
+            idle_timeout: Duration::from_secs(self.idle_timeout),
+        }
+    }
 }
 
 /// The background runtime's settings for `config`: scans (the facade's `seo-scan` handler),
@@ -771,7 +855,8 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     if let Some(demo) = &app.demo {
         println!("{}", demo_banner(demo, address));
     }
-    let served = serve(listener, app.service, shutdown_signal()).await;
+    let options = config.serve_options();
+    let served = serve::serve(listener, app.service, options, shutdown_signal()).await;
     let report = workers.shutdown(grace).await;
     served.map_err(StartError::Serve)?;
     tracing::info!(?report, "xf-server stopped");

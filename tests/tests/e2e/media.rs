@@ -19,6 +19,9 @@ crate::backends!(
     lists_page_and_filter_newest_first,
     keys_plans_envelopes_and_tenants,
     uploads_with_an_idempotency_key_happen_once,
+    forms_are_read_within_their_limits,
+    pixel_and_sample_bombs_are_refused_naming_the_limit,
+    the_sweep_deletes_the_blobs_nothing_names,
 );
 
 /// A media organization (`plus` plan) and its keys.
@@ -125,6 +128,7 @@ fn with_blobs(app: TestApp, max_image_bytes: u64) -> (TestApp, std::path::PathBu
             .media_limits(MediaLimits {
                 max_video_bytes: 4 << 30,
                 max_image_bytes,
+                ..MediaLimits::default()
             })
     });
     (app, root)
@@ -140,14 +144,15 @@ fn uuid_like() -> String {
     )
 }
 
-/// The files below the blob directory, `.partial/` included.
-fn stored_files(root: &std::path::Path) -> Vec<std::path::PathBuf> {
+/// The files below the blob directory, `.partial/` included (but not the lock files of the
+/// stores that write there).
+pub(crate) fn stored_files(root: &std::path::Path) -> Vec<std::path::PathBuf> {
     fn walk(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
         for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
             let path = entry.path();
             if path.is_dir() {
                 walk(&path, found);
-            } else {
+            } else if path.extension().is_none_or(|e| e != "lock") {
                 found.push(path);
             }
         }
@@ -518,6 +523,297 @@ async fn bad_uploads_are_refused_and_leave_nothing(app: TestApp) {
     assert_eq!(refused(&reply, 400, "validation_error"), ["body"]);
     let list = get(&app, &org.live, "/media/videos").await;
     assert_eq!(ok(&list, 200)["pagination"]["total"], 0);
+    let _ = std::fs::remove_dir_all(root);
+}
+
+/// Sends a raw form body.
+async fn send_form(app: &TestApp, key: &str, content_type: &str, body: Vec<u8>) -> Reply {
+    let request = Request::builder()
+        .method(Method::POST)
+        .uri("/media/images")
+        .header("x-api-key", key)
+        .header("content-type", content_type)
+        .body(Full::new(Bytes::from(body)))
+        .expect("a request");
+    app.send(request).await
+}
+
+fn message(reply: &Reply) -> String {
+    reply.body["error"]["message"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned()
+}
+
+async fn forms_are_read_within_their_limits(app: TestApp) {
+    let (app, root) = with_blobs(app, 50 << 20);
+    let org = media_org(&app, "Forms").await;
+    connect(&app, &org, "pinterest", "pin-1").await;
+    let png = image("png", 32, 32);
+    let board = [("platforms", r#"["pinterest"]"#), ("pinterestBoardId", "b")];
+
+    // A text field past 64 KiB: refused naming the field and the limit, without echoing it.
+    let long = "a".repeat(1 << 20);
+    let reply = upload(
+        &app,
+        &org.live,
+        "/media/images",
+        &[board[0], board[1], ("title", &long)],
+        Some(("a.png", &png)),
+    )
+    .await;
+    assert_eq!(refused(&reply, 400, "validation_error"), ["title"]);
+    assert!(message(&reply).contains("65536 bytes"), "{}", reply.body);
+    assert!(reply.body.to_string().len() < 1024);
+
+    // More parts than 256.
+    let many: Vec<(String, String)> = (0..300).map(|n| (format!("f{n}"), "x".into())).collect();
+    let many: Vec<(&str, &str)> = many.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    let reply = upload(
+        &app,
+        &org.live,
+        "/media/images",
+        &many,
+        Some(("a.png", &png)),
+    )
+    .await;
+    assert_eq!(refused(&reply, 400, "validation_error"), ["body"]);
+    assert!(
+        message(&reply).contains("more than 256 parts"),
+        "{}",
+        reply.body
+    );
+
+    // More than 1 MiB of text in all, each field within its limit.
+    let chunk = "b".repeat(60_000);
+    let fields: Vec<(String, String)> = (0..20).map(|n| (format!("x{n}"), chunk.clone())).collect();
+    let fields: Vec<(&str, &str)> = fields
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
+    let reply = upload(&app, &org.live, "/media/images", &fields, None).await;
+    assert_eq!(refused(&reply, 400, "validation_error"), ["body"]);
+    assert!(
+        message(&reply).contains("1048576 bytes in all"),
+        "{}",
+        reply.body
+    );
+
+    // A field name of 10 KB, and part headers that never end: refused, nothing echoed.
+    let (content_type, _) = multipart(&[], None);
+    let boundary = content_type.split("boundary=").nth(1).unwrap().to_owned();
+    let name = "n".repeat(10_000);
+    let body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\nv\r\n--{boundary}--\r\n"
+    );
+    let reply = send_form(&app, &org.live, &content_type, body.into_bytes()).await;
+    assert_eq!(refused(&reply, 400, "validation_error"), ["body"]);
+    assert!(reply.body.to_string().len() < 1024, "{}", reply.body);
+    let endless = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"a\"\r\nX: {}",
+        "y".repeat(100_000)
+    );
+    let reply = send_form(&app, &org.live, &content_type, endless.into_bytes()).await;
+    assert_eq!(refused(&reply, 400, "validation_error"), ["body"]);
+    assert!(message(&reply).contains("8192 bytes"), "{}", reply.body);
+
+    // Not a form, and a form without its closing boundary.
+    let reply = send_form(&app, &org.live, "multipart/form-data", b"x".to_vec()).await;
+    assert_eq!(refused(&reply, 400, "validation_error"), ["body"]);
+    let (content_type, body) = multipart(&board, Some(("a.png", &png)));
+    let cut = body[..body.len() - 10].to_vec();
+    let reply = send_form(&app, &org.live, &content_type, cut).await;
+    assert_eq!(refused(&reply, 400, "validation_error"), ["file"]);
+    assert!(stored_files(&root).is_empty());
+
+    // Within every limit, the form is taken.
+    let reply = upload(
+        &app,
+        &org.live,
+        "/media/images",
+        &board,
+        Some(("a.png", &png)),
+    )
+    .await;
+    ok(&reply, 201);
+    let _ = std::fs::remove_dir_all(root);
+}
+
+/// `bytes` with the 32-bit number `skip` bytes after the version and flags of the first
+/// `fourcc` box set to `value`.
+fn patched(bytes: &[u8], fourcc: &[u8; 4], skip: usize, value: u32) -> Vec<u8> {
+    let at = bytes
+        .windows(4)
+        .position(|w| w == fourcc)
+        .unwrap_or_else(|| panic!("no {fourcc:?} box"));
+    let field = at + 4 + 4 + skip;
+    let mut out = bytes.to_vec();
+    out[field..field + 4].copy_from_slice(&value.to_be_bytes());
+    out
+}
+
+async fn pixel_and_sample_bombs_are_refused_naming_the_limit(app: TestApp) {
+    let (app, root) = with_blobs(app, 50 << 20);
+    let org = media_org(&app, "Bombs").await;
+    connect(&app, &org, "pinterest", "pin-1").await;
+    connect(&app, &org, "youtube", "UC-1").await;
+    let board = [("platforms", r#"["pinterest"]"#), ("pinterestBoardId", "b")];
+
+    // A PNG whose header declares 100000×100000 (its IHDR follows the 8-byte signature and
+    // the chunk's length and type).
+    let mut png = image("png", 32, 32);
+    png[16..20].copy_from_slice(&100_000u32.to_be_bytes());
+    png[20..24].copy_from_slice(&100_000u32.to_be_bytes());
+    let reply = upload(
+        &app,
+        &org.live,
+        "/media/images",
+        &board,
+        Some(("bomb.png", &png)),
+    )
+    .await;
+    assert_eq!(refused(&reply, 400, "validation_error"), ["file"]);
+    assert!(
+        message(&reply).contains("100000\u{d7}100000"),
+        "{}",
+        reply.body
+    );
+    assert!(message(&reply).contains("178,956,970"), "{}", reply.body);
+
+    // A JPEG whose frame header declares 65535×65535.
+    let jpeg = image("jpg", 32, 32);
+    let sof = jpeg
+        .windows(2)
+        .position(|w| w[0] == 0xFF && matches!(w[1], 0xC0..=0xC2))
+        .expect("a frame header");
+    let mut bomb = jpeg.clone();
+    bomb[sof + 5..sof + 7].copy_from_slice(&65_535u16.to_be_bytes());
+    bomb[sof + 7..sof + 9].copy_from_slice(&65_535u16.to_be_bytes());
+    let reply = upload(
+        &app,
+        &org.live,
+        "/media/images",
+        &board,
+        Some(("bomb.jpg", &bomb)),
+    )
+    .await;
+    assert_eq!(refused(&reply, 400, "validation_error"), ["file"]);
+    assert!(
+        message(&reply).contains("65535\u{d7}65535"),
+        "{}",
+        reply.body
+    );
+
+    // An MP4 whose sample size box claims 4,294,967,295 samples (after its version and
+    // flags, and the uniform sample size).
+    let clip = video("mp4", 160, 120, 1, false, 0);
+    let bomb = patched(&clip, b"stsz", 4, u32::MAX);
+    let youtube = [("platforms", r#"["youtube"]"#)];
+    let reply = upload(
+        &app,
+        &org.live,
+        "/media/videos",
+        &youtube,
+        Some(("bomb.mp4", &bomb)),
+    )
+    .await;
+    assert_eq!(refused(&reply, 400, "validation_error"), ["file"]);
+    assert!(
+        message(&reply).contains("4,294,967,295 samples"),
+        "{}",
+        reply.body
+    );
+    assert!(stored_files(&root).is_empty());
+
+    // The files as made are taken.
+    let reply = upload(
+        &app,
+        &org.live,
+        "/media/videos",
+        &youtube,
+        Some(("clip.mp4", &clip)),
+    )
+    .await;
+    ok(&reply, 201);
+    let _ = std::fs::remove_dir_all(root);
+}
+
+async fn the_sweep_deletes_the_blobs_nothing_names(app: TestApp) {
+    let (app, root) = with_blobs(app, 50 << 20);
+    let org = media_org(&app, "Sweep").await;
+    connect(&app, &org, "pinterest", "pin-1").await;
+    let png = image("png", 32, 32);
+    let board = [("platforms", r#"["pinterest"]"#), ("pinterestBoardId", "b")];
+    let reply = upload(
+        &app,
+        &org.live,
+        "/media/images",
+        &board,
+        Some(("a.png", &png)),
+    )
+    .await;
+    ok(&reply, 201);
+    // A resumable upload with one chunk received.
+    let created = app
+        .send(
+            Request::builder()
+                .method(Method::POST)
+                .uri("/media/uploads")
+                .header("x-api-key", &org.live)
+                .header("tus-resumable", "1.0.0")
+                .header("upload-length", "10")
+                .header("content-type", "application/offset+octet-stream")
+                .body(Full::new(Bytes::from_static(b"12345")))
+                .expect("a request"),
+        )
+        .await;
+    assert_eq!(created.status.as_u16(), 201);
+    // What a crash between writing a blob and recording it leaves: under both prefixes.
+    let orphans = [
+        root.join("media").join(&org.id).join("0190orphan.png"),
+        root.join("uploads")
+            .join(&org.id)
+            .join("upl_gone")
+            .join("0190chunk"),
+    ];
+    for orphan in &orphans {
+        std::fs::create_dir_all(orphan.parent().unwrap()).unwrap();
+        std::fs::write(orphan, b"orphan").unwrap();
+    }
+    // Everything is two hours old, past the sweep's grace.
+    let files = stored_files(&root);
+    assert_eq!(files.len(), 4, "{files:?}");
+    let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+    for file in &files {
+        std::fs::File::options()
+            .write(true)
+            .open(file)
+            .unwrap()
+            .set_modified(two_hours_ago)
+            .unwrap();
+    }
+    let report = app
+        .xf
+        .sweep_blobs(std::time::Duration::from_secs(3600))
+        .await
+        .unwrap();
+    assert_eq!((report.checked, report.orphans), (4, 2), "{report:?}");
+    let left = stored_files(&root);
+    assert_eq!(left.len(), 2, "{left:?}");
+    assert!(orphans.iter().all(|orphan| !orphan.exists()));
+    // The item's file and the upload's chunk are whole.
+    let listed = get(&app, &org.live, "/media/images").await;
+    assert_eq!(ok(&listed, 200)["pagination"]["total"], 1);
+    // A fresh orphan is left for a later sweep (it may be a blob being recorded).
+    let fresh = root.join("media").join(&org.id).join("0190fresh.png");
+    std::fs::write(&fresh, b"new").unwrap();
+    let report = app
+        .xf
+        .sweep_blobs(std::time::Duration::from_secs(3600))
+        .await
+        .unwrap();
+    assert_eq!(report.orphans, 0);
+    assert!(fresh.exists());
     let _ = std::fs::remove_dir_all(root);
 }
 

@@ -95,23 +95,10 @@ fn with_blobs(app: TestApp) -> (TestApp, std::path::PathBuf) {
     )
 }
 
+/// The files below the blob directory, `.partial/` included (but not the lock files of the
+/// stores that write there).
 fn files_below(root: &std::path::Path) -> usize {
-    fn walk(dir: &std::path::Path) -> usize {
-        std::fs::read_dir(dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|entry| {
-                let path = entry.path();
-                if path.is_dir() {
-                    walk(&path)
-                } else {
-                    1
-                }
-            })
-            .sum()
-    }
-    walk(root)
+    crate::media::stored_files(root).len()
 }
 
 async fn studio(app: &TestApp) -> (String, String) {

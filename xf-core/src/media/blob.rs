@@ -28,6 +28,46 @@ pub trait BlobStore: Send + Sync + std::fmt::Debug {
 
     /// Removes the blob under `key`; a missing one is not an error.
     async fn delete(&self, key: &str) -> io::Result<()>;
+
+    /// One level of the blobs below `folder` (`""` for the top, else a key prefix ending in
+    /// `/`): the finished blobs right in it and the folders one level down, as `S3`'s
+    /// `ListObjectsV2` with a `/` delimiter gives them. What [`Xf::sweep_blobs`] walks.
+    ///
+    /// [`Xf::sweep_blobs`]: crate::Xf::sweep_blobs
+    async fn list(&self, folder: &str) -> io::Result<BlobListing>;
+
+    /// Removes what writers that died left half-written; how many. Stores whose unfinished
+    /// writes expire by themselves (an S3 bucket's lifecycle rule) have nothing to do.
+    async fn clean_partials(&self) -> io::Result<usize> {
+        Ok(0)
+    }
+}
+
+/// One level of a [`BlobStore`]'s folders.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BlobListing {
+    /// The finished blobs in the folder.
+    pub blobs: Vec<BlobEntry>,
+    /// The folders in it, each a key prefix ending in `/`.
+    pub folders: Vec<String>,
+}
+
+/// A finished blob.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlobEntry {
+    /// Its key.
+    pub key: String,
+    /// When it was last written.
+    pub modified: std::time::SystemTime,
+}
+
+/// Checks that `folder` is `""` or a key followed by `/`.
+pub fn check_folder(folder: &str) -> io::Result<()> {
+    match folder.strip_suffix('/') {
+        None if folder.is_empty() => Ok(()),
+        Some(key) => check_key(key),
+        None => Err(not_a_key(folder)),
+    }
 }
 
 /// A blob being written.
@@ -46,24 +86,110 @@ pub trait BlobWriter: Send {
 /// Blobs as files below a directory: `key` is a relative path of `/`-separated segments of
 /// letters, digits, `-`, `_` and `.` (never `..`). Writes go to a file in `.partial/` that is
 /// renamed into place when finished, which is atomic on one file system.
+///
+/// Each store writes its partial files in a directory of its own, `.partial/{id}/`, next to
+/// a lock file `.partial/{id}.lock` it holds locked while it lives. Partial files of a
+/// process that died (its lock is free) are removed when a store opens the directory and by
+/// [`BlobStore::clean_partials`], which the runtime's purge calls; those of a live process,
+/// even on another machine sharing the directory, are left alone.
 #[derive(Debug, Clone)]
 pub struct LocalBlobStore {
     root: Arc<PathBuf>,
+    partials: Arc<PartialDir>,
+}
+
+/// This store's directory of partial files, removed with the store.
+#[derive(Debug)]
+struct PartialDir {
+    path: PathBuf,
+    lock_path: PathBuf,
+    /// Held locked while the store lives.
+    _lock: std::fs::File,
+}
+
+impl std::ops::Deref for PartialDir {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for PartialDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+        let _ = std::fs::remove_file(&self.lock_path);
+    }
 }
 
 impl LocalBlobStore {
-    /// The store below `root` (created when missing).
+    /// The store below `root` (created when missing). Partial files that dead processes
+    /// left are removed.
     pub fn new(root: impl Into<PathBuf>) -> io::Result<Self> {
         let root = root.into();
-        std::fs::create_dir_all(root.join(".partial"))?;
-        Ok(LocalBlobStore {
+        let partial_root = root.join(".partial");
+        std::fs::create_dir_all(&partial_root)?;
+        let id = uuid::Uuid::now_v7().simple().to_string();
+        let lock_path = partial_root.join(format!("{id}.lock"));
+        let lock = std::fs::File::create(&lock_path)?;
+        lock.try_lock().map_err(io::Error::other)?;
+        let path = partial_root.join(&id);
+        std::fs::create_dir(&path)?;
+        let store = LocalBlobStore {
             root: Arc::new(root),
-        })
+            partials: Arc::new(PartialDir {
+                path,
+                lock_path,
+                _lock: lock,
+            }),
+        };
+        let removed = store.remove_dead_partials()?;
+        if removed > 0 {
+            tracing::info!(removed, "removed the partial files of stopped processes");
+        }
+        Ok(store)
     }
 
     /// The directory blobs live in.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Removes what `.partial/` holds that no live store owns: the directories of stores
+    /// whose lock is free, and loose files (and lock files without a directory) older than
+    /// an hour. How many files were removed.
+    fn remove_dead_partials(&self) -> io::Result<usize> {
+        let partial_root = self.root.join(".partial");
+        let mut removed = 0;
+        for entry in std::fs::read_dir(&partial_root)? {
+            let entry = entry?;
+            let path = entry.path();
+            if path == self.partials.path || path == self.partials.lock_path {
+                continue;
+            }
+            let file_type = entry.file_type()?;
+            if file_type.is_dir() {
+                let lock_path = path.with_extension("lock");
+                let owner_alive = match std::fs::File::open(&lock_path) {
+                    Ok(lock) => lock.try_lock().is_err(),
+                    // No lock file: made by an older version, or its owner is being removed.
+                    Err(_) => is_older_than(&path, LOOSE_PARTIAL_AGE),
+                };
+                if owner_alive {
+                    continue;
+                }
+                removed += std::fs::read_dir(&path).map_or(0, Iterator::count);
+                let _ = std::fs::remove_dir_all(&path);
+                let _ = std::fs::remove_file(&lock_path);
+            } else if is_older_than(&path, LOOSE_PARTIAL_AGE) {
+                let locked_by_live_owner = path.extension().is_some_and(|e| e == "lock")
+                    && std::fs::File::open(&path).is_ok_and(|lock| lock.try_lock().is_err());
+                if !locked_by_live_owner && std::fs::remove_file(&path).is_ok() {
+                    removed += usize::from(path.extension().is_none_or(|e| e != "lock"));
+                }
+            }
+        }
+        Ok(removed)
     }
 
     fn path_of(&self, key: &str) -> io::Result<PathBuf> {
@@ -76,6 +202,18 @@ impl LocalBlobStore {
         }
         Ok(self.root.join(key))
     }
+}
+
+/// How old a file in `.partial/` that no store's directory holds must be before it is
+/// removed.
+const LOOSE_PARTIAL_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
+
+fn is_older_than(path: &Path, age: std::time::Duration) -> bool {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|modified| modified.elapsed().ok())
+        .is_some_and(|elapsed| elapsed > age)
 }
 
 fn not_a_key(key: &str) -> io::Error {
@@ -109,10 +247,9 @@ impl BlobStore for LocalBlobStore {
     async fn create(&self, key: &str) -> io::Result<Box<dyn BlobWriter>> {
         let target = self.path_of(key)?;
         let partial = self
-            .root
-            .join(".partial")
+            .partials
             .join(uuid::Uuid::now_v7().simple().to_string());
-        let file = tokio::fs::File::create(&partial).await?.into_std().await;
+        let (partial, file) = PartialFile::create(partial).await?;
         Ok(Box::new(LocalWriter::start(file, partial, target)))
     }
 
@@ -132,89 +269,170 @@ impl BlobStore for LocalBlobStore {
             other => other,
         }
     }
+
+    async fn list(&self, folder: &str) -> io::Result<BlobListing> {
+        check_folder(folder)?;
+        if folder
+            .split('/')
+            .any(|segment| segment.starts_with(".partial"))
+        {
+            return Err(not_a_key(folder));
+        }
+        let directory = self.root.join(folder);
+        let folder = folder.to_owned();
+        tokio::task::spawn_blocking(move || {
+            let mut listing = BlobListing::default();
+            let entries = match std::fs::read_dir(&directory) {
+                Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(listing),
+                other => other?,
+            };
+            for entry in entries {
+                let entry = entry?;
+                let Ok(name) = entry.file_name().into_string() else {
+                    continue;
+                };
+                let key = format!("{folder}{name}");
+                // Not a blob's name (`.partial`, a file a person put there): not ours to touch.
+                if check_key(&key).is_err() || name.starts_with(".partial") {
+                    continue;
+                }
+                let metadata = entry.metadata()?;
+                if metadata.is_dir() {
+                    listing.folders.push(format!("{key}/"));
+                } else if metadata.is_file() {
+                    listing.blobs.push(BlobEntry {
+                        key,
+                        modified: metadata.modified()?,
+                    });
+                }
+            }
+            listing.blobs.sort_by(|a, b| a.key.cmp(&b.key));
+            listing.folders.sort();
+            Ok(listing)
+        })
+        .await
+        .map_err(io::Error::other)?
+    }
+
+    async fn clean_partials(&self) -> io::Result<usize> {
+        let store = self.clone();
+        tokio::task::spawn_blocking(move || store.remove_dead_partials())
+            .await
+            .map_err(io::Error::other)?
+    }
 }
 
-/// The size of the buffers a [`LocalWriter`] hands to its disk thread.
+/// The size of the buffers a [`LocalWriter`] writes at once.
 const WRITE_BUFFER: usize = 1 << 20;
 
-/// How many full buffers may wait for the disk: the memory a slow disk can hold up per
-/// upload is `(WRITE_QUEUE + 2) * WRITE_BUFFER`.
-const WRITE_QUEUE: usize = 2;
-
-/// Writes on a blocking thread of its own, so the network and the disk work at once: the
-/// request fills a buffer while the thread writes the previous one. Buffers go back to the
-/// writer to be filled again, so a long upload allocates a handful of them in all. (Handing
-/// the request's own chunks to the thread instead, without the copy into a buffer, measured
-/// slower: many small writes, and the HTTP stack cannot reuse its read buffers.)
-struct LocalWriter {
-    /// The buffer being filled; full ones go to the disk thread.
-    buffer: Vec<u8>,
-    /// `None` once finished or aborted.
-    full: Option<tokio::sync::mpsc::Sender<Vec<u8>>>,
-    empty: std::sync::mpsc::Receiver<Vec<u8>>,
-    disk: Option<tokio::task::JoinHandle<io::Result<()>>>,
-    partial: PathBuf,
-    target: PathBuf,
-    written: u64,
-    /// Set once the partial file was renamed into place or removed.
+/// A partial file's path, removed when dropped unless it was renamed into place: a writer
+/// dropped half-way (the request went away) leaves nothing behind, nor does a `create`
+/// cancelled while its file was being made.
+struct PartialFile {
+    path: PathBuf,
+    /// Set when dropped unsettled: a file made after that point is removed by its maker.
+    dropped: Arc<std::sync::atomic::AtomicBool>,
     settled: bool,
 }
 
-impl LocalWriter {
-    fn start(mut file: std::fs::File, partial: PathBuf, target: PathBuf) -> Self {
-        let (full, mut queue) = tokio::sync::mpsc::channel::<Vec<u8>>(WRITE_QUEUE);
-        let (recycle, empty) = std::sync::mpsc::channel();
-        let disk = tokio::task::spawn_blocking(move || {
-            use std::io::Write;
-            while let Some(mut buffer) = queue.blocking_recv() {
-                file.write_all(&buffer)?;
-                buffer.clear();
-                // The writer may be gone (finished or aborted); the buffer is then freed.
-                let _ = recycle.send(buffer);
+impl PartialFile {
+    /// Makes the file on a blocking thread (without holding it for the upload's life).
+    async fn create(path: PathBuf) -> io::Result<(Self, std::fs::File)> {
+        let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let guard = PartialFile {
+            path: path.clone(),
+            dropped: Arc::clone(&dropped),
+            settled: false,
+        };
+        let file = tokio::task::spawn_blocking(move || {
+            let file = std::fs::File::create(&path)?;
+            // The guard went while the file was made: nobody will remove it but us.
+            if dropped.load(std::sync::atomic::Ordering::SeqCst) {
+                let _ = std::fs::remove_file(&path);
             }
-            file.sync_data()
-        });
+            Ok::<_, io::Error>(file)
+        })
+        .await
+        .map_err(io::Error::other)??;
+        Ok((guard, file))
+    }
+}
+
+impl Drop for PartialFile {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.dropped
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// A buffer being written by a blocking task, which hands the file and the buffer back.
+type InFlight = tokio::task::JoinHandle<(std::fs::File, Vec<u8>, io::Result<()>)>;
+
+/// Writes a megabyte at a time, each on a blocking thread only for as long as the write
+/// takes, while the request fills the next buffer: the network and the disk work at once,
+/// and an upload that trickles in holds no thread (and only the memory it has sent). Buffers
+/// are reused, so a long upload allocates two in all. (Handing the request's own chunks to
+/// the disk instead, without the copy, measured slower: many small writes, and the HTTP stack
+/// cannot reuse its read buffers.)
+struct LocalWriter {
+    /// The buffer being filled.
+    buffer: Vec<u8>,
+    /// The file, while no write is in flight.
+    file: Option<std::fs::File>,
+    in_flight: Option<InFlight>,
+    /// The buffer of the last write, emptied, for the next one.
+    spare: Option<Vec<u8>>,
+    partial: PartialFile,
+    target: PathBuf,
+    written: u64,
+}
+
+impl LocalWriter {
+    fn start(file: std::fs::File, partial: PartialFile, target: PathBuf) -> Self {
         LocalWriter {
-            buffer: Vec::with_capacity(WRITE_BUFFER),
-            full: Some(full),
-            empty,
-            disk: Some(disk),
+            buffer: Vec::new(),
+            file: Some(file),
+            in_flight: None,
+            spare: None,
             partial,
             target,
             written: 0,
-            settled: false,
         }
     }
 
-    /// Hands the current buffer to the disk thread.
-    async fn send(&mut self) -> io::Result<()> {
-        let full = self
-            .full
-            .as_ref()
-            .ok_or_else(|| io::Error::other("the blob is already finished"))?;
-        let next = self
-            .empty
-            .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(WRITE_BUFFER));
-        let buffer = std::mem::replace(&mut self.buffer, next);
-        if full.send(buffer).await.is_err() {
-            // The thread stopped on an error: that error is the answer.
-            self.full = None;
-            return Err(self
-                .join()
-                .await
-                .err()
-                .unwrap_or_else(|| io::Error::other("the disk thread stopped")));
+    /// Waits for the write in flight, if any: the file is then at hand.
+    async fn settle(&mut self) -> io::Result<()> {
+        if let Some(write) = self.in_flight.take() {
+            let (file, mut buffer, outcome) = write.await.map_err(io::Error::other)?;
+            self.file = Some(file);
+            buffer.clear();
+            self.spare = Some(buffer);
+            outcome?;
         }
         Ok(())
     }
 
-    /// Waits for the disk thread to write what it was given (and `fsync`).
-    async fn join(&mut self) -> io::Result<()> {
-        match self.disk.take() {
-            None => Err(io::Error::other("the blob is already finished")),
-            Some(disk) => disk.await.map_err(io::Error::other)?,
-        }
+    /// Starts writing the current buffer (once the previous write is done).
+    async fn send(&mut self) -> io::Result<()> {
+        self.settle().await?;
+        let mut file = self
+            .file
+            .take()
+            .ok_or_else(|| io::Error::other("the blob's file is gone"))?;
+        let next = self
+            .spare
+            .take()
+            .unwrap_or_else(|| Vec::with_capacity(WRITE_BUFFER));
+        let buffer = std::mem::replace(&mut self.buffer, next);
+        self.in_flight = Some(tokio::task::spawn_blocking(move || {
+            use std::io::Write;
+            let outcome = file.write_all(&buffer);
+            (file, buffer, outcome)
+        }));
+        Ok(())
     }
 }
 
@@ -239,31 +457,25 @@ impl BlobWriter for LocalWriter {
         if !self.buffer.is_empty() {
             self.send().await?;
         }
-        self.full = None;
-        self.join().await?;
+        self.settle().await?;
+        let file = self
+            .file
+            .take()
+            .ok_or_else(|| io::Error::other("the blob's file is gone"))?;
+        tokio::task::spawn_blocking(move || file.sync_data())
+            .await
+            .map_err(io::Error::other)??;
         if let Some(parent) = self.target.parent() {
             tokio::fs::create_dir_all(parent).await?;
         }
-        tokio::fs::rename(&self.partial, &self.target).await?;
-        self.settled = true;
+        tokio::fs::rename(&self.partial.path, &self.target).await?;
+        self.partial.settled = true;
         Ok(self.written)
     }
 
     async fn abort(mut self: Box<Self>) {
-        self.full = None;
-        let _ = self.join().await;
-        let _ = tokio::fs::remove_file(&self.partial).await;
-        self.settled = true;
-    }
-}
-
-impl Drop for LocalWriter {
-    /// A writer dropped before it finished (the request went away) leaves no file behind;
-    /// its thread stops once the queue is empty, writing to a file no longer named.
-    fn drop(&mut self) {
-        if !self.settled {
-            let _ = std::fs::remove_file(&self.partial);
-        }
+        // A write in flight ends on its own; the file it writes is removed with the guard.
+        let _ = self.settle().await;
     }
 }
 
@@ -327,7 +539,7 @@ mod tests {
         dropped.write(Bytes::from_static(b"x")).await.unwrap();
         drop(dropped);
         assert!(store.open("a").await.is_err() && store.open("b").await.is_err());
-        assert_eq!(std::fs::read_dir(root.join(".partial")).unwrap().count(), 0);
+        assert_eq!(std::fs::read_dir(&store.partials.path).unwrap().count(), 0);
         std::fs::remove_dir_all(root).unwrap();
     }
 
@@ -346,7 +558,91 @@ mod tests {
         writer.write(Bytes::new()).await.unwrap();
         assert_eq!(writer.finish().await.unwrap(), data.len() as u64);
         assert_eq!(std::fs::read(root.join("big")).unwrap(), data);
-        assert_eq!(std::fs::read_dir(root.join(".partial")).unwrap().count(), 0);
+        assert_eq!(std::fs::read_dir(&store.partials.path).unwrap().count(), 0);
+        std::fs::remove_dir_all(root).unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_create_cancelled_while_its_file_is_made_leaves_nothing() {
+        let root = scratch();
+        let store = LocalBlobStore::new(&root).unwrap();
+        for _ in 0..20 {
+            // Dropped at its first wait: the file is being made on a blocking thread.
+            let _ = tokio::time::timeout(std::time::Duration::ZERO, store.create("c")).await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        assert_eq!(std::fs::read_dir(&store.partials.path).unwrap().count(), 0);
+        std::fs::remove_dir_all(root).unwrap();
+    }
+
+    #[tokio::test]
+    async fn partial_files_of_dead_stores_go_and_live_ones_stay() {
+        let root = scratch();
+        let live = LocalBlobStore::new(&root).unwrap();
+        let mut writing = live.create("a").await.unwrap();
+        writing.write(Bytes::from_static(b"half")).await.unwrap();
+        // What a process that died left: its directory, its (unlocked) lock file.
+        let dead = root.join(".partial").join("0190dead");
+        std::fs::create_dir_all(&dead).unwrap();
+        std::fs::write(dead.join("x"), b"left").unwrap();
+        std::fs::write(root.join(".partial").join("0190dead.lock"), b"").unwrap();
+        // A loose file of an older layout, old enough to go, and a fresh one that stays.
+        let loose = root.join(".partial").join("loose");
+        std::fs::write(&loose, b"old").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&loose)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() - 2 * LOOSE_PARTIAL_AGE)
+            .unwrap();
+        std::fs::write(root.join(".partial").join("fresh"), b"new").unwrap();
+
+        let other = LocalBlobStore::new(&root).unwrap();
+        assert!(!dead.exists() && !loose.exists());
+        assert!(root.join(".partial").join("fresh").exists());
+        // The live store's partial file is untouched, by the new store and by a purge.
+        assert_eq!(other.clean_partials().await.unwrap(), 0);
+        assert_eq!(std::fs::read_dir(&live.partials.path).unwrap().count(), 1);
+        assert_eq!(writing.finish().await.unwrap(), 4);
+        // A store that is dropped takes its directory and lock file along.
+        let (path, lock) = (
+            other.partials.path.clone(),
+            other.partials.lock_path.clone(),
+        );
+        drop(other);
+        assert!(!path.exists() && !lock.exists());
+        std::fs::remove_dir_all(root).unwrap();
+    }
+
+    #[tokio::test]
+    async fn listings_give_one_level_of_blobs_and_folders() {
+        let root = scratch();
+        let store = LocalBlobStore::new(&root).unwrap();
+        for key in ["media/o1/a.mp4", "media/o1/b.png", "media/o2/c.mp4", "top"] {
+            let mut writer = store.create(key).await.unwrap();
+            writer.write(Bytes::from_static(b"x")).await.unwrap();
+            writer.finish().await.unwrap();
+        }
+        let top = store.list("").await.unwrap();
+        assert_eq!(top.folders, ["media/"]);
+        assert_eq!(
+            top.blobs.iter().map(|b| b.key.as_str()).collect::<Vec<_>>(),
+            ["top"]
+        );
+        assert_eq!(
+            store.list("media/").await.unwrap().folders,
+            ["media/o1/", "media/o2/"]
+        );
+        let o1 = store.list("media/o1/").await.unwrap();
+        assert_eq!(
+            o1.blobs.iter().map(|b| b.key.as_str()).collect::<Vec<_>>(),
+            ["media/o1/a.mp4", "media/o1/b.png"]
+        );
+        assert!(o1.blobs[0].modified <= std::time::SystemTime::now());
+        assert_eq!(store.list("none/").await.unwrap(), BlobListing::default());
+        for bad in ["media", "../", ".partial/", "/"] {
+            assert!(store.list(bad).await.is_err(), "{bad}");
+        }
         std::fs::remove_dir_all(root).unwrap();
     }
 

@@ -23,6 +23,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use object_store::aws::AmazonS3Builder;
 use object_store::path::Path;
+
+use super::blob::{BlobEntry, BlobListing};
 use object_store::{MultipartUpload, ObjectStore, ObjectStoreExt, PutPayload};
 use tokio::task::JoinSet;
 
@@ -211,6 +213,45 @@ impl BlobStore for S3BlobStore {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(error) => Err(s3_error(&self.place, "DELETE", &location, error)),
         }
+    }
+
+    async fn list(&self, folder: &str) -> io::Result<BlobListing> {
+        super::blob::check_folder(folder)?;
+        let location = match folder.strip_suffix('/') {
+            Some(key) => self.location(key)?,
+            None => self.prefix.clone(),
+        };
+        let listed = self
+            .store
+            .list_with_delimiter(Some(&location))
+            .await
+            .map_err(|error| s3_error(&self.place, "LIST", &location, error))?;
+        // Keys are the paths below the prefix; anything that is not a blob key is skipped.
+        let key_of = |path: &Path| -> Option<String> {
+            let parts: Vec<_> = path.parts().collect();
+            let below = parts.get(self.prefix.parts().count()..)?;
+            let key = below
+                .iter()
+                .map(|part| part.as_ref())
+                .collect::<Vec<_>>()
+                .join("/");
+            super::blob::check_key(&key).ok().map(|()| key)
+        };
+        let mut listing = BlobListing::default();
+        for object in &listed.objects {
+            if let Some(key) = key_of(&object.location) {
+                listing.blobs.push(BlobEntry {
+                    key,
+                    modified: object.last_modified.into(),
+                });
+            }
+        }
+        for common in &listed.common_prefixes {
+            if let Some(key) = key_of(common) {
+                listing.folders.push(format!("{key}/"));
+            }
+        }
+        Ok(listing)
     }
 }
 

@@ -124,6 +124,13 @@ pub trait MediaStore: Send + Sync {
     /// Removes up to `limit` uploads that expired at or before `now`, and returns them.
     async fn take_expired_uploads(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<Upload>>;
 
+    /// Those of `keys` that a media item's file or a resumable upload's part names: the
+    /// blobs the blob sweep must keep.
+    async fn blob_keys_in_use(
+        &self,
+        keys: &[String],
+    ) -> StoreResult<std::collections::HashSet<String>>;
+
     /// The organization's channels, by platform (in the order of [`Platform::ALL`]), then
     /// oldest first.
     async fn list_channels(&self, organization_id: &OrganizationId) -> StoreResult<Vec<Channel>>;

@@ -2,6 +2,7 @@
 //! checked and the item stored), media items and lists, and connected channels.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::json;
@@ -13,6 +14,7 @@ use crate::media::api::{
     AdminChannelView, ChannelsView, MediaItemView, MediaList, MediaListQuery, NewChannel,
     Pagination, UploadedItem,
 };
+use crate::media::blob::BlobStore;
 use crate::media::inspect::{extension_of, inspect_image, inspect_video, Refused};
 use crate::media::publish::MEDIA_PUBLISH;
 use crate::media::rules::{self, ItemTexts};
@@ -28,13 +30,24 @@ use crate::store::MediaFilter;
 /// Attempts of a publishing job before its post fails (each waits out a doubling backoff).
 pub(crate) const PUBLISH_ATTEMPTS: u32 = 6;
 
-/// Size limits of uploads.
+/// The bounds of uploads: sizes, the shape of upload forms, and how many uploads an
+/// organization may have in progress at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MediaLimits {
     /// The largest video, in bytes (default 4 GiB).
     pub max_video_bytes: u64,
     /// The largest image, in bytes (default 50 MiB).
     pub max_image_bytes: u64,
+    /// The most parts an upload form may have, its file included (default 256).
+    pub max_form_parts: usize,
+    /// The longest text field of an upload form, in bytes (default 64 KiB); reading stops
+    /// there.
+    pub max_form_field_bytes: usize,
+    /// The most bytes of text fields an upload form may have in all (default 1 MiB).
+    pub max_form_text_bytes: usize,
+    /// The most uploads (form file parts and tus chunks) one organization may have in
+    /// progress at once on this instance (default 32); beyond, `429 too_many_uploads`.
+    pub max_uploads_per_organization: usize,
 }
 
 impl Default for MediaLimits {
@@ -42,6 +55,10 @@ impl Default for MediaLimits {
         MediaLimits {
             max_video_bytes: 4 << 30,
             max_image_bytes: 50 << 20,
+            max_form_parts: 256,
+            max_form_field_bytes: 64 << 10,
+            max_form_text_bytes: 1 << 20,
+            max_uploads_per_organization: 32,
         }
     }
 }
@@ -55,21 +72,121 @@ impl MediaLimits {
     }
 }
 
+/// How slowly a request body may arrive. A body is read in windows of `body_rate_window`:
+/// one that delivers fewer than `min_body_bytes_per_sec × window` bytes in a window (nothing
+/// at all, or a trickle) is cut off with `408 request_timeout`, and what arrived is dropped.
+/// An honest upload on a slow link keeps going however long it takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestLimits {
+    /// The slowest average rate accepted over a window, in bytes per second (default 1,024);
+    /// 0 accepts any rate.
+    pub min_body_bytes_per_sec: u64,
+    /// The window the rate is measured over (default 20 s).
+    pub body_rate_window: std::time::Duration,
+}
+
+impl Default for RequestLimits {
+    fn default() -> Self {
+        RequestLimits {
+            min_body_bytes_per_sec: 1024,
+            body_rate_window: std::time::Duration::from_secs(20),
+        }
+    }
+}
+
+/// Why a request body stopped before its end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BodyError {
+    /// The connection broke, or the body is malformed; the cause is for people.
+    Broken(String),
+    /// The body arrived slower than the minimum rate (see `RequestLimits`); the message says
+    /// which.
+    TooSlow(String),
+}
+
+impl BodyError {
+    /// The error of a request whose body stopped early: `400` on `field`, or `408
+    /// request_timeout`; `lost` says what became of the bytes that arrived.
+    pub fn into_error(self, field: &str, lost: &str) -> Error {
+        match self {
+            BodyError::Broken(cause) => Error::invalid(
+                field,
+                format!("the body broke off before its end ({cause}); {lost}"),
+            ),
+            BodyError::TooSlow(message) => Error::RequestTimeout(format!("{message}; {lost}")),
+        }
+    }
+}
+
 /// The bytes of a file part as they arrive.
 #[async_trait]
 pub trait ChunkSource: Send {
-    /// The next chunk; `None` at the end; `Err` (for the log) when the body broke off.
-    async fn next_chunk(&mut self) -> Option<std::result::Result<bytes::Bytes, String>>;
+    /// The next chunk; `None` at the end; `Err` when the body broke off or was too slow.
+    async fn next_chunk(&mut self) -> Option<std::result::Result<bytes::Bytes, BodyError>>;
+}
+
+/// A blob that is deleted when dropped, unless it was handed to an owner in the store
+/// ([`OwnedBlob::keep`]): what holds a blob between writing it and recording it.
+pub(super) struct OwnedBlob {
+    key: String,
+    /// `None` once kept.
+    owner: Option<Arc<dyn BlobStore>>,
+}
+
+impl OwnedBlob {
+    pub(super) fn new(key: String, blobs: &Arc<dyn BlobStore>) -> Self {
+        OwnedBlob {
+            key,
+            owner: Some(Arc::clone(blobs)),
+        }
+    }
+
+    pub(super) fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The blob belongs to what the store recorded: dropping this no longer deletes it.
+    pub(super) fn keep(mut self) {
+        self.owner = None;
+    }
+
+    /// Deletes the blob now (rather than on a task of its own, as dropping it does).
+    pub(super) async fn discard(mut self) {
+        if let Some(blobs) = self.owner.take() {
+            if let Err(error) = blobs.delete(&self.key).await {
+                tracing::warn!(%error, key = %self.key, "a blob was not deleted");
+            }
+        }
+    }
+}
+
+impl Drop for OwnedBlob {
+    fn drop(&mut self) {
+        if let Some(blobs) = self.owner.take() {
+            delete_soon(blobs, std::mem::take(&mut self.key));
+        }
+    }
 }
 
 /// A file part written to the blob store, not yet a media item. Given to
-/// [`Xf::create_media`], which keeps it as the item's file or deletes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// [`Xf::create_media`], which keeps it as the item's file. It owns its blob: a staged file
+/// dropped on any other path (a refused form, an idempotent replay, a client that went away)
+/// deletes it.
 pub struct StagedFile {
-    key: String,
+    blob: OwnedBlob,
     name: String,
     size: u64,
     extension: String,
+}
+
+impl std::fmt::Debug for StagedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StagedFile")
+            .field("key", &self.blob.key)
+            .field("name", &self.name)
+            .field("size", &self.size)
+            .finish()
+    }
 }
 
 impl StagedFile {
@@ -81,6 +198,51 @@ impl StagedFile {
     /// Its size in bytes.
     pub fn size(&self) -> u64 {
         self.size
+    }
+}
+
+/// Deletes the blob under `key` on a task of its own (from a `Drop`, which cannot wait); the
+/// blob sweep ([`Xf::sweep_blobs`]) catches what a runtime shutting down leaves.
+pub(super) fn delete_soon(blobs: Arc<dyn BlobStore>, key: String) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        tracing::warn!(%key, "a staged blob outlived its runtime; the blob sweep will delete it");
+        return;
+    };
+    runtime.spawn(async move {
+        if let Err(error) = blobs.delete(&key).await {
+            tracing::warn!(%error, %key, "a staged blob was not deleted");
+        }
+    });
+}
+
+/// One upload of an organization in progress on this instance; dropping it frees the place.
+pub(super) struct UploadSlot {
+    slots: Arc<UploadSlots>,
+    organization: OrganizationId,
+}
+
+impl Drop for UploadSlot {
+    fn drop(&mut self) {
+        let mut counts = self.slots.lock();
+        if let Some(count) = counts.get_mut(&self.organization) {
+            *count -= 1;
+            if *count == 0 {
+                counts.remove(&self.organization);
+            }
+        }
+    }
+}
+
+/// How many uploads each organization has in progress on this instance.
+#[derive(Debug, Default)]
+pub(super) struct UploadSlots(std::sync::Mutex<std::collections::HashMap<OrganizationId, usize>>);
+
+impl UploadSlots {
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<OrganizationId, usize>> {
+        // A panic while the map was held cannot leave a count half-changed.
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -123,6 +285,33 @@ pub(crate) fn channel_owner(
 }
 
 impl Xf {
+    /// The bounds of uploads.
+    pub fn media_limits(&self) -> MediaLimits {
+        self.inner.media_limits
+    }
+
+    /// The slowest request bodies accepted.
+    pub fn request_limits(&self) -> RequestLimits {
+        self.inner.request_limits
+    }
+
+    /// A place for one more upload of the caller's organization, or `429 too_many_uploads`
+    /// when it has [`MediaLimits::max_uploads_per_organization`] in progress.
+    pub(super) fn upload_slot(&self, organization: &OrganizationId) -> Result<UploadSlot> {
+        let limit = self.inner.media_limits.max_uploads_per_organization;
+        let slots = &self.inner.upload_slots;
+        let mut counts = slots.lock();
+        let count = counts.entry(organization.clone()).or_insert(0);
+        if *count >= limit {
+            return Err(Error::TooManyUploads { limit });
+        }
+        *count += 1;
+        Ok(UploadSlot {
+            slots: Arc::clone(slots),
+            organization: organization.clone(),
+        })
+    }
+
     /// Streams one file part of an upload form of `kind` into the blob store. The name must
     /// have an accepted extension (checked before any byte is stored); past the kind's size
     /// limit the part is dropped and the answer is `413`. The stored bytes are checked later,
@@ -152,65 +341,86 @@ impl Xf {
                     ),
                 )
             })?;
+        let _slot = self.upload_slot(&caller.organization.id)?;
         let limit = self.inner.media_limits.of(kind);
         let key = format!(
             "media/{}/{}.{extension}",
             caller.organization.id,
             uuid::Uuid::now_v7().simple()
         );
-        let blobs = &self.inner.blobs;
-        let mut writer = blobs.create(&key).await.map_err(|e| Error::Unavailable {
-            cause: format!("the blob store refused a new upload: {e}"),
-        })?;
-        let mut size = 0u64;
-        while let Some(chunk) = body.next_chunk().await {
-            let chunk = match chunk {
-                Ok(chunk) => chunk,
-                Err(cause) => {
-                    writer.abort().await;
-                    return Err(Error::invalid(
-                        "file",
-                        format!("the upload broke off before its end: {cause}"),
-                    ));
-                }
-            };
-            size += chunk.len() as u64;
-            if size > limit {
-                writer.abort().await;
-                return Err(Error::PayloadTooLarge { limit_bytes: limit });
-            }
-            if let Err(error) = writer.write(chunk).await {
-                writer.abort().await;
-                return Err(Error::Unavailable {
-                    cause: format!("writing an upload to the blob store: {error}"),
-                });
-            }
-        }
+        let size = self
+            .write_blob(&key, body, limit, ("file", "the upload was dropped"))
+            .await?;
         if size == 0 {
-            writer.abort().await;
             return Err(Error::invalid("file", "is empty"));
         }
-        writer.finish().await.map_err(|e| Error::Unavailable {
-            cause: format!("finishing an upload in the blob store: {e}"),
-        })?;
         Ok(StagedFile {
-            key,
+            blob: OwnedBlob::new(key, &self.inner.blobs),
             name: file_name.to_owned(),
             size,
             extension,
         })
     }
 
+    /// Writes `body` to a new blob under `key`: its size. Past `limit` bytes nothing is kept
+    /// and the answer is `413`; a body that breaks off or is too slow keeps nothing either
+    /// (the error names `field` and says `lost`), nor does an empty one (`Ok(0)`). The blob exists once
+    /// this returns a size above 0, whatever happens to the caller's future afterwards: hand
+    /// it to an owner at once.
+    pub(super) async fn write_blob(
+        &self,
+        key: &str,
+        body: &mut (dyn ChunkSource + '_),
+        limit: u64,
+        (field, lost): (&str, &str),
+    ) -> Result<u64> {
+        let blobs = &self.inner.blobs;
+        let mut writer = blobs.create(key).await.map_err(|e| Error::Unavailable {
+            cause: format!("the blob store refused a new blob: {e}"),
+        })?;
+        let mut size = 0u64;
+        while let Some(chunk) = body.next_chunk().await {
+            let failure = match chunk {
+                Err(error) => Some(error.into_error(field, lost)),
+                Ok(chunk) => {
+                    size += chunk.len() as u64;
+                    if size > limit {
+                        Some(Error::PayloadTooLarge { limit_bytes: limit })
+                    } else {
+                        writer.write(chunk).await.err().map(|e| Error::Unavailable {
+                            cause: format!("writing to the blob store: {e}"),
+                        })
+                    }
+                }
+            };
+            if let Some(error) = failure {
+                writer.abort().await;
+                return Err(error);
+            }
+        }
+        if size == 0 {
+            writer.abort().await;
+            return Ok(0);
+        }
+        writer.finish().await.map_err(|e| Error::Unavailable {
+            cause: format!("finishing a blob: {e}"),
+        })
+    }
+
     /// Deletes the staged file (if any) of a form that cannot be used.
     pub async fn discard_staged(&self, staged: Option<StagedFile>) {
         if let Some(staged) = staged {
-            self.delete_blob(&staged.key).await;
+            staged.blob.discard().await;
         }
     }
 
     /// Checks an upload form of `kind` (its text fields, and the file staged from its file
     /// part, if any) and stores the media item. Whatever fails, the staged file is deleted.
     /// With a test key nothing is stored and the answer is a mock (the file is deleted too).
+    ///
+    /// The work runs on a task of its own: a client that goes away once its form is sent
+    /// does not cut it short, so the item is stored with its file or the file is deleted,
+    /// never one without the other.
     pub async fn create_media(
         &self,
         caller: &Caller,
@@ -218,6 +428,29 @@ impl Xf {
         fields: &[(String, String)],
         staged: Option<StagedFile>,
     ) -> Result<Vec<UploadedItem>> {
+        let xf = self.clone();
+        let caller = caller.clone();
+        let fields = fields.to_vec();
+        let task =
+            tokio::spawn(async move { xf.create_media_now(&caller, kind, &fields, staged).await });
+        let item = task
+            .await
+            .map_err(|e| Error::Internal(format!("storing a media item: {e}")))??;
+        Ok(vec![UploadedItem {
+            platforms: item.platforms(),
+            id: item.id,
+            title: item.title,
+            status: item.status,
+        }])
+    }
+
+    async fn create_media_now(
+        &self,
+        caller: &Caller,
+        kind: MediaKind,
+        fields: &[(String, String)],
+        staged: Option<StagedFile>,
+    ) -> Result<MediaItem> {
         // A `fileId` (without a file part) names a finished resumable upload: its chunks are
         // copied into one staged file, which then goes the way of a file part.
         let file_id = fields
@@ -232,10 +465,9 @@ impl Xf {
             }
             (staged, _) => (staged, None),
         };
-        let key = staged.as_ref().map(|s| s.key.clone());
         let stored: Result<MediaItem> = async {
             let (item, jobs) = self
-                .checked_media(caller, kind, fields, staged, upload.is_some())
+                .checked_media(caller, kind, fields, staged.as_ref(), upload.is_some())
                 .await?;
             if !caller.is_test() {
                 self.store().insert_media(&item, &jobs).await?;
@@ -245,21 +477,15 @@ impl Xf {
         .await;
         // The file stays only as a stored item's: a refused form, a test key's mock and a
         // failed insert leave nothing behind.
-        if stored.is_err() || caller.is_test() {
-            if let Some(key) = key {
-                self.delete_blob(&key).await;
-            }
+        match (&stored, staged) {
+            (Ok(_), Some(staged)) if !caller.is_test() => staged.blob.keep(),
+            (_, staged) => self.discard_staged(staged).await,
         }
         let item = stored?;
         if let Some(upload) = upload.filter(|_| !caller.is_test()) {
             self.consume_upload(&upload).await;
         }
-        Ok(vec![UploadedItem {
-            platforms: item.platforms(),
-            id: item.id,
-            title: item.title,
-            status: item.status,
-        }])
+        Ok(item)
     }
 
     /// The media item of a form, its file staged from a file part or (`from_upload`) from
@@ -269,7 +495,7 @@ impl Xf {
         caller: &Caller,
         kind: MediaKind,
         fields: &[(String, String)],
-        staged: Option<StagedFile>,
+        staged: Option<&StagedFile>,
         from_upload: bool,
     ) -> Result<(MediaItem, Vec<JobRecord>)> {
         let form = parse_upload_fields(kind, fields)?;
@@ -291,7 +517,7 @@ impl Xf {
         let blob = self
             .inner
             .blobs
-            .open(&staged.key)
+            .open(staged.blob.key())
             .await
             .map_err(|e| Error::Internal(format!("a staged upload went missing: {e}")))?;
         let facts = match kind {
@@ -308,8 +534,8 @@ impl Xf {
         };
         let mut targets = self.targets(caller, &form).await?;
         let file = StoredFile {
-            key: staged.key,
-            name: staged.name,
+            key: staged.blob.key().to_owned(),
+            name: staged.name.clone(),
             size: staged.size,
             facts,
         };

@@ -65,10 +65,11 @@ pub use admin::{
     CreatedApiKey, CreatedOrganization, NewOrganization, NewReport, OrganizationPatch,
     RevokedApiKey, UsageDelta,
 };
-pub use media::{ChunkSource, MediaLimits, StagedFile};
+pub use media::{BodyError, ChunkSource, MediaLimits, RequestLimits, StagedFile};
 pub use properties::normalize_property_url;
 pub use report_page::{Audit, CheckFindings, ReportPage, MAX_LISTED_FINDINGS};
 pub use scans::MAX_BATCH;
+pub use uploads::SweepReport;
 pub use uploads::UPLOAD_LIFETIME_HOURS;
 
 /// The path version label.
@@ -181,6 +182,10 @@ struct Inner {
     blobs: Arc<dyn BlobStore>,
     /// Upload size limits.
     media_limits: MediaLimits,
+    /// The uploads each organization has in progress here.
+    upload_slots: Arc<media::UploadSlots>,
+    /// The slowest request bodies accepted.
+    request_limits: RequestLimits,
     /// The platforms' clients.
     publishers: publishing::Publishers,
     /// Settings of the publishing handler.
@@ -200,6 +205,7 @@ pub struct XfBuilder {
     search_console: Option<Arc<dyn SearchConsole>>,
     blobs: Option<Arc<dyn BlobStore>>,
     media_limits: MediaLimits,
+    request_limits: RequestLimits,
     publishers: publishing::Publishers,
     publish_options: publishing::PublishOptions,
     allow_private_targets: bool,
@@ -296,9 +302,15 @@ impl XfBuilder {
         self
     }
 
-    /// Replaces the upload size limits (default 4 GiB per video, 50 MiB per image).
+    /// Replaces the bounds of uploads (see [`MediaLimits`] for each default).
     pub fn media_limits(mut self, limits: MediaLimits) -> Self {
         self.media_limits = limits;
+        self
+    }
+
+    /// Replaces the slowest request bodies the services accept (see [`RequestLimits`]).
+    pub fn request_limits(mut self, limits: RequestLimits) -> Self {
+        self.request_limits = limits;
         self
     }
 
@@ -421,6 +433,8 @@ impl XfBuilder {
                 token_sealer,
                 blobs,
                 media_limits: self.media_limits,
+                upload_slots: Arc::default(),
+                request_limits: self.request_limits,
                 publishers: self.publishers,
                 publish_options: self.publish_options,
                 media_url_key,
@@ -483,6 +497,7 @@ impl Xf {
             search_console: None,
             blobs: None,
             media_limits: MediaLimits::default(),
+            request_limits: RequestLimits::default(),
             publishers: publishing::Publishers::new(),
             publish_options: publishing::PublishOptions::default(),
             crawl_options: crate::crawl::crawler::CrawlOptions::default(),

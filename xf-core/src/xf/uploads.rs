@@ -11,7 +11,7 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use sha1::{Digest, Sha1};
 
-use super::media::{ChunkSource, StagedFile};
+use super::media::{BodyError, ChunkSource, OwnedBlob, StagedFile};
 use super::{Caller, Xf};
 use crate::error::{Error, Result};
 use crate::ids::{Id, UploadId};
@@ -25,6 +25,20 @@ pub const UPLOAD_LIFETIME_HOURS: i64 = 24;
 const MAX_METADATA_BYTES: usize = 4096;
 /// Bytes read per request when a finished upload is assembled.
 const ASSEMBLY_READ: usize = 4 << 20;
+
+/// Blob keys checked against the store at once by the sweep.
+const SWEEP_BATCH: usize = 500;
+
+/// What [`Xf::sweep_blobs`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SweepReport {
+    /// Blobs old enough to be checked.
+    pub checked: usize,
+    /// Of those, the ones nothing named, deleted.
+    pub orphans: usize,
+    /// Partial files of dead writers removed.
+    pub partial_files: usize,
+}
 
 /// `Upload-Metadata`: comma-separated `key base64value` pairs (the value may be left out).
 fn parse_metadata(header: &str) -> Result<Vec<(String, String)>> {
@@ -150,6 +164,7 @@ impl Xf {
             });
         }
         let expected = checksum.map(parse_checksum).transpose()?;
+        let _slot = self.upload_slot(&upload.organization_id)?;
         let room = upload.length - upload.offset;
         let key = format!(
             "uploads/{}/{}/{}",
@@ -157,65 +172,54 @@ impl Xf {
             upload.id,
             uuid::Uuid::now_v7().simple()
         );
-        let blobs = &self.inner.blobs;
-        let mut writer = blobs.create(&key).await.map_err(|e| Error::Unavailable {
-            cause: format!("the blob store refused an upload chunk: {e}"),
-        })?;
-        let mut hasher = Sha1::new();
-        let mut received = 0u64;
-        while let Some(chunk) = body.next_chunk().await {
-            let failure = match chunk {
-                Err(cause) => Some(Error::invalid(
-                    "body",
-                    format!("the chunk broke off before its end and was dropped: {cause}"),
-                )),
-                Ok(chunk) => {
-                    received += chunk.len() as u64;
-                    if received > room {
-                        Some(Error::PayloadTooLarge { limit_bytes: room })
-                    } else {
-                        hasher.update(&chunk);
-                        writer.write(chunk).await.err().map(|e| Error::Unavailable {
-                            cause: format!("writing an upload chunk: {e}"),
-                        })
-                    }
-                }
-            };
-            if let Some(error) = failure {
-                writer.abort().await;
-                return Err(error);
-            }
-        }
-        if expected.is_some_and(|digest| hasher.finalize().as_slice() != digest) {
-            writer.abort().await;
-            return Err(Error::ChecksumMismatch);
-        }
+        let mut hashed = Sha1Chunks {
+            body,
+            hasher: Sha1::new(),
+        };
+        let lost = "the chunk was dropped; ask for the offset (HEAD) and send it again";
+        let received = self
+            .write_blob(&key, &mut hashed, room, ("body", lost))
+            .await?;
         if received == 0 {
-            writer.abort().await;
             return Ok(upload);
         }
-        writer.finish().await.map_err(|e| Error::Unavailable {
-            cause: format!("finishing an upload chunk: {e}"),
-        })?;
+        let blob = OwnedBlob::new(key, &self.inner.blobs);
+        if expected.is_some_and(|digest| hashed.hasher.finalize().as_slice() != digest) {
+            blob.discard().await;
+            return Err(Error::ChecksumMismatch);
+        }
         let part = UploadPart {
             offset,
             length: received,
-            key: key.clone(),
+            key: blob.key().to_owned(),
         };
-        let outcome = self
-            .store()
-            .append_upload_part(&upload.id, &part, self.now())
-            .await;
-        match outcome {
-            Ok(Appended::Added(upload)) => Ok(upload),
-            other => {
-                self.delete_blob(&key).await;
-                match other? {
-                    Appended::OffsetMoved(offset) => Err(Error::UploadOffsetMismatch { offset }),
-                    _ => Err(Error::NotFound("upload")),
+        // Recorded on a task of its own: a client that goes away now cannot leave the part
+        // recorded without its blob, or the blob without its part.
+        let xf = self.clone();
+        let recorded = tokio::spawn(async move {
+            let outcome = xf
+                .store()
+                .append_upload_part(&upload.id, &part, xf.now())
+                .await;
+            match outcome {
+                Ok(Appended::Added(upload)) => {
+                    blob.keep();
+                    Ok(upload)
+                }
+                other => {
+                    blob.discard().await;
+                    match other? {
+                        Appended::OffsetMoved(offset) => {
+                            Err(Error::UploadOffsetMismatch { offset })
+                        }
+                        _ => Err(Error::NotFound("upload")),
+                    }
                 }
             }
-        }
+        });
+        recorded
+            .await
+            .map_err(|e| Error::Internal(format!("recording an upload chunk: {e}")))?
     }
 
     /// `DELETE /media/uploads/{id}`: drops the upload and its bytes.
@@ -234,6 +238,64 @@ impl Xf {
             self.delete_parts(upload).await;
         }
         Ok(expired.len())
+    }
+
+    /// Removes the partial files of blob writers that died; how many.
+    pub async fn clean_partial_blobs(&self) -> Result<usize> {
+        self.inner
+            .blobs
+            .clean_partials()
+            .await
+            .map_err(|e| Error::Unavailable {
+                cause: format!("cleaning partial blob files: {e}"),
+            })
+    }
+
+    /// Reconciles the blob store with the items and uploads: deletes every blob under
+    /// `media/` and `uploads/` older than `grace` that no media item's file and no upload's
+    /// part names (what a process that died between writing a blob and recording it left),
+    /// and the partial files of dead writers. What it deleted.
+    ///
+    /// The grace keeps blobs being recorded right now: a blob is finished moments before its
+    /// record is written, and `modified` is when it was finished.
+    pub async fn sweep_blobs(&self, grace: std::time::Duration) -> Result<SweepReport> {
+        let blobs = &self.inner.blobs;
+        let unavailable = |e: std::io::Error| Error::Unavailable {
+            cause: format!("listing the blob store: {e}"),
+        };
+        let mut report = SweepReport {
+            partial_files: self.clean_partial_blobs().await?,
+            ..SweepReport::default()
+        };
+        let cutoff = std::time::SystemTime::now()
+            .checked_sub(grace)
+            .unwrap_or(std::time::UNIX_EPOCH);
+        // `media/{org}/{file}` and `uploads/{org}/{upload}/{chunk}`: walked folder by folder,
+        // so no more than one folder's listing is held at once.
+        let mut folders = vec!["media/".to_owned(), "uploads/".to_owned()];
+        while let Some(folder) = folders.pop() {
+            let listing = blobs.list(&folder).await.map_err(unavailable)?;
+            folders.extend(listing.folders);
+            let old: Vec<String> = listing
+                .blobs
+                .into_iter()
+                .filter(|blob| blob.modified < cutoff)
+                .map(|blob| blob.key)
+                .collect();
+            report.checked += old.len();
+            for batch in old.chunks(SWEEP_BATCH) {
+                let in_use = self.store().blob_keys_in_use(batch).await?;
+                for key in batch.iter().filter(|key| !in_use.contains(*key)) {
+                    match blobs.delete(key).await {
+                        Ok(()) => report.orphans += 1,
+                        Err(error) => {
+                            tracing::warn!(%error, %key, "an orphan blob was not deleted")
+                        }
+                    }
+                }
+            }
+        }
+        Ok(report)
     }
 
     async fn delete_parts(&self, upload: &Upload) {
@@ -313,6 +375,23 @@ impl Xf {
     }
 }
 
+/// A body's chunks, hashed with SHA-1 on the way (tus's checksum extension).
+struct Sha1Chunks<'a, 'b> {
+    body: &'a mut (dyn ChunkSource + 'b),
+    hasher: Sha1,
+}
+
+#[async_trait::async_trait]
+impl ChunkSource for Sha1Chunks<'_, '_> {
+    async fn next_chunk(&mut self) -> Option<std::result::Result<bytes::Bytes, BodyError>> {
+        let chunk = self.body.next_chunk().await;
+        if let Some(Ok(bytes)) = &chunk {
+            self.hasher.update(bytes);
+        }
+        chunk
+    }
+}
+
 /// The chunks of an upload's parts, read back in order, a few MiB at a time.
 struct PartReader<'a> {
     xf: &'a Xf,
@@ -322,24 +401,25 @@ struct PartReader<'a> {
 
 #[async_trait::async_trait]
 impl ChunkSource for PartReader<'_> {
-    async fn next_chunk(&mut self) -> Option<std::result::Result<bytes::Bytes, String>> {
+    async fn next_chunk(&mut self) -> Option<std::result::Result<bytes::Bytes, BodyError>> {
+        let broken = |message: String| Some(Err(BodyError::Broken(message)));
         loop {
             if let Some((blob, position)) = &mut self.current {
                 if *position < blob.len() {
-                    return Some(match blob.read_at(*position, ASSEMBLY_READ).await {
+                    return match blob.read_at(*position, ASSEMBLY_READ).await {
                         Ok(bytes) if !bytes.is_empty() => {
                             *position += bytes.len() as u64;
-                            Ok(bytes::Bytes::from(bytes))
+                            Some(Ok(bytes::Bytes::from(bytes)))
                         }
-                        Ok(_) => Err("an upload chunk is shorter than recorded".to_owned()),
-                        Err(error) => Err(format!("an upload chunk could not be read: {error}")),
-                    });
+                        Ok(_) => broken("an upload chunk is shorter than recorded".to_owned()),
+                        Err(error) => broken(format!("an upload chunk could not be read: {error}")),
+                    };
                 }
             }
             let part = self.parts.next()?;
             match self.xf.inner.blobs.open(&part.key).await {
                 Ok(blob) => self.current = Some((blob, 0)),
-                Err(error) => return Some(Err(format!("an upload chunk is missing: {error}"))),
+                Err(error) => return broken(format!("an upload chunk is missing: {error}")),
             }
         }
     }

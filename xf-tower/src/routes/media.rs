@@ -3,7 +3,7 @@
 //! and `{success: false, error: {code, message, details?}}`, each with `meta.requestId`.
 //! Keys come as `X-API-Key` or `Authorization: Bearer`; the plan needs `mediaApi`.
 
-use axum::extract::{FromRequest, Multipart, Request, State};
+use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -15,12 +15,13 @@ use sha2::{Digest, Sha256};
 use xf_core::media::api::MediaListQuery;
 use xf_core::media::MediaKind;
 use xf_core::plans::Entitlement;
-use xf_core::{ChunkSource, Error, Fingerprint, IdempotencyStart, StagedFile, Xf};
+use xf_core::{BodyError, ChunkSource, Error, Fingerprint, IdempotencyStart, StagedFile, Xf};
 
 use crate::envelope;
 use crate::error::{error_object, status_of};
 use crate::extract::{bearer, PathParam, Query};
 use crate::middleware::Guard;
+use crate::multipart::{FormError, FormReader, TextField};
 
 /// The routes of this module, behind the media API's authentication and rate limits.
 pub fn router(xf: Xf) -> Router<Xf> {
@@ -165,14 +166,19 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for MediaPath {
     }
 }
 
-/// A multipart file field's chunks, hashed on the way when the request is idempotent (its
+/// A form's file part, chunk by chunk, hashed on the way when the request is idempotent (its
 /// fingerprint covers the file's bytes).
-struct FieldChunks<'a, 'h>(axum::extract::multipart::Field<'a>, Option<&'h mut Sha256>);
+struct FileChunks<'a, 'h>(&'a mut FormReader, Option<&'h mut Sha256>);
 
 #[async_trait::async_trait]
-impl ChunkSource for FieldChunks<'_, '_> {
-    async fn next_chunk(&mut self) -> Option<Result<bytes::Bytes, String>> {
-        let chunk = self.0.chunk().await.map_err(|e| e.body_text()).transpose();
+impl ChunkSource for FileChunks<'_, '_> {
+    async fn next_chunk(&mut self) -> Option<Result<bytes::Bytes, BodyError>> {
+        let chunk = self
+            .0
+            .next_chunk()
+            .await
+            .map_err(FormError::into_body_error)
+            .transpose();
         if let (Some(Ok(bytes)), Some(hasher)) = (&chunk, self.1.as_deref_mut()) {
             hasher.update(bytes);
         }
@@ -204,56 +210,69 @@ fn form_fingerprint(
     Fingerprint::of("POST", path, &canonical)
 }
 
-fn multipart_error(error: axum::extract::multipart::MultipartError) -> Error {
-    Error::invalid(
-        "body",
-        format!(
-            "is not a valid multipart/form-data body: {}",
-            error.body_text()
-        ),
-    )
-}
-
 /// Reads an upload form: the `file` part is streamed to the blob store as it arrives, the
-/// other parts are text fields. With an `Idempotency-Key`, the form's fingerprint (its fields
-/// and the file's digest) is known once it is read: a replay then drops the new copy of the
-/// file and answers as the first time.
+/// other parts are text fields, each read only up to its limit. With an `Idempotency-Key`,
+/// the form's fingerprint (its fields and the file's digest) is known once it is read: a
+/// replay then drops the new copy of the file and answers as the first time.
 async fn upload(xf: Xf, caller: xf_core::Caller, kind: MediaKind, request: Request) -> Handled {
     let path = request.uri().path().to_owned();
     let idempotency_key = crate::extract::idempotency_key(request.headers())?;
-    let mut multipart = Multipart::from_request(request, &())
-        .await
-        .map_err(|rejection| {
-            Error::invalid(
-                "body",
-                format!("must be multipart/form-data: {}", rejection.body_text()),
-            )
-        })?;
+    let limits = xf.media_limits();
+    let content_type = request
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let mut form = FormReader::new(
+        request.into_body(),
+        content_type.as_deref(),
+        limits.max_form_parts,
+    )
+    .map_err(|message| Error::invalid("body", message))?;
     let mut fields: Vec<(String, String)> = Vec::new();
+    let mut text_bytes = 0usize;
     let mut staged: Option<StagedFile> = None;
     let mut hasher = idempotency_key.as_ref().map(|_| Sha256::new());
     let outcome: Result<(), Error> = async {
-        while let Some(field) = multipart.next_field().await.map_err(multipart_error)? {
-            let name = field.name().unwrap_or("").to_owned();
-            if name == "file" {
+        while let Some(part) = form.next_part().await.map_err(FormError::into_error)? {
+            if part.name == "file" {
                 if staged.is_some() {
                     return Err(Error::invalid("file", "is given more than once"));
                 }
-                let file_name = field.file_name().map(str::to_owned).ok_or_else(|| {
+                let file_name = part.file_name.ok_or_else(|| {
                     Error::invalid("file", "must be a file part with a file name")
                 })?;
-                let mut chunks = FieldChunks(field, hasher.as_mut());
+                let mut chunks = FileChunks(&mut form, hasher.as_mut());
                 staged = Some(
                     xf.stage_media_file(&caller, kind, &file_name, &mut chunks)
                         .await?,
                 );
-            } else {
-                let text = field.text().await.map_err(multipart_error)?;
-                if text.len() > 64 * 1024 {
-                    return Err(Error::invalid(&name, "is longer than 64 KiB"));
-                }
-                fields.push((name, text));
+                continue;
             }
+            let room = limits
+                .max_form_field_bytes
+                .min(limits.max_form_text_bytes - text_bytes);
+            let text = match form.text(room).await.map_err(FormError::into_error)? {
+                TextField::Text(text) => text,
+                TextField::NotUtf8 => return Err(Error::invalid(&part.name, "is not UTF-8 text")),
+                TextField::TooLong if room < limits.max_form_field_bytes => {
+                    return Err(Error::invalid(
+                        "body",
+                        format!(
+                            "the form's text fields are longer than {} bytes in all",
+                            limits.max_form_text_bytes
+                        ),
+                    ))
+                }
+                TextField::TooLong => {
+                    return Err(Error::invalid(
+                        &part.name,
+                        format!("is longer than {} bytes", limits.max_form_field_bytes),
+                    ))
+                }
+            };
+            text_bytes += text.len();
+            fields.push((part.name, text));
         }
         Ok(())
     }

@@ -8,7 +8,7 @@ use axum::routing::post;
 use axum::Router;
 use http::{header, HeaderMap, HeaderValue, StatusCode};
 use xf_core::media::Upload;
-use xf_core::{ChunkSource, Error, Xf};
+use xf_core::{BodyError, ChunkSource, Error, Xf};
 
 use super::media::{MediaCaller, MediaError, MediaPath};
 
@@ -128,11 +128,11 @@ struct BodyChunks(axum::body::Body);
 
 #[async_trait::async_trait]
 impl ChunkSource for BodyChunks {
-    async fn next_chunk(&mut self) -> Option<Result<bytes::Bytes, String>> {
+    async fn next_chunk(&mut self) -> Option<Result<bytes::Bytes, BodyError>> {
         use http_body_util::BodyExt;
         loop {
             match self.0.frame().await? {
-                Err(error) => return Some(Err(error.to_string())),
+                Err(error) => return Some(Err(crate::body_rate::body_error(&error))),
                 // Trailers carry no bytes of the upload.
                 Ok(frame) => {
                     if let Ok(data) = frame.into_data() {
