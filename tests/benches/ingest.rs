@@ -36,7 +36,8 @@ fn env_number(name: &str, default: usize) -> usize {
 
 /// A valid MP4 of `size` bytes: a real short video, then a `free` box to the size.
 fn sample(path: &Path, size: u64) {
-    let video = xf_tests::media::video("mp4", 320, 240, 1, true, 0);
+    // Long and large enough for TikTok's rules (3 s, 360 px a side, 23 fps and up).
+    let video = xf_tests::media::video("mp4", 640, 360, 4, true, 0);
     let padding = size - video.len() as u64;
     let mut file = std::io::BufWriter::new(std::fs::File::create(path).expect("the sample"));
     file.write_all(&video).unwrap();

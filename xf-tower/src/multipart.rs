@@ -10,7 +10,7 @@
 //! (`UTF-8''` percent-encoded) parameters, quoted or not. The epilogue after the closing
 //! delimiter is not read.
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, Bytes};
 use http_body_util::BodyExt;
 use xf_core::BodyError;
 
@@ -82,7 +82,9 @@ pub(crate) struct FormReader {
     body: Body,
     /// `CRLF--boundary`.
     delimiter: Vec<u8>,
-    buffer: BytesMut,
+    /// What was received and not yet handed on: slices of the body's own frames, copied
+    /// only where a delimiter or a block of headers straddles two frames.
+    buffer: Bytes,
     eof: bool,
     state: State,
     /// Bytes of preamble skipped so far.
@@ -105,7 +107,7 @@ impl FormReader {
         let mut delimiter = b"\r\n--".to_vec();
         delimiter.extend_from_slice(boundary.as_bytes());
         // The first delimiter may open the body, without the line end before it.
-        let buffer = BytesMut::from(&b"\r\n"[..]);
+        let buffer = Bytes::from_static(b"\r\n");
         Ok(FormReader {
             body,
             delimiter,
@@ -118,28 +120,42 @@ impl FormReader {
         })
     }
 
-    /// Reads one more frame of the body into the buffer; `false` at its end.
-    async fn fill(&mut self) -> Result<bool, FormError> {
+    /// The next frame of the body with data; `None` at its end.
+    async fn frame(&mut self) -> Result<Option<Bytes>, FormError> {
         while !self.eof {
             match self.body.frame().await {
                 None => self.eof = true,
                 Some(Err(error)) => return Err(FormError::Body(body_error(&error))),
                 Some(Ok(frame)) => {
                     if let Ok(data) = frame.into_data() {
-                        if data.is_empty() {
-                            continue;
+                        if !data.is_empty() {
+                            return Ok(Some(data));
                         }
-                        if self.buffer.is_empty() {
-                            self.buffer = data.try_into_mut().unwrap_or_else(|d| d[..].into());
-                        } else {
-                            self.buffer.extend_from_slice(&data);
-                        }
-                        return Ok(true);
                     }
                 }
             }
         }
-        Ok(false)
+        Ok(None)
+    }
+
+    /// Appends `data` to the buffer (a copy only when the buffer holds something).
+    fn append(&mut self, data: Bytes) {
+        self.buffer = if self.buffer.is_empty() {
+            data
+        } else {
+            [&self.buffer[..], &data[..]].concat().into()
+        };
+    }
+
+    /// Reads one more frame of the body into the buffer; `false` at its end.
+    async fn fill(&mut self) -> Result<bool, FormError> {
+        match self.frame().await? {
+            Some(data) => {
+                self.append(data);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
 
     fn find(&self, needle: &[u8]) -> Option<usize> {
@@ -224,7 +240,7 @@ impl FormReader {
                 break Bytes::new();
             }
             if let Some(end) = self.find(b"\r\n\r\n") {
-                let block = self.buffer.split_to(end).freeze();
+                let block = self.buffer.split_to(end);
                 self.buffer.advance(4);
                 break block;
             }
@@ -262,21 +278,32 @@ impl FormReader {
         }
         loop {
             if let Some(at) = self.find(&self.delimiter) {
-                let data = self.buffer.split_to(at).freeze();
+                let data = self.buffer.split_to(at);
                 self.buffer.advance(self.delimiter.len());
                 self.state = State::Delimited;
                 return Ok((!data.is_empty()).then_some(data));
             }
             // All but what could be the start of the delimiter is the part's.
-            let safe = self.buffer.len().saturating_sub(self.delimiter.len() - 1);
+            let keep = self.delimiter.len() - 1;
+            let safe = self.buffer.len().saturating_sub(keep);
             if safe > 0 {
-                return Ok(Some(self.buffer.split_to(safe).freeze()));
+                return Ok(Some(self.buffer.split_to(safe)));
             }
-            if !self.fill().await? {
+            let Some(data) = self.frame().await? else {
                 return Err(FormError::Malformed(
                     "the body ends inside a part, before its closing boundary".to_owned(),
                 ));
+            };
+            // The few bytes kept are the part's unless a delimiter starts among them: then
+            // they are handed on as they are, and the new frame is taken without a copy.
+            if !self.buffer.is_empty() && data.len() >= keep {
+                let seam = [&self.buffer[..], &data[..keep]].concat();
+                if memchr::memmem::find(&seam, &self.delimiter).is_none() {
+                    let tail = std::mem::replace(&mut self.buffer, data);
+                    return Ok(Some(tail));
+                }
             }
+            self.append(data);
         }
     }
 

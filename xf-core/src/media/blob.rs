@@ -322,7 +322,7 @@ impl BlobStore for LocalBlobStore {
     }
 }
 
-/// The size of the buffers a [`LocalWriter`] writes at once.
+/// The size of the buffers a [`LocalWriter`] fills.
 const WRITE_BUFFER: usize = 1 << 20;
 
 /// A partial file's path, removed when dropped unless it was renamed into place: a writer
@@ -368,23 +368,24 @@ impl Drop for PartialFile {
     }
 }
 
-/// A buffer being written by a blocking task, which hands the file and the buffer back.
-type InFlight = tokio::task::JoinHandle<(std::fs::File, Vec<u8>, io::Result<()>)>;
+/// How many full buffers may wait for the disk: the memory a slow disk can hold up per
+/// upload is `(WRITE_QUEUE + 2) * WRITE_BUFFER`.
+const WRITE_QUEUE: usize = 2;
 
-/// Writes a megabyte at a time, each on a blocking thread only for as long as the write
-/// takes, while the request fills the next buffer: the network and the disk work at once,
-/// and an upload that trickles in holds no thread (and only the memory it has sent). Buffers
-/// are reused, so a long upload allocates two in all. (Handing the request's own chunks to
-/// the disk instead, without the copy, measured slower: many small writes, and the HTTP stack
-/// cannot reuse its read buffers.)
+/// Writes on a task of its own, so the network and the disk work at once: the request fills
+/// a buffer while the task writes the previous one. The task holds a blocking thread only
+/// while a write lasts, so an upload that trickles in holds no thread (and only the memory it
+/// has sent). Buffers go back to the writer to be filled again, so a long upload allocates a
+/// handful of them in all. (Handing the request's own chunks to the task instead, without the
+/// copy, measured slower: many small writes, and the HTTP stack cannot reuse its read
+/// buffers.)
 struct LocalWriter {
-    /// The buffer being filled.
+    /// The buffer being filled; full ones go to the disk task.
     buffer: Vec<u8>,
-    /// The file, while no write is in flight.
-    file: Option<std::fs::File>,
-    in_flight: Option<InFlight>,
-    /// The buffer of the last write, emptied, for the next one.
-    spare: Option<Vec<u8>>,
+    /// `None` once finished or aborted.
+    full: Option<tokio::sync::mpsc::Sender<Vec<u8>>>,
+    empty: std::sync::mpsc::Receiver<Vec<u8>>,
+    disk: Option<tokio::task::JoinHandle<io::Result<()>>>,
     partial: PartialFile,
     target: PathBuf,
     written: u64,
@@ -392,47 +393,75 @@ struct LocalWriter {
 
 impl LocalWriter {
     fn start(file: std::fs::File, partial: PartialFile, target: PathBuf) -> Self {
+        let (full, mut queue) = tokio::sync::mpsc::channel::<Vec<u8>>(WRITE_QUEUE);
+        let (recycle, empty) = std::sync::mpsc::channel();
+        let disk = tokio::spawn(async move {
+            let mut file = file;
+            while let Some(first) = queue.recv().await {
+                // Whatever else is waiting goes in the same trip to a blocking thread.
+                let mut buffers = vec![first];
+                while let Ok(next) = queue.try_recv() {
+                    buffers.push(next);
+                }
+                let (back, buffers, written) = tokio::task::spawn_blocking(move || {
+                    use std::io::Write;
+                    let written = buffers.iter().try_for_each(|b| file.write_all(b));
+                    (file, buffers, written)
+                })
+                .await
+                .map_err(io::Error::other)?;
+                file = back;
+                written?;
+                for mut buffer in buffers {
+                    buffer.clear();
+                    // The writer may be gone (finished or aborted); the buffer is then freed.
+                    let _ = recycle.send(buffer);
+                }
+            }
+            tokio::task::spawn_blocking(move || file.sync_data())
+                .await
+                .map_err(io::Error::other)?
+        });
         LocalWriter {
             buffer: Vec::new(),
-            file: Some(file),
-            in_flight: None,
-            spare: None,
+            full: Some(full),
+            empty,
+            disk: Some(disk),
             partial,
             target,
             written: 0,
         }
     }
 
-    /// Waits for the write in flight, if any: the file is then at hand.
-    async fn settle(&mut self) -> io::Result<()> {
-        if let Some(write) = self.in_flight.take() {
-            let (file, mut buffer, outcome) = write.await.map_err(io::Error::other)?;
-            self.file = Some(file);
-            buffer.clear();
-            self.spare = Some(buffer);
-            outcome?;
+    /// Hands the current buffer to the disk task.
+    async fn send(&mut self) -> io::Result<()> {
+        let full = self
+            .full
+            .as_ref()
+            .ok_or_else(|| io::Error::other("the blob is already finished"))?;
+        let next = self
+            .empty
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(WRITE_BUFFER));
+        let buffer = std::mem::replace(&mut self.buffer, next);
+        if full.send(buffer).await.is_err() {
+            // The task stopped on an error: that error is the answer.
+            self.full = None;
+            return Err(self
+                .join()
+                .await
+                .err()
+                .unwrap_or_else(|| io::Error::other("the disk task stopped")));
         }
         Ok(())
     }
 
-    /// Starts writing the current buffer (once the previous write is done).
-    async fn send(&mut self) -> io::Result<()> {
-        self.settle().await?;
-        let mut file = self
-            .file
-            .take()
-            .ok_or_else(|| io::Error::other("the blob's file is gone"))?;
-        let next = self
-            .spare
-            .take()
-            .unwrap_or_else(|| Vec::with_capacity(WRITE_BUFFER));
-        let buffer = std::mem::replace(&mut self.buffer, next);
-        self.in_flight = Some(tokio::task::spawn_blocking(move || {
-            use std::io::Write;
-            let outcome = file.write_all(&buffer);
-            (file, buffer, outcome)
-        }));
-        Ok(())
+    /// Waits for the disk task to write what it was given (and `fsync`).
+    async fn join(&mut self) -> io::Result<()> {
+        match self.disk.take() {
+            None => Err(io::Error::other("the blob is already finished")),
+            Some(disk) => disk.await.map_err(io::Error::other)?,
+        }
     }
 }
 
@@ -457,14 +486,8 @@ impl BlobWriter for LocalWriter {
         if !self.buffer.is_empty() {
             self.send().await?;
         }
-        self.settle().await?;
-        let file = self
-            .file
-            .take()
-            .ok_or_else(|| io::Error::other("the blob's file is gone"))?;
-        tokio::task::spawn_blocking(move || file.sync_data())
-            .await
-            .map_err(io::Error::other)??;
+        self.full = None;
+        self.join().await?;
         if let Some(parent) = self.target.parent() {
             tokio::fs::create_dir_all(parent).await?;
         }
@@ -474,8 +497,22 @@ impl BlobWriter for LocalWriter {
     }
 
     async fn abort(mut self: Box<Self>) {
-        // A write in flight ends on its own; the file it writes is removed with the guard.
-        let _ = self.settle().await;
+        self.full = None;
+        if let Some(disk) = self.disk.take() {
+            // What was queued is not worth writing; the partial file goes with the guard.
+            disk.abort();
+            let _ = disk.await;
+        }
+    }
+}
+
+impl Drop for LocalWriter {
+    /// A writer dropped before it finished (the request went away) stops its task; the
+    /// partial file goes with its guard.
+    fn drop(&mut self) {
+        if let Some(disk) = self.disk.take() {
+            disk.abort();
+        }
     }
 }
 
