@@ -1,6 +1,7 @@
 //! The docs stay true where code can check it: the issue catalogue of `docs/crawler.md` is
 //! generated from the code (this test fails, printing the table to paste, when the two
-//! differ), and the README's webhook receiver, run as written with the stock
+//! differ), the README's configuration table names every flag of xf-server, and the
+//! README's webhook receiver, run as written with the stock
 //! `standardwebhooks` Python package, verifies a real delivery.
 
 use std::io::{BufRead, BufReader};
@@ -30,6 +31,45 @@ fn the_crawler_guide_lists_the_issue_catalogue_as_the_code_defines_it() {
     assert!(
         readme().contains(&format!("the {count} checks of the issue catalogue")),
         "README.md's \"Site scans\" names the number of checks: {count}"
+    );
+}
+
+#[test]
+fn the_readme_configuration_table_names_every_flag_and_variable_of_xf_server() {
+    use clap::CommandFactory;
+    let readme = readme();
+    let table_start = readme
+        .find("## Configuration of xf-server")
+        .expect("the configuration section");
+    let table = &readme[table_start..];
+    let table = &table[..table.find("\n## ").unwrap_or(table.len())];
+    let command = xf_server::Config::command();
+    let mut missing = Vec::new();
+    for argument in command.get_arguments() {
+        let Some(long) = argument.get_long() else {
+            continue;
+        };
+        if matches!(long, "help" | "version") {
+            continue;
+        }
+        if !table.contains(&format!("`--{long}`")) {
+            missing.push(format!("--{long}"));
+        }
+        if let Some(variable) = argument.get_env() {
+            let variable = variable.to_string_lossy();
+            // Grouped rows name a family of variables as `XF_TIKTOK_*`.
+            let in_family = variable
+                .match_indices('_')
+                .any(|(at, _)| table.contains(&format!("`{}_*`", &variable[..at])));
+            let named = table.contains(&format!("`{variable}`")) || in_family;
+            if !named {
+                missing.push(variable.into_owned());
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "README.md's \"Configuration of xf-server\" lacks {missing:?}"
     );
 }
 

@@ -531,3 +531,38 @@ async fn xf_server_keeps_uploads_in_the_bucket_its_flags_name() {
         "{listing}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bucket_is_listed_one_level_at_a_time_below_the_prefix() {
+    let moto = Moto::with_bucket().await;
+    let store = S3BlobStore::new(config(moto.endpoint())).expect("the store");
+    for key in [
+        "media/org_1/a.mp4",
+        "media/org_1/b.png",
+        "media/org_2/c.mp4",
+        "uploads/org_1/upl_1/chunk",
+    ] {
+        put(&store, key, b"x", 1).await;
+    }
+    let top = store.list("").await.expect("list");
+    assert_eq!(top.folders, ["media/", "uploads/"]);
+    assert!(top.blobs.is_empty());
+    let media = store.list("media/").await.expect("list");
+    assert_eq!(media.folders, ["media/org_1/", "media/org_2/"]);
+    let org = store.list("media/org_1/").await.expect("list");
+    let keys: Vec<_> = org.blobs.iter().map(|b| b.key.as_str()).collect();
+    assert_eq!(keys, ["media/org_1/a.mp4", "media/org_1/b.png"]);
+    let age = org.blobs[0].modified.elapsed().unwrap_or_default();
+    assert!(age < std::time::Duration::from_secs(600), "{age:?}");
+    assert_eq!(
+        store
+            .list("uploads/org_1/upl_1/")
+            .await
+            .expect("list")
+            .blobs[0]
+            .key,
+        "uploads/org_1/upl_1/chunk"
+    );
+    assert!(store.list("nothing/").await.expect("list").blobs.is_empty());
+    assert!(store.list("../").await.is_err());
+}

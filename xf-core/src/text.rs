@@ -1,4 +1,4 @@
-//! Numbers written for people.
+//! Numbers and excerpts written for people.
 
 /// `n` with its thousands separated by commas: `178,956,970`.
 pub fn group_digits(n: u64) -> String {
@@ -11,6 +11,15 @@ pub fn group_digits(n: u64) -> String {
         grouped.push(digit);
     }
     grouped
+}
+
+/// The first `max` characters of `text`, with an ellipsis when there were more: how what a
+/// client or a site sent is quoted in a message (a link, a robots.txt line, a form value).
+pub fn excerpt(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_owned(),
+        Some((end, _)) => format!("{}…", &text[..end]),
+    }
 }
 
 #[cfg(test)]

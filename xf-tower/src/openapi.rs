@@ -364,6 +364,16 @@ fn decorate(operation: &mut Value, method: &str, api: Api) -> Result<(), String>
             ),
         ]);
     }
+    if has_body {
+        shared.push((
+            "408",
+            error_response(
+                envelope,
+                "`request_timeout`: the body arrived slower than the minimum rate; nothing was kept",
+                false,
+            ),
+        ));
+    }
     if has_body && api != Api::Media {
         shared.push((
             "413",

@@ -148,6 +148,7 @@ fn upload(operation_id: &str, video: bool, summary: &str) -> Value {
             "201": success("Stored", json!({"type": "array", "items": schema("UploadedItem")}), true),
             "400": error("`validation_error`: a field, the file's extension or content, the platforms, settings or accounts, or a chosen platform's rule (durations, sizes, formats, aspect ratios, text lengths), each detail naming the platform or its setting"),
             "413": error("`payload_too_large`: over the size limit"),
+            "429": error("`rate_limit`, or `too_many_uploads`: the organization has as many uploads in progress as an instance takes at once"),
         }
     })
 }
@@ -259,6 +260,7 @@ pub fn paths() -> Map<String, Value> {
                     "400": error("`validation_error`: a header"),
                     "412": error("`tus_version_unsupported`"),
                     "413": error("`payload_too_large`: Upload-Length over the limit"),
+                    "429": error("`rate_limit`, or `too_many_uploads`: the organization has as many uploads in progress as an instance takes at once"),
                     "460": error("`checksum_mismatch`: the first chunk was dropped"),
                 }
             }
@@ -292,6 +294,7 @@ pub fn paths() -> Map<String, Value> {
                     "409": error("`upload_offset_mismatch`: resume from the offset HEAD gives"),
                     "412": error("`tus_version_unsupported`"),
                     "413": error("`payload_too_large`: more bytes than Upload-Length"),
+                    "429": error("`rate_limit`, or `too_many_uploads`: the organization has as many uploads in progress as an instance takes at once"),
                     "415": error("`unsupported_media_type`: chunks are application/offset+octet-stream"),
                     "460": error("`checksum_mismatch`: the chunk was dropped"),
                 }

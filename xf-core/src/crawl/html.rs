@@ -17,7 +17,7 @@ use lol_html::send::{EndTagHandler, HtmlRewriter, Settings};
 use lol_html::{doc_text, MemorySettings};
 use serde_json::Value;
 
-use super::excerpt;
+use crate::text::excerpt;
 
 /// A link found on a page.
 #[derive(Debug, Clone, PartialEq, Eq)]

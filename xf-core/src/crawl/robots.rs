@@ -412,7 +412,7 @@ impl Problems {
     fn add(&mut self, number: usize, line: &str, why: &str) {
         self.count = self.count.saturating_add(1);
         if self.lines.len() < MAX_PROBLEMS {
-            let shown = super::excerpt(line.trim(), 80);
+            let shown = crate::text::excerpt(line.trim(), 80);
             self.lines.push(format!("line {number}: `{shown}` {why}"));
         }
     }

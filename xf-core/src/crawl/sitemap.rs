@@ -120,7 +120,7 @@ fn parse_text(body: &[u8]) -> Result<Sitemap, SitemapError> {
         if !is_page {
             return Err(SitemapError::NotAUrlList {
                 line: index + 1,
-                excerpt: super::excerpt(line, 80),
+                excerpt: crate::text::excerpt(line, 80),
             });
         }
         if entries.len() < MAX_ENTRIES {

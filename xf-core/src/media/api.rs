@@ -61,7 +61,8 @@ pub struct FileView {
     /// Bytes.
     pub size: u64,
     /// Videos: `container`, `durationMs`, `width`, `height` (as displayed, after rotation),
-    /// `rotation`, `videoCodec`, `audioCodec`; images: `format`, `width`, `height`.
+    /// `rotation`, `videoCodec`, `audioCodec`, `frameRate` (frames per second, `null` when
+    /// the file does not state its sample count); images: `format`, `width`, `height`.
     #[serde(flatten)]
     #[schema(value_type = Object)]
     pub facts: FileFacts,

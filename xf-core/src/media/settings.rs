@@ -268,7 +268,10 @@ fn parse_platforms(kind: MediaKind, raw: &str) -> Result<Vec<Platform>, String> 
     let mut platforms = Vec::new();
     for name in names {
         let platform = name.as_str().and_then(Platform::parse).ok_or_else(|| {
-            format!("{name} is not a platform: youtube, instagram, tiktok, linkedin or pinterest")
+            format!(
+                "{} is not a platform: youtube, instagram, tiktok, linkedin or pinterest",
+                crate::text::excerpt(&name.to_string(), 40)
+            )
         })?;
         if !platform.accepts(kind) {
             return Err(format!("{} takes no {}s", platform.as_str(), kind.as_str()));
@@ -282,13 +285,9 @@ fn parse_platforms(kind: MediaKind, raw: &str) -> Result<Vec<Platform>, String> 
     Ok(platforms)
 }
 
-fn shorten(raw: &str) -> String {
-    let short: String = raw.chars().take(40).collect();
-    if short.len() < raw.len() {
-        format!("{short:?}…")
-    } else {
-        format!("{short:?}")
-    }
+/// A value the client sent, quoted and cut to 40 characters.
+pub(crate) fn shorten(raw: &str) -> String {
+    format!("{:?}", crate::text::excerpt(raw, 40))
 }
 
 /// One platform's settings from its nested JSON field and its flat fields; a nested value
@@ -314,7 +313,7 @@ fn platform_choice(
         if !table.iter().any(|s| s.nested == key) {
             let known: Vec<&str> = table.iter().map(|s| s.nested).collect();
             problem(
-                &format!("{name}.{key}"),
+                &format!("{name}.{}", crate::text::excerpt(key, 40)),
                 format!("is not a setting of {name} ({})", known.join(", ")),
             );
         }

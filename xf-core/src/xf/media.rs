@@ -641,7 +641,8 @@ impl Xf {
                             problems.push(crate::error::FieldError {
                                 field: accounts_field(*platform),
                                 message: format!(
-                                    "{account:?} is not a connected {} channel of this organization",
+                                    "{} is not a connected {} channel of this organization",
+                                    crate::media::settings::shorten(account),
                                     platform.as_str()
                                 ),
                             });
