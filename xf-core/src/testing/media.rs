@@ -252,6 +252,52 @@ pub fn upload(
     }
 }
 
+/// `blob_keys_in_use` names the blobs of items' files and uploads' parts among those asked
+/// about, whichever organization they belong to, and forgets an upload's parts once it is
+/// removed.
+pub async fn blob_keys_in_use_names_files_and_parts(store: Arc<dyn TestStore>) {
+    use crate::media::UploadPart;
+    let org = seed_organization(&*store, "Blobs").await;
+    let other = seed_organization(&*store, "Blobs, other").await;
+    let item = media_item(&org.id, MediaKind::Video, &[Platform::Youtube], minutes(0));
+    let theirs = media_item(
+        &other.id,
+        MediaKind::Image,
+        &[Platform::Pinterest],
+        minutes(1),
+    );
+    store.insert_media(&item, &[]).await.unwrap();
+    store.insert_media(&theirs, &[]).await.unwrap();
+    let created = upload(&org.id, 10, minutes(0));
+    store.insert_upload(&created).await.unwrap();
+    let part = UploadPart {
+        offset: 0,
+        length: 4,
+        key: format!("uploads/{}/{}/a", org.id, created.id),
+    };
+    store
+        .append_upload_part(&created.id, &part, minutes(1))
+        .await
+        .unwrap();
+    let asked = vec![
+        item.file.key.clone(),
+        theirs.file.key.clone(),
+        part.key.clone(),
+        "media/nobody".to_owned(),
+        format!("uploads/{}/{}/b", org.id, created.id),
+    ];
+    let in_use = store.blob_keys_in_use(&asked).await.unwrap();
+    let expected: std::collections::HashSet<String> = [&item.file.key, &theirs.file.key, &part.key]
+        .into_iter()
+        .cloned()
+        .collect();
+    assert_eq!(in_use, expected);
+    assert!(store.blob_keys_in_use(&[]).await.unwrap().is_empty());
+    store.delete_upload(&created.id).await.unwrap();
+    let in_use = store.blob_keys_in_use(&asked).await.unwrap();
+    assert!(!in_use.contains(&part.key) && in_use.contains(&item.file.key));
+}
+
 /// An upload's offset moves by one part at a time, only from the part's own offset (of
 /// concurrent requests at one offset, one wins); it is gone once expired, purged by
 /// `take_expired_uploads`, and removed by `delete_upload`.

@@ -978,6 +978,7 @@ macro_rules! __with_conformance_behaviours {
             media_insert_with_jobs_and_update_posts,
             channel_tokens_refresh_and_disconnect,
             upload_parts_append_once_per_offset,
+            blob_keys_in_use_names_files_and_parts,
         }
     };
 }
