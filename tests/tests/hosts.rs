@@ -348,8 +348,20 @@ async fn xf_server_serves_the_api_and_the_admin_api() {
     assert_eq!(demo.live_key, DEMO_LIVE_KEY);
     assert_eq!(demo.test_key, DEMO_TEST_KEY);
     assert_eq!(demo.organization.plan, "growth");
-    let banner = xf_server::demo_banner(&demo, "127.0.0.1:8080".parse().unwrap());
-    for shown in [demo.organization.id.as_str(), DEMO_LIVE_KEY, DEMO_TEST_KEY] {
+    let media = app
+        .media_demo
+        .clone()
+        .expect("--demo creates the media demo organization");
+    assert_eq!(media.organization.plan, "pro");
+    let banner = xf_server::demo_banner(&demo, Some(&media), "127.0.0.1:8080".parse().unwrap());
+    for shown in [
+        demo.organization.id.as_str(),
+        DEMO_LIVE_KEY,
+        DEMO_TEST_KEY,
+        media.organization.id.as_str(),
+        media.live_key.as_str(),
+        media.test_key.as_str(),
+    ] {
         assert!(banner.contains(shown), "{shown} not in {banner}");
     }
 
@@ -363,6 +375,9 @@ async fn xf_server_serves_the_api_and_the_admin_api() {
     let data = organization.data(200);
     assert_eq!(data["organization"]["id"], demo.organization.id.as_str());
     assert_eq!(data["organization"]["name"], "Demo organization");
+    // The media demo's key opens the media API.
+    let channels = get(address, "/api/v1/channels", Some(&media.live_key)).await;
+    assert!(channels.data(200)["youtube"].is_array());
     let with_test_key = get(address, "/api/v1/organization", Some(DEMO_TEST_KEY)).await;
     assert_eq!(
         with_test_key.data(200)["organization"]["id"],

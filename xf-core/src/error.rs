@@ -26,6 +26,13 @@ pub enum Error {
     /// 401 `api_key_invalid`: missing, unknown or revoked API key.
     #[error("the API key is missing, invalid or revoked")]
     ApiKeyInvalid,
+    /// 401 `api_key_invalid`: a developer API request that sends its key as `X-API-Key` (the
+    /// media API's header) and no `Authorization: Bearer`.
+    #[error(
+        "the developer API reads the key from `Authorization: Bearer <key>`; `X-API-Key` is \
+         the media API's header"
+    )]
+    ApiKeyInWrongHeader,
     /// 401 `admin_token_invalid`: the admin API's bearer token is missing or wrong.
     #[error("the admin token is missing or invalid")]
     AdminTokenInvalid,
@@ -162,7 +169,7 @@ impl Error {
     pub fn code(&self) -> &'static str {
         match self {
             Error::Validation { .. } => "validation_error",
-            Error::ApiKeyInvalid => "api_key_invalid",
+            Error::ApiKeyInvalid | Error::ApiKeyInWrongHeader => "api_key_invalid",
             Error::AdminTokenInvalid => "admin_token_invalid",
             Error::PlanRequired { .. } => "plan_required",
             Error::NotFound(_) => "not_found",
@@ -242,6 +249,7 @@ impl Error {
             | Error::JobNotCancellable { .. }
             | Error::PlanRequired { .. }
             | Error::ApiKeyInvalid
+            | Error::ApiKeyInWrongHeader
             | Error::AdminTokenInvalid
             | Error::MethodNotAllowed
             | Error::IdempotencyKeyInUse

@@ -27,7 +27,9 @@ pub fn status_of(error: &Error) -> StatusCode {
         | Error::GscNotLinked(_)
         | Error::GscTokenRevoked
         | Error::GscSiteInaccessible(_) => StatusCode::BAD_REQUEST,
-        Error::ApiKeyInvalid | Error::AdminTokenInvalid => StatusCode::UNAUTHORIZED,
+        Error::ApiKeyInvalid | Error::ApiKeyInWrongHeader | Error::AdminTokenInvalid => {
+            StatusCode::UNAUTHORIZED
+        }
         Error::PlanRequired { .. } => StatusCode::FORBIDDEN,
         Error::NotFound(_) => StatusCode::NOT_FOUND,
         Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,

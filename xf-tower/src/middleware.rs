@@ -78,6 +78,9 @@ where
         // What the key cache answers is used here: a refused key is answered at once, and a
         // read is started as `guard` would start it, the stack below called now instead of
         // cloned for later. A write takes its caller along.
+        if let Some(error) = checks.misplaced_key(request.headers()) {
+            return Box::pin(std::future::ready(Ok((checks.render)(error))));
+        }
         let key = (checks.key)(request.headers());
         let cached = match xf.authenticate_cached(key, checks.entitlement) {
             Some(Err(error)) => return Box::pin(std::future::ready(Ok((checks.render)(error)))),
@@ -127,6 +130,17 @@ pub struct Guard {
     pub render: fn(Error) -> Response,
 }
 
+impl Guard {
+    /// A developer API request without a key of its own but with the media API's
+    /// `X-API-Key`: told where this API reads the key, rather than that the key is invalid.
+    fn misplaced_key(&self, headers: &http::HeaderMap) -> Option<Error> {
+        let misplaced = self.entitlement == Entitlement::DeveloperApi
+            && (self.key)(headers).is_none()
+            && headers.contains_key("x-api-key");
+        misplaced.then_some(Error::ApiKeyInWrongHeader)
+    }
+}
+
 /// The work of [`developer_api`] (and of the media API's middleware): authenticate, check the
 /// plan, count the request, run it, add the remaining-request headers.
 pub async fn guard<F>(
@@ -138,10 +152,11 @@ pub async fn guard<F>(
 where
     F: Future<Output = Response>,
 {
-    let caller = match xf
-        .authenticate((guard.key)(request.headers()), guard.entitlement)
-        .await
-    {
+    if let Some(error) = guard.misplaced_key(request.headers()) {
+        return (guard.render)(error);
+    }
+    let key = (guard.key)(request.headers());
+    let caller = match xf.authenticate(key, guard.entitlement).await {
         Ok(caller) => caller,
         Err(error) => return (guard.render)(error),
     };

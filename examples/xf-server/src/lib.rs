@@ -73,7 +73,7 @@ pub const MEDIA_FILE_PREFIX: &str = "/m";
 #[command(
     name = "xf-server",
     version,
-    about = "The xf SEO developer API (under /api/v1) and its admin API (under /admin)."
+    about = "The xf SEO developer API and media publishing API (under /api/v1, the media API also at the root), the report pages (/r), signed media URLs (/m) and the admin API (/admin)."
 )]
 pub struct Config {
     /// Address and port to listen on.
@@ -85,8 +85,8 @@ pub struct Config {
     #[arg(long, env = "XF_STORE", default_value = "memory", value_parser = StoreConfig::parse)]
     pub store: StoreConfig,
 
-    /// Create (or, on PostgreSQL, reuse) the demo organization on the `growth` plan and print
-    /// its id and keys.
+    /// Create (or, on PostgreSQL, reuse) the demo organizations and print their ids and keys:
+    /// one on the `growth` plan for the SEO developer API, one on `pro` for the media API.
     #[arg(long, env = "XF_DEMO", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub demo: bool,
 
@@ -519,8 +519,10 @@ pub struct App {
     pub service: Mounts,
     /// The facade the routes use.
     pub xf: Xf,
-    /// The demo organization and its keys, with `--demo`.
+    /// The demo organization (developer API) and its keys, with `--demo`.
     pub demo: Option<CreatedOrganization>,
+    /// The media API's demo organization and its keys, with `--demo`.
+    pub media_demo: Option<CreatedOrganization>,
 }
 
 /// Sets up logging on stderr (stdout is kept for the demo keys): the format of
@@ -667,14 +669,18 @@ pub async fn build_app(config: &Config) -> Result<App, StartError> {
     builder = with_publishers(builder, config);
     let xf = builder.build()?;
 
-    let demo = if config.demo {
+    let (demo, media_demo) = if config.demo {
         let created = xf
             .ensure_demo_organization(config.demo_live_key.clone(), config.demo_test_key.clone())
             .await
             .map_err(StartError::Demo)?;
-        Some(created)
+        let media = xf
+            .ensure_media_demo_organization()
+            .await
+            .map_err(StartError::Demo)?;
+        (Some(created), Some(media))
     } else {
-        None
+        (None, None)
     };
 
     let api = XfService::new(xf.clone()).into_router();
@@ -700,7 +706,12 @@ pub async fn build_app(config: &Config) -> Result<App, StartError> {
         api,
         not_found: xf_tower::not_found_service(),
     };
-    Ok(App { service, xf, demo })
+    Ok(App {
+        service,
+        xf,
+        demo,
+        media_demo,
+    })
 }
 
 /// The services under their prefixes, dispatched by a prefix test each: a router nesting
@@ -853,7 +864,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         "xf-server listening"
     );
     if let Some(demo) = &app.demo {
-        println!("{}", demo_banner(demo, address));
+        println!("{}", demo_banner(demo, app.media_demo.as_ref(), address));
     }
     let options = config.serve_options();
     let served = serve::serve(listener, app.service, options, shutdown_signal()).await;
@@ -863,20 +874,38 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     Ok(())
 }
 
-/// What `--demo` prints on stdout: the organization, both keys, and a first request to try.
-pub fn demo_banner(demo: &CreatedOrganization, address: SocketAddr) -> String {
-    let organization = &demo.organization;
-    format!(
-        "\nDemo organization ready (plan {plan})\n  \
+/// What `--demo` prints on stdout: each demo organization with its plan, id and keys, and a
+/// first request to try with each API.
+pub fn demo_banner(
+    demo: &CreatedOrganization,
+    media: Option<&CreatedOrganization>,
+    address: SocketAddr,
+) -> String {
+    let mut banner = format!(
+        "\nDemo organization ready: the SEO developer API (plan {plan})\n  \
          organization id: {id}\n  \
          live key:        {live}\n  \
-         test key:        {test}\n\n\
-         Try:\n  curl -H 'Authorization: Bearer {live}' http://{address}{API_PREFIX}/organization\n",
-        plan = organization.plan,
-        id = organization.id,
+         test key:        {test}\n  \
+         try: curl -H 'Authorization: Bearer {live}' http://{address}{API_PREFIX}/organization\n",
+        plan = demo.organization.plan,
+        id = demo.organization.id,
         live = demo.live_key,
         test = demo.test_key,
-    )
+    );
+    if let Some(media) = media {
+        banner.push_str(&format!(
+            "\nDemo media organization ready: the media publishing API (plan {plan})\n  \
+             organization id: {id}\n  \
+             live key:        {live}\n  \
+             test key:        {test}\n  \
+             try: curl -H 'X-API-Key: {live}' http://{address}{API_PREFIX}/channels\n",
+            plan = media.organization.plan,
+            id = media.organization.id,
+            live = media.live_key,
+            test = media.test_key,
+        ));
+    }
+    banner
 }
 
 /// Completes on SIGINT (Ctrl-C) or SIGTERM (what container runtimes and systemd send).

@@ -114,6 +114,19 @@ async fn keys_must_be_valid_unrevoked_and_entitled(app: TestApp) {
             .await
             .expect_error(401, "api_key_invalid");
     }
+    // A good key in the media API's header is told where this API reads it.
+    let wrong_header = app
+        .send(request(
+            Method::GET,
+            "/organization",
+            None,
+            None,
+            &[("x-api-key", org.live.as_str())],
+        ))
+        .await;
+    wrong_header.expect_error(401, "api_key_invalid");
+    let message = wrong_header.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("Authorization: Bearer"), "{message}");
     let basic = app
         .send(request(
             Method::GET,

@@ -20,6 +20,9 @@ const MAX_ORG_NAME: usize = 200;
 /// The name of the organization `--demo` creates and reuses.
 pub const DEMO_ORGANIZATION_NAME: &str = "Demo organization";
 
+/// The name of the media API's demo organization (see [`Xf::ensure_media_demo_organization`]).
+pub const MEDIA_DEMO_ORGANIZATION_NAME: &str = "Demo media organization";
+
 /// Body of `POST /admin/organizations`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -294,6 +297,25 @@ impl Xf {
         live_key: Option<String>,
         test_key: Option<String>,
     ) -> Result<CreatedOrganization> {
+        self.ensure_demo(DEMO_ORGANIZATION_NAME, "growth", live_key, test_key)
+            .await
+    }
+
+    /// The media API's demo organization, on the `pro` plan (no plan of the default catalog
+    /// has both APIs, so a newcomer gets one organization for each): created on first use,
+    /// reused after, with fresh keys each time.
+    pub async fn ensure_media_demo_organization(&self) -> Result<CreatedOrganization> {
+        self.ensure_demo(MEDIA_DEMO_ORGANIZATION_NAME, "pro", None, None)
+            .await
+    }
+
+    async fn ensure_demo(
+        &self,
+        name: &str,
+        plan: &str,
+        live_key: Option<String>,
+        test_key: Option<String>,
+    ) -> Result<CreatedOrganization> {
         for (key, mode, field) in [
             (&live_key, KeyMode::Live, "XF_DEMO_LIVE_KEY"),
             (&test_key, KeyMode::Test, "XF_DEMO_TEST_KEY"),
@@ -311,11 +333,7 @@ impl Xf {
                 }
             }
         }
-        if let Some(organization) = self
-            .store()
-            .find_organization_by_name(DEMO_ORGANIZATION_NAME)
-            .await?
-        {
+        if let Some(organization) = self.store().find_organization_by_name(name).await? {
             let live_key = self
                 .demo_key(&organization, KeyMode::Live, live_key)
                 .await?;
@@ -329,8 +347,8 @@ impl Xf {
             });
         }
         let organization = self.new_organization(NewOrganization {
-            name: DEMO_ORGANIZATION_NAME.to_owned(),
-            plan: "growth".to_owned(),
+            name: name.to_owned(),
+            plan: plan.to_owned(),
             shop_domain: None,
         })?;
         // A new organization owns no keys yet, so a fixed key that is already stored belongs
