@@ -1,10 +1,14 @@
 //! The docs stay true where code can check it: the issue catalogue of `docs/crawler.md` is
 //! generated from the code (this test fails, printing the table to paste, when the two
-//! differ), the README's configuration table names every flag of xf-server, and the
-//! README's webhook receiver, run as written with the stock
-//! `standardwebhooks` Python package, verifies a real delivery.
+//! differ), `docs/site-scans.md` names the catalogue's size, the flag table of
+//! `docs/configuration.md` names every flag of xf-server, the webhook receiver of
+//! `docs/webhooks.md`, run as written with the stock `standardwebhooks` Python package,
+//! verifies a real delivery, and every relative link of the README and the guides leads to a
+//! file, and to a heading of it when it names one.
 
+use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,9 +16,14 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use xf_tests::TestApp;
 
-fn readme() -> String {
-    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
-        .expect("README.md")
+/// The repository's root.
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A file of the repository, by its path from the root (`docs/webhooks.md`).
+fn doc(path: &str) -> String {
+    std::fs::read_to_string(root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 #[test]
@@ -29,19 +38,19 @@ fn the_crawler_guide_lists_the_issue_catalogue_as_the_code_defines_it() {
     );
     let count = xf_core::crawl::checks::CATALOGUE.len();
     assert!(
-        readme().contains(&format!("the {count} checks of the issue catalogue")),
-        "README.md's \"Site scans\" names the number of checks: {count}"
+        doc("docs/site-scans.md").contains(&format!("the {count} checks of the issue catalogue")),
+        "docs/site-scans.md names the number of checks: {count}"
     );
 }
 
 #[test]
-fn the_readme_configuration_table_names_every_flag_and_variable_of_xf_server() {
+fn the_configuration_guide_table_names_every_flag_and_variable_of_xf_server() {
     use clap::CommandFactory;
-    let readme = readme();
-    let table_start = readme
-        .find("## Configuration of xf-server")
-        .expect("the configuration section");
-    let table = &readme[table_start..];
+    let guide = doc("docs/configuration.md");
+    let table_start = guide
+        .find("\n## Flags and environment variables\n")
+        .expect("docs/configuration.md has the section \"Flags and environment variables\"");
+    let table = &guide[table_start + 1..];
     let table = &table[..table.find("\n## ").unwrap_or(table.len())];
     let command = xf_server::Config::command();
     let mut missing = Vec::new();
@@ -69,19 +78,19 @@ fn the_readme_configuration_table_names_every_flag_and_variable_of_xf_server() {
     }
     assert!(
         missing.is_empty(),
-        "README.md's \"Configuration of xf-server\" lacks {missing:?}"
+        "docs/configuration.md's \"Flags and environment variables\" lacks {missing:?}"
     );
 }
 
-/// The one Python block of the README: the webhook receiver.
-fn readme_receiver() -> String {
-    let readme = readme();
-    let start = readme
+/// The one Python block of `docs/webhooks.md`: the webhook receiver.
+fn webhooks_guide_receiver() -> String {
+    let guide = doc("docs/webhooks.md");
+    let start = guide
         .find("```python\n")
-        .expect("the README shows a Python receiver")
+        .expect("docs/webhooks.md shows a Python receiver")
         + "```python\n".len();
-    let end = start + readme[start..].find("```").expect("the block ends");
-    readme[start..end].to_owned()
+    let end = start + guide[start..].find("```").expect("the block ends");
+    guide[start..end].to_owned()
 }
 
 /// The Python with `standardwebhooks`: `XF_TEST_PYTHON` (`.ci/test` makes a virtualenv with
@@ -100,9 +109,9 @@ fn python() -> String {
     python
 }
 
-/// Runs the README's receiver with `secret` on a free port, registers a webhook there,
+/// Runs the receiver of `docs/webhooks.md` with `secret` on a free port, registers a webhook there,
 /// sends a test delivery, and returns the delivery's log row and what the receiver printed.
-async fn deliver_to_the_readme_receiver(
+async fn deliver_to_the_guide_receiver(
     secret_for_receiver: Option<&str>,
 ) -> (serde_json::Value, String) {
     let app = TestApp::configured(Arc::new(xf_storage_memory::MemoryStore::new()), |b| {
@@ -110,7 +119,7 @@ async fn deliver_to_the_readme_receiver(
     });
     app.clock
         .set(xf_core::time::Timestamp::from_datetime(chrono::Utc::now()));
-    let owner = app.organization("Readme", "growth").await;
+    let owner = app.organization("Webhooks guide", "growth").await;
     let port = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
@@ -119,7 +128,7 @@ async fn deliver_to_the_readme_receiver(
         .post(
             "/webhooks",
             &owner.live_key,
-            json!({"name": "readme", "url": format!("http://127.0.0.1:{port}/hooks")}),
+            json!({"name": "webhooks-guide", "url": format!("http://127.0.0.1:{port}/hooks")}),
         )
         .await;
     let data = created.expect(201);
@@ -128,7 +137,7 @@ async fn deliver_to_the_readme_receiver(
         .unwrap_or_else(|| data["secret"].as_str().unwrap())
         .to_owned();
 
-    let code = readme_receiver();
+    let code = webhooks_guide_receiver();
     assert!(code.contains("\"whsec_…\"") && code.contains("9000"));
     let code = code
         .replace("\"whsec_…\"", &format!("{secret:?}"))
@@ -138,7 +147,7 @@ async fn deliver_to_the_readme_receiver(
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .expect("start the README's receiver");
+        .expect("start the receiver of docs/webhooks.md");
     let deadline = Instant::now() + Duration::from_secs(20);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "the receiver listens");
@@ -159,13 +168,141 @@ async fn deliver_to_the_readme_receiver(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_readme_receiver_verifies_a_real_delivery() {
-    let (delivery, printed) = deliver_to_the_readme_receiver(None).await;
+    let (delivery, printed) = deliver_to_the_guide_receiver(None).await;
     assert_eq!(delivery["statusCode"], 204, "the receiver verified it");
     assert!(printed.starts_with("job.completed job_"), "{printed}");
 
     // With another secret, the same receiver refuses the delivery.
     let other = xf_core::webhooks::secrets::SigningSecret::generate();
-    let (delivery, printed) = deliver_to_the_readme_receiver(Some(other.as_str())).await;
+    let (delivery, printed) = deliver_to_the_guide_receiver(Some(other.as_str())).await;
     assert_eq!(delivery["statusCode"], 400);
     assert_eq!(printed, "");
+}
+
+/// The anchor GitHub gives a heading: lower case, characters other than letters, digits,
+/// spaces, `-` and `_` removed, spaces turned into `-`.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// Lines of Markdown outside fenced code blocks.
+fn prose_lines(markdown: &str) -> impl Iterator<Item = &str> {
+    let mut fenced = false;
+    markdown.lines().filter(move |line| {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            return false;
+        }
+        !fenced
+    })
+}
+
+/// The anchors of a Markdown file's headings.
+fn anchors(markdown: &str) -> BTreeSet<String> {
+    prose_lines(markdown)
+        .filter_map(|line| {
+            let text = line.trim_start_matches('#');
+            (text.len() < line.len() && text.starts_with(' ')).then(|| slug(text))
+        })
+        .collect()
+}
+
+/// The targets of a Markdown file's links, `[text](target)` and `<img src="target">`, outside
+/// code blocks and code spans. A link's text may run over a line end.
+fn link_targets(markdown: &str) -> Vec<String> {
+    let prose: Vec<&str> = prose_lines(markdown).collect();
+    let prose = prose.join("\n");
+    // Code spans hold no links (`[a](b)` there is an example, not a link).
+    let mut text = String::with_capacity(prose.len());
+    for (index, part) in prose.split('`').enumerate() {
+        if index % 2 == 0 {
+            text.push_str(part);
+        }
+    }
+    let mut targets = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("](") {
+        let after = &rest[at + 2..];
+        if let Some(end) = after.find(')') {
+            targets.push(after[..end].trim().to_owned());
+        }
+        rest = after;
+    }
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("src=\"") {
+        let after = &rest[at + 5..];
+        if let Some(end) = after.find('"') {
+            targets.push(after[..end].to_owned());
+        }
+        rest = after;
+    }
+    targets
+}
+
+#[test]
+fn every_relative_link_and_anchor_in_the_docs_resolves() {
+    let mut files = vec![root().join("README.md")];
+    let mut guides: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
+        .expect("docs/")
+        .map(|entry| entry.expect("an entry of docs/").path())
+        .filter(|path| path.extension().is_some_and(|extension| extension == "md"))
+        .collect();
+    guides.sort();
+    assert!(!guides.is_empty(), "docs/ holds guides");
+    files.extend(guides);
+
+    let mut broken = Vec::new();
+    let mut checked = 0;
+    for file in &files {
+        let name = file
+            .strip_prefix(root())
+            .unwrap_or(file)
+            .display()
+            .to_string();
+        let markdown = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for target in link_targets(&markdown) {
+            if target.starts_with("http://")
+                || target.starts_with("https://")
+                || target.starts_with("mailto:")
+            {
+                continue;
+            }
+            checked += 1;
+            let (path, anchor) = match target.split_once('#') {
+                Some((path, anchor)) => (path, Some(anchor)),
+                None => (target.as_str(), None),
+            };
+            let linked = if path.is_empty() {
+                file.clone()
+            } else {
+                file.parent().expect("a directory").join(path)
+            };
+            if !linked.exists() {
+                broken.push(format!("{name}: {target}: no such file"));
+                continue;
+            }
+            let Some(anchor) = anchor else {
+                continue;
+            };
+            let is_markdown = linked
+                .extension()
+                .is_some_and(|extension| extension == "md");
+            let headings = std::fs::read_to_string(&linked)
+                .ok()
+                .filter(|_| is_markdown)
+                .map(|text| anchors(&text))
+                .unwrap_or_default();
+            if !headings.contains(anchor) {
+                broken.push(format!("{name}: {target}: no heading with that anchor"));
+            }
+        }
+    }
+    assert!(checked > 0, "the README and the guides link to each other");
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
 }

@@ -267,7 +267,7 @@ async fn a_key_revoked_on_one_instance_is_refused_by_the_other_within_the_bound(
 }
 
 /// Sixteen clients keep writing and reading while the database is cut off for ten seconds:
-/// every answer comes within the README's bound (a `503 unavailable` during the outage), and
+/// every answer comes within docs/limits.md's bound (a `503 unavailable` during the outage), and
 /// every write that was acknowledged is there afterwards.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_load_a_database_outage_answers_in_time_and_loses_no_acknowledged_write() {

@@ -1,7 +1,7 @@
 //! Resumable uploads over real HTTP to xf-server: the stock tus client `tuspy` uploads a video
 //! in chunks, is interrupted half-way, resumes from the server's offset in a new client, and
-//! the finished upload becomes a media item through `fileId`; and the README's curl steps do
-//! the same by hand.
+//! the finished upload becomes a media item through `fileId`; and the curl steps of
+//! `docs/media.md` do the same by hand.
 
 use std::process::Command;
 
@@ -187,23 +187,23 @@ print(second.offset)
     assert_eq!(file["durationMs"], 3000);
 }
 
-/// The README's "Resumable uploads with curl" block, run as written.
-fn readme_tus_steps() -> String {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
-        .expect("README.md");
-    let start = readme
+/// The "Resumable upload with curl" block of `docs/media.md`, run as written.
+fn media_guide_tus_steps() -> String {
+    let guide = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/media.md"))
+        .expect("docs/media.md");
+    let start = guide
         .find("# Resumable upload with curl")
-        .expect("the README shows a resumable upload with curl");
-    let block = &readme[start..];
+        .expect("docs/media.md shows a resumable upload with curl");
+    let block = &guide[start..];
     block[..block.find("```").expect("the block ends")].to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_readme_curl_steps_upload_in_two_chunks() {
+async fn the_media_guide_curl_steps_upload_in_two_chunks() {
     let server = server().await;
     let (path, size) = sample(&server.media_dir.join("client"));
     let output = Command::new("bash")
-        .args(["-euo", "pipefail", "-c", &readme_tus_steps()])
+        .args(["-euo", "pipefail", "-c", &media_guide_tus_steps()])
         .env("API", format!("http://{}/api/v1", server.address))
         .env("KEY", &server.key)
         .env("FILE", &path)

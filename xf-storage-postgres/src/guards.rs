@@ -32,7 +32,7 @@ const MAX_BATCH: usize = 256;
 /// When the database cannot be reached, a batch waits out the pool's acquire time-out; the
 /// requests that queued behind it are then answered `Unavailable` at once, as are those that
 /// arrive within [`OUTAGE_FAST_FAIL`] of it, so that no request waits for two time-outs in a
-/// row (the README's bound on answers during an outage).
+/// row (docs/limits.md's bound on answers during an outage).
 async fn count_batches(pool: PgPool, mut waiting: mpsc::UnboundedReceiver<PendingHit>) {
     let mut down: Option<(tokio::time::Instant, StoreError)> = None;
     while let Some(first) = waiting.recv().await {

@@ -138,7 +138,7 @@ use crate::rows::{
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
 
 /// How long a request waits for a pooled connection (or for a new one to open) before the
-/// store reports [`StoreError::Unavailable`]: under the three seconds the README promises for
+/// store reports [`StoreError::Unavailable`]: under the three seconds docs/limits.md promises for
 /// an answer during an outage, with room for the statements that ran before it.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_millis(2500);
 

@@ -1,5 +1,5 @@
-//! Run with: `cargo run -p xf-server -- --demo` (then see `--help`, and the README's
-//! "Configuration" table).
+//! Run with: `cargo run -p xf-server -- --demo` (then see `--help`, and
+//! docs/configuration.md).
 //!
 //! # xf-server
 //!

@@ -6,7 +6,7 @@ use clap::Parser;
 
 /// mimalloc rather than glibc's malloc: under load a long-lived server's heap fragments, and
 /// glibc's allocator then spends a fifth of the request path searching its bins (measured in
-/// the README's "Performance" section).
+/// docs/performance.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

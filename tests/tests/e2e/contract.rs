@@ -1,5 +1,5 @@
 //! The document and the server agree: one test per kind of disagreement the contract check
-//! once found, each asserting the behaviour we chose (README, "Contract") and that the
+//! once found, each asserting the behaviour we chose (docs/contributing.md, "Contract check") and that the
 //! OpenAPI document states exactly that.
 
 use http::Method;

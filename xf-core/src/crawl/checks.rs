@@ -3,7 +3,7 @@
 //! Every check has a stable id (the issue's `type`), a title, a severity, a scope (`page`: about
 //! one URL; `site`: about the site as a whole, as CONTRACT.md lists: robots.txt, sitemaps,
 //! duplicates across pages, broken internal links, redirect loops), a description and how to
-//! fix it. [`CATALOGUE`] is the one list; the README's table is generated from it
+//! fix it. [`CATALOGUE`] is the one list; docs/crawler.md's table is generated from it
 //! ([`catalogue_markdown`]) and a test fails when the two differ.
 //!
 //! [`analyse`] is pure: it reads a [`CrawlRecord`] (what the crawler fetched and saw) and
@@ -266,7 +266,7 @@ impl Check {
     }
 }
 
-/// The catalogue as a Markdown table (the README's, generated from the code).
+/// The catalogue as a Markdown table (docs/crawler.md's, generated from the code).
 pub fn catalogue_markdown() -> String {
     let mut table = String::from(
         "| id | title | severity | scope | what it finds | how to fix |\n|---|---|---|---|---|---|\n",
