@@ -3,8 +3,9 @@
 //! differ), `docs/site-scans.md` names the catalogue's size, the flag table of
 //! `docs/configuration.md` names every flag of xf-server, the webhook receiver of
 //! `docs/webhooks.md`, run as written with the stock `standardwebhooks` Python package,
-//! verifies a real delivery, and every relative link of the README and the guides leads to a
-//! file, and to a heading of it when it names one.
+//! verifies a real delivery, the commands of `docs/walk-through.md`, run as written against
+//! the README's quick-start server, print what the guide shows, and every relative link of the
+//! README and the guides leads to a file, and to a heading of it when it names one.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
@@ -305,4 +306,155 @@ fn every_relative_link_and_anchor_in_the_docs_resolves() {
     }
     assert!(checked > 0, "the README and the guides link to each other");
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+/// The walk-through's `sh` blocks, each with the output block shown after it (if any).
+fn walk_through_steps() -> Vec<(String, Option<String>)> {
+    let guide = doc("docs/walk-through.md");
+    let mut steps: Vec<(String, Option<String>)> = Vec::new();
+    let mut lines = guide.lines();
+    while let Some(line) = lines.next() {
+        let Some(kind) = line.strip_prefix("```") else {
+            continue;
+        };
+        let block: Vec<&str> = lines
+            .by_ref()
+            .take_while(|l| !l.starts_with("```"))
+            .collect();
+        let block = block.join("\n");
+        match kind {
+            "sh" => steps.push((block, None)),
+            "json" | "text" => {
+                if let Some((_, shown @ None)) = steps.last_mut() {
+                    *shown = Some(block);
+                }
+            }
+            _ => {}
+        }
+    }
+    steps
+}
+
+/// The `"key":` names of a line of JSON, shortened or not.
+fn json_keys(line: &str) -> BTreeSet<String> {
+    line.split('"')
+        .collect::<Vec<_>>()
+        .windows(2)
+        .filter(|pair| pair[1].starts_with(':'))
+        .map(|pair| pair[0].to_owned())
+        .collect()
+}
+
+/// The value of `"key":"value"` in a line of JSON.
+fn json_text<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let start = line.find(&format!("\"{key}\":\""))? + key.len() + 4;
+    line[start..].split('"').next()
+}
+
+/// Checks what a step printed against what the guide shows: the same JSON lines, each with at
+/// least the keys shown and the same `code` and `status`; the same HTTP status; the headers
+/// shown.
+fn compare_step(step: &str, printed: &str, shown: &str) {
+    let json = |text: &str| -> Vec<String> {
+        text.lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with('{'))
+            .map(str::to_owned)
+            .collect()
+    };
+    // curl prints no line end after a body: one command's JSON runs into the next one's.
+    let printed = printed.replace("}{\"", "}\n{\"");
+    let printed = printed.as_str();
+    let (printed_json, shown_json) = (json(printed), json(shown));
+    assert_eq!(
+        printed_json.len(),
+        shown_json.len(),
+        "the step\n{step}\nprinted\n{printed}\nwhere the guide shows\n{shown}"
+    );
+    for (printed, shown) in printed_json.iter().zip(&shown_json) {
+        let missing: Vec<_> = json_keys(shown)
+            .difference(&json_keys(printed))
+            .cloned()
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "{step}\nprinted {printed}\nwithout {missing:?}"
+        );
+        for key in ["code", "status"] {
+            assert_eq!(
+                json_text(printed, key),
+                json_text(shown, key),
+                "{step}\n{printed}"
+            );
+        }
+    }
+    let status = |text: &str| {
+        text.lines()
+            .find(|l| l.starts_with("HTTP/"))
+            .and_then(|l| l.split(' ').nth(1))
+            .map(str::to_owned)
+    };
+    assert_eq!(status(printed), status(shown), "{step}\n{printed}");
+    let printed_lower = printed.to_ascii_lowercase();
+    for header in shown
+        .lines()
+        .filter(|l| !l.starts_with('{') && !l.starts_with("HTTP/"))
+        .filter_map(|l| {
+            l.split_once(": ")
+                .map(|(name, _)| name.to_ascii_lowercase())
+        })
+    {
+        assert!(
+            printed_lower.contains(&format!("{header}: ")),
+            "{step}\nno {header} in\n{printed}"
+        );
+    }
+}
+
+/// The walk-through's commands, run as written (in one shell, so that variables carry over)
+/// against xf-server started as the README's quick start starts it, print what the guide
+/// shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_walk_through_runs_as_written() {
+    let server = xf_tests::server::Server::start(&[
+        "--demo",
+        "--demo-live-key",
+        "xf_live_demo0000000000000000000000000000000001",
+        "--demo-test-key",
+        "xf_test_demo0000000000000000000000000000000001",
+        "--admin-token",
+        "demo-admin-token",
+    ])
+    .await;
+    let steps = walk_through_steps();
+    assert!(steps.len() > 5, "the walk-through has its steps");
+    let mut script = String::new();
+    for (n, (step, _)) in steps.iter().enumerate() {
+        let step = step.replace("127.0.0.1:8080", &server.address.to_string());
+        script.push_str(&format!("echo; echo '@@@ {n}'\n{step}\n"));
+    }
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new("bash")
+            .args(["-c", &script])
+            .output()
+            .expect("bash runs")
+    })
+    .await
+    .expect("the script's thread");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let printed = String::from_utf8_lossy(&output.stdout);
+    let mut outputs = printed.split("@@@ ").skip(1);
+    for (n, (step, shown)) in steps.iter().enumerate() {
+        let block = outputs.next().expect("every step ran");
+        let block = block
+            .strip_prefix(&format!("{n}\n"))
+            .expect("steps in order");
+        if let Some(shown) = shown {
+            compare_step(step, block, shown);
+        }
+    }
 }
