@@ -26,8 +26,7 @@ pub mod gsc;
 pub mod ids;
 pub mod media;
 pub mod model;
-#[cfg(feature = "net")]
-mod net;
+pub mod net;
 pub mod params;
 pub mod plans;
 pub mod runtime;

@@ -1,15 +1,10 @@
 //! Fetching: the [`PageFetcher`] seam, and its HTTP implementation on reqwest (feature `net`).
 //!
 //! The crawler asks for one address at a time and follows redirects itself, so that chains
-//! and loops are findings and every hop passes the same checks. [`HttpFetcher`] refuses
-//! loopback, private, link-local, CGNAT, multicast, documentation and metadata addresses
-//! unless private targets are allowed: for a host name, on the addresses its resolver
-//! returns, which are the only ones the connection may use (so a DNS answer that changes
-//! between check and connect cannot sneak in, and neither can a redirect); for an IP literal,
-//! before any connection.
+//! and loops are findings and every hop passes the same checks. [`HttpFetcher`] reaches only
+//! what the egress guard of [`crate::net`] allows (unless private targets are allowed).
 
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -77,95 +72,27 @@ pub trait PageFetcher: Send + Sync + fmt::Debug {
     }
 }
 
-/// Whether scans may reach this address: not loopback, private (RFC 1918, unique local),
-/// link-local (which holds the cloud metadata address 169.254.169.254), CGNAT
-/// (100.64.0.0/10), unspecified, broadcast, multicast, documentation, benchmarking or
-/// reserved ranges; IPv4 embedded in IPv6 (mapped, NAT64) is judged as IPv4.
-pub fn is_public(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => is_public_v4(v4),
-        IpAddr::V6(v6) => is_public_v6(v6),
-    }
-}
-
-fn is_public_v4(ip: Ipv4Addr) -> bool {
-    let [a, b, c, _] = ip.octets();
-    !(ip.is_unspecified()
-        || ip.is_loopback()
-        || ip.is_private()
-        || ip.is_link_local()
-        || ip.is_broadcast()
-        || ip.is_multicast()
-        || ip.is_documentation()
-        || a == 0
-        || (a == 100 && (64..128).contains(&b))
-        || (a == 192 && b == 0 && c == 0)
-        || (a == 198 && (18..20).contains(&b))
-        || a >= 240)
-}
-
-fn is_public_v6(ip: Ipv6Addr) -> bool {
-    if let Some(v4) = ip.to_ipv4_mapped() {
-        return is_public_v4(v4);
-    }
-    let segments = ip.segments();
-    // NAT64 (64:ff9b::/96) carries an IPv4 address in its last 32 bits.
-    if segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-        let [.., hi, lo] = segments;
-        return is_public_v4(Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo)));
-    }
-    !(ip.is_unspecified()
-        || ip.is_loopback()
-        || ip.is_multicast()
-        || (segments[0] & 0xfe00) == 0xfc00
-        || (segments[0] & 0xffc0) == 0xfe80
-        || (segments[0] == 0x2001 && segments[1] == 0x0db8))
-}
-
-/// Whether `url`'s host is an IP address (not a name) that is not [`is_public`].
-pub fn is_private_literal(url: &Url) -> bool {
-    let literal = match url.host() {
-        Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip),
-        Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip),
-        Some(url::Host::Domain(_)) | None => return false,
-    };
-    !is_public(literal)
-}
-
+pub use crate::net::{is_private_literal, is_public};
 #[cfg(feature = "net")]
 pub use http::HttpFetcher;
-#[cfg(feature = "net")]
-pub(crate) use http::{classify, PublicOnly};
 
 #[cfg(feature = "net")]
 mod http {
-    use std::net::SocketAddr;
     use std::sync::Arc;
     use std::time::Duration;
 
     use async_trait::async_trait;
-    use reqwest::dns::{Addrs, Name, Resolve, Resolving};
     use url::Url;
 
-    use super::{is_private_literal, is_public, Answer, BodyStream, FetchError, PageFetcher};
+    use super::{is_private_literal, Answer, BodyStream, FetchError, PageFetcher};
+    use crate::net::{classify, Outbound, PublicOnly};
 
-    /// Resolves host names and keeps only the addresses scans may reach.
-    #[derive(Debug)]
-    pub(crate) struct PublicOnly;
-
-    impl Resolve for PublicOnly {
-        fn resolve(&self, name: Name) -> Resolving {
-            let host = name.as_str().to_owned();
-            Box::pin(async move {
-                let resolved: Vec<SocketAddr> =
-                    tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-                let allowed: Vec<SocketAddr> =
-                    resolved.into_iter().filter(|a| is_public(a.ip())).collect();
-                if allowed.is_empty() {
-                    return Err(Box::new(FetchError::Forbidden(host)) as _);
-                }
-                Ok(Box::new(allowed.into_iter()) as Addrs)
-            })
+    /// A failed request as the crawler reports it.
+    fn fetch_error(error: &reqwest::Error) -> FetchError {
+        match classify(error) {
+            Outbound::Refused(host) => FetchError::Forbidden(host),
+            Outbound::Timeout => FetchError::Timeout,
+            Outbound::Network(text) => FetchError::Network(text),
         }
     }
 
@@ -207,31 +134,9 @@ mod http {
         async fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, FetchError> {
             match self.0.chunk().await {
                 Ok(chunk) => Ok(chunk.map(|bytes| bytes.to_vec())),
-                Err(error) => Err(classify(&error)),
+                Err(error) => Err(fetch_error(&error)),
             }
         }
-    }
-
-    /// What a reqwest error was: a refused address, a timeout, or another network failure.
-    pub(crate) fn classify(error: &reqwest::Error) -> FetchError {
-        if error.is_timeout() {
-            return FetchError::Timeout;
-        }
-        // The resolver's refusal arrives wrapped; find it in the chain of sources.
-        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
-        while let Some(current) = source {
-            if let Some(forbidden) = current.downcast_ref::<FetchError>() {
-                return forbidden.clone();
-            }
-            source = current.source();
-        }
-        let mut text = error.to_string();
-        let mut cause = std::error::Error::source(error);
-        while let Some(inner) = cause {
-            text = format!("{text}: {inner}");
-            cause = inner.source();
-        }
-        FetchError::Network(text)
     }
 
     impl HttpFetcher {
@@ -252,7 +157,7 @@ mod http {
                 )
                 .send()
                 .await
-                .map_err(|e| classify(&e))?;
+                .map_err(|e| fetch_error(&e))?;
             let header = |name: reqwest::header::HeaderName| {
                 response
                     .headers()

@@ -75,7 +75,7 @@ mod http {
     use super::{
         Outgoing, Reply, TargetRefused, WebhookTransport, DELIVERY_TIMEOUT, RESPONSE_BODY_CAP,
     };
-    use crate::crawl::fetch::{classify, is_private_literal, is_public, PublicOnly};
+    use crate::net::{classify, is_private_literal, is_public, PublicOnly};
     use crate::webhooks::schedule::parse_retry_after;
 
     /// How long a registration waits for the resolver.
