@@ -4,9 +4,9 @@
 //!
 //! The guard refuses loopback, private, link-local, CGNAT, multicast, documentation and
 //! metadata addresses unless private targets are allowed: for a host name, on the addresses
-//! its resolver returns ([`PublicOnly`], which are the only ones a connection may use, so a
-//! DNS answer that changes between check and connect cannot sneak in, and neither can a
-//! redirect); for an IP literal, before any connection ([`is_private_literal`]).
+//! its resolver returns, which are the only ones a connection may use (so a DNS answer that
+//! changes between check and connect cannot sneak in, and neither can a redirect); for an IP
+//! literal, before any connection ([`is_private_literal`]).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
