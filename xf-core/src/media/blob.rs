@@ -249,7 +249,7 @@ impl BlobStore for LocalBlobStore {
         let partial = self
             .partials
             .join(uuid::Uuid::now_v7().simple().to_string());
-        let (partial, file) = PartialFile::create(partial).await?;
+        let (partial, file) = PartialFile::create(partial)?;
         Ok(Box::new(LocalWriter::start(file, partial, target)))
     }
 
@@ -326,43 +326,32 @@ impl BlobStore for LocalBlobStore {
 const WRITE_BUFFER: usize = 1 << 20;
 
 /// A partial file's path, removed when dropped unless it was renamed into place: a writer
-/// dropped half-way (the request went away) leaves nothing behind, nor does a `create`
-/// cancelled while its file was being made.
+/// dropped half-way (the request went away) leaves nothing behind.
 struct PartialFile {
     path: PathBuf,
-    /// Set when dropped unsettled: a file made after that point is removed by its maker.
-    dropped: Arc<std::sync::atomic::AtomicBool>,
     settled: bool,
 }
 
 impl PartialFile {
-    /// Makes the file on a blocking thread (without holding it for the upload's life).
-    async fn create(path: PathBuf) -> io::Result<(Self, std::fs::File)> {
-        let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let guard = PartialFile {
-            path: path.clone(),
-            dropped: Arc::clone(&dropped),
-            settled: false,
-        };
-        let file = tokio::task::spawn_blocking(move || {
-            let file = std::fs::File::create(&path)?;
-            // The guard went while the file was made: nobody will remove it but us.
-            if dropped.load(std::sync::atomic::Ordering::SeqCst) {
-                let _ = std::fs::remove_file(&path);
-            }
-            Ok::<_, io::Error>(file)
-        })
-        .await
-        .map_err(io::Error::other)??;
-        Ok((guard, file))
+    /// Makes the file where the call is, as dropping it removes it there: one short system
+    /// call each, with no wait between making the file and owning it (so no cancelled
+    /// `create` can leave it behind) and no blocking thread taken per upload that starts (a
+    /// burst of them would grow the blocking pool).
+    fn create(path: PathBuf) -> io::Result<(Self, std::fs::File)> {
+        let file = std::fs::File::create(&path)?;
+        Ok((
+            PartialFile {
+                path,
+                settled: false,
+            },
+            file,
+        ))
     }
 }
 
 impl Drop for PartialFile {
     fn drop(&mut self) {
         if !self.settled {
-            self.dropped
-                .store(true, std::sync::atomic::Ordering::SeqCst);
             let _ = std::fs::remove_file(&self.path);
         }
     }
@@ -604,7 +593,7 @@ mod tests {
         let root = scratch();
         let store = LocalBlobStore::new(&root).unwrap();
         for _ in 0..20 {
-            // Dropped at its first wait: the file is being made on a blocking thread.
+            // Cut off at its first wait, or dropped as soon as it is made.
             let _ = tokio::time::timeout(std::time::Duration::ZERO, store.create("c")).await;
         }
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;

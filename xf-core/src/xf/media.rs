@@ -153,9 +153,7 @@ impl OwnedBlob {
     /// Deletes the blob now (rather than on a task of its own, as dropping it does).
     pub(super) async fn discard(mut self) {
         if let Some(blobs) = self.owner.take() {
-            if let Err(error) = blobs.delete(&self.key).await {
-                tracing::warn!(%error, key = %self.key, "a blob was not deleted");
-            }
+            delete_logged(&*blobs, &self.key).await;
         }
     }
 }
@@ -208,11 +206,26 @@ pub(super) fn delete_soon(blobs: Arc<dyn BlobStore>, key: String) {
         tracing::warn!(%key, "a staged blob outlived its runtime; the blob sweep will delete it");
         return;
     };
-    runtime.spawn(async move {
-        if let Err(error) = blobs.delete(&key).await {
-            tracing::warn!(%error, %key, "a staged blob was not deleted");
-        }
-    });
+    runtime.spawn(async move { delete_logged(&*blobs, &key).await });
+}
+
+/// Deletes the blob under `key`; a failure is logged (the blob sweep retries it).
+pub(super) async fn delete_logged(blobs: &dyn BlobStore, key: &str) {
+    if let Err(error) = blobs.delete(key).await {
+        tracing::warn!(%error, %key, "a blob was not deleted");
+    }
+}
+
+/// Runs `work` to its end on a task of its own, whatever becomes of the caller: what records
+/// a blob must not be cut off between writing the record and keeping the blob. `what` names
+/// the work in the error of a task that panicked.
+pub(super) async fn to_the_end<T: Send + 'static>(
+    what: &str,
+    work: impl std::future::Future<Output = Result<T>> + Send + 'static,
+) -> Result<T> {
+    tokio::spawn(work)
+        .await
+        .map_err(|e| Error::Internal(format!("{what}: {e}")))?
 }
 
 /// One upload of an organization in progress on this instance; dropping it frees the place.
@@ -348,34 +361,35 @@ impl Xf {
             caller.organization.id,
             uuid::Uuid::now_v7().simple()
         );
-        let size = self
-            .write_blob(&key, body, limit, ("file", "the upload was dropped"))
-            .await?;
-        if size == 0 {
-            return Err(Error::invalid("file", "is empty"));
-        }
+        let (blob, size) = self
+            .write_blob(key, body, limit, ("file", "the upload was dropped"))
+            .await?
+            .ok_or_else(|| Error::invalid("file", "is empty"))?;
         Ok(StagedFile {
-            blob: OwnedBlob::new(key, &self.inner.blobs),
+            blob,
             name: file_name.to_owned(),
             size,
             extension,
         })
     }
 
-    /// Writes `body` to a new blob under `key`: its size. Past `limit` bytes nothing is kept
-    /// and the answer is `413`; a body that breaks off or is too slow keeps nothing either
-    /// (the error names `field` and says `lost`), nor does an empty one (`Ok(0)`). The blob exists once
-    /// this returns a size above 0, whatever happens to the caller's future afterwards: hand
-    /// it to an owner at once.
+    /// Writes `body` to a new blob under `key`: the blob, owned, and its size. Past `limit`
+    /// bytes nothing is kept and the answer is `413`; a body that breaks off or is too slow
+    /// keeps nothing either (the error names `field` and says `lost`), nor does an empty one
+    /// (`None`).
+    ///
+    /// The blob is finished on a task of its own that owns it from before it becomes visible:
+    /// a caller that goes away meanwhile leaves it to that owner, which deletes it, after the
+    /// blob is in place, never before.
     pub(super) async fn write_blob(
         &self,
-        key: &str,
+        key: String,
         body: &mut (dyn ChunkSource + '_),
         limit: u64,
         (field, lost): (&str, &str),
-    ) -> Result<u64> {
+    ) -> Result<Option<(OwnedBlob, u64)>> {
         let blobs = &self.inner.blobs;
-        let mut writer = blobs.create(key).await.map_err(|e| Error::Unavailable {
+        let mut writer = blobs.create(&key).await.map_err(|e| Error::Unavailable {
             cause: format!("the blob store refused a new blob: {e}"),
         })?;
         let mut size = 0u64;
@@ -400,11 +414,16 @@ impl Xf {
         }
         if size == 0 {
             writer.abort().await;
-            return Ok(0);
+            return Ok(None);
         }
-        writer.finish().await.map_err(|e| Error::Unavailable {
-            cause: format!("finishing a blob: {e}"),
+        let blob = OwnedBlob::new(key, blobs);
+        to_the_end("finishing a blob", async move {
+            writer.finish().await.map_err(|e| Error::Unavailable {
+                cause: format!("finishing a blob: {e}"),
+            })?;
+            Ok(Some((blob, size)))
         })
+        .await
     }
 
     /// Deletes the staged file (if any) of a form that cannot be used.
@@ -431,11 +450,10 @@ impl Xf {
         let xf = self.clone();
         let caller = caller.clone();
         let fields = fields.to_vec();
-        let task =
-            tokio::spawn(async move { xf.create_media_now(&caller, kind, &fields, staged).await });
-        let item = task
-            .await
-            .map_err(|e| Error::Internal(format!("storing a media item: {e}")))??;
+        let item = to_the_end("storing a media item", async move {
+            xf.create_media_now(&caller, kind, &fields, staged).await
+        })
+        .await?;
         Ok(vec![UploadedItem {
             platforms: item.platforms(),
             id: item.id,

@@ -11,7 +11,7 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use sha1::{Digest, Sha1};
 
-use super::media::{BodyError, ChunkSource, OwnedBlob, StagedFile};
+use super::media::{delete_logged, to_the_end, BodyError, ChunkSource, StagedFile};
 use super::{Caller, Xf};
 use crate::error::{Error, Result};
 use crate::ids::{Id, UploadId};
@@ -177,13 +177,12 @@ impl Xf {
             hasher: Sha1::new(),
         };
         let lost = "the chunk was dropped; ask for the offset (HEAD) and send it again";
-        let received = self
-            .write_blob(&key, &mut hashed, room, ("body", lost))
-            .await?;
-        if received == 0 {
+        let Some((blob, received)) = self
+            .write_blob(key, &mut hashed, room, ("body", lost))
+            .await?
+        else {
             return Ok(upload);
-        }
-        let blob = OwnedBlob::new(key, &self.inner.blobs);
+        };
         if expected.is_some_and(|digest| hashed.hasher.finalize().as_slice() != digest) {
             blob.discard().await;
             return Err(Error::ChecksumMismatch);
@@ -196,7 +195,7 @@ impl Xf {
         // Recorded on a task of its own: a client that goes away now cannot leave the part
         // recorded without its blob, or the blob without its part.
         let xf = self.clone();
-        let recorded = tokio::spawn(async move {
+        to_the_end("recording an upload chunk", async move {
             let outcome = xf
                 .store()
                 .append_upload_part(&upload.id, &part, xf.now())
@@ -216,10 +215,8 @@ impl Xf {
                     }
                 }
             }
-        });
-        recorded
-            .await
-            .map_err(|e| Error::Internal(format!("recording an upload chunk: {e}")))?
+        })
+        .await
     }
 
     /// `DELETE /media/uploads/{id}`: drops the upload and its bytes.
@@ -305,9 +302,7 @@ impl Xf {
     }
 
     pub(super) async fn delete_blob(&self, key: &str) {
-        if let Err(error) = self.inner.blobs.delete(key).await {
-            tracing::warn!(%error, %key, "a blob was not deleted");
-        }
+        delete_logged(&*self.inner.blobs, key).await;
     }
 
     /// The finished upload `file_id` of the caller, copied into one staged file for a form of
