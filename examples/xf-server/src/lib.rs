@@ -881,28 +881,33 @@ pub fn demo_banner(
     media: Option<&CreatedOrganization>,
     address: SocketAddr,
 ) -> String {
-    let mut banner = format!(
-        "\nDemo organization ready: the SEO developer API (plan {plan})\n  \
-         organization id: {id}\n  \
-         live key:        {live}\n  \
-         test key:        {test}\n  \
-         try: curl -H 'Authorization: Bearer {live}' http://{address}{API_PREFIX}/organization\n",
-        plan = demo.organization.plan,
-        id = demo.organization.id,
-        live = demo.live_key,
-        test = demo.test_key,
-    );
-    if let Some(media) = media {
-        banner.push_str(&format!(
-            "\nDemo media organization ready: the media publishing API (plan {plan})\n  \
+    let section = |title: &str, created: &CreatedOrganization, try_it: String| {
+        format!(
+            "\n{title} (plan {plan})\n  \
              organization id: {id}\n  \
              live key:        {live}\n  \
              test key:        {test}\n  \
-             try: curl -H 'X-API-Key: {live}' http://{address}{API_PREFIX}/channels\n",
-            plan = media.organization.plan,
-            id = media.organization.id,
-            live = media.live_key,
-            test = media.test_key,
+             try: {try_it}\n",
+            plan = created.organization.plan,
+            id = created.organization.id,
+            live = created.live_key,
+            test = created.test_key,
+        )
+    };
+    let api = format!("http://{address}{API_PREFIX}");
+    let mut banner = section(
+        "Demo organization ready: the SEO developer API",
+        demo,
+        format!(
+            "curl -H 'Authorization: Bearer {}' {api}/organization",
+            demo.live_key
+        ),
+    );
+    if let Some(media) = media {
+        banner.push_str(&section(
+            "Demo media organization ready: the media publishing API",
+            media,
+            format!("curl -H 'X-API-Key: {}' {api}/channels", media.live_key),
         ));
     }
     banner

@@ -145,6 +145,8 @@ struct Activity {
     in_flight: AtomicUsize,
     /// Whether a request has begun on the connection.
     served: std::sync::atomic::AtomicBool,
+    /// Woken when the first request begins.
+    first_request: tokio::sync::Notify,
 }
 
 impl Activity {
@@ -154,6 +156,7 @@ impl Activity {
             last_io: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
             served: std::sync::atomic::AtomicBool::new(false),
+            first_request: tokio::sync::Notify::new(),
         }
     }
 
@@ -172,8 +175,10 @@ impl Activity {
                 if Instant::now() >= deadline {
                     return;
                 }
-                tokio::time::sleep_until(deadline.min(Instant::now() + Duration::from_millis(100)))
-                    .await;
+                tokio::select! {
+                    () = tokio::time::sleep_until(deadline) => {}
+                    () = self.first_request.notified() => {}
+                }
                 continue;
             }
             let last = self.start + Duration::from_millis(self.last_io.load(Ordering::Relaxed));
@@ -263,7 +268,9 @@ struct InFlight(Arc<Activity>);
 
 impl InFlight {
     fn start(activity: &Arc<Activity>) -> Self {
-        activity.served.store(true, Ordering::Relaxed);
+        if !activity.served.swap(true, Ordering::Relaxed) {
+            activity.first_request.notify_one();
+        }
         activity.in_flight.fetch_add(1, Ordering::Relaxed);
         InFlight(Arc::clone(activity))
     }
