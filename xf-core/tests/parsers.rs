@@ -1,8 +1,10 @@
-//! Every parser of what the web sends is total: property tests over arbitrary bytes, and over
-//! text built from the pieces each format is made of, mixed with multi-byte white space
-//! (U+00A0, U+2028, U+3000), zero-width and combining characters, and broken UTF-8. One suite
-//! per parser: the HTML scanner, robots.txt, sitemaps, URL normalisation and scope, and the
-//! headers (`Refresh`, `Retry-After`, `X-Robots-Tag`, `Content-Type`) with JSON-LD.
+//! Every parser of what the web and uploads send is total: property tests over arbitrary bytes,
+//! and over text built from the pieces each format is made of, mixed with multi-byte white
+//! space (U+00A0, U+2028, U+3000), zero-width and combining characters, and broken UTF-8. One
+//! suite per parser: the HTML scanner, robots.txt, sitemaps, URL normalisation and scope, the
+//! headers (`Refresh`, `Retry-After`, `X-Robots-Tag`, `Content-Type`) with JSON-LD, and the
+//! media inspectors (movie boxes nested at random with edge-case sizes and counts; image
+//! signatures followed by anything).
 //!
 //! Each property says more than "does not panic" where the format allows: feeding a page in
 //! any chunks gives the facts of feeding it whole, a normalised URL normalises to itself, a
@@ -476,5 +478,98 @@ proptest! {
     fn typed_json_ld_passes(kind in "[A-Za-z]{1,12}", extra in any::<i64>()) {
         let text = serde_json::json!({"@context": "https://schema.org", "@type": kind, "n": extra}).to_string();
         prop_assert_eq!(json_ld_problem(&text), None);
+    }
+}
+
+// -- Media containers ------------------------------------------------------------------------
+
+/// A box of an ISO base media file: size, type, payload.
+fn iso_box(kind: &[u8; 4], payload: &[u8]) -> Vec<u8> {
+    let mut boxed = u32::try_from(payload.len() + 8)
+        .unwrap_or(u32::MAX)
+        .to_be_bytes()
+        .to_vec();
+    boxed.extend_from_slice(kind);
+    boxed.extend_from_slice(payload);
+    boxed
+}
+
+/// Box types of a movie's header tree, and numbers that are edges for sizes and counts.
+const BOX_TYPES: &[&[u8; 4]] = &[
+    b"moov", b"mvhd", b"trak", b"tkhd", b"mdia", b"mdhd", b"hdlr", b"minf", b"stbl", b"stsd",
+    b"stsz", b"stz2", b"avc1", b"mp4a", b"mvex", b"mehd", b"free", b"mdat",
+];
+
+/// Nested boxes of those types around arbitrary payloads, behind an `ftyp` box.
+fn movie() -> impl Strategy<Value = Vec<u8>> {
+    let leaf = (
+        prop::sample::select(BOX_TYPES),
+        proptest::collection::vec(
+            prop_oneof![
+                any::<u8>().prop_map(|b| vec![b]),
+                prop::sample::select(vec![0u32, 1, 8, 0x7fff_ffff, u32::MAX])
+                    .prop_map(|n| n.to_be_bytes().to_vec()),
+            ],
+            0..24,
+        ),
+    )
+        .prop_map(|(kind, parts)| iso_box(kind, &parts.concat()));
+    let tree = leaf.prop_recursive(4, 32, 4, |inner| {
+        (
+            prop::sample::select(BOX_TYPES),
+            proptest::collection::vec(inner, 0..4),
+        )
+            .prop_map(|(kind, children)| iso_box(kind, &children.concat()))
+    });
+    (
+        prop::sample::select(vec!["isom", "qt  ", "mp42", "heic"]),
+        proptest::collection::vec(tree, 0..4),
+    )
+        .prop_map(|(brand, boxes)| {
+            let mut file = iso_box(b"ftyp", &[brand.as_bytes(), &[0, 0, 2, 0]].concat());
+            file.extend(boxes.concat());
+            file
+        })
+}
+
+fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime")
+        .block_on(future)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Any movie-shaped bytes are read or refused, never a panic, with facts inside the sane
+    /// limits when read.
+    #[test]
+    fn videos_are_read_or_refused(file in movie(), extension in prop::sample::select(vec!["mp4", "mov"])) {
+        use xf_core::media::inspect::{inspect_video, MAX_VIDEO_SIDE};
+        if let Ok(facts) = block_on(inspect_video(extension, &file)) {
+            prop_assert!(facts.width <= MAX_VIDEO_SIDE && facts.height <= MAX_VIDEO_SIDE);
+        }
+    }
+
+    /// Arbitrary bytes behind each image format's signature are read or refused, never a
+    /// panic, with sides inside the sane limits when read.
+    #[test]
+    fn images_are_read_or_refused(
+        signature in prop::sample::select(vec![
+            &b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR"[..],
+            &b"\xff\xd8\xff"[..],
+            &b"RIFF\0\0\0\0WEBPVP8X"[..],
+            &b"RIFF\0\0\0\0WEBPVP8L"[..],
+            &b""[..],
+        ]),
+        rest in proptest::collection::vec(any::<u8>(), 0..512),
+        extension in prop::sample::select(vec!["png", "jpg", "webp"]),
+    ) {
+        use xf_core::media::inspect::{inspect_image, MAX_IMAGE_SIDE};
+        let file = [signature, &rest].concat();
+        if let Ok(facts) = block_on(inspect_image(extension, &file)) {
+            prop_assert!(facts.width <= MAX_IMAGE_SIDE && facts.height <= MAX_IMAGE_SIDE);
+        }
     }
 }
