@@ -688,7 +688,7 @@ pub struct GscQueryRow {
     pub query: String,
     /// Its figures over the snapshot's 28 days.
     #[serde(flatten)]
-    pub metrics: crate::gsc::Metrics,
+    pub metrics: crate::model::gsc::Metrics,
 }
 
 /// One page row, with what the latest completed scan saw of it.
@@ -699,10 +699,10 @@ pub struct GscPageRow {
     pub page: String,
     /// Its figures over the snapshot's 28 days.
     #[serde(flatten)]
-    pub metrics: crate::gsc::Metrics,
+    pub metrics: crate::model::gsc::Metrics,
     /// The crawl correlation: the status and open issues the property's latest completed scan
     /// (as of the sync) found at this URL; null when that scan did not fetch it.
-    pub crawl: Option<crate::gsc::PageCrawl>,
+    pub crawl: Option<crate::model::gsc::PageCrawl>,
 }
 
 /// The stored 28-day snapshot.
@@ -722,9 +722,9 @@ pub struct GscSnapshotView {
     /// Always `final`: only finalised data is fetched.
     pub data_state: &'static str,
     /// Totals over the window.
-    pub totals: crate::gsc::Metrics,
+    pub totals: crate::model::gsc::Metrics,
     /// One entry per day, oldest first (28 entries).
-    pub daily: Vec<crate::gsc::GscDay>,
+    pub daily: Vec<crate::model::gsc::GscDay>,
     /// Query rows in the snapshot (all of them are in `GET .../gsc/queries`).
     pub query_count: u32,
     /// Page rows in the snapshot (all of them are in `GET .../gsc/pages`).
@@ -734,7 +734,7 @@ pub struct GscSnapshotView {
     /// The top 10 pages by clicks, with their crawl correlation.
     pub top_pages: Vec<GscPageRow>,
     /// How the page rows meet the latest completed scan.
-    pub crawl_correlation: crate::gsc::CrawlCorrelation,
+    pub crawl_correlation: crate::model::gsc::CrawlCorrelation,
 }
 
 /// `GET /properties/{id}/gsc`.
@@ -763,7 +763,7 @@ pub struct GscOverview {
     #[schema(value_type = Option<String>, format = Date)]
     pub end_date: Option<chrono::NaiveDate>,
     /// Totals over the window; zero without a snapshot.
-    pub totals: crate::gsc::Metrics,
+    pub totals: crate::model::gsc::Metrics,
     /// Query rows in the snapshot.
     pub query_count: u32,
     /// Page rows in the snapshot.

@@ -4,8 +4,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::{IntoParams, ToSchema};
 
-use super::model::{FileFacts, MediaItem, MediaKind, MediaStatus, Platform, PlatformStatus};
 use crate::ids::{ChannelId, MediaId};
+use crate::model::media::{FileFacts, MediaItem, MediaKind, MediaStatus, Platform, PlatformStatus};
 use crate::time::Timestamp;
 
 /// A media item (`GET /media/videos/{id}`, `GET /media/images/{id}`, and list items).

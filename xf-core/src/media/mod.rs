@@ -3,17 +3,18 @@
 
 pub mod api;
 pub mod blob;
+pub(crate) mod file_url;
 pub mod inspect;
-pub mod model;
 #[cfg(feature = "net")]
 pub mod platforms;
 pub mod publish;
+pub mod publishing;
 pub mod rules;
 #[cfg(feature = "s3")]
 pub mod s3;
 pub mod settings;
 
-pub use model::{
+pub use crate::model::media::{
     Channel, FileFacts, MediaItem, MediaKind, MediaStatus, Platform, PlatformStatus,
     PlatformTarget, Post, PostStage, StoredFile, Upload, UploadPart,
 };

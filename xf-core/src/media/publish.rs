@@ -20,7 +20,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 use super::inspect::RangeRead;
-use super::model::{MediaItem, MediaKind, Platform};
+use crate::model::media::{MediaItem, MediaKind, Platform};
 
 /// The job type of publishing one post.
 pub const MEDIA_PUBLISH: &str = "media-publish";

@@ -22,8 +22,8 @@
 use serde_json::{Map, Value};
 
 use super::inspect::{ImageFormat, VideoContainer};
-use super::model::{FileFacts, Platform, StoredFile};
 use crate::error::FieldError;
+use crate::model::media::{FileFacts, Platform, StoredFile};
 
 const MB: u64 = 1_000_000;
 

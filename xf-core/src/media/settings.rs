@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::model::{MediaKind, Platform};
 use crate::error::{Error, FieldError};
+use crate::model::media::{MediaKind, Platform};
 use crate::time::Timestamp;
 
 /// Longest internal title.

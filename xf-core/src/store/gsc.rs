@@ -4,10 +4,10 @@
 use async_trait::async_trait;
 
 use super::StoreResult;
-use crate::gsc::{
+use crate::ids::{OrganizationId, PropertyId};
+use crate::model::gsc::{
     GscAccount, GscRow, GscSnapshot, NewSnapshot, PortfolioCounts, RowKind, ScanPages,
 };
-use crate::ids::{OrganizationId, PropertyId};
 use crate::time::Timestamp;
 
 /// Search Console data.

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 
 use super::StoreResult;
 use crate::ids::{ChannelId, MediaId, OrganizationId, UploadId};
-use crate::media::{
+use crate::model::media::{
     Channel, MediaItem, MediaKind, MediaStatus, Platform, Post, Upload, UploadPart,
 };
 use crate::model::JobRecord;

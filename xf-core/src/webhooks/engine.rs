@@ -19,12 +19,12 @@ use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
 use super::schedule::next_retry;
+use super::secrets::SecretBox;
 use super::transport::{Reply, WebhookTransport};
 use super::{log_row, send, MessageData, WebhookMessage};
-use crate::runtime::{next_batch, write_with_retries};
+use crate::runtime::{next_batch, write_with_retries, Signals};
 use crate::store::{ClaimedDelivery, DeliveryRecord, NextStep, WebhookStore};
-use crate::time::Timestamp;
-use crate::xf::Xf;
+use crate::time::{Clock, Timestamp};
 
 /// Events taken per fan-out call.
 const FAN_OUT_BATCH: usize = 500;
@@ -44,29 +44,40 @@ pub(crate) struct EngineOptions {
     pub poll_interval: Duration,
 }
 
+/// What the engine delivers with.
+pub(crate) struct Delivery {
+    /// The outbox, the messages and the delivery log.
+    pub store: Arc<dyn WebhookStore>,
+    /// The clock attempts and retries are timed by.
+    pub clock: Arc<dyn Clock>,
+    /// Opens the webhooks' signing secrets.
+    pub secrets: SecretBox,
+    /// Posts the messages.
+    pub transport: Arc<dyn WebhookTransport>,
+}
+
 struct Engine {
-    xf: Xf,
-    store: Arc<dyn WebhookStore>,
-    transport: Arc<dyn WebhookTransport>,
+    delivery: Delivery,
     slots: Arc<Semaphore>,
     outcomes: mpsc::UnboundedSender<(DeliveryRecord, OwnedSemaphorePermit)>,
     options: EngineOptions,
 }
 
-/// Starts the dispatcher and the recorder; `wake` is notified when events are written.
+/// Starts the dispatcher and the recorder, woken when events are written and stopped with
+/// the runtime.
 pub(crate) fn spawn(
-    xf: Xf,
-    transport: Arc<dyn WebhookTransport>,
+    delivery: Delivery,
     options: EngineOptions,
-    wake: Arc<Notify>,
-    stopped: watch::Receiver<bool>,
+    signals: Signals,
 ) -> Vec<JoinHandle<()>> {
+    let Signals {
+        stopped,
+        events_written: wake,
+    } = signals;
     let (outcomes, received) = mpsc::unbounded_channel();
-    let store: Arc<dyn WebhookStore> = xf.store().clone();
+    let store = Arc::clone(&delivery.store);
     let engine = Arc::new(Engine {
-        store: Arc::clone(&store),
-        xf,
-        transport,
+        delivery,
         slots: Arc::new(Semaphore::new(options.concurrency.max(1))),
         outcomes,
         options,
@@ -82,7 +93,7 @@ async fn dispatch_loop(engine: Arc<Engine>, wake: Arc<Notify>, mut stopped: watc
         if *stopped.borrow() {
             return;
         }
-        let now = engine.xf.now();
+        let now = engine.delivery.clock.now();
         fan_out(&engine, now).await;
         let drained = match Arc::clone(&engine.slots).try_acquire_owned() {
             Err(_) => {
@@ -108,7 +119,12 @@ async fn dispatch_loop(engine: Arc<Engine>, wake: Arc<Notify>, mut stopped: watc
 /// Fans out every event waiting in the outbox.
 async fn fan_out(engine: &Engine, now: Timestamp) {
     loop {
-        match engine.store.fan_out_events(FAN_OUT_BATCH, now).await {
+        match engine
+            .delivery
+            .store
+            .fan_out_events(FAN_OUT_BATCH, now)
+            .await
+        {
             Ok(taken) if taken >= FAN_OUT_BATCH => continue,
             Ok(_) => return,
             Err(error) => {
@@ -132,6 +148,7 @@ async fn claim(engine: &Arc<Engine>, now: Timestamp, first: OwnedSemaphorePermit
     let wanted = permits.len();
     let lease_until = now.plus(chrono::Duration::from_std(LEASE).unwrap_or_default());
     let claimed = match engine
+        .delivery
         .store
         .claim_deliveries(wanted, now, lease_until)
         .await
@@ -151,7 +168,7 @@ async fn claim(engine: &Arc<Engine>, now: Timestamp, first: OwnedSemaphorePermit
 
 /// Makes one attempt and hands its outcome to the recorder.
 async fn attempt(engine: Arc<Engine>, delivery: ClaimedDelivery, permit: OwnedSemaphorePermit) {
-    let started_at = engine.xf.now();
+    let started_at = engine.delivery.clock.now();
     // Stores write events only for jobs the API shows, so every event's job has a view.
     let Some(job) = delivery.job.view() else {
         tracing::error!(event_id = %delivery.event.id, "an event names an internal job; not delivered");
@@ -165,8 +182,8 @@ async fn attempt(engine: Arc<Engine>, delivery: ClaimedDelivery, permit: OwnedSe
         data: MessageData { job: &job },
     };
     let sent = send(
-        engine.transport.as_ref(),
-        engine.xf.secret_box(),
+        engine.delivery.transport.as_ref(),
+        &engine.delivery.secrets,
         &delivery.webhook,
         &message,
         started_at,
@@ -179,7 +196,7 @@ async fn attempt(engine: Arc<Engine>, delivery: ClaimedDelivery, permit: OwnedSe
     if let Reply::NoAnswer(reason) = &reply {
         tracing::info!(webhook_id = %delivery.webhook.id, event_id = %delivery.event.id, attempt = delivery.attempt, reason, "webhook delivery got no answer");
     }
-    let next = next_step(delivery.attempt, &reply, engine.xf.now());
+    let next = next_step(delivery.attempt, &reply, engine.delivery.clock.now());
     let record = DeliveryRecord {
         event_id: delivery.event.id.clone(),
         webhook_id: delivery.webhook.id.clone(),

@@ -17,6 +17,7 @@ use crate::media::api::{
 use crate::media::blob::BlobStore;
 use crate::media::inspect::{extension_of, inspect_image, inspect_video, Refused};
 use crate::media::publish::MEDIA_PUBLISH;
+use crate::media::publishing::PUBLISH_ATTEMPTS;
 use crate::media::rules::{self, ItemTexts};
 use crate::media::settings::{auto_publish, parse_upload_fields, UploadFields};
 use crate::media::Post;
@@ -24,11 +25,9 @@ use crate::media::{
     Channel, FileFacts, MediaItem, MediaKind, MediaStatus, Platform, PlatformStatus,
     PlatformTarget, StoredFile,
 };
+use crate::model::media::channel_owner;
 use crate::model::JobRecord;
 use crate::store::MediaFilter;
-
-/// Attempts of a publishing job before its post fails (each waits out a doubling backoff).
-pub(crate) const PUBLISH_ATTEMPTS: u32 = 6;
 
 /// The bounds of uploads: sizes, the shape of upload forms, and how many uploads an
 /// organization may have in progress at once.
@@ -286,15 +285,6 @@ fn accounts_field(platform: Platform) -> String {
         "accounts"
     };
     format!("{}.{key}", platform.as_str())
-}
-
-/// The associated data that binds a channel's sealed tokens to it.
-pub(crate) fn channel_owner(
-    organization_id: &OrganizationId,
-    platform: Platform,
-    account_id: &str,
-) -> String {
-    format!("{organization_id}/{}/{account_id}", platform.as_str())
 }
 
 impl Xf {

@@ -36,8 +36,13 @@ mod reports;
 mod scans;
 mod uploads;
 mod webhooks;
+mod workers;
 
-pub use publishing::{MediaFile, PublishHandler, PublishOptions};
+use crate::media::file_url::MediaUrls;
+use crate::media::publishing::{Publishers, Publishing};
+
+pub use crate::media::publishing::{PublishHandler, PublishOptions};
+pub use publishing::MediaFile;
 
 use std::sync::Arc;
 
@@ -186,12 +191,11 @@ struct Inner {
     upload_slots: Arc<media::UploadSlots>,
     /// The slowest request bodies accepted.
     request_limits: RequestLimits,
-    /// The platforms' clients.
-    publishers: publishing::Publishers,
+    /// What the publishing handler works with: the platforms' clients, the signer of the
+    /// media URLs platforms pull from, …
+    publishing: Arc<Publishing>,
     /// Settings of the publishing handler.
-    publish_options: publishing::PublishOptions,
-    /// Signs media URLs platforms pull from.
-    media_url_key: [u8; 32],
+    publish_options: PublishOptions,
 }
 
 /// Builds an [`Xf`]. The secret key and the public base URL are required.
@@ -206,8 +210,8 @@ pub struct XfBuilder {
     blobs: Option<Arc<dyn BlobStore>>,
     media_limits: MediaLimits,
     request_limits: RequestLimits,
-    publishers: publishing::Publishers,
-    publish_options: publishing::PublishOptions,
+    publishers: Publishers,
+    publish_options: PublishOptions,
     allow_private_targets: bool,
     key_cache_ttl: std::time::Duration,
     plans: PlanCatalog,
@@ -297,7 +301,7 @@ impl XfBuilder {
     }
 
     /// Replaces the settings of the publishing handler.
-    pub fn publish_options(mut self, options: publishing::PublishOptions) -> Self {
+    pub fn publish_options(mut self, options: PublishOptions) -> Self {
         self.publish_options = options;
         self
     }
@@ -377,7 +381,6 @@ impl XfBuilder {
         };
         let cursors = CursorCodec::new(&config.secret_key);
         let mock_key = derive_key(&config.secret_key, b"xf/test-mode/v1");
-        let media_url_key = derive_key(&config.secret_key, b"xf/media-url/v1");
         #[cfg(feature = "net")]
         let fetcher = self.fetcher.or_else(|| {
             let agent = format!(
@@ -416,6 +419,17 @@ impl XfBuilder {
                 Arc::new(local) as Arc<dyn BlobStore>
             }
         };
+        let publishing = Arc::new(Publishing {
+            store: self.store.clone(),
+            clock: Arc::clone(&self.clock),
+            blobs: Arc::clone(&blobs),
+            publishers: self.publishers,
+            token_sealer: token_sealer.clone(),
+            media_urls: MediaUrls::new(
+                derive_key(&config.secret_key, b"xf/media-url/v1"),
+                &config.public_base_url,
+            ),
+        });
         Ok(Xf {
             inner: Arc::new(Inner {
                 store: self.store,
@@ -435,9 +449,8 @@ impl XfBuilder {
                 media_limits: self.media_limits,
                 upload_slots: Arc::default(),
                 request_limits: self.request_limits,
-                publishers: self.publishers,
+                publishing,
                 publish_options: self.publish_options,
-                media_url_key,
                 allow_private_targets: self.allow_private_targets,
                 keys: key_cache::KeyCache::new(self.key_cache_ttl),
             }),
@@ -498,8 +511,8 @@ impl Xf {
             blobs: None,
             media_limits: MediaLimits::default(),
             request_limits: RequestLimits::default(),
-            publishers: publishing::Publishers::new(),
-            publish_options: publishing::PublishOptions::default(),
+            publishers: Publishers::new(),
+            publish_options: PublishOptions::default(),
             crawl_options: crate::crawl::crawler::CrawlOptions::default(),
             allow_private_targets: false,
             key_cache_ttl: KEY_CACHE_TTL,

@@ -1,327 +1,22 @@
-//! The background runtime: job workers, lease rescue and retention purges.
-//!
-//! A host starts it with [`Xf::spawn_workers`] and stops it with [`WorkerHandle::shutdown`]:
-//!
-//! ```no_run
-//! # async fn run(xf: xf_core::Xf) {
-//! use std::time::Duration;
-//! use xf_core::runtime::{JobContext, JobError, WorkerOptions};
-//!
-//! /// A handler of the host's own job type.
-//! #[derive(Debug)]
-//! struct Thumbnail;
-//!
-//! #[async_trait::async_trait]
-//! impl xf_core::runtime::JobHandler for Thumbnail {
-//!     async fn run(&self, job: JobContext) -> Result<serde_json::Value, JobError> {
-//!         job.set_progress(50);
-//!         Ok(serde_json::json!({ "done": true }))
-//!     }
-//! }
-//!
-//! let workers = xf.spawn_workers(
-//!     WorkerOptions::new()
-//!         .handler("thumbnail", Thumbnail)
-//!         .concurrency(8),
-//! );
-//! // ... until the process is told to stop:
-//! let report = workers.shutdown(Duration::from_secs(30)).await;
-//! # let _ = report;
-//! # }
-//! ```
-//!
-//! ## How a job runs
-//!
-//! - A **claimer** takes as many due jobs as there are free slots (at most
-//!   [`WorkerOptions::claim_batch`] per claim) in one store call. When it finds none it waits
-//!   for a wake-up (a [`QueueSignal::JobsReady`] from the store: `LISTEN/NOTIFY` on
-//!   PostgreSQL, a channel in memory), or for the poll interval, whichever comes first.
-//! - Each claimed job runs its handler on a task of its own. Beside it, the worker sends a
-//!   **heartbeat** every [`WorkerOptions::heartbeat_interval`]: it extends the lease and
-//!   carries the progress the handler reported. A heartbeat that answers
-//!   [`AttemptState::Cancelled`] or [`AttemptState::Lost`] stops the handler (its task is
-//!   aborted at its next `.await`) and nothing more is written for the attempt. A
-//!   [`QueueSignal::CancelRequested`] stops it at once, without waiting for the heartbeat.
-//! - The outcome goes to a **completer** that writes whatever outcomes are waiting in one
-//!   store call, so a busy worker finishes jobs in batches and an idle one at once.
-//! - A **rescue** pass every [`WorkerOptions::rescue_interval`] takes up jobs whose lease
-//!   expired (their worker died): pending again while attempts are left, failed otherwise.
-//! - A **purge** pass every [`WorkerOptions::purge_interval`] deletes rate-limit windows and
-//!   idempotency records past their life, webhook delivery log rows older than 30 days, and
-//!   resumable uploads 24 hours old (with their bytes), and the partial files of dead blob
-//!   writers; every [`WorkerOptions::blob_sweep_interval`] it also reconciles the blob store
-//!   with the items and uploads ([`Xf::sweep_blobs`](crate::Xf::sweep_blobs)), deleting
-//!   blobs that nothing names.
-//! - The **webhook engine** ([`crate::webhooks`]) fans the event outbox out to webhooks and
-//!   delivers it, up to [`WorkerOptions::webhook_concurrency`] attempts at once, woken by
-//!   [`QueueSignal::EventsWritten`]. In-flight attempts (15 s at most) finish before
-//!   [`WorkerHandle::shutdown`] returns.
-//!
-//! Every rule that must hold across processes (one claim per job, attempt tokens, the
-//! outbox) is the store's; the runtime only decides when to call it. So any number of
-//! runtimes, in any number of processes, can share one PostgreSQL database.
+//! The engine: the tasks that claim, run and finish jobs, rescue leases and run the upkeep.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use serde_json::Value;
 use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
+use super::job::Stop;
+use super::{JobContext, JobError, Parts, ShutdownReport, Signals, Upkeep, WorkerOptions};
 use crate::ids::JobId;
-use crate::model::JobRecord;
 use crate::store::{
-    Attempt, AttemptOutcome, AttemptState, ClaimRequest, ClaimedJob, Finish, GuardStore,
-    QueueSignal, QueueStore, Store, StoreResult,
+    Attempt, AttemptOutcome, AttemptState, ClaimRequest, ClaimedJob, Finish, QueueSignal,
+    QueueStore, StoreResult,
 };
-use crate::time::Timestamp;
-use crate::webhooks::engine::EngineOptions;
-use crate::xf::{Xf, IDEMPOTENCY_TTL_HOURS};
-
-/// How an attempt failed, as its handler says.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum JobError {
-    /// Worth another attempt (a timeout, an unavailable dependency): the job goes back to
-    /// the queue after a backoff, unless its attempts are used up.
-    #[error("{0}")]
-    Retry(String),
-    /// Hopeless (bad input): the job fails now, with this message as its `error`.
-    #[error("{0}")]
-    Fail(String),
-    /// Like [`JobError::Retry`], but not before `after` (a rate limit's reset): the wait is
-    /// the longer of the two.
-    #[error("{error}")]
-    RetryAfter {
-        /// Why the attempt failed.
-        error: String,
-        /// The least wait.
-        after: Duration,
-    },
-}
-
-/// What a handler gets: the job, and the means to report progress and learn of a cancel.
-#[derive(Debug)]
-pub struct JobContext {
-    job: JobRecord,
-    attempt: Attempt,
-    progress: Arc<AtomicU8>,
-    stop: watch::Receiver<Option<Stop>>,
-    settled: Arc<AtomicBool>,
-}
-
-impl JobContext {
-    /// The job as it was claimed (`processing`, its attempt counted).
-    pub fn job(&self) -> &JobRecord {
-        &self.job
-    }
-
-    /// The job's payload.
-    pub fn payload(&self) -> &Value {
-        &self.job.payload
-    }
-
-    /// Reports progress (0 to 100); the next heartbeat carries it. Progress never goes down:
-    /// a lower value than one reported before is ignored.
-    pub fn set_progress(&self, progress: u8) {
-        self.progress
-            .fetch_max(progress.min(100), Ordering::Relaxed);
-    }
-
-    /// The attempt this run is, for a handler that writes its outcome itself (see
-    /// [`JobContext::settle`]).
-    pub fn attempt(&self) -> &Attempt {
-        &self.attempt
-    }
-
-    /// Tells the runtime that the handler wrote the attempt's outcome itself, in the same
-    /// transaction as its own data (the scan handler completes its job together with the
-    /// findings), so the value it returns is not written again.
-    pub fn settle(&self) {
-        self.settled.store(true, Ordering::Release);
-    }
-
-    /// Whether the attempt was told to stop. A handler that works in steps need not check:
-    /// the worker aborts it at its next `.await` anyway. This is for work between awaits.
-    pub fn is_stopping(&self) -> bool {
-        self.stop.borrow().is_some()
-    }
-}
-
-/// Runs the jobs of one type.
-#[async_trait]
-pub trait JobHandler: Send + Sync + std::fmt::Debug + 'static {
-    /// Runs one attempt; the value is the job's `result`. The future may be dropped at any
-    /// `.await` (the job was cancelled, its lease was lost, or the worker is shutting down
-    /// past its grace), so the handler must leave nothing half-done that a later attempt
-    /// cannot redo.
-    async fn run(&self, job: JobContext) -> Result<Value, JobError>;
-}
-
-/// Why a running attempt must stop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stop {
-    /// The job was cancelled (or its attempt lost): write nothing.
-    Abandon,
-    /// The worker shuts down: give the job back.
-    Release,
-}
-
-/// The runtime's settings. [`WorkerOptions::new`] has the defaults.
-#[derive(Debug, Clone)]
-pub struct WorkerOptions {
-    handlers: BTreeMap<String, Arc<dyn JobHandler>>,
-    concurrency: usize,
-    claim_batch: usize,
-    lease: Duration,
-    heartbeat_interval: Duration,
-    poll_interval: Duration,
-    rescue_interval: Duration,
-    purge_interval: Duration,
-    blob_sweep_interval: Duration,
-    retry_backoff: Duration,
-    run_jobs: bool,
-    webhook_concurrency: usize,
-}
-
-impl Default for WorkerOptions {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl WorkerOptions {
-    /// No handlers; 8 slots; claims of up to 8; a 30 s lease renewed every second; polls
-    /// every second; rescues every 5 s; purges every 10 minutes; sweeps blobs every hour;
-    /// retries after 5 s, doubling; 64 webhook deliveries at once.
-    pub fn new() -> Self {
-        WorkerOptions {
-            handlers: BTreeMap::new(),
-            concurrency: 8,
-            claim_batch: 8,
-            lease: Duration::from_secs(30),
-            heartbeat_interval: Duration::from_secs(1),
-            poll_interval: Duration::from_secs(1),
-            rescue_interval: Duration::from_secs(5),
-            purge_interval: Duration::from_secs(600),
-            blob_sweep_interval: Duration::from_secs(3600),
-            retry_backoff: Duration::from_secs(5),
-            run_jobs: true,
-            webhook_concurrency: 64,
-        }
-    }
-
-    /// Runs jobs of `job_type` with `handler` (replacing an earlier one for the type).
-    pub fn handler(mut self, job_type: impl Into<String>, handler: impl JobHandler) -> Self {
-        self.handlers.insert(job_type.into(), Arc::new(handler));
-        self
-    }
-
-    /// The same, with a shared handler.
-    pub fn shared_handler(
-        mut self,
-        job_type: impl Into<String>,
-        handler: Arc<dyn JobHandler>,
-    ) -> Self {
-        self.handlers.insert(job_type.into(), handler);
-        self
-    }
-
-    /// How many jobs run at once (at least 1). Also caps [`WorkerOptions::claim_batch`].
-    pub fn concurrency(mut self, slots: usize) -> Self {
-        self.concurrency = slots.max(1);
-        self
-    }
-
-    /// The most jobs one claim takes (at least 1): 1 claims one job per store call.
-    pub fn claim_batch(mut self, jobs: usize) -> Self {
-        self.claim_batch = jobs.max(1);
-        self
-    }
-
-    /// How long an attempt may go without a heartbeat before its job is taken up again.
-    pub fn lease(mut self, lease: Duration) -> Self {
-        self.lease = lease;
-        self
-    }
-
-    /// How often a running attempt renews its lease and reports progress. Keep it well
-    /// under the lease; it also bounds how late a cancel is noticed when a notification is
-    /// lost.
-    pub fn heartbeat_interval(mut self, interval: Duration) -> Self {
-        self.heartbeat_interval = interval;
-        self
-    }
-
-    /// How often an idle worker looks for due jobs without being woken.
-    pub fn poll_interval(mut self, interval: Duration) -> Self {
-        self.poll_interval = interval;
-        self
-    }
-
-    /// How often expired leases are rescued.
-    pub fn rescue_interval(mut self, interval: Duration) -> Self {
-        self.rescue_interval = interval;
-        self
-    }
-
-    /// How often retention purges run.
-    pub fn purge_interval(mut self, interval: Duration) -> Self {
-        self.purge_interval = interval;
-        self
-    }
-
-    /// How often the purge pass also sweeps the blob store for blobs nothing names (at the
-    /// first pass, then once this long has passed since the last sweep).
-    pub fn blob_sweep_interval(mut self, interval: Duration) -> Self {
-        self.blob_sweep_interval = interval;
-        self
-    }
-
-    /// The wait before the first retry of an attempt that returned [`JobError::Retry`];
-    /// each further retry waits twice as long, up to an hour.
-    pub fn retry_backoff(mut self, backoff: Duration) -> Self {
-        self.retry_backoff = backoff;
-        self
-    }
-
-    /// How many webhook deliveries are in flight at once (default 64); 0 makes none here.
-    pub fn webhook_concurrency(mut self, deliveries: usize) -> Self {
-        self.webhook_concurrency = deliveries;
-        self
-    }
-
-    /// Without jobs, the runtime only rescues leases and purges (a process that serves the
-    /// API and leaves jobs and webhook deliveries to worker processes can still keep the
-    /// tables tidy).
-    pub fn without_jobs(mut self) -> Self {
-        self.run_jobs = false;
-        self
-    }
-
-    /// The job types this runtime runs.
-    pub fn job_types(&self) -> Vec<String> {
-        self.handlers.keys().cloned().collect()
-    }
-
-    fn retry_delay(&self, attempts: u32) -> Duration {
-        let doublings = attempts.saturating_sub(1).min(16);
-        self.retry_backoff
-            .saturating_mul(1 << doublings)
-            .min(Duration::from_secs(3600))
-    }
-}
-
-/// What [`WorkerHandle::shutdown`] did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ShutdownReport {
-    /// Running jobs that finished within the grace.
-    pub finished_in_grace: usize,
-    /// Running jobs given back to the queue when the grace ran out.
-    pub released: usize,
-}
+use crate::time::{Clock, Timestamp};
 
 /// The running runtime. Dropping it without [`WorkerHandle::shutdown`] stops claiming and
 /// aborts running jobs; their leases expire and other workers take them up.
@@ -336,16 +31,16 @@ pub struct WorkerHandle {
 
 /// State shared by the runtime's tasks.
 struct Shared {
-    /// The queue: all the runtime needs of the store, with the guards for the purges.
+    /// The queue: all the runtime needs of the store.
     queue: Arc<dyn QueueStore>,
-    guards: Arc<dyn GuardStore>,
-    xf: Xf,
+    clock: Arc<dyn Clock>,
+    upkeep: Box<dyn Upkeep>,
     options: WorkerOptions,
     slots: Arc<Semaphore>,
     running: Mutex<HashMap<JobId, watch::Sender<Option<Stop>>>>,
     wake: Notify,
-    /// Wakes the webhook dispatcher when events are written.
-    webhook_wake: Arc<Notify>,
+    /// Wakes the services when events are written.
+    events_written: Arc<Notify>,
     /// The last claim came back short: wait for a wake-up before the next.
     drained: AtomicBool,
     finishes: Mutex<Option<mpsc::UnboundedSender<(Finish, OwnedSemaphorePermit)>>>,
@@ -363,7 +58,7 @@ impl std::fmt::Debug for Shared {
 
 impl Shared {
     fn now(&self) -> Timestamp {
-        self.xf.now()
+        self.clock.now()
     }
 
     fn lease_end(&self, now: Timestamp) -> Timestamp {
@@ -390,78 +85,63 @@ impl Shared {
     }
 }
 
-impl Xf {
-    /// Starts the background runtime on the current Tokio runtime. See [`crate::runtime`].
-    /// Unless the options name a handler for `seo-scan` (or run no jobs), the facade's own
-    /// [`scan handler`](Xf::scan_handler) runs scans.
-    pub fn spawn_workers(&self, mut options: WorkerOptions) -> WorkerHandle {
-        if options.run_jobs && !options.handlers.contains_key(crate::model::SEO_SCAN) {
-            if let Some(scans) = self.scan_handler() {
-                options = options.handler(crate::model::SEO_SCAN, scans);
-            }
-        }
-        let publish = crate::media::publish::MEDIA_PUBLISH;
-        if options.run_jobs && !options.handlers.contains_key(publish) {
-            options = options.handler(publish, self.publish_handler());
-        }
-        let (stop, stopped) = watch::channel(false);
-        let (finish_tx, finish_rx) = mpsc::unbounded_channel();
-        let store: Arc<dyn Store> = Arc::clone(self.store());
-        let shared = Arc::new(Shared {
-            queue: store.clone(),
-            guards: store,
-            xf: self.clone(),
-            slots: Arc::new(Semaphore::new(options.concurrency)),
-            options,
-            running: Mutex::new(HashMap::new()),
-            wake: Notify::new(),
-            webhook_wake: Arc::new(Notify::new()),
-            drained: AtomicBool::new(false),
-            finishes: Mutex::new(Some(finish_tx)),
-        });
-        let runs_jobs = shared.options.run_jobs && !shared.options.handlers.is_empty();
-        let mut background = vec![
-            tokio::spawn(rescue_loop(Arc::clone(&shared), stopped.clone())),
-            tokio::spawn(purge_loop(Arc::clone(&shared), stopped.clone())),
-        ];
-        let transport = self.webhook_transport().cloned();
-        let delivers = shared.options.run_jobs && shared.options.webhook_concurrency > 0;
-        if let Some(transport) = transport.filter(|_| delivers) {
-            let options = EngineOptions {
-                concurrency: shared.options.webhook_concurrency,
-                poll_interval: shared.options.poll_interval,
-            };
-            background.extend(crate::webhooks::engine::spawn(
-                self.clone(),
-                transport,
-                options,
-                Arc::clone(&shared.webhook_wake),
-                stopped.clone(),
-            ));
-        }
-        if runs_jobs || delivers {
-            background.push(tokio::spawn(listen_loop(
-                Arc::clone(&shared),
-                stopped.clone(),
-            )));
-        }
-        let claimer =
-            runs_jobs.then(|| tokio::spawn(claim_loop(Arc::clone(&shared), stopped.clone())));
-        let completer = Some(tokio::spawn(complete_loop(Arc::clone(&shared), finish_rx)));
-        tracing::info!(
-            job_types = ?shared.options.job_types(),
-            concurrency = shared.options.concurrency,
-            runs_jobs,
-            delivers,
-            "background runtime started"
-        );
-        WorkerHandle {
-            shared,
-            stop,
-            claimer,
-            background,
-            completer,
-        }
+/// Starts the runtime on the current Tokio runtime: the claimer (when there are handlers and
+/// jobs to run), the completer, the rescue and upkeep passes, the listener of the store's
+/// signals, and the services.
+pub(crate) fn start(parts: Parts, options: WorkerOptions) -> WorkerHandle {
+    let Parts {
+        queue,
+        clock,
+        upkeep,
+        services,
+    } = parts;
+    let (stop, stopped) = watch::channel(false);
+    let (finish_tx, finish_rx) = mpsc::unbounded_channel();
+    let shared = Arc::new(Shared {
+        queue,
+        clock,
+        upkeep,
+        slots: Arc::new(Semaphore::new(options.concurrency)),
+        options,
+        running: Mutex::new(HashMap::new()),
+        wake: Notify::new(),
+        events_written: Arc::new(Notify::new()),
+        drained: AtomicBool::new(false),
+        finishes: Mutex::new(Some(finish_tx)),
+    });
+    let runs_jobs = shared.options.run_jobs && !shared.options.handlers.is_empty();
+    let with_services = !services.is_empty();
+    let mut background = vec![
+        tokio::spawn(rescue_loop(Arc::clone(&shared), stopped.clone())),
+        tokio::spawn(upkeep_loop(Arc::clone(&shared), stopped.clone())),
+    ];
+    for service in services {
+        background.extend(service(Signals {
+            stopped: stopped.clone(),
+            events_written: Arc::clone(&shared.events_written),
+        }));
+    }
+    if runs_jobs || with_services {
+        background.push(tokio::spawn(listen_loop(
+            Arc::clone(&shared),
+            stopped.clone(),
+        )));
+    }
+    let claimer = runs_jobs.then(|| tokio::spawn(claim_loop(Arc::clone(&shared), stopped.clone())));
+    let completer = Some(tokio::spawn(complete_loop(Arc::clone(&shared), finish_rx)));
+    tracing::info!(
+        job_types = ?shared.options.job_types(),
+        concurrency = shared.options.concurrency,
+        runs_jobs,
+        services = with_services,
+        "background runtime started"
+    );
+    WorkerHandle {
+        shared,
+        stop,
+        claimer,
+        background,
+        completer,
     }
 }
 
@@ -823,13 +503,13 @@ async fn listen_loop(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
         };
         // A wake-up for the signals missed while not listening.
         shared.wake.notify_one();
-        shared.webhook_wake.notify_one();
+        shared.events_written.notify_one();
         loop {
             tokio::select! {
                 signal = listener.next() => match signal {
                     Ok(QueueSignal::JobsReady) => shared.wake.notify_one(),
                     Ok(QueueSignal::CancelRequested(id)) => shared.stop_job(&id, Stop::Abandon),
-                    Ok(QueueSignal::EventsWritten) => shared.webhook_wake.notify_one(),
+                    Ok(QueueSignal::EventsWritten) => shared.events_written.notify_one(),
                     Err(error) => {
                         tracing::warn!(%error, "queue signals interrupted; listening again");
                         break;
@@ -863,65 +543,10 @@ async fn rescue_loop(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
     }
 }
 
-/// How long rate-limit windows are kept: the longest window (a day) and a day of margin.
-const RATE_WINDOW_RETENTION: chrono::Duration = chrono::Duration::days(2);
-
-/// How old a blob must be before the sweep may delete it for nothing naming it: far longer
-/// than the moment between finishing a blob and recording it.
-const BLOB_SWEEP_GRACE: Duration = Duration::from_secs(3600);
-
-/// Expired resumable uploads deleted per purge pass (with their chunks' blobs).
-const PURGE_BATCH: usize = 1_000;
-
-/// Deletes rate-limit windows, idempotency records, old delivery log rows and expired
-/// resumable uploads.
-async fn purge_loop(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
-    let mut last_sweep: Option<tokio::time::Instant> = None;
+/// Runs the upkeep every purge interval, the first pass at once.
+async fn upkeep_loop(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
     loop {
-        let now = shared.now();
-        let windows_before = now.plus(-RATE_WINDOW_RETENTION);
-        let idempotency_before = now.plus(chrono::Duration::hours(-IDEMPOTENCY_TTL_HOURS));
-        match shared
-            .guards
-            .purge_expired(windows_before, idempotency_before)
-            .await
-        {
-            Ok(0) => {}
-            Ok(rows) => tracing::info!(
-                rows,
-                "purged expired rate-limit windows and idempotency records"
-            ),
-            Err(error) => tracing::warn!(%error, "retention purge failed"),
-        }
-        match shared
-            .xf
-            .store()
-            .purge_deliveries(now.plus(-crate::webhooks::LOG_RETENTION))
-            .await
-        {
-            Ok(0) => {}
-            Ok(rows) => tracing::info!(rows, "purged webhook delivery log rows older than 30 days"),
-            Err(error) => tracing::warn!(%error, "purging the webhook delivery log failed"),
-        }
-        match shared.xf.purge_expired_uploads(PURGE_BATCH).await {
-            Ok(0) => {}
-            Ok(uploads) => tracing::info!(uploads, "purged resumable uploads older than 24 hours"),
-            Err(error) => tracing::warn!(%error, "purging expired resumable uploads failed"),
-        }
-        if last_sweep.is_none_or(|at| at.elapsed() >= shared.options.blob_sweep_interval) {
-            last_sweep = Some(tokio::time::Instant::now());
-            match shared.xf.sweep_blobs(BLOB_SWEEP_GRACE).await {
-                Ok(report) if report.orphans + report.partial_files == 0 => {}
-                Ok(report) => tracing::info!(?report, "deleted blobs that nothing names"),
-                Err(error) => tracing::warn!(%error, "sweeping the blob store failed"),
-            }
-        } else {
-            match shared.xf.clean_partial_blobs().await {
-                Ok(0) => {}
-                Ok(files) => tracing::info!(files, "removed the partial files of dead writers"),
-                Err(error) => tracing::warn!(%error, "cleaning partial blob files failed"),
-            }
-        }
+        shared.upkeep.run(shared.now()).await;
         tokio::select! {
             _ = tokio::time::sleep(shared.options.purge_interval) => {}
             _ = until_stopped(&mut stopped) => return,

@@ -3,6 +3,9 @@
 //! exception to sharing one type: the engine's [`JobRecord`] carries the payload, attempts and
 //! lease that the API's [`Job`] never shows, so the two are separate types.
 
+pub mod gsc;
+pub mod media;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;

@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
-use super::inspect::{ImageFacts, VideoFacts};
 use crate::ids::{ChannelId, MediaId, OrganizationId};
 use crate::time::Timestamp;
 
@@ -267,7 +266,6 @@ impl Post {
 impl FileFacts {
     /// The MIME type of the content, as inspecting it found it.
     pub fn content_type(&self) -> &'static str {
-        use super::inspect::{ImageFormat, VideoContainer};
         match self {
             FileFacts::Video(video) => match video.container {
                 VideoContainer::Mp4 => "video/mp4",
@@ -527,4 +525,104 @@ impl Upload {
     pub fn is_complete(&self) -> bool {
         self.offset == self.length
     }
+}
+
+/// The associated data that binds a channel's sealed tokens to it.
+pub(crate) fn channel_owner(
+    organization_id: &crate::ids::OrganizationId,
+    platform: Platform,
+    account_id: &str,
+) -> String {
+    format!("{organization_id}/{}/{account_id}", platform.as_str())
+}
+
+/// The container of an accepted video upload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VideoContainer {
+    /// An MP4 file (ISO base media, `.mp4`).
+    Mp4,
+    /// A QuickTime movie (`.mov`).
+    Mov,
+}
+
+/// The format of an accepted image upload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ImageFormat {
+    /// A JPEG image (`.jpg`, `.jpeg`).
+    Jpeg,
+    /// A PNG image (`.png`).
+    Png,
+    /// A WebP image (`.webp`).
+    Webp,
+}
+
+/// What the content of a video upload says about itself.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VideoFacts {
+    /// The container, which matches the file's extension.
+    pub container: VideoContainer,
+    /// The duration in milliseconds: the movie header's, else the longest track's, else the
+    /// fragmented movie's (`mehd`); 0 when the file states none.
+    pub duration_ms: u64,
+    /// The display width in pixels, after the video track's rotation.
+    pub width: u32,
+    /// The display height in pixels, after the video track's rotation.
+    pub height: u32,
+    /// The clockwise rotation of the video track: 0, 90, 180 or 270.
+    pub rotation: u16,
+    /// The sample entry code of the video track, e.g. `avc1`, `hvc1`, `mp4v`, `apcn`.
+    pub video_codec: String,
+    /// The sample entry code of the first audio track, e.g. `mp4a`; `None` without audio.
+    pub audio_codec: Option<String>,
+    /// The video track's average frame rate in thousandths of a frame per second (29.97 fps
+    /// is 29,970): its sample count over its media duration. 0 when the file does not say: a
+    /// fragmented MP4 keeps its samples in fragments, which are not read, and items stored
+    /// before this was read have none. Serialized as `frameRate`, in frames per second
+    /// (`29.97`), or `null` when unknown; see [`VideoFacts::frame_rate`].
+    #[serde(rename = "frameRate", default, with = "frame_rate_json")]
+    pub frame_rate_millis: u32,
+}
+
+impl VideoFacts {
+    /// The average frame rate in frames per second, when the file states it.
+    pub fn frame_rate(&self) -> Option<f64> {
+        (self.frame_rate_millis > 0).then(|| f64::from(self.frame_rate_millis) / 1000.0)
+    }
+}
+
+/// `frameRate` in JSON: frames per second as a number, `null` (or absent) when unknown.
+mod frame_rate_json {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(millis: &u32, serializer: S) -> Result<S::Ok, S::Error> {
+        if *millis == 0 {
+            serializer.serialize_none()
+        } else {
+            serializer.serialize_f64(f64::from(*millis) / 1000.0)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
+        let fps = Option::<f64>::deserialize(deserializer)?;
+        Ok(fps
+            .filter(|fps| fps.is_finite() && *fps > 0.0)
+            .map_or(0, |fps| {
+                (fps * 1000.0).round().min(f64::from(u32::MAX)) as u32
+            }))
+    }
+}
+
+/// What the content of an image upload says about itself.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageFacts {
+    /// The format, which matches the file's extension.
+    pub format: ImageFormat,
+    /// The width in pixels, as stored (EXIF orientation is not applied).
+    pub width: u32,
+    /// The height in pixels, as stored (EXIF orientation is not applied).
+    pub height: u32,
 }

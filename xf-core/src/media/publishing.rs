@@ -1,0 +1,703 @@
+//! The `media-publish` job handler: it drives a [`Publisher`] through its steps and keeps the
+//! channels' tokens fresh. It takes what it needs ([`Publishing`]), not the facade.
+//!
+//! One job publishes one post (a media item on one account of one platform). The job
+//! engine claims it exactly once across instances and not before its `run_at` (the item's
+//! `scheduledAt`). The handler:
+//!
+//! 1. reads the item and the post; a post already final is left alone;
+//! 2. finds the channel (a disconnected one fails the post with its reason) and an access
+//!    token, refreshed when it expires within five minutes;
+//! 3. runs the step the post's stage calls for, storing the checkpoint after each:
+//!    `New` → start → `Started` → poll until ready → `Ready` → `Finalizing` (stored
+//!    *before* the irreversible call) → finalize → `Done`. A post found in `Finalizing` (a
+//!    time-out, a crash) is looked for on the platform first, and finalized again only
+//!    when the platform has no trace of it;
+//! 4. maps failures: a rate limit or an outage is retried with backoff (not before the
+//!    limit's reset); a refusal fails the post with the platform's code and message; a
+//!    401 refreshes the token once, and a revoked grant disconnects the channel and fails
+//!    its pending posts. When the job's attempts run out, the post fails with the last
+//!    error.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::blob::BlobStore;
+use super::file_url::MediaUrls;
+use super::publish::{
+    CheckpointSink, Outcome, PollOutcome, PostContext, PublishError, Published, Publisher,
+};
+use super::{
+    Channel, MediaItem, MediaKind, MediaStatus, Platform, PlatformStatus, Post, PostStage,
+};
+use crate::ids::MediaId;
+use crate::model::media::channel_owner;
+use crate::runtime::{JobContext, JobError, JobHandler};
+use crate::secret::Sealer;
+use crate::store::{MediaFilter, MediaStore};
+use crate::time::Clock;
+
+/// Attempts of a `media-publish` job before its post fails (each waits out a doubling
+/// backoff).
+pub(crate) const PUBLISH_ATTEMPTS: u32 = 6;
+
+/// How long a signed media URL works.
+const MEDIA_URL_LIFETIME_HOURS: i64 = 6;
+/// An access token this close to its expiry is refreshed first.
+const REFRESH_MARGIN_MINUTES: i64 = 5;
+
+/// The payload of a `media-publish` job.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PublishPayload {
+    media_id: MediaId,
+    platform: Platform,
+    account: String,
+}
+
+/// Why an attempt stops short of a final post.
+#[derive(Debug)]
+enum Halt {
+    /// Try again later, not before `after` if given.
+    Retry(String, Option<Duration>),
+    /// The post failed for good.
+    Fail(String),
+}
+
+impl From<PublishError> for Halt {
+    fn from(error: PublishError) -> Self {
+        match error {
+            PublishError::RateLimited {
+                message,
+                retry_after,
+            } => Halt::Retry(
+                format!("rate limited by the platform: {message}"),
+                retry_after,
+            ),
+            PublishError::Unavailable(message) => Halt::Retry(message, None),
+            PublishError::OutcomeUnknown(message) => Halt::Retry(
+                format!(
+                    "the outcome of publishing is not known ({message}); the platform is \
+                     checked for the post before anything else is sent"
+                ),
+                None,
+            ),
+            rejected @ PublishError::Rejected { .. } => Halt::Fail(rejected.to_string()),
+            other => Halt::Fail(other.to_string()),
+        }
+    }
+}
+
+/// Settings of the publishing handler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PublishOptions {
+    /// The longest an attempt waits for a platform's processing before it gives the job
+    /// back to the queue (it resumes at the same step later).
+    pub max_wait: Duration,
+}
+
+impl Default for PublishOptions {
+    fn default() -> Self {
+        PublishOptions {
+            max_wait: Duration::from_secs(600),
+        }
+    }
+}
+
+/// What publishing needs: the store, the clock, the files and the platforms' clients, the
+/// sealer of the channels' tokens, and the signer of the URLs platforms pull media from.
+pub(crate) struct Publishing {
+    pub store: Arc<dyn MediaStore>,
+    pub clock: Arc<dyn Clock>,
+    pub blobs: Arc<dyn BlobStore>,
+    pub publishers: Publishers,
+    pub token_sealer: Sealer,
+    pub media_urls: MediaUrls,
+}
+
+impl std::fmt::Debug for Publishing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Publishing")
+            .field("publishers", &self.publishers.keys().collect::<Vec<_>>())
+            .field("media_urls", &self.media_urls)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The `media-publish` job handler (registered by
+/// [`Xf::spawn_workers`](crate::Xf::spawn_workers)).
+#[derive(Debug, Clone)]
+pub struct PublishHandler {
+    publishing: Arc<Publishing>,
+    options: PublishOptions,
+}
+
+impl PublishHandler {
+    pub(crate) fn new(publishing: Arc<Publishing>, options: PublishOptions) -> Self {
+        PublishHandler {
+            publishing,
+            options,
+        }
+    }
+}
+
+impl Publishing {
+    /// Marks the channel disconnected and fails the posts on it that have not finished,
+    /// with a message naming the reason.
+    pub(crate) async fn disconnect(&self, channel: &Channel, reason: &str) {
+        let now = self.clock.now();
+        if let Err(error) = self
+            .store
+            .disconnect_channel(&channel.id, reason, now)
+            .await
+        {
+            tracing::warn!(%error, channel_id = %channel.id, "marking a channel disconnected failed");
+        }
+        let message = disconnected_message(channel, reason);
+        // The unfinished items are gathered first and changed after: failing a post moves
+        // its item out of the status being paged through.
+        let mut unfinished = Vec::new();
+        for kind in [MediaKind::Video, MediaKind::Image] {
+            for status in [
+                MediaStatus::Pending,
+                MediaStatus::Scheduled,
+                MediaStatus::Processing,
+            ] {
+                let filter = MediaFilter {
+                    kind,
+                    status: Some(status),
+                    platform: Some(channel.platform),
+                };
+                let mut offset = 0;
+                while let Ok((items, _)) = self
+                    .store
+                    .list_media(&channel.organization_id, &filter, offset, 100)
+                    .await
+                {
+                    let count = items.len() as u64;
+                    unfinished.extend(items.into_iter().filter_map(|item| {
+                        let post = item.post(channel.platform, &channel.account_id)?;
+                        (!post.is_final()).then(|| (item.id.clone(), post.clone()))
+                    }));
+                    if count < 100 {
+                        break;
+                    }
+                    offset += count;
+                }
+            }
+        }
+        for (id, mut failed) in unfinished {
+            failed.fail(message.clone());
+            let updated = self
+                .store
+                .update_post(&id, channel.platform, &channel.account_id, &failed, now)
+                .await;
+            if let Err(error) = updated {
+                tracing::warn!(%error, media_id = %id, "failing a post of a disconnected channel");
+            }
+        }
+    }
+}
+
+fn disconnected_message(channel: &Channel, reason: &str) -> String {
+    format!(
+        "the {} channel {} is disconnected ({reason}); connect it again and upload anew",
+        channel.platform.label(),
+        channel.account_id
+    )
+}
+
+/// The post being published: its last stored state, and where to store the next.
+struct PostRecord {
+    publishing: Arc<Publishing>,
+    media_id: MediaId,
+    platform: Platform,
+    account: String,
+    post: Mutex<Post>,
+}
+
+impl PostRecord {
+    fn get(&self) -> Post {
+        self.post.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Changes the post and stores it.
+    async fn update(&self, change: impl FnOnce(&mut Post)) -> Result<(), PublishError> {
+        let post = {
+            let mut post = self.post.lock().unwrap_or_else(|p| p.into_inner());
+            change(&mut post);
+            post.clone()
+        };
+        let stored = self
+            .publishing
+            .store
+            .update_post(
+                &self.media_id,
+                self.platform,
+                &self.account,
+                &post,
+                self.publishing.clock.now(),
+            )
+            .await
+            .map_err(|e| PublishError::Unavailable(format!("storing the post's progress: {e}")))?;
+        match stored {
+            Some(_) => Ok(()),
+            None => Err(PublishError::rejected(
+                "gone",
+                "the media item or its post no longer exists",
+            )),
+        }
+    }
+
+    /// Stores the post as published (or, with `manual`, as waiting for a person), with the
+    /// last checkpoint, in one write.
+    async fn finish(&self, checkpoint: Value, outcome: Finished) -> Result<(), PublishError> {
+        self.update(|post| {
+            post.checkpoint = checkpoint;
+            post.stage = PostStage::Done;
+            match outcome {
+                Finished::Published(published) => {
+                    post.status = PlatformStatus::Published;
+                    post.remote_id = Some(published.remote_id);
+                    post.url = published.url;
+                    post.error = None;
+                }
+                Finished::Manual(reason) => {
+                    post.status = PlatformStatus::Manual;
+                    post.error = Some(reason);
+                }
+            }
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl CheckpointSink for PostRecord {
+    async fn save(&self, checkpoint: &Value) -> Result<(), PublishError> {
+        let checkpoint = checkpoint.clone();
+        self.update(|post| post.checkpoint = checkpoint).await
+    }
+}
+
+enum Finished {
+    Published(Published),
+    Manual(String),
+}
+
+#[async_trait]
+impl JobHandler for PublishHandler {
+    async fn run(&self, job: JobContext) -> Result<Value, JobError> {
+        let payload: PublishPayload = serde_json::from_value(job.payload().clone())
+            .map_err(|e| JobError::Fail(format!("the job's payload is not a post: {e}")))?;
+        let store = &self.publishing.store;
+        let item = store
+            .get_media(&payload.media_id)
+            .await
+            .map_err(|e| JobError::Retry(format!("the store failed: {e}")))?
+            .ok_or_else(|| JobError::Fail("the media item no longer exists".into()))?;
+        let post = item
+            .post(payload.platform, &payload.account)
+            .cloned()
+            .ok_or_else(|| JobError::Fail("the media item has no such post".into()))?;
+        let record = PostRecord {
+            publishing: Arc::clone(&self.publishing),
+            media_id: item.id.clone(),
+            platform: payload.platform,
+            account: payload.account.clone(),
+            post: Mutex::new(post),
+        };
+        let summary = |record: &PostRecord| {
+            let post = record.get();
+            json!({
+                "mediaId": item.id,
+                "platform": payload.platform,
+                "account": payload.account,
+                "status": post.status,
+                "remoteId": post.remote_id,
+                "url": post.url,
+            })
+        };
+        if record.get().is_final() {
+            return Ok(summary(&record));
+        }
+        let attempts = job.job().attempts;
+        let last_attempt = attempts >= PUBLISH_ATTEMPTS;
+        if attempts > PUBLISH_ATTEMPTS && record.get().stage != PostStage::Finalizing {
+            // The worker of the last attempt died (its lease ran out and the job came back):
+            // the post fails with the last error instead of staying `processing`. A post
+            // whose final call may have gone through is looked up first, as always.
+            let error = format!(
+                "publishing stopped after {PUBLISH_ATTEMPTS} attempts: {}",
+                job.job()
+                    .error
+                    .as_deref()
+                    .unwrap_or("the worker publishing it stopped responding")
+            );
+            let noted = error.clone();
+            let _ = record.update(|post| post.fail(noted)).await;
+            return Err(JobError::Fail(error));
+        }
+        match self.publish(&job, &item, &record).await {
+            Ok(()) => Ok(summary(&record)),
+            Err(Halt::Retry(error, after)) if !last_attempt => {
+                let noted = error.clone();
+                let _ = record
+                    .update(|post| post.error = Some(format!("will try again: {noted}")))
+                    .await;
+                Err(match after {
+                    Some(after) => JobError::RetryAfter { error, after },
+                    None => JobError::Retry(error),
+                })
+            }
+            Err(Halt::Retry(error, _) | Halt::Fail(error)) => {
+                let noted = error.clone();
+                let _ = record.update(|post| post.fail(noted)).await;
+                Err(JobError::Fail(error))
+            }
+        }
+    }
+}
+
+impl PublishHandler {
+    async fn publish(
+        &self,
+        job: &JobContext,
+        item: &MediaItem,
+        record: &PostRecord,
+    ) -> Result<(), Halt> {
+        let publishing = &*self.publishing;
+        let (platform, account) = (record.platform, record.account.as_str());
+        let publisher = publishing
+            .publishers
+            .get(&platform)
+            .cloned()
+            .ok_or_else(|| {
+                Halt::Fail(format!(
+                    "publishing to {} is not configured on this server",
+                    platform.label()
+                ))
+            })?;
+        let mut channel = publishing
+            .store
+            .find_channel(&item.organization_id, platform, account)
+            .await
+            .map_err(|e| Halt::Retry(format!("the store failed: {e}"), None))?
+            .ok_or_else(|| {
+                Halt::Fail(format!(
+                    "the {} account {account} is no longer connected",
+                    platform.label()
+                ))
+            })?;
+        if let Some(reason) = &channel.disconnected {
+            return Err(Halt::Fail(disconnected_message(&channel, reason)));
+        }
+        let file = publishing
+            .blobs
+            .open(&item.file.key)
+            .await
+            .map_err(|e| Halt::Retry(format!("the media file cannot be read: {e}"), None))?;
+        let media_url = publishing.media_urls.url(
+            &item.id,
+            publishing
+                .clock
+                .now()
+                .plus(chrono::Duration::hours(MEDIA_URL_LIFETIME_HOURS)),
+        );
+        let mut token = self.fresh_token(&mut channel, publisher.as_ref()).await?;
+        if record.get().status != PlatformStatus::Processing {
+            record
+                .update(|post| {
+                    post.status = PlatformStatus::Processing;
+                    post.error = None;
+                })
+                .await?;
+        }
+        let settings = item
+            .targets
+            .get(&platform)
+            .map(|t| t.settings.clone())
+            .unwrap_or_default();
+        let mut refreshed = false;
+        let started = tokio::time::Instant::now();
+        loop {
+            let context = PostContext {
+                item,
+                account,
+                account_name: &channel.name,
+                settings: &settings,
+                access_token: &token,
+                file: file.as_ref(),
+                media_url: &media_url,
+                checkpoints: record,
+            };
+            let error = match self.step(publisher.as_ref(), &context, record).await {
+                Ok(Step::Done) => return Ok(()),
+                Ok(Step::Next) => continue,
+                Ok(Step::Wait(wait)) => {
+                    if started.elapsed() + wait > self.options.max_wait {
+                        return Err(Halt::Retry(
+                            format!("{} is still processing the post", platform.label()),
+                            Some(wait),
+                        ));
+                    }
+                    job.set_progress(50);
+                    tokio::time::sleep(wait).await;
+                    continue;
+                }
+                Err(error) => error,
+            };
+            match error {
+                PublishError::Unauthorized(_)
+                    if !refreshed && channel.sealed_refresh_token.is_some() =>
+                {
+                    refreshed = true;
+                    token = self.refresh(&mut channel, publisher.as_ref()).await?;
+                }
+                PublishError::Unauthorized(reason) | PublishError::Disconnected(reason) => {
+                    publishing.disconnect(&channel, &reason).await;
+                    return Err(Halt::Fail(disconnected_message(&channel, &reason)));
+                }
+                other => return Err(other.into()),
+            }
+        }
+    }
+
+    /// The step the post's stage calls for.
+    async fn step(
+        &self,
+        publisher: &dyn Publisher,
+        context: &PostContext<'_>,
+        record: &PostRecord,
+    ) -> Result<Step, PublishError> {
+        let post = record.get();
+        let mut checkpoint = post.checkpoint.clone();
+        match post.stage {
+            PostStage::New => {
+                publisher.start(context, &mut checkpoint).await?;
+                record
+                    .update(|post| {
+                        post.checkpoint = checkpoint;
+                        post.stage = PostStage::Started;
+                    })
+                    .await?;
+                Ok(Step::Next)
+            }
+            PostStage::Started => match publisher.poll(context, &mut checkpoint).await? {
+                PollOutcome::Ready => {
+                    record
+                        .update(|post| {
+                            post.checkpoint = checkpoint;
+                            post.stage = PostStage::Ready;
+                        })
+                        .await?;
+                    Ok(Step::Next)
+                }
+                PollOutcome::Wait(wait) => {
+                    record.update(|post| post.checkpoint = checkpoint).await?;
+                    Ok(Step::Wait(wait))
+                }
+            },
+            PostStage::Ready => {
+                // Stored before the irreversible call: if its outcome is lost, the next
+                // attempt looks for the post before sending anything.
+                record
+                    .update(|post| post.stage = PostStage::Finalizing)
+                    .await?;
+                let outcome = publisher.finalize(context, &mut checkpoint).await;
+                self.settle(record, outcome, checkpoint).await
+            }
+            PostStage::Finalizing => match publisher.find(context, &checkpoint).await? {
+                Some(outcome) => self.settle(record, Ok(outcome), checkpoint).await,
+                None => {
+                    // The platform has no trace of it: the call never took effect.
+                    record.update(|post| post.stage = PostStage::Ready).await?;
+                    Ok(Step::Next)
+                }
+            },
+            PostStage::Done => Ok(Step::Done),
+        }
+    }
+
+    /// Stores what finalizing (or looking for the post) found.
+    async fn settle(
+        &self,
+        record: &PostRecord,
+        outcome: Result<Outcome, PublishError>,
+        checkpoint: Value,
+    ) -> Result<Step, PublishError> {
+        match outcome {
+            Ok(Outcome::Published(published)) => {
+                record
+                    .finish(checkpoint, Finished::Published(published))
+                    .await?;
+                Ok(Step::Done)
+            }
+            Ok(Outcome::Manual(reason)) => {
+                record.finish(checkpoint, Finished::Manual(reason)).await?;
+                Ok(Step::Done)
+            }
+            Ok(Outcome::Pending(wait)) => {
+                record.update(|post| post.checkpoint = checkpoint).await?;
+                Ok(Step::Wait(wait))
+            }
+            Err(error) => {
+                // A refusal, a rate limit and a refused token are answers: nothing was
+                // published, and the call may be made again. Anything else (no answer, a
+                // 5xx, a broken answer) leaves the outcome unknown: the stage stays
+                // `Finalizing`, and whatever the call learned (a publish id, say) is kept for
+                // the look-up.
+                let definite = matches!(
+                    error,
+                    PublishError::Rejected { .. }
+                        | PublishError::RateLimited { .. }
+                        | PublishError::Unauthorized(_)
+                        | PublishError::Disconnected(_)
+                );
+                record
+                    .update(|post| {
+                        post.checkpoint = checkpoint;
+                        if definite {
+                            post.stage = PostStage::Ready;
+                        }
+                    })
+                    .await?;
+                if definite {
+                    Err(error)
+                } else {
+                    Err(PublishError::OutcomeUnknown(error.to_string()))
+                }
+            }
+        }
+    }
+
+    /// The channel's access token, refreshed first when it expires within five minutes.
+    async fn fresh_token(
+        &self,
+        channel: &mut Channel,
+        publisher: &dyn Publisher,
+    ) -> Result<String, Halt> {
+        let margin = chrono::Duration::minutes(REFRESH_MARGIN_MINUTES);
+        let expiring = channel
+            .expires_at
+            .is_some_and(|at| at <= self.publishing.clock.now().plus(margin));
+        if expiring && channel.sealed_refresh_token.is_some() {
+            return self.refresh(channel, publisher).await;
+        }
+        let owner = channel_owner(
+            &channel.organization_id,
+            channel.platform,
+            &channel.account_id,
+        );
+        self.publishing
+            .token_sealer
+            .open(&owner, &channel.sealed_access_token)
+            .map_err(|_| {
+                Halt::Fail(
+                    "the channel's token cannot be opened (the host's secret key changed?); \
+                     connect the channel again"
+                        .into(),
+                )
+            })
+    }
+
+    /// Refreshes the channel's access token and stores it (and a new refresh token, if the
+    /// platform rotated it; never an empty one).
+    async fn refresh(
+        &self,
+        channel: &mut Channel,
+        publisher: &dyn Publisher,
+    ) -> Result<String, Halt> {
+        let publishing = &*self.publishing;
+        let owner = channel_owner(
+            &channel.organization_id,
+            channel.platform,
+            &channel.account_id,
+        );
+        let sealer = &publishing.token_sealer;
+        let refresh_token = channel
+            .sealed_refresh_token
+            .as_deref()
+            .and_then(|sealed| sealer.open(&owner, sealed).ok())
+            .ok_or_else(|| {
+                Halt::Fail("the channel's refresh token cannot be opened; connect it again".into())
+            })?;
+        let grant = match publisher.refresh(&refresh_token).await {
+            Ok(grant) => grant,
+            Err(PublishError::Disconnected(reason) | PublishError::Unauthorized(reason)) => {
+                // Platforms that rotate refresh tokens (TikTok, Pinterest) refuse the old one
+                // once another job, here or on another instance, refreshed first: then the
+                // stored tokens are newer than ours, and they are used instead.
+                let stored = publishing
+                    .store
+                    .find_channel(
+                        &channel.organization_id,
+                        channel.platform,
+                        &channel.account_id,
+                    )
+                    .await
+                    .map_err(|e| Halt::Retry(format!("the store failed: {e}"), None))?;
+                if let Some(stored) = stored.filter(|s| {
+                    s.disconnected.is_none()
+                        && s.sealed_refresh_token != channel.sealed_refresh_token
+                }) {
+                    let token = sealer.open(&owner, &stored.sealed_access_token).ok();
+                    if let Some(token) = token {
+                        *channel = stored;
+                        return Ok(token);
+                    }
+                }
+                publishing.disconnect(channel, &reason).await;
+                return Err(Halt::Fail(disconnected_message(channel, &reason)));
+            }
+            Err(other) => return Err(other.into()),
+        };
+        let now = publishing.clock.now();
+        let sealed_access = sealer.seal(&owner, &grant.access_token);
+        let sealed_refresh = grant
+            .refresh_token
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(|t| sealer.seal(&owner, t));
+        let expires_at = grant
+            .expires_in
+            .and_then(|d| chrono::Duration::from_std(d).ok())
+            .map(|d| now.plus(d));
+        publishing
+            .store
+            .update_channel_tokens(
+                &channel.id,
+                &sealed_access,
+                sealed_refresh.as_deref(),
+                expires_at,
+                now,
+            )
+            .await
+            .map_err(|e| Halt::Retry(format!("storing a refreshed token: {e}"), None))?;
+        channel.sealed_access_token = sealed_access;
+        if let Some(sealed) = sealed_refresh {
+            channel.sealed_refresh_token = Some(sealed);
+        }
+        channel.expires_at = expires_at;
+        Ok(grant.access_token)
+    }
+}
+
+/// What a step leaves to do.
+enum Step {
+    /// The post is final.
+    Done,
+    /// Run the next step now.
+    Next,
+    /// The platform is processing: the same step again after this long.
+    Wait(Duration),
+}
+
+/// The publishers of a facade, by platform.
+pub(crate) type Publishers = BTreeMap<Platform, Arc<dyn Publisher>>;

@@ -1,0 +1,506 @@
+//! The house's shape: every module of `xf-core` sits in a layer, and no module imports from a
+//! layer above its own, nor in a circle with a neighbour of its layer.
+//!
+//! The check reads the source: every `crate::…`, `super::…` and `self::…` path outside
+//! comments and string literals (grouped `use` trees included) is an import of the module it
+//! names. A new module must be given a layer in [`LAYERS`], which is where the design is
+//! written down; `docs/ARCHITECTURE.md` explains it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The layers, lowest first. A module is placed by the longest entry that is a prefix of its
+/// path (`crawl::scan` is in `crawl`); it may import from the layers listed before its own,
+/// and from its own layer as long as no circle forms.
+const LAYERS: &[(&str, &[&str])] = &[
+    (
+        "foundation: values and helpers that know nothing of the domain",
+        &["error", "ids", "time", "text", "secret", "net", "plans"],
+    ),
+    (
+        "records and request values, the media and Search Console ones included",
+        &["model", "params", "auth"],
+    ),
+    ("the storage seam", &["store"]),
+    (
+        "the API's shapes, cursors, and the job engine with its handler contract",
+        &["api", "cursor", "runtime"],
+    ),
+    (
+        "the domains: parsing, rules, clients, and each one's job handler",
+        &["crawl", "gsc", "media", "webhooks"],
+    ),
+    ("the facade", &["xf"]),
+    ("the storage conformance suite", &["testing"]),
+];
+
+#[test]
+fn no_module_imports_from_a_layer_above_it() {
+    let wrong = against_the_layers(&import_graph());
+    assert!(
+        wrong.is_empty(),
+        "imports against the layers (see LAYERS in this file):\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn no_modules_import_each_other_in_a_circle() {
+    let cycles = strongly_connected(&import_graph());
+    assert!(
+        cycles.is_empty(),
+        "modules that import each other in a circle: {cycles:?}"
+    );
+}
+
+#[test]
+fn the_check_finds_an_import_from_above_and_a_circle() {
+    let mut graph = Graph::new();
+    let mut edge = |from: &str, to: &str| {
+        graph
+            .entry(from.to_owned())
+            .or_default()
+            .entry(to.to_owned())
+            .or_default()
+            .insert(format!("{from}.rs"));
+    };
+    edge("store", "xf");
+    edge("crawl", "gsc");
+    edge("gsc", "crawl");
+    edge("xf", "store");
+    assert_eq!(
+        against_the_layers(&graph),
+        ["store (layer 2) imports xf (layer 5) in store.rs"]
+    );
+    assert_eq!(
+        strongly_connected(&graph),
+        [
+            vec!["crawl".to_owned(), "gsc".to_owned()],
+            vec!["store".to_owned(), "xf".to_owned()]
+        ]
+    );
+}
+
+/// Every import of a unit from a layer above its own, described.
+fn against_the_layers(graph: &Graph) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for (from, targets) in graph {
+        for (to, files) in targets {
+            let (from_layer, to_layer) = (layer_of(from), layer_of(to));
+            if to_layer > from_layer {
+                wrong.push(format!(
+                    "{from} (layer {from_layer}) imports {to} (layer {to_layer}) in {}",
+                    files.iter().cloned().collect::<Vec<_>>().join(", ")
+                ));
+            }
+        }
+    }
+    wrong
+}
+
+#[test]
+fn the_check_sees_imports_in_every_form() {
+    let source = r#"
+        use crate::{time::Timestamp, store::{self, Store}};
+        // crate::xf in a comment is no import
+        let text = "crate::runtime in a string is none either";
+        fn f() -> crate::Error { super::checks::run(); self::inner::go() }
+        mod tests { use super::*; use super::super::html; }
+    "#;
+    let found = imports_in("crawl::scan", &strip(source), &lib_reexports());
+    assert_eq!(
+        found,
+        BTreeSet::from([
+            "crawl::checks::run".to_owned(),
+            "crawl::html".to_owned(),
+            "error".to_owned(),
+            "store".to_owned(),
+            "time".to_owned(),
+        ])
+    );
+    assert_eq!(unit_of("crawl::scan::inner"), "crawl");
+    assert_eq!(unit_of("crawl::checks"), "crawl");
+}
+
+/// Which unit (an entry of [`LAYERS`]) imports which, with the files that do.
+type Graph = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
+
+fn import_graph() -> Graph {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
+    let reexports = lib_reexports();
+    let mut graph = Graph::new();
+    for file in rust_files(&src) {
+        let relative = file
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if relative == "lib.rs" {
+            continue;
+        }
+        let module = module_path(&relative);
+        let from = unit_of(&module);
+        let source = std::fs::read_to_string(&file).unwrap();
+        for target in imports_in(&module, &strip(&source), &reexports) {
+            let to = unit_of(&target);
+            if to != from {
+                graph
+                    .entry(from.clone())
+                    .or_default()
+                    .entry(to)
+                    .or_default()
+                    .insert(relative.clone());
+            }
+        }
+    }
+    graph
+}
+
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// `crawl/scan.rs` → `crawl::scan`, `crawl/mod.rs` → `crawl`.
+fn module_path(relative: &str) -> String {
+    let trimmed = relative.trim_end_matches(".rs").trim_end_matches("/mod");
+    trimmed.replace('/', "::")
+}
+
+/// The entry of [`LAYERS`] a module belongs to: the longest one that is a prefix of it.
+fn unit_of(module: &str) -> String {
+    LAYERS
+        .iter()
+        .flat_map(|(_, units)| units.iter())
+        .filter(|unit| module == **unit || module.starts_with(&format!("{unit}::")))
+        .max_by_key(|unit| unit.len())
+        .unwrap_or_else(|| panic!("the module {module} has no layer: add it to LAYERS"))
+        .to_string()
+}
+
+fn layer_of(unit: &str) -> usize {
+    LAYERS
+        .iter()
+        .position(|(_, units)| units.contains(&unit))
+        .unwrap_or_else(|| panic!("{unit} is in no layer"))
+}
+
+/// The names `lib.rs` re-exports at the crate root, with the module they come from; a glob
+/// re-export (`pub use xf::*`) takes every other capitalised name.
+fn lib_reexports() -> (BTreeMap<String, String>, Option<String>) {
+    let lib = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs"))
+        .unwrap();
+    let (mut names, mut glob) = (BTreeMap::new(), None);
+    for line in lib
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("pub use "))
+    {
+        let line = line.trim_end_matches(';');
+        let (module, rest) = line.split_once("::").unwrap();
+        match rest.trim_start_matches('{').trim_end_matches('}') {
+            "*" => glob = Some(module.to_owned()),
+            list => {
+                for name in list.split(',') {
+                    names.insert(name.trim().to_owned(), module.to_owned());
+                }
+            }
+        }
+    }
+    (names, glob)
+}
+
+/// The source without comments and without the contents of string and char literals.
+fn strip(source: &str) -> String {
+    let bytes = source.as_bytes();
+    let at = |i: usize, text: &[u8]| bytes[i..].starts_with(text);
+    let find = |from: usize, text: &[u8]| {
+        bytes[from..]
+            .windows(text.len())
+            .position(|w| w == text)
+            .map_or(bytes.len(), |p| from + p)
+    };
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if at(i, b"//") {
+            i = find(i, b"\n");
+        } else if at(i, b"/*") {
+            i = (find(i, b"*/") + 2).min(bytes.len());
+        } else if let Some(length) = raw_string_length(&bytes[i..]) {
+            out.extend_from_slice(b"\"\"");
+            i += length;
+        } else if bytes[i] == b'"' {
+            out.extend_from_slice(b"\"\"");
+            i += 1;
+            while i < bytes.len() && bytes[i] != b'"' {
+                i += if bytes[i] == b'\\' { 2 } else { 1 };
+            }
+            i += 1;
+        } else if let Some(length) = char_literal_length(&bytes[i..]) {
+            // A char literal such as '"' must not open a string.
+            out.extend_from_slice(b"' '");
+            i += length;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The length of a raw string literal (`r"…"`, `r#"…"#`) starting here, if one does.
+fn raw_string_length(rest: &[u8]) -> Option<usize> {
+    let after_r = rest.strip_prefix(b"r")?;
+    let hashes = after_r.iter().take_while(|b| **b == b'#').count();
+    let body = after_r[hashes..].strip_prefix(b"\"")?;
+    let mut close = vec![b'"'];
+    close.extend(std::iter::repeat_n(b'#', hashes));
+    let end = body.windows(close.len()).position(|w| w == close)?;
+    Some(1 + hashes + 1 + end + close.len())
+}
+
+/// The length of a char literal (`'a'`, `'\n'`, `'"'`, `'…'`) starting here; `None` for a
+/// lifetime.
+fn char_literal_length(rest: &[u8]) -> Option<usize> {
+    if rest.first() != Some(&b'\'') {
+        return None;
+    }
+    if rest.get(1) == Some(&b'\\') {
+        return rest[3..].iter().position(|b| *b == b'\'').map(|p| p + 4);
+    }
+    // One character of up to four bytes, then the closing quote.
+    (2..=5)
+        .find(|&end| {
+            rest.get(end) == Some(&b'\'')
+                && std::str::from_utf8(&rest[1..end]).is_ok_and(|c| c.chars().count() == 1)
+        })
+        .map(|end| end + 1)
+}
+
+/// The modules a (stripped) source file of `module` imports.
+fn imports_in(
+    module: &str,
+    source: &str,
+    (names, glob): &(BTreeMap<String, String>, Option<String>),
+) -> BTreeSet<String> {
+    let inline = inline_modules(module, source);
+    let mut found = BTreeSet::new();
+    for prefix in ["crate::", "super::", "self::"] {
+        for (at, _) in source.match_indices(prefix) {
+            let preceded = source[..at]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_alphanumeric() || matches!(c, '_' | ':' | '$'));
+            // `$crate::` is a macro's path, read where the macro is used.
+            if preceded {
+                continue;
+            }
+            // The module this text is in: the innermost inline `mod` around it, or the file's.
+            let here = inline
+                .iter()
+                .rfind(|(start, end, _)| (*start..*end).contains(&at))
+                .map_or(module, |(_, _, path)| path.as_str());
+            let base = match prefix {
+                "crate::" => None,
+                "super::" => Some(here.rsplit_once("::").map_or("", |(parent, _)| parent)),
+                _ => Some(here),
+            };
+            for path in path_heads(&source[at + prefix.len()..]) {
+                let resolved = match base {
+                    None => match path.first() {
+                        Some(first) if first.starts_with(char::is_uppercase) => names
+                            .get(first)
+                            .or(glob.as_ref())
+                            .cloned()
+                            .unwrap_or_else(|| panic!("crate::{first} is not re-exported")),
+                        _ => path.join("::"),
+                    },
+                    Some(base) => {
+                        let mut parts: Vec<&str> = base.split("::").collect();
+                        for segment in &path {
+                            if segment == "super" {
+                                parts.pop();
+                            } else {
+                                parts.push(segment);
+                            }
+                        }
+                        parts.retain(|s| !s.is_empty());
+                        parts.join("::")
+                    }
+                };
+                if !resolved.is_empty() && !resolved.starts_with(char::is_uppercase) {
+                    found.insert(resolved);
+                }
+            }
+        }
+    }
+    found.retain(|target| target != module && !target.starts_with(&format!("{module}::")));
+    found
+}
+
+/// The inline modules (`mod tests { … }`) of a stripped source: where each starts and ends, and
+/// its path. An enclosing module comes before the ones inside it.
+fn inline_modules(module: &str, source: &str) -> Vec<(usize, usize, String)> {
+    let mut spans: Vec<(usize, usize, String)> = Vec::new();
+    for (at, _) in source.match_indices("mod ") {
+        if source[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_')
+        {
+            continue;
+        }
+        let rest = &source[at + 4..];
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let after = rest[name.len()..].trim_start();
+        if name.is_empty() || !after.starts_with('{') {
+            continue;
+        }
+        let open = source.len() - after.len();
+        let mut depth = 0usize;
+        let close = source[open..]
+            .char_indices()
+            .find(|(_, c)| {
+                match c {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    _ => {}
+                }
+                depth == 0
+            })
+            .map_or(source.len(), |(i, _)| open + i);
+        let outer = spans
+            .iter()
+            .rfind(|(start, end, _)| (*start..*end).contains(&at))
+            .map_or(module, |(_, _, path)| path.as_str());
+        let path = format!("{outer}::{name}");
+        spans.push((open, close, path));
+    }
+    spans
+}
+
+/// The module paths a path or `use` tree starts with, up to two lowercase segments each:
+/// `time::Timestamp` → `[time]`, `{a::b::C, d}` → `[a::b, d]`.
+fn path_heads(rest: &str) -> Vec<Vec<String>> {
+    if let Some(tree) = rest.strip_prefix('{') {
+        let mut heads = Vec::new();
+        let (mut depth, mut start) = (0usize, 0usize);
+        for (i, c) in tree.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => {
+                    heads.extend(tree_item(&tree[start..i]));
+                    break;
+                }
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    heads.extend(tree_item(&tree[start..i]));
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        heads
+    } else {
+        vec![segments(rest)]
+    }
+}
+
+fn tree_item(item: &str) -> Option<Vec<String>> {
+    let item = item.trim();
+    (!item.is_empty() && !item.starts_with("self")).then(|| segments(item))
+}
+
+/// The leading module segments of a path: lowercase identifiers joined by `::`, at most two,
+/// or the one capitalised name it starts with.
+fn segments(path: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for segment in path.split("::") {
+        let name: String = segment
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if name.is_empty() {
+            break;
+        }
+        if segment[name.len()..].starts_with('!') {
+            // A macro exported at the crate root: no module.
+            return Vec::new();
+        }
+        let capitalised = name.starts_with(char::is_uppercase);
+        if capitalised && !out.is_empty() {
+            break;
+        }
+        out.push(name.clone());
+        if capitalised || out.len() == 2 || name.len() != segment.trim_end().len() {
+            break;
+        }
+    }
+    out
+}
+
+/// The strongly connected components of more than one unit (Tarjan's algorithm).
+fn strongly_connected(graph: &Graph) -> Vec<Vec<String>> {
+    struct State<'a> {
+        graph: &'a Graph,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        found: Vec<Vec<String>>,
+    }
+    fn visit<'a>(s: &mut State<'a>, node: &'a str) {
+        let n = s.index.len();
+        s.index.insert(node, n);
+        s.low.insert(node, n);
+        s.stack.push(node);
+        if let Some(targets) = s.graph.get(node) {
+            for next in targets.keys() {
+                if !s.index.contains_key(next.as_str()) {
+                    visit(s, next);
+                    let low = s.low[node].min(s.low[next.as_str()]);
+                    s.low.insert(node, low);
+                } else if s.stack.contains(&next.as_str()) {
+                    let low = s.low[node].min(s.index[next.as_str()]);
+                    s.low.insert(node, low);
+                }
+            }
+        }
+        if s.low[node] == s.index[node] {
+            let mut component = Vec::new();
+            while let Some(top) = s.stack.pop() {
+                component.push(top.to_owned());
+                if top == node {
+                    break;
+                }
+            }
+            if component.len() > 1 {
+                component.sort();
+                s.found.push(component);
+            }
+        }
+    }
+    let mut state = State {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        found: Vec::new(),
+    };
+    for node in graph.keys() {
+        if !state.index.contains_key(node.as_str()) {
+            visit(&mut state, node);
+        }
+    }
+    state.found
+}
