@@ -1,10 +1,12 @@
 //! The HTML of the public shared-report page (`/r/{token}`): pure functions from the audit to a
-//! complete, self-contained HTML5 document.
+//! complete, self-contained HTML5 document, written as `maud` templates.
 //!
 //! The page is read by our customers' own clients, and everything it shows comes from crawled
 //! third-party sites, so:
 //!
-//! - every value taken from data goes through [`escape_html`], attributes included;
+//! - `maud` escapes every value interpolated into a template (`&`, `<`, `>` and `"`),
+//!   attributes included, and writes every attribute value in double quotes. [`PreEscaped`]
+//!   is used only for the constant [`STYLE`];
 //! - a URL becomes a link only when it is `http://` or `https://` (see [`is_web_url`]), and then
 //!   with `rel="nofollow noopener noreferrer"`; anything else (`javascript:`, `data:`) is text;
 //! - the document loads nothing: no script, no font, no image, no other stylesheet. Its one
@@ -20,8 +22,12 @@
 //! `::details-content`, and elsewhere the open groups (the ones that matter most) print and the
 //! page says that opening a group includes it when printing. Rejected alternative: rendering
 //! every group open, which makes a long audit a wall of text on a phone.
+//!
+//! The `"\n"` literals in the templates end each block element's line, so the page's source
+//! reads one block per line; they are whitespace between elements and change no rendering.
 
 use chrono::SecondsFormat;
+use maud::{html, Markup, PreEscaped, DOCTYPE};
 use xf_core::model::{ScanKind, Severity};
 use xf_core::text::group_digits;
 use xf_core::time::Timestamp;
@@ -117,50 +123,30 @@ a{color:inherit;text-decoration:none}
 /// The `rel` of every link to a crawled site: no ranking credit, no window handle, no referrer.
 const LINK_REL: &str = "nofollow noopener noreferrer";
 
-/// Escapes `text` for HTML text and for quoted attribute values: `&`, `<`, `>`, `"` and `'`.
-///
-/// Every value that comes from data goes through this, including URLs put in `href`.
-pub(crate) fn escape_html(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => escaped.push_str("&amp;"),
-            '<' => escaped.push_str("&lt;"),
-            '>' => escaped.push_str("&gt;"),
-            '"' => escaped.push_str("&quot;"),
-            '\'' => escaped.push_str("&#39;"),
-            _ => escaped.push(c),
-        }
-    }
-    escaped
-}
-
 /// The live report: the property, the score, the counts by severity and the findings by check.
 pub(crate) fn audit_page(audit: &Audit) -> String {
-    let body = [
-        audit_header(audit),
-        "<main>\n".to_owned(),
-        overview(audit),
-        findings_section(audit),
-        "</main>\n".to_owned(),
-        site_footer(),
-    ]
-    .concat();
-    document(&format!("SEO audit of {}", audit.property_name), &body)
+    let body = html! {
+        (audit_header(audit))
+        main { "\n" (overview(audit)) (findings_section(audit)) } "\n"
+        (site_footer())
+    };
+    document(&format!("SEO audit of {}", audit.property_name), body)
 }
 
 /// The page of an expired report link: which property it was, when it expired, and what to do.
 pub(crate) fn expired_page(property_name: &str, expired_at: Timestamp) -> String {
-    let body = format!(
-        "<main class=\"card notice\">\n\
-         <h1>This report link has expired</h1>\n\
-         <p>The shared SEO audit of <strong>{name}</strong> stopped being available on {at}.</p>\n\
-         <p>To see it, ask the person who sent you this link for a new one.</p>\n\
-         </main>\n",
-        name = escape_html(property_name),
-        at = time_element(expired_at),
-    );
-    document("This report link has expired", &body)
+    let body = html! {
+        main.card.notice {
+            "\n"
+            h1 { "This report link has expired" } "\n"
+            p {
+                "The shared SEO audit of " strong { (property_name) }
+                " stopped being available on " (time_element(expired_at)) "."
+            } "\n"
+            p { "To see it, ask the person who sent you this link for a new one." } "\n"
+        } "\n"
+    };
+    document("This report link has expired", body)
 }
 
 /// The page of a token that names no report. It shows no data at all.
@@ -172,88 +158,87 @@ pub(crate) fn not_found_page() -> String {
     )
 }
 
-/// A page with a heading and one paragraph, both plain text (escaped here): not found, and
-/// the service's error answers.
+/// A page with a heading and one paragraph, both plain text (escaped by the template): not
+/// found, and the service's error answers.
 pub(crate) fn message_page(title: &str, text: &str) -> String {
-    let body = format!(
-        "<main class=\"card notice\">\n<h1>{}</h1>\n<p>{}</p>\n</main>\n",
-        escape_html(title),
-        escape_html(text)
-    );
-    document(title, &body)
+    let body = html! {
+        main.card.notice { "\n" h1 { (title) } "\n" p { (text) } "\n" } "\n"
+    };
+    document(title, body)
 }
 
-/// Wraps `body` (markup) in the HTML5 document with the head every page shares; `title` is
-/// plain text and is escaped here.
-fn document(title: &str, body: &str) -> String {
-    format!(
-        "<!DOCTYPE html>\n\
-         <html lang=\"en\">\n\
-         <head>\n\
-         <meta charset=\"utf-8\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <meta name=\"robots\" content=\"noindex, nofollow\">\n\
-         <meta name=\"referrer\" content=\"no-referrer\">\n\
-         <meta name=\"color-scheme\" content=\"light dark\">\n\
-         <title>{title}</title>\n\
-         <style>{STYLE}</style>\n\
-         </head>\n\
-         <body>\n\
-         <div class=\"page\">\n\
-         {body}\
-         </div>\n\
-         </body>\n\
-         </html>\n",
-        title = escape_html(title),
-    )
+/// Wraps `body` in the HTML5 document with the head every page shares; `title` is plain text.
+fn document(title: &str, body: Markup) -> String {
+    html! {
+        (DOCTYPE) "\n"
+        html lang="en" {
+            "\n"
+            head {
+                "\n"
+                meta charset="utf-8"; "\n"
+                meta name="viewport" content="width=device-width, initial-scale=1"; "\n"
+                meta name="robots" content="noindex, nofollow"; "\n"
+                meta name="referrer" content="no-referrer"; "\n"
+                meta name="color-scheme" content="light dark"; "\n"
+                title { (title) } "\n"
+                // Verbatim: the CSP allows this element by the hash of exactly these bytes.
+                style { (PreEscaped(STYLE)) } "\n"
+            } "\n"
+            body { "\n" div.page { "\n" (body) } "\n" } "\n"
+        } "\n"
+    }
+    .into_string()
 }
 
 /// The report's header: the property's name and URL, when it was scanned and until when the
 /// link works.
-fn audit_header(audit: &Audit) -> String {
-    format!(
-        "<header class=\"card\">\n\
-         <p class=\"eyebrow\">SEO audit</p>\n\
-         <h1>{name}</h1>\n\
-         <p class=\"property-url\">{url}</p>\n\
-         <dl class=\"meta\">\n\
-         <div><dt>Scanned</dt><dd>{scanned}</dd></div>\n\
-         <div><dt>Link valid until</dt><dd>{expires}</dd></div>\n\
-         </dl>\n\
-         </header>\n",
-        name = escape_html(&audit.property_name),
-        url = url_markup(&audit.property_url, "property-link"),
-        scanned = time_element(audit.scanned_at),
-        expires = time_element(audit.expires_at),
-    )
+fn audit_header(audit: &Audit) -> Markup {
+    html! {
+        header.card {
+            "\n"
+            p.eyebrow { "SEO audit" } "\n"
+            h1 { (audit.property_name) } "\n"
+            p.property-url { (url_markup(&audit.property_url, "property-link")) } "\n"
+            dl.meta {
+                "\n"
+                div { dt { "Scanned" } dd { (time_element(audit.scanned_at)) } } "\n"
+                div { dt { "Link valid until" } dd { (time_element(audit.expires_at)) } } "\n"
+            } "\n"
+        } "\n"
+    }
 }
 
 /// The overview card: the score gauge, pages scanned, issues found and the severity tiles.
-fn overview(audit: &Audit) -> String {
+fn overview(audit: &Audit) -> Markup {
     let band = Band::of(audit.score);
+    let pages = u64::from(audit.pages_scanned);
     let total: u64 = audit.counts.iter().map(|(_, count)| count).sum();
-    format!(
-        "<section class=\"card\" aria-labelledby=\"overview-title\">\n\
-         <h2 id=\"overview-title\">Overview</h2>\n\
-         <div class=\"overview-row\">\n\
-         <div class=\"score {band_class}\">\n{gauge}<p class=\"band-label\">{band_label}</p>\n</div>\n\
-         <div class=\"stats\">\n\
-         <p><span class=\"stat-number\">{pages}</span> {pages_noun} scanned</p>\n\
-         <p><span class=\"stat-number\">{issues}</span> {issues_noun} found</p>\n\
-         <p class=\"hint\">Score: 90 to 100 is good, 50 to 89 fair, below 50 poor.</p>\n\
-         </div>\n\
-         </div>\n\
-         {tiles}\
-         </section>\n",
-        band_class = band.class(),
-        gauge = gauge(audit.score),
-        band_label = band.label(),
-        pages = group_digits(u64::from(audit.pages_scanned)),
-        pages_noun = noun(u64::from(audit.pages_scanned), "page", "pages"),
-        issues = group_digits(total),
-        issues_noun = noun(total, "issue", "issues"),
-        tiles = count_tiles(&audit.counts),
-    )
+    html! {
+        section.card aria-labelledby="overview-title" {
+            "\n"
+            h2 #overview-title { "Overview" } "\n"
+            div.overview-row {
+                "\n"
+                div.score.(band.class()) {
+                    "\n" (gauge(audit.score))
+                    p.band-label { (band.label()) } "\n"
+                } "\n"
+                div.stats {
+                    "\n"
+                    p {
+                        span.stat-number { (group_digits(pages)) }
+                        " " (noun(pages, "page", "pages")) " scanned"
+                    } "\n"
+                    p {
+                        span.stat-number { (group_digits(total)) }
+                        " " (noun(total, "issue", "issues")) " found"
+                    } "\n"
+                    p.hint { "Score: 90 to 100 is good, 50 to 89 fair, below 50 poor." } "\n"
+                } "\n"
+            } "\n"
+            (count_tiles(&audit.counts))
+        } "\n"
+    }
 }
 
 /// The score band, which colours the gauge.
@@ -302,99 +287,102 @@ const GAUGE_RADIUS: f64 = 52.0;
 /// The score as a ring filled clockwise from the top, the number in its centre. The colour
 /// comes from the band class of the enclosing element; the `stroke` attributes are only the
 /// fallback for a reader without CSS.
-fn gauge(score: u32) -> String {
+///
+/// The circles are written `<circle …></circle>`: maud has no `/>`, and a bare `<circle …>`
+/// would leave the element open in SVG, making the second circle a child of the first.
+fn gauge(score: u32) -> Markup {
     let shown = score.min(100);
     let circumference = 2.0 * std::f64::consts::PI * GAUGE_RADIUS;
     let filled = circumference * f64::from(shown) / 100.0;
-    format!(
-        "<svg class=\"gauge\" viewBox=\"0 0 120 120\" width=\"132\" height=\"132\" \
-         role=\"img\" aria-label=\"Score {shown} out of 100\">\
-         <circle class=\"gauge-track\" cx=\"60\" cy=\"60\" r=\"{GAUGE_RADIUS}\" fill=\"none\" \
-         stroke=\"#e3e6ea\" stroke-width=\"12\"/>\
-         <circle class=\"gauge-value\" cx=\"60\" cy=\"60\" r=\"{GAUGE_RADIUS}\" fill=\"none\" \
-         stroke=\"#4a5360\" stroke-width=\"12\" stroke-dasharray=\"{filled:.2} {circumference:.2}\" \
-         transform=\"rotate(-90 60 60)\"/>\
-         <text class=\"gauge-number\" x=\"60\" y=\"60\" text-anchor=\"middle\" \
-         dominant-baseline=\"central\" font-size=\"36\" font-weight=\"700\">{shown}</text>\
-         </svg>\n",
-    )
+    html! {
+        svg.gauge viewBox="0 0 120 120" width="132" height="132" role="img"
+            aria-label={ "Score " (shown) " out of 100" } {
+            circle.gauge-track cx="60" cy="60" r=(GAUGE_RADIUS) fill="none"
+                stroke="#e3e6ea" stroke-width="12" {}
+            circle.gauge-value cx="60" cy="60" r=(GAUGE_RADIUS) fill="none"
+                stroke="#4a5360" stroke-width="12"
+                stroke-dasharray=(format_args!("{filled:.2} {circumference:.2}"))
+                transform="rotate(-90 60 60)" {}
+            text.gauge-number x="60" y="60" text-anchor="middle" dominant-baseline="central"
+                font-size="36" font-weight="700" { (shown) }
+        } "\n"
+    }
 }
 
 /// One tile per severity with its number of findings.
-fn count_tiles(counts: &[(Severity, u64)]) -> String {
-    let tiles: String = counts
-        .iter()
-        .map(|(severity, count)| count_tile(*severity, *count))
-        .collect();
-    format!("<ul class=\"tiles\" aria-label=\"Issues by severity\">\n{tiles}</ul>\n")
-}
-
-/// The tile of one severity.
-fn count_tile(severity: Severity, count: u64) -> String {
-    let zero = if count == 0 { " zero" } else { "" };
-    format!(
-        "<li class=\"tile sev-{sev}{zero}\"><span class=\"tile-count\">{count}</span>\
-         <span class=\"tile-label\">{label}</span></li>\n",
-        sev = severity.as_str(),
-        count = group_digits(count),
-        label = severity_label(severity),
-    )
+fn count_tiles(counts: &[(Severity, u64)]) -> Markup {
+    html! {
+        ul.tiles aria-label="Issues by severity" {
+            "\n"
+            @for &(severity, count) in counts {
+                li.tile.{ "sev-" (severity.as_str()) }.zero[count == 0] {
+                    span.tile-count { (group_digits(count)) }
+                    span.tile-label { (severity_label(severity)) }
+                } "\n"
+            }
+        } "\n"
+    }
 }
 
 /// The findings grouped by check, or the empty state.
-fn findings_section(audit: &Audit) -> String {
+fn findings_section(audit: &Audit) -> Markup {
     if audit.checks.is_empty() {
         return empty_state(audit.pages_scanned);
     }
-    let groups: String = audit.checks.iter().map(check_group).collect();
-    format!(
-        "<section aria-labelledby=\"findings-title\">\n\
-         <h2 id=\"findings-title\">Findings</h2>\n\
-         <p class=\"hint screen-only\">Critical and high-severity checks are open. \
-         Select any other check to show its pages; open checks are included when printing.</p>\n\
-         {groups}\
-         </section>\n"
-    )
+    html! {
+        section aria-labelledby="findings-title" {
+            "\n"
+            h2 #findings-title { "Findings" } "\n"
+            p.hint.screen-only {
+                "Critical and high-severity checks are open. Select any other check to show \
+                 its pages; open checks are included when printing."
+            } "\n"
+            @for check in &audit.checks {
+                (check_group(check))
+            }
+        } "\n"
+    }
 }
 
 /// What the page shows when the scan found nothing.
-fn empty_state(pages_scanned: u32) -> String {
-    format!(
-        "<section class=\"card empty\">\n\
-         <h2>No issues found</h2>\n\
-         <p>The scan of {pages} {noun} found nothing to fix.</p>\n\
-         </section>\n",
-        pages = group_digits(u64::from(pages_scanned)),
-        noun = noun(u64::from(pages_scanned), "page", "pages"),
-    )
+fn empty_state(pages_scanned: u32) -> Markup {
+    let pages = u64::from(pages_scanned);
+    html! {
+        section.card.empty {
+            "\n"
+            h2 { "No issues found" } "\n"
+            p {
+                "The scan of " (group_digits(pages)) " " (noun(pages, "page", "pages"))
+                " found nothing to fix."
+            } "\n"
+        } "\n"
+    }
 }
 
 /// One check's group: a summary line (title, severity, id, how many), then how to fix it and
 /// what was found. Critical and high groups start open.
-fn check_group(check: &CheckFindings) -> String {
+fn check_group(check: &CheckFindings) -> Markup {
     let open = match check.severity {
-        Severity::Critical | Severity::High => " open",
-        Severity::Medium | Severity::Low => "",
+        Severity::Critical | Severity::High => true,
+        Severity::Medium | Severity::Low => false,
     };
     let sev = check.severity.as_str();
-    format!(
-        "<details class=\"check sev-{sev}\"{open}>\n\
-         <summary><span class=\"check-title\">{title}</span> \
-         <span class=\"badge sev-{sev}\">{label}</span>\
-         <span class=\"check-meta\"><code>{id}</code> · {how_many}</span></summary>\n\
-         <div class=\"check-body\">\n\
-         <h3>How to fix</h3>\n\
-         <p class=\"fix\">{fix}</p>\n\
-         {findings}\
-         </div>\n\
-         </details>\n",
-        title = escape_html(&check.title),
-        label = severity_label(check.severity),
-        id = escape_html(&check.check),
-        how_many = how_many(check),
-        fix = escape_html(&check.how_to_fix),
-        findings = findings_list(check),
-    )
+    html! {
+        details.check.{ "sev-" (sev) } open[open] {
+            "\n"
+            summary {
+                span.check-title { (check.title) } " "
+                span.badge.{ "sev-" (sev) } { (severity_label(check.severity)) }
+                span.check-meta { code { (check.check) } " · " (how_many(check)) }
+            } "\n"
+            div.check-body {
+                "\n"
+                h3 { "How to fix" } "\n"
+                p.fix { (check.how_to_fix) } "\n"
+                (findings_list(check))
+            } "\n"
+        } "\n"
+    }
 }
 
 /// How many findings a check has, in the words of its kind: pages, or site-wide findings.
@@ -408,53 +396,52 @@ fn how_many(check: &CheckFindings) -> String {
 }
 
 /// The listed findings of a check, and "and N more" for those left out.
-fn findings_list(check: &CheckFindings) -> String {
+fn findings_list(check: &CheckFindings) -> Markup {
     let heading = match check.scan_kind {
         ScanKind::Page => "Affected pages",
         ScanKind::Site => "Found",
     };
-    let items: String = check
-        .findings
-        .iter()
-        .map(|(url, evidence)| finding_item(url.as_deref(), evidence))
-        .collect();
-    let list = if items.is_empty() {
-        String::new()
-    } else {
-        format!("<h3>{heading}</h3>\n<ul class=\"findings\">\n{items}</ul>\n")
-    };
     let more = check.total.saturating_sub(check.findings.len());
-    if more == 0 {
-        return list;
-    }
     let more = u64::try_from(more).unwrap_or(u64::MAX);
-    format!(
-        "{list}<p class=\"more\">and {} more</p>\n",
-        group_digits(more)
-    )
+    html! {
+        @if !check.findings.is_empty() {
+            h3 { (heading) } "\n"
+            ul.findings {
+                "\n"
+                @for (url, evidence) in &check.findings {
+                    (finding_item(url.as_deref(), evidence))
+                }
+            } "\n"
+        }
+        @if more > 0 {
+            p.more { "and " (group_digits(more)) " more" } "\n"
+        }
+    }
 }
 
 /// One finding: the page (or "Whole site" for a site-wide one) and what was found there.
-fn finding_item(url: Option<&str>, evidence: &str) -> String {
-    let place = match url {
-        Some(url) => url_markup(url, "finding-url"),
-        None => "<span class=\"site-wide\">Whole site</span>".to_owned(),
-    };
-    let evidence = if evidence.is_empty() {
-        String::new()
-    } else {
-        format!("<span class=\"evidence\">{}</span>", escape_html(evidence))
-    };
-    format!("<li>{place}{evidence}</li>\n")
+fn finding_item(url: Option<&str>, evidence: &str) -> Markup {
+    html! {
+        li {
+            @match url {
+                Some(url) => (url_markup(url, "finding-url")),
+                None => span.site-wide { "Whole site" },
+            }
+            @if !evidence.is_empty() {
+                span.evidence { (evidence) }
+            }
+        } "\n"
+    }
 }
 
 /// `url` shown as its own text: a link when it is a web URL, plain text otherwise.
-fn url_markup(url: &str, class: &str) -> String {
-    let text = escape_html(url);
-    if is_web_url(url) {
-        format!("<a class=\"{class}\" href=\"{text}\" rel=\"{LINK_REL}\">{text}</a>")
-    } else {
-        format!("<span class=\"{class}\">{text}</span>")
+fn url_markup(url: &str, class: &str) -> Markup {
+    html! {
+        @if is_web_url(url) {
+            a.(class) href=(url) rel=(LINK_REL) { (url) }
+        } @else {
+            span.(class) { (url) }
+        }
     }
 }
 
@@ -469,18 +456,22 @@ fn is_web_url(url: &str) -> bool {
 }
 
 /// The footer of the live report.
-fn site_footer() -> String {
-    "<footer class=\"site-footer\">\n\
-     <p>A read-only SEO audit, shared by the site's owner. \
-     It shows the site as it was when it was scanned.</p>\n\
-     </footer>\n"
-        .to_owned()
+fn site_footer() -> Markup {
+    html! {
+        footer.site-footer {
+            "\n"
+            p {
+                "A read-only SEO audit, shared by the site's owner. \
+                 It shows the site as it was when it was scanned."
+            } "\n"
+        } "\n"
+    }
 }
 
 /// `at` as a `<time>` element: machine-readable RFC 3339 and the human form.
-fn time_element(at: Timestamp) -> String {
+fn time_element(at: Timestamp) -> Markup {
     let datetime = at.as_datetime().to_rfc3339_opts(SecondsFormat::Secs, true);
-    format!("<time datetime=\"{datetime}\">{}</time>", human_time(at))
+    html! { time datetime=(datetime) { (human_time(at)) } }
 }
 
 /// `at` as people read it: "23 November 2026, 19:20 UTC".
@@ -640,15 +631,6 @@ mod tests {
     }
 
     #[test]
-    fn escape_html_escapes_the_five_characters() {
-        assert_eq!(
-            escape_html(r#"<a href="x" title='y'>&</a>"#),
-            "&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;&lt;/a&gt;"
-        );
-        assert_eq!(escape_html("plain — text"), "plain — text");
-    }
-
-    #[test]
     fn hostile_values_are_escaped_everywhere() {
         let html = audit_page(&hostile());
         assert!(!html.contains("<script"), "{html}");
@@ -658,13 +640,13 @@ mod tests {
         assert_eq!(html.matches("<style").count(), 1);
         assert!(!html.contains("style=\""));
         // The escaped forms are shown as text.
-        assert!(html.contains("&lt;script&gt;alert(&#39;name&#39;)&lt;/script&gt;"));
+        assert!(html.contains("&lt;script&gt;alert('name')&lt;/script&gt;"));
         assert!(html.contains("&quot;&gt;&lt;img src=x onerror=alert(1)&gt;"));
         assert!(html.contains("title&quot;&gt;&lt;img src=x onerror=alert(1)&gt;"));
         assert!(html.contains("id&quot;&gt;&lt;img"));
         assert!(html.contains("fix&quot;&gt;&lt;img"));
         assert!(html.contains("evidence&quot;&gt;&lt;img"));
-        assert!(html.contains("&lt;p style=&quot;color:red&quot;&gt;&#39;x&#39;&lt;/p&gt;"));
+        assert!(html.contains("&lt;p style=&quot;color:red&quot;&gt;'x'&lt;/p&gt;"));
         assert!(html.contains("&lt;/li&gt;&lt;/ul&gt;&lt;/details&gt;&lt;script&gt;"));
         // The title element escapes the name too.
         assert!(html.contains("<title>SEO audit of &lt;script&gt;"));
@@ -702,6 +684,36 @@ mod tests {
         ] {
             assert_eq!(is_web_url(url), web, "{url}");
         }
+    }
+
+    #[test]
+    fn urls_cannot_leave_their_attribute_or_link_to_other_schemes() {
+        let mut audit = sample();
+        audit.property_url = "data:text/html,<script>alert(1)</script>".to_owned();
+        audit.checks.truncate(1);
+        audit.checks[0].findings = vec![
+            (
+                Some("https://x.example/?a='b'&c=\"d\" onmouseover=alert(2) x=\"".to_owned()),
+                String::new(),
+            ),
+            (Some("javascript:alert(3)".to_owned()), String::new()),
+        ];
+        audit.checks[0].total = 2;
+        let html = audit_page(&audit);
+        assert!(!html.contains("<script"), "{html}");
+        assert!(html.contains(
+            "<span class=\"property-link\">data:text/html,&lt;script&gt;alert(1)&lt;/script&gt;</span>"
+        ));
+        assert!(html.contains("<span class=\"finding-url\">javascript:alert(3)</span>"));
+        // The one link: its value is in double quotes and its `"` are escaped, so neither quote
+        // ends it (a `'` needs no escaping there).
+        assert_eq!(html.matches("href=").count(), 1, "{html}");
+        assert!(html.contains(
+            "<a class=\"finding-url\" \
+             href=\"https://x.example/?a='b'&amp;c=&quot;d&quot; onmouseover=alert(2) x=&quot;\" \
+             rel=\"nofollow noopener noreferrer\">"
+        ));
+        assert!(!html.contains("\" onmouseover"), "{html}");
     }
 
     #[test]
@@ -769,9 +781,13 @@ mod tests {
         ] {
             assert_eq!(Band::of(score), band, "{score}");
         }
-        assert!(gauge(0).contains("stroke-dasharray=\"0.00 326.73\""));
-        assert!(gauge(100).contains("stroke-dasharray=\"326.73 326.73\""));
-        assert!(gauge(250).contains("Score 100 out of 100"));
+        assert!(gauge(0)
+            .into_string()
+            .contains("stroke-dasharray=\"0.00 326.73\""));
+        assert!(gauge(100)
+            .into_string()
+            .contains("stroke-dasharray=\"326.73 326.73\""));
+        assert!(gauge(250).into_string().contains("Score 100 out of 100"));
     }
 
     #[test]
