@@ -90,6 +90,7 @@ impl AdminService {
                 state.clone(),
                 authenticate,
             ))
+            .method_not_allowed_fallback(middleware::method_not_allowed)
             .fallback(middleware::not_found)
             .with_state(state);
         Self {

@@ -1,58 +1,294 @@
-//! Response envelopes: `{data, meta}` for successes, `{error, meta}` for errors, where `meta`
-//! always carries the request id.
+//! Response envelopes, written by serde.
 //!
-//! Bodies are built as "the object without `meta`" first, so that idempotency can keep exactly
-//! that and replay it later with the new request's id.
+//! - The developer API's: `{data, meta}` and `{error, meta}`; a list's `meta` also carries
+//!   `hasMore` and `nextCursor`.
+//! - The media API's: `{success: true, data, message?, meta}` and
+//!   `{success: false, error, meta}`.
+//!
+//! `meta` always carries the request id. An answer kept by idempotency is its envelope
+//! without `meta` (an *object*, as JSON text); replayed, it gets the new request's `meta`, its
+//! own members copied as they were written ([`RawValue`]).
+//!
+//! This module knows envelopes, not errors: `error.rs` maps an `Error` to a status and an
+//! [`ErrorBody`] and hands them here, never the other way round.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use axum::body::Body;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use http::{header, HeaderValue, StatusCode};
-use serde::Serialize;
-use serde_json::Value;
+use serde::de::{MapAccess, Visitor};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
 use xf_core::api::Page;
-use xf_core::Error;
+use xf_core::error::FieldError;
 
-use crate::error::ApiError;
 use crate::request_id;
 
-/// `{"data": <data>}` as JSON text.
-pub fn data_object<T: Serialize>(data: &T) -> Result<String, Error> {
-    #[derive(Serialize)]
-    struct Wrapper<'a, T> {
-        data: &'a T,
+/// Which API's envelope an answer is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// `{data, meta}`, `{error, meta}`: the developer, admin and open endpoints.
+    Developer,
+    /// `{success, data | error, meta}`: the media API.
+    Media,
+}
+
+/// `error` of the error envelopes.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ErrorBody<'a> {
+    /// Machine-readable code, e.g. `validation_error`.
+    pub code: &'a str,
+    /// For people.
+    pub message: Cow<'a, str>,
+    /// Per-field problems of a validation error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<&'a [FieldError]>,
+}
+
+#[derive(Serialize)]
+struct Meta<'a> {
+    #[serde(rename = "requestId")]
+    request_id: &'a str,
+}
+
+#[derive(Serialize)]
+struct PageMeta<'a> {
+    #[serde(rename = "requestId")]
+    request_id: &'a str,
+    #[serde(rename = "hasMore")]
+    has_more: bool,
+    #[serde(rename = "nextCursor")]
+    next_cursor: Option<&'a str>,
+}
+
+/// Every envelope: the members it has (`None`s are left out), `meta` last. Without `meta`,
+/// it is the object idempotency keeps.
+#[derive(Serialize)]
+struct Envelope<'a, T, M> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    success: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<&'a T>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a ErrorBody<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    meta: Option<M>,
+}
+
+type Members<'a, T> = Envelope<'a, T, Meta<'a>>;
+
+impl<T> Default for Envelope<'_, T, Meta<'_>> {
+    fn default() -> Self {
+        Envelope {
+            success: None,
+            data: None,
+            message: None,
+            error: None,
+            meta: None,
+        }
     }
-    serde_json::to_string(&Wrapper { data }).map_err(|e| Error::Internal(e.to_string()))
 }
 
-/// Appends `meta` (the request id, plus `extra` fields) to a non-empty JSON object without
-/// it; `None` if `object` is not an object's text.
-fn with_meta(object: &str, extra: &str) -> Option<String> {
-    let open = object.strip_suffix('}').filter(|open| {
-        // `{}` has no member to put a comma after; every object here has `data` or `error`.
-        open.starts_with('{') && open.len() > 1
-    })?;
-    // An echoed id may hold quotes or backslashes: written as a JSON string.
-    let request_id = request_id::with_current(|id| Value::from(id));
-    Some(format!(
-        r#"{open},"meta":{{"requestId":{request_id}{extra}}}}}"#
-    ))
+/// The developer API's success envelope around `data`.
+fn data_members<T>(data: &T) -> Members<'_, T> {
+    Members {
+        data: Some(data),
+        ..Members::default()
+    }
 }
 
-/// A JSON response from an object without `meta`: one this crate serialized, or one kept by
-/// an idempotency record. Anything else is a broken invariant, answered `500`.
+/// The media API's success envelope around `data`, with `message` if given.
+fn media_members<'a, T>(data: &'a T, message: Option<&'a str>) -> Members<'a, T> {
+    Members {
+        success: Some(true),
+        data: Some(data),
+        message,
+        ..Members::default()
+    }
+}
+
+fn error_members<'a>(api: Api, body: &'a ErrorBody<'a>) -> Members<'a, ()> {
+    Members {
+        success: (api == Api::Media).then_some(false),
+        error: Some(body),
+        ..Members::default()
+    }
+}
+
+/// Serializes `members` with the current request's `meta` into a response of `status`.
+fn respond<T: Serialize>(status: StatusCode, members: Members<'_, T>) -> Response {
+    // Sized for a typical resource, so that its serialization does not grow the buffer.
+    let mut body = Vec::with_capacity(1024);
+    let written = request_id::with_current(|request_id| {
+        let meta = Some(Meta { request_id });
+        serde_json::to_writer(&mut body, &Envelope { meta, ..members })
+    });
+    match written {
+        Ok(()) => json_response(status, body),
+        Err(error) => not_serialized(&error),
+    }
+}
+
+/// The object (envelope without `meta`) of `members`.
+fn object<T: Serialize>(members: Members<'_, T>) -> Result<String, serde_json::Error> {
+    serde_json::to_string(&members)
+}
+
+/// A `{data, meta}` response.
+pub fn data<T: Serialize>(status: StatusCode, data: &T) -> Response {
+    respond(status, data_members(data))
+}
+
+/// `{"data": …}`, the object idempotency keeps.
+pub fn data_object<T: Serialize>(data: &T) -> Result<String, serde_json::Error> {
+    object(data_members(data))
+}
+
+/// A media `{success: true, data, message?, meta}` response.
+pub fn media_data<T: Serialize>(status: StatusCode, data: &T, message: Option<&str>) -> Response {
+    respond(status, media_members(data, message))
+}
+
+/// `{"success": true, "data": …, "message"?: …}`, the object idempotency keeps.
+pub fn media_data_object<T: Serialize>(
+    data: &T,
+    message: Option<&str>,
+) -> Result<String, serde_json::Error> {
+    object(media_members(data, message))
+}
+
+/// An error response in `api`'s envelope.
+pub fn error(api: Api, status: StatusCode, body: &ErrorBody<'_>) -> Response {
+    respond(status, error_members(api, body))
+}
+
+/// The error envelope without `meta`, the object idempotency keeps.
+pub fn error_object(api: Api, body: &ErrorBody<'_>) -> String {
+    object(error_members(api, body)).unwrap_or_else(|cause| {
+        // Strings and a slice of them always serialize; if that ever changes, say so.
+        tracing::error!(%cause, code = body.code, "an error envelope does not serialize");
+        object(error_members(api, &INTERNAL)).unwrap_or_default()
+    })
+}
+
+/// A `200` list: `{data: {<key>: [...]}, meta: {requestId, hasMore, nextCursor}}`.
+pub fn page<T: Serialize>(key: &str, page: &Page<T>) -> Response {
+    page_of(
+        &BTreeMap::from([(key, &page.items)]),
+        page.next_cursor.as_deref(),
+    )
+}
+
+/// A `200` list whose `data` is more than the items (a summary beside them, say).
+pub fn page_of<T: Serialize>(data: &T, next_cursor: Option<&str>) -> Response {
+    let mut body = Vec::with_capacity(4096);
+    let written = request_id::with_current(|request_id| {
+        let envelope = Envelope {
+            data: Some(data),
+            success: None,
+            message: None,
+            error: None,
+            meta: Some(PageMeta {
+                request_id,
+                has_more: next_cursor.is_some(),
+                next_cursor,
+            }),
+        };
+        serde_json::to_writer(&mut body, &envelope)
+    });
+    match written {
+        Ok(()) => json_response(StatusCode::OK, body),
+        Err(error) => not_serialized(&error),
+    }
+}
+
+/// A kept object (see [`data_object`], [`error_object`]) as a response with the current
+/// request's `meta`. Anything but an object is a broken invariant, answered `500`.
 pub fn render(status: StatusCode, object: &str) -> Response {
-    match with_meta(object, "") {
-        Some(body) => json_response(status, body),
-        None => broken(object),
+    let Ok(members) = serde_json::from_str::<KeptMembers<'_>>(object) else {
+        let start: String = object.chars().take(40).collect();
+        tracing::error!(start, "a kept response body is not a JSON object");
+        return internal();
+    };
+    let mut body = Vec::with_capacity(object.len() + 64);
+    let written = request_id::with_current(|request_id| {
+        serde_json::to_writer(
+            &mut body,
+            &KeptWithMeta {
+                members,
+                meta: Meta { request_id },
+            },
+        )
+    });
+    match written {
+        Ok(()) => json_response(status, body),
+        Err(error) => not_serialized(&error),
     }
 }
 
-fn broken(object: &str) -> Response {
-    let start: String = object.chars().take(40).collect();
-    ApiError(Error::Internal(format!(
-        "a response body is not a JSON object: {start:?}"
-    )))
-    .into_response()
+/// The members of a kept object, in their order, their values as written.
+struct KeptMembers<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for KeptMembers<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for Visit<'a> {
+            type Value = KeptMembers<'a>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut members = Vec::new();
+                while let Some(member) = map.next_entry::<Cow<'a, str>, &'a RawValue>()? {
+                    members.push(member);
+                }
+                Ok(KeptMembers(members))
+            }
+        }
+        deserializer.deserialize_map(Visit(std::marker::PhantomData))
+    }
+}
+
+/// A kept object's members, then `meta`.
+struct KeptWithMeta<'a> {
+    members: KeptMembers<'a>,
+    meta: Meta<'a>,
+}
+
+impl Serialize for KeptWithMeta<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.members.0.len() + 1))?;
+        for (name, value) in &self.members.0 {
+            map.serialize_entry(name, value)?;
+        }
+        map.serialize_entry("meta", &self.meta)?;
+        map.end()
+    }
+}
+
+/// What a `500` says.
+const INTERNAL: ErrorBody<'static> = ErrorBody {
+    code: "internal_error",
+    message: Cow::Borrowed("internal error"),
+    details: None,
+};
+
+/// A `500 internal_error` in the developer envelope: what is left when a body cannot be
+/// written (a bug, logged where it is found).
+fn internal() -> Response {
+    error(Api::Developer, StatusCode::INTERNAL_SERVER_ERROR, &INTERNAL)
+}
+
+fn not_serialized(error: &serde_json::Error) -> Response {
+    tracing::error!(%error, "a response body does not serialize");
+    internal()
 }
 
 fn json_response(status: StatusCode, body: impl Into<Body>) -> Response {
@@ -65,55 +301,77 @@ fn json_response(status: StatusCode, body: impl Into<Body>) -> Response {
     response
 }
 
-/// A `{data, meta}` response, serialized in one pass.
-pub fn data<T: Serialize>(status: StatusCode, data: &T) -> Response {
-    #[derive(Serialize)]
-    struct Envelope<'a, T> {
-        data: &'a T,
-        meta: Meta<'a>,
-    }
-    #[derive(Serialize)]
-    struct Meta<'a> {
-        #[serde(rename = "requestId")]
-        request_id: &'a str,
-    }
-    // Sized for a typical resource, so that its serialization does not grow the buffer.
-    let mut body = Vec::with_capacity(1024);
-    let written = request_id::with_current(|request_id| {
-        serde_json::to_writer(
-            &mut body,
-            &Envelope {
-                data,
-                meta: Meta { request_id },
-            },
-        )
-    });
-    match written {
-        Ok(()) => json_response(status, body),
-        Err(error) => ApiError(Error::Internal(error.to_string())).into_response(),
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// A `200` list: `{data: {<key>: [...]}, meta: {requestId, hasMore, nextCursor}}`.
-pub fn page<T: Serialize>(key: &str, page: &Page<T>) -> Response {
-    let items = match serde_json::to_string(&page.items) {
-        Ok(items) => items,
-        Err(error) => return ApiError(Error::Internal(error.to_string())).into_response(),
-    };
-    let key = Value::from(key);
-    page_with(&format!("{{{key}:{items}}}"), page.next_cursor.as_deref())
-}
+    async fn body(response: Response) -> serde_json::Value {
+        let bytes = http_body_util::BodyExt::collect(response.into_body())
+            .await
+            .unwrap()
+            .to_bytes();
+        serde_json::from_slice(&bytes).unwrap()
+    }
 
-/// A `200` list whose `data` object is already serialized.
-pub fn page_with(data_json: &str, next_cursor: Option<&str>) -> Response {
-    let extra = format!(
-        r#","hasMore":{},"nextCursor":{}"#,
-        next_cursor.is_some(),
-        Value::from(next_cursor)
-    );
-    let object = format!(r#"{{"data":{data_json}}}"#);
-    match with_meta(&object, &extra) {
-        Some(body) => json_response(StatusCode::OK, body),
-        None => broken(&object),
+    #[tokio::test]
+    async fn a_kept_object_is_replayed_member_for_member_with_meta() {
+        let kept = media_data_object(&serde_json::json!({"id": "med_1", "n": 1.50}), Some("done"))
+            .unwrap();
+        assert_eq!(
+            kept,
+            r#"{"success":true,"data":{"id":"med_1","n":1.5},"message":"done"}"#
+        );
+        let replayed = render(StatusCode::CREATED, &kept);
+        assert_eq!(replayed.status(), StatusCode::CREATED);
+        let replayed = body(replayed).await;
+        assert_eq!(replayed["success"], true);
+        assert_eq!(replayed["data"]["id"], "med_1");
+        assert_eq!(replayed["message"], "done");
+        assert!(replayed["meta"]["requestId"].is_string());
+    }
+
+    #[tokio::test]
+    async fn a_kept_body_that_is_not_an_object_is_a_500() {
+        for broken in ["[1,2]", "\"text\"", "{\"data\":", ""] {
+            let response = render(StatusCode::OK, broken);
+            assert_eq!(response.status(), 500, "{broken:?}");
+            assert_eq!(body(response).await["error"]["code"], "internal_error");
+        }
+    }
+
+    #[test]
+    fn errors_are_in_each_api_s_envelope() {
+        let body = ErrorBody {
+            code: "not_found",
+            message: "no \"such\" thing".into(),
+            details: None,
+        };
+        assert_eq!(
+            error_object(Api::Developer, &body),
+            r#"{"error":{"code":"not_found","message":"no \"such\" thing"}}"#
+        );
+        assert_eq!(
+            error_object(Api::Media, &body),
+            r#"{"success":false,"error":{"code":"not_found","message":"no \"such\" thing"}}"#
+        );
+    }
+
+    #[tokio::test]
+    async fn a_list_says_whether_there_is_more() {
+        let page = Page {
+            items: vec![1, 2],
+            next_cursor: Some("c2".to_owned()),
+        };
+        let answer = body(self::page("jobs", &page)).await;
+        assert_eq!(answer["data"]["jobs"], serde_json::json!([1, 2]));
+        assert_eq!(answer["meta"]["hasMore"], true);
+        assert_eq!(answer["meta"]["nextCursor"], "c2");
+        let last = Page::<u8> {
+            items: vec![],
+            next_cursor: None,
+        };
+        let answer = body(self::page("jobs", &last)).await;
+        assert_eq!(answer["meta"]["hasMore"], false);
+        assert!(answer["meta"]["nextCursor"].is_null());
     }
 }

@@ -2,11 +2,9 @@
 
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode};
-use serde::Serialize;
-use xf_core::error::FieldError;
 use xf_core::Error;
 
-use crate::envelope;
+use crate::envelope::{self, Api, ErrorBody};
 
 /// A core [`Error`] on its way to becoming a response.
 #[derive(Debug)]
@@ -54,53 +52,40 @@ pub fn status_of(error: &Error) -> StatusCode {
     }
 }
 
-/// `error` of the error envelope.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct ErrorBody<'a> {
-    /// Machine-readable code, e.g. `validation_error`.
-    pub code: &'a str,
-    /// For people.
-    pub message: String,
-    /// Per-field problems of a validation error.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub details: Option<&'a [FieldError]>,
+/// The error envelope's `error` of `error`.
+fn body_of(error: &Error) -> ErrorBody<'_> {
+    ErrorBody {
+        code: error.code(),
+        message: error.to_string().into(),
+        details: error.details(),
+    }
 }
 
-/// The error envelope without `meta`: `{"error": {...}}`.
-pub fn error_object(error: &Error) -> String {
-    #[derive(Serialize)]
-    struct Wrapper<'a> {
-        error: ErrorBody<'a>,
+/// `error` in `api`'s envelope without `meta`: what idempotency keeps.
+pub fn error_object(api: Api, error: &Error) -> String {
+    envelope::error_object(api, &body_of(error))
+}
+
+/// `error` as a response in `api`'s envelope, with `Retry-After` when it says when to retry.
+/// Internal errors, outages and third parties' failures are logged here.
+pub fn respond(api: Api, error: &Error) -> Response {
+    match error {
+        Error::Internal(cause) => tracing::error!(%cause, "internal error"),
+        Error::Unavailable { cause } => tracing::warn!(%cause, "storage unavailable"),
+        Error::Upstream { message, .. } => tracing::warn!(%message, "a third party failed"),
+        _ => {}
     }
-    let body = Wrapper {
-        error: ErrorBody {
-            code: error.code(),
-            message: error.to_string(),
-            details: error.details(),
-        },
-    };
-    serde_json::to_string(&body).unwrap_or_else(|cause| {
-        // Strings and a slice of them always serialize; if that ever changes, say so.
-        tracing::error!(%cause, code = error.code(), "an error envelope does not serialize");
-        r#"{"error":{"code":"internal_error","message":"internal error"}}"#.to_owned()
-    })
+    let mut response = envelope::error(api, status_of(error), &body_of(error));
+    if let Some(seconds) = error.retry_after_secs() {
+        response
+            .headers_mut()
+            .insert(http::header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    response
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let error = self.0;
-        match &error {
-            Error::Internal(cause) => tracing::error!(%cause, "internal error"),
-            Error::Unavailable { cause } => tracing::warn!(%cause, "storage unavailable"),
-            Error::Upstream { message, .. } => tracing::warn!(%message, "a third party failed"),
-            _ => {}
-        }
-        let mut response = envelope::render(status_of(&error), &error_object(&error));
-        if let Some(seconds) = error.retry_after_secs() {
-            response
-                .headers_mut()
-                .insert(http::header::RETRY_AFTER, HeaderValue::from(seconds));
-        }
-        response
+        respond(Api::Developer, &self.0)
     }
 }

@@ -7,17 +7,19 @@
 
 use std::future::Future;
 
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use http::{HeaderValue, StatusCode};
 use serde::Serialize;
+use xf_core::params::IdempotencyKey;
 use xf_core::store::StoredResponse;
-use xf_core::{Caller, Error, IdempotencyStart, IdempotencyTicket, Xf};
+use xf_core::{Caller, Error, Fingerprint, IdempotencyStart, Xf};
 
-use crate::envelope;
-use crate::error::{error_object, status_of, ApiError};
+use crate::envelope::{self, Api};
+use crate::error::{error_object, respond as error_response, status_of};
 use crate::extract::Write;
 
-/// Runs `run` once per idempotency key and renders its outcome as `success` or the error.
+/// Runs `run` once per idempotency key and renders its outcome as `success` (the developer
+/// envelope's `{data}`) or the error.
 pub async fn respond<T, F, Fut>(
     xf: &Xf,
     caller: &Caller,
@@ -30,62 +32,82 @@ where
     F: FnOnce() -> Fut,
     Fut: Future<Output = Result<T, Error>>,
 {
-    let ticket = match &write.idempotency.idempotency_key {
+    let key = write.idempotency.idempotency_key.as_ref();
+    once(
+        xf,
+        caller,
+        key,
+        &write.fingerprint,
+        Api::Developer,
+        success,
+        || async {
+            let data = run().await?;
+            envelope::data_object(&data).map_err(|e| Error::Internal(e.to_string()))
+        },
+    )
+    .await
+}
+
+/// Runs `run`, which answers an object of `api`'s envelope, once per idempotency key (none:
+/// it just runs): a request with the key and fingerprint of a finished one gets its answer
+/// again, and the outcome is kept as the core's rule says.
+pub async fn once<F, Fut>(
+    xf: &Xf,
+    caller: &Caller,
+    key: Option<&IdempotencyKey>,
+    fingerprint: &Fingerprint,
+    api: Api,
+    success: StatusCode,
+    run: F,
+) -> Response
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Result<String, Error>>,
+{
+    let ticket = match key {
         None => None,
-        Some(key) => match xf.begin_idempotent(caller, key, &write.fingerprint).await {
+        Some(key) => match xf.begin_idempotent(caller, key, fingerprint).await {
             Ok(IdempotencyStart::Proceed(ticket)) => Some(ticket),
             Ok(IdempotencyStart::Replay(stored)) => return replay(&stored),
-            Err(error) => return ApiError(error).into_response(),
+            Err(error) => return error_response(api, &error),
         },
     };
-    let outcome = run().await.and_then(|data| envelope::data_object(&data));
+    let outcome = run().await;
     if let Some(ticket) = ticket {
-        record(xf, &ticket, &outcome, success, error_object).await;
+        let kept = match &outcome {
+            Ok(object) => Some(StoredResponse {
+                status: success.as_u16(),
+                body: object.clone(),
+            }),
+            Err(error) if error.kept_by_idempotency() => Some(StoredResponse {
+                status: status_of(error).as_u16(),
+                body: error_object(api, error),
+            }),
+            Err(_) => None,
+        };
+        let saved = match &kept {
+            Some(response) => xf.complete_idempotent(&ticket, response).await,
+            None => xf.abandon_idempotent(&ticket).await,
+        };
+        if let Err(error) = saved {
+            // The answer is still right; the key frees itself once its claim goes stale.
+            tracing::warn!(%error, "could not record the idempotency outcome");
+        }
     }
     match outcome {
         Ok(object) => envelope::render(success, &object),
-        Err(error) => ApiError(error).into_response(),
-    }
-}
-
-/// Keeps what a request under an idempotency key answered (`success` with its object, or an
-/// error the core's rule keeps, rendered by `error_body`), or frees the key for a retry.
-pub async fn record(
-    xf: &Xf,
-    ticket: &IdempotencyTicket,
-    outcome: &Result<String, Error>,
-    success: StatusCode,
-    error_body: fn(&Error) -> String,
-) {
-    let kept = match outcome {
-        Ok(object) => Some(StoredResponse {
-            status: success.as_u16(),
-            body: object.clone(),
-        }),
-        Err(error) if error.kept_by_idempotency() => Some(StoredResponse {
-            status: status_of(error).as_u16(),
-            body: error_body(error),
-        }),
-        Err(_) => None,
-    };
-    let saved = match &kept {
-        Some(response) => xf.complete_idempotent(ticket, response).await,
-        None => xf.abandon_idempotent(ticket).await,
-    };
-    if let Err(error) = saved {
-        // The answer is still right; the key frees itself once its claim goes stale.
-        tracing::warn!(%error, "could not record the idempotency outcome");
+        Err(error) => error_response(api, &error),
     }
 }
 
 /// A kept response again, with the new request's id and `Idempotent-Replayed: true`.
 pub fn replay(stored: &StoredResponse) -> Response {
     let Ok(status) = StatusCode::from_u16(stored.status) else {
-        return ApiError(Error::Internal(format!(
+        let cause = format!(
             "the idempotency record holds the status {}, which is not an HTTP status",
             stored.status
-        )))
-        .into_response();
+        );
+        return error_response(Api::Developer, &Error::Internal(cause));
     };
     let mut response = envelope::render(status, &stored.body);
     response

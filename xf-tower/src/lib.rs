@@ -67,7 +67,6 @@ pub use media_file::MediaFileService;
 pub use mount::{strip_prefix, StripPrefix};
 pub use report_page::ReportPageService;
 pub use request_id::{current_request, is_request_span};
-pub use routes::media::is_media_path;
 
 /// The body of every response of this crate's services, and a body type a host can build
 /// requests from ([`Body::from_stream`], `Body::from(bytes)`, [`Body::empty`]). It implements
@@ -139,7 +138,8 @@ impl XfService {
                     async move { openapi::respond(served) }
                 }),
             )
-            .fallback(middleware::api_not_found)
+            .method_not_allowed_fallback(middleware::method_not_allowed)
+            .fallback(middleware::not_found)
             .with_state(xf);
         let router = body_rate::layer(router, limits);
         Self {
@@ -160,6 +160,36 @@ impl XfService {
     }
 }
 
+/// The media API alone, for the specification's alternative base URL (its paths without the
+/// `/api/v1` prefix): its routes and its envelope, `404` in it below `/media/` and
+/// `/channels/`, and the API's plain `404` for every other path. [`XfService`] serves the
+/// same routes under its own mount. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct MediaService {
+    router: Router,
+}
+
+impl MediaService {
+    /// The service over `xf`.
+    pub fn new(xf: Xf) -> Self {
+        let limits = xf.request_limits();
+        let router = routes::media::router(xf.clone())
+            .fallback(middleware::not_found)
+            .with_state(xf);
+        let router = body_rate::layer(router, limits);
+        Self {
+            router: with_common_layers(router, request_id::Service::Api),
+        }
+    }
+
+    /// The axum `Router` inside.
+    pub fn into_router(self) -> Router {
+        self.router
+    }
+}
+
+router_service!(MediaService);
+
 /// A service that answers every request with the API's `404 not_found` envelope (request id
 /// included), for a host's paths outside the mounted services:
 /// `Router::new().nest_service("/api/v1", api).fallback_service(xf_tower::not_found_service())`.
@@ -172,12 +202,11 @@ pub fn not_found_service() -> Router {
 
 /// The layer every service of the APIs shares (see [`request_id::Layer`]): request ids and
 /// the request log; a panic becomes a `500` envelope (and a log line with the request id)
-/// instead of a dropped connection; axum's bare 405 gets the envelope.
+/// instead of a dropped connection.
 fn with_common_layers(router: Router, service: request_id::Service) -> Router {
     router.layer(request_id::Layer {
         service,
         panic: Some(middleware::panic_response),
-        method_not_allowed: Some(middleware::method_not_allowed),
     })
 }
 
@@ -236,6 +265,55 @@ mod tests {
         assert_eq!(body["error"]["code"], "internal_error");
         assert_eq!(body["meta"]["requestId"], id.as_str());
         assert!(!body.to_string().contains("secret detail"));
+    }
+
+    async fn answer(
+        router: &Router,
+        method: http::Method,
+        path: &str,
+    ) -> (u16, serde_json::Value, Option<String>) {
+        let request = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .body(Body::empty())
+            .unwrap();
+        let response = router.clone().oneshot(request).await.unwrap();
+        let status = response.status().as_u16();
+        let allow = response
+            .headers()
+            .get("allow")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        (status, serde_json::from_slice(&body).unwrap(), allow)
+    }
+
+    #[tokio::test]
+    async fn the_media_service_answers_in_its_envelope_below_its_paths() {
+        let xf = Xf::builder(Arc::new(xf_storage_memory::MemoryStore::new()))
+            .secret_key(Xf::random_secret_key())
+            .public_base_url("http://127.0.0.1:1")
+            .build()
+            .unwrap();
+        let media = MediaService::new(xf).into_router();
+        let (status, body, allow) = answer(&media, http::Method::PUT, "/channels").await;
+        assert_eq!((status, &body["success"]), (405, &serde_json::json!(false)));
+        assert_eq!(body["error"]["code"], "method_not_allowed");
+        assert_eq!(allow.as_deref(), Some("GET,HEAD"));
+        let (status, body, _) = answer(&media, http::Method::GET, "/media/unknown").await;
+        assert_eq!((status, &body["success"]), (404, &serde_json::json!(false)));
+        let (status, body, _) = answer(&media, http::Method::GET, "/channels").await;
+        assert_eq!(
+            (status, &body["error"]["code"]),
+            (401, &serde_json::json!("api_key_invalid"))
+        );
+        assert_eq!(body["success"], false);
+        // Elsewhere it is not the media API: the API's plain 404.
+        let (status, body, _) = answer(&media, http::Method::GET, "/properties").await;
+        assert_eq!(
+            (status, &body["error"]["code"]),
+            (404, &serde_json::json!("not_found"))
+        );
+        assert!(body.get("success").is_none(), "{body}");
     }
 
     /// What a handler sees of its request: whether it runs in the `request` span, and what

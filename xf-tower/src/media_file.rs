@@ -40,7 +40,6 @@ impl MediaFileService {
             .layer(request_id::Layer {
                 service: request_id::Service::MediaFile,
                 panic: Some(crate::middleware::panic_response),
-                method_not_allowed: None,
             });
         Self { router }
     }

@@ -244,28 +244,14 @@ fn header_name(name: &'static str) -> HeaderName {
     HeaderName::from_bytes(name.as_bytes()).expect("the API's header names are valid")
 }
 
-/// The envelope of a 405 (a known path, another method): the media API's below its paths.
-pub fn method_not_allowed(path: &str) -> Response {
-    if crate::routes::media::is_media_path(path) {
-        crate::routes::media::MediaError(Error::MethodNotAllowed).into_response()
-    } else {
-        ApiError(Error::MethodNotAllowed).into_response()
-    }
+/// `405` in the developer envelope (axum adds `Allow`).
+pub async fn method_not_allowed() -> Response {
+    ApiError(Error::MethodNotAllowed).into_response()
 }
 
 /// The fallback of unknown paths.
 pub async fn not_found() -> Response {
     ApiError(Error::NotFound("route")).into_response()
-}
-
-/// The fallback of unknown paths of the APIs' service: in the media envelope below the media
-/// API's paths.
-pub async fn api_not_found(uri: http::Uri) -> Response {
-    if crate::routes::media::is_media_path(uri.path()) {
-        crate::routes::media::MediaError(Error::NotFound("route")).into_response()
-    } else {
-        ApiError(Error::NotFound("route")).into_response()
-    }
 }
 
 /// The response to a panic in a handler: logged, and a `500 internal_error` without detail.

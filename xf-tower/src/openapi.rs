@@ -11,7 +11,8 @@ use serde_json::{json, Map, Value};
 use utoipa::OpenApi;
 use xf_core::Error;
 
-use crate::error::{ApiError, ErrorBody};
+use crate::envelope::ErrorBody;
+use crate::error::ApiError;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -137,23 +138,31 @@ pub fn finish(doc: utoipa::openapi::OpenApi) -> Result<Value, String> {
         .get_mut("paths")
         .and_then(Value::as_object_mut)
         .ok_or_else(|| missing("paths"))?;
-    paths.extend(crate::openapi_media::paths());
+    // Each path is decorated as its own API's: the developer API's come from the routes'
+    // annotations, the media API's from `openapi_media`.
+    decorate_paths(paths, Api::Developer)?;
+    let mut media = crate::openapi_media::paths();
+    decorate_paths(&mut media, Api::Media)?;
+    paths.extend(media);
+    add_links(paths)?;
+    Ok(doc)
+}
+
+/// Decorates every operation of `paths` as `api`'s; `/health` and `OPTIONS` are open.
+fn decorate_paths(paths: &mut serde_json::Map<String, Value>, api: Api) -> Result<(), String> {
     for (path, item) in paths.iter_mut() {
         let item = item
             .as_object_mut()
             .ok_or_else(|| format!("the path item {path} is not an object"))?;
-        let media = crate::routes::media::is_media_path(path);
         for (method, operation) in item.iter_mut() {
             let api = match (path.as_str(), method.as_str()) {
                 ("/health", _) | (_, "options") => Api::Open,
-                _ if media => Api::Media,
-                _ => Api::Developer,
+                _ => api,
             };
             decorate(operation, method, api)?;
         }
     }
-    add_links(paths)?;
-    Ok(doc)
+    Ok(())
 }
 
 /// Links from one response to operations that take one of its values as a parameter.

@@ -26,7 +26,7 @@ use std::time::Instant;
 use axum::extract::{MatchedPath, OriginalUri, Request};
 use axum::response::Response;
 use futures::FutureExt;
-use http::{HeaderValue, StatusCode};
+use http::HeaderValue;
 use tracing::Instrument;
 
 /// The request and response header.
@@ -135,7 +135,7 @@ fn sent_uri(request: &Request) -> http::Uri {
 }
 
 /// The layer around every route of this crate's services: request ids, the request log, and
-/// (as each service needs) the envelope of axum's bare 405 and the answer to a panic.
+/// (as each service needs) the answer to a panic.
 ///
 /// One hand-written service rather than a stack of `from_fn` layers: each of those boxes the
 /// rest of the stack and its own future again on every request. Applied with
@@ -148,9 +148,6 @@ pub(crate) struct Layer {
     /// The answer to a handler's panic (logged, `500`); `None` leaves panics to a layer
     /// inside.
     pub panic: Option<fn(Box<dyn Any + Send + 'static>) -> Response>,
-    /// The answer that replaces axum's bare `405`, given the request's path; its `Allow` is
-    /// kept. `None` keeps axum's.
-    pub method_not_allowed: Option<fn(&str) -> Response>,
 }
 
 impl<S> tower::Layer<S> for Layer {
@@ -185,11 +182,7 @@ where
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        let Layer {
-            service,
-            panic,
-            method_not_allowed,
-        } = self.layer;
+        let Layer { service, panic } = self.layer;
         let id = request
             .headers()
             .get(HEADER_NAME)
@@ -197,13 +190,11 @@ where
             .unwrap_or_else(generated);
         let method = request.method().clone();
         let sent = sent_uri(&request);
-        // The prefix a host mounted us under: what the sent path has before ours. Our own
-        // path (for the 405 answer) is then the sent path's tail; it is copied only when a
-        // host rewrote the path in some other way.
-        let mount = sent.path().strip_suffix(request.uri().path()).map(str::len);
-        let rewritten = (mount.is_none() && method_not_allowed.is_some())
-            .then(|| request.uri().path().to_owned());
-        let mount = mount.unwrap_or(0);
+        // The prefix a host mounted us under: what the sent path has before ours.
+        let mount = sent
+            .path()
+            .strip_suffix(request.uri().path())
+            .map_or(0, str::len);
         let matched = request.extensions().get::<MatchedPath>().cloned();
         let span = tracing::info_span!(
             "request",
@@ -219,7 +210,7 @@ where
         };
         let run = async move {
             // A panic's answer is logged inside the span, so its line names the request.
-            let mut response = match (called, panic) {
+            let response = match (called, panic) {
                 (Ok(future), Some(answer)) => {
                     AssertUnwindSafe(future)
                         .catch_unwind()
@@ -238,15 +229,6 @@ where
                 (Err(payload), Some(answer)) => span.in_scope(|| answer(payload)),
                 (Err(payload), None) => std::panic::resume_unwind(payload),
             };
-            if let Some(answer) = method_not_allowed {
-                if response.status() == StatusCode::METHOD_NOT_ALLOWED {
-                    let allow = response.headers_mut().remove(http::header::ALLOW);
-                    response = answer(rewritten.as_deref().unwrap_or(&sent.path()[mount..]));
-                    if let Some(allow) = allow {
-                        response.headers_mut().insert(http::header::ALLOW, allow);
-                    }
-                }
-            }
             // The path comes back out for the log line, written once the id is out of scope.
             (response, sent)
         };

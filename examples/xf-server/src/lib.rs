@@ -52,7 +52,7 @@ use xf_core::store::Store;
 use xf_core::{CreatedOrganization, Xf};
 use xf_storage_memory::MemoryStore;
 use xf_storage_postgres::PgStore;
-use xf_tower::{AdminService, MediaFileService, ReportPageService, XfService};
+use xf_tower::{AdminService, MediaFileService, MediaService, ReportPageService, XfService};
 
 pub use xf_core::MIN_SECRET_KEY_LEN;
 
@@ -683,9 +683,8 @@ pub async fn build_app(config: &Config) -> Result<App, StartError> {
         (None, None)
     };
 
-    let api = XfService::new(xf.clone()).into_router();
     let mut mounts = vec![
-        (API_PREFIX, api.clone()),
+        (API_PREFIX, XfService::new(xf.clone()).into_router()),
         (
             REPORT_PREFIX,
             ReportPageService::new(xf.clone()).into_router(),
@@ -703,8 +702,7 @@ pub async fn build_app(config: &Config) -> Result<App, StartError> {
     }
     let service = Mounts {
         mounts: mounts.into(),
-        api,
-        not_found: xf_tower::not_found_service(),
+        root: MediaService::new(xf.clone()).into_router(),
     };
     Ok(App {
         service,
@@ -716,17 +714,16 @@ pub async fn build_app(config: &Config) -> Result<App, StartError> {
 
 /// The services under their prefixes, dispatched by a prefix test each: a router nesting
 /// them costs a route match, a rewritten path and a matched-path string per request for the
-/// same choice. The media API is also served without the prefix (the spec's alternative base
-/// URL). Paths outside the mounted services get the API's own 404 envelope, so a client with
-/// a wrong base URL reads a JSON error like any other.
+/// same choice. Every other path goes to the media API served without the prefix (the
+/// spec's alternative base URL, [`MediaService`]), which answers the API's own 404 envelope
+/// outside its routes, so a client with a wrong base URL reads a JSON error like any other.
 ///
 /// It is served as it is ([`serve`]), not inside another router: a router's fallback would
 /// add a route match and two boxed layers to every request.
 #[derive(Clone, Debug)]
 pub struct Mounts {
     mounts: Arc<[(&'static str, Router)]>,
-    api: Router,
-    not_found: Router,
+    root: Router,
 }
 
 impl tower::Service<axum::extract::Request> for Mounts {
@@ -748,11 +745,7 @@ impl tower::Service<axum::extract::Request> for Mounts {
                 return service.clone().call(request);
             }
         }
-        if xf_tower::is_media_path(request.uri().path()) {
-            self.api.clone().call(request)
-        } else {
-            self.not_found.clone().call(request)
-        }
+        self.root.clone().call(request)
     }
 }
 

@@ -102,6 +102,28 @@ async fn unknown_paths_and_methods_use_the_envelope(app: TestApp) {
         .send(request(Method::PUT, "/health", None, None, &[]))
         .await;
     wrong.expect_error(405, "method_not_allowed");
+    // The media API answers in its own envelope, below its own paths only.
+    let wrong = app
+        .send(request(Method::DELETE, "/media/videos", None, None, &[]))
+        .await;
+    wrong.expect_error(405, "method_not_allowed");
+    assert_eq!(wrong.body["success"], false, "{}", wrong.body);
+    let allow = wrong.header("allow").unwrap();
+    assert!(allow.contains("GET") && allow.contains("POST"), "{allow}");
+    for path in ["/media", "/media/nope", "/media/videos/a/b", "/channels/x"] {
+        let unknown = app.send(request(Method::GET, path, None, None, &[])).await;
+        unknown.expect_error(404, "not_found");
+        assert_eq!(unknown.body["success"], false, "{path}: {}", unknown.body);
+    }
+    for path in ["/video/other", "/mediax", "/channelsx"] {
+        let unknown = app.send(request(Method::GET, path, None, None, &[])).await;
+        unknown.expect_error(404, "not_found");
+        assert!(
+            unknown.body.get("success").is_none(),
+            "{path}: {}",
+            unknown.body
+        );
+    }
 }
 
 async fn keys_must_be_valid_unrevoked_and_entitled(app: TestApp) {

@@ -59,7 +59,6 @@ impl ReportPageService {
                 service: request_id::Service::Report,
                 // Inside the security headers, so a panic's answer has them too.
                 panic: None,
-                method_not_allowed: None,
             });
         Self { router }
     }

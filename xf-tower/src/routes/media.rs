@@ -6,24 +6,25 @@
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use axum::Router;
-use http::{HeaderValue, StatusCode};
-use serde::Serialize;
+use http::StatusCode;
 use serde_json::json;
-use sha2::{Digest, Sha256};
 use xf_core::media::api::MediaListQuery;
 use xf_core::media::MediaKind;
 use xf_core::plans::Entitlement;
-use xf_core::{BodyError, ChunkSource, Error, Fingerprint, IdempotencyStart, StagedFile, Xf};
+use xf_core::{Error, Xf};
 
-use crate::envelope;
-use crate::error::{error_object, status_of};
+use super::upload_form::UploadForm;
+use crate::envelope::{self, Api};
 use crate::extract::{bearer, PathParam, Query};
+use crate::idempotency;
 use crate::middleware::Guard;
-use crate::multipart::{FormError, FormReader, TextField};
 
-/// The routes of this module, behind the media API's authentication and rate limits.
+/// The media API: its routes, behind its authentication and rate limits, and its own answers
+/// to a method a route does not take (`405`) and to unknown paths below `/media/` and
+/// `/channels/` (`404`), all in its envelope. A service that merges it keeps its own fallback
+/// for every other path.
 pub fn router(xf: Xf) -> Router<Xf> {
     Router::new()
         .route("/media/videos", post(upload_video).get(list_videos))
@@ -36,16 +37,20 @@ pub fn router(xf: Xf) -> Router<Xf> {
         // Uploads are streamed to the blob store under the media limits, not axum's 2 MB.
         .layer(axum::extract::DefaultBodyLimit::disable())
         .route_layer(axum::middleware::from_fn_with_state(xf, media_api))
+        .method_not_allowed_fallback(method_not_allowed)
+        .route("/media", any(not_found))
+        .route("/media/{*rest}", any(not_found))
+        .route("/channels/{*rest}", any(not_found))
 }
 
-/// Whether `path` (relative to the mount point) is the media API's, whose errors use its
-/// envelope.
-pub fn is_media_path(path: &str) -> bool {
-    path == "/media"
-        || path.starts_with("/media/")
-        || path == "/channels"
-        || path.starts_with("/channels/")
-        || path == "/video/upload"
+/// `405` in the media envelope (axum adds `Allow`).
+async fn method_not_allowed() -> Response {
+    MediaError(Error::MethodNotAllowed).into_response()
+}
+
+/// `404` in the media envelope, for paths below the media API's that name nothing.
+async fn not_found() -> Response {
+    MediaError(Error::NotFound("route")).into_response()
 }
 
 /// An error in the media envelope.
@@ -59,45 +64,13 @@ impl From<Error> for MediaError {
 
 impl IntoResponse for MediaError {
     fn into_response(self) -> Response {
-        let error = self.0;
-        match &error {
-            Error::Internal(cause) => tracing::error!(%cause, "internal error"),
-            Error::Unavailable { cause } => tracing::warn!(%cause, "storage unavailable"),
-            _ => {}
-        }
-        let mut response = envelope::render(status_of(&error), &media_error_object(&error));
-        if let Some(seconds) = error.retry_after_secs() {
-            response
-                .headers_mut()
-                .insert(http::header::RETRY_AFTER, HeaderValue::from(seconds));
-        }
-        response
+        crate::error::respond(Api::Media, &self.0)
     }
 }
 
-/// `{"success": false, "error": …}`, without `meta` (what idempotency keeps).
-fn media_error_object(error: &Error) -> String {
-    let object = error_object(error);
-    format!(r#"{{"success":false,{}}}"#, &object[1..object.len() - 1])
-}
-
-/// `{success: true, data}` (and any `extra` members, such as an upload's `message`), without
-/// `meta`.
-fn success_object<T: Serialize>(data: &T, extra: serde_json::Value) -> Result<String, Error> {
-    let mut body = json!({"success": true});
-    if let serde_json::Value::Object(extra) = extra {
-        body.as_object_mut().expect("an object").extend(extra);
-    }
-    body["data"] = serde_json::to_value(data).map_err(|e| Error::Internal(e.to_string()))?;
-    Ok(body.to_string())
-}
-
-/// `{success: true, data, meta}` (and any `extra` members).
-fn success<T: Serialize>(status: StatusCode, data: &T, extra: serde_json::Value) -> Response {
-    match success_object(data, extra) {
-        Ok(object) => envelope::render(status, &object),
-        Err(error) => MediaError(error).into_response(),
-    }
+/// `{success: true, data, meta}`.
+fn success<T: serde::Serialize>(status: StatusCode, data: &T) -> Response {
+    envelope::media_data(status, data, None)
 }
 
 type Handled = Result<Response, MediaError>;
@@ -166,160 +139,34 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for MediaPath {
     }
 }
 
-/// A form's file part, chunk by chunk, hashed on the way when the request is idempotent (its
-/// fingerprint covers the file's bytes).
-struct FileChunks<'a, 'h>(&'a mut FormReader, Option<&'h mut Sha256>);
-
-#[async_trait::async_trait]
-impl ChunkSource for FileChunks<'_, '_> {
-    async fn next_chunk(&mut self) -> Option<Result<bytes::Bytes, BodyError>> {
-        let chunk = self
-            .0
-            .next_chunk()
-            .await
-            .map_err(FormError::into_body_error)
-            .transpose();
-        if let (Some(Ok(bytes)), Some(hasher)) = (&chunk, self.1.as_deref_mut()) {
-            hasher.update(bytes);
-        }
-        chunk
-    }
-}
-
-/// The fingerprint of an upload form: its path, its text fields (in order of name), and the
-/// file's name, size and SHA-256.
-fn form_fingerprint(
-    path: &str,
-    fields: &[(String, String)],
-    file: Option<(&StagedFile, [u8; 32])>,
-) -> Fingerprint {
-    let mut sorted: Vec<&(String, String)> = fields.iter().collect();
-    sorted.sort();
-    let mut canonical = Vec::new();
-    for (name, value) in sorted {
-        for part in [name.as_bytes(), value.as_bytes()] {
-            canonical.extend_from_slice(&(part.len() as u64).to_be_bytes());
-            canonical.extend_from_slice(part);
-        }
-    }
-    if let Some((staged, digest)) = file {
-        canonical.extend_from_slice(staged.name().as_bytes());
-        canonical.extend_from_slice(&staged.size().to_be_bytes());
-        canonical.extend_from_slice(&digest);
-    }
-    Fingerprint::of("POST", path, &canonical)
-}
-
-/// Reads an upload form: the `file` part is streamed to the blob store as it arrives, the
-/// other parts are text fields, each read only up to its limit. With an `Idempotency-Key`,
-/// the form's fingerprint (its fields and the file's digest) is known once it is read: a
-/// replay then drops the new copy of the file and answers as the first time.
+/// `POST /media/videos`, `/media/images`, `/video/upload`: the form is read (its file
+/// streamed to the blob store, owned by the form until an item keeps it), then the item is
+/// created, once per `Idempotency-Key`. A replay or a refusal drops the form, and with it the
+/// new copy of the file.
 async fn upload(xf: Xf, caller: xf_core::Caller, kind: MediaKind, request: Request) -> Handled {
-    let path = request.uri().path().to_owned();
-    let idempotency_key = crate::extract::idempotency_key(request.headers())?;
-    let limits = xf.media_limits();
-    let content_type = request
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let mut form = FormReader::new(
-        request.into_body(),
-        content_type.as_deref(),
-        limits.max_form_parts,
-    )
-    .map_err(|message| Error::invalid("body", message))?;
-    let mut fields: Vec<(String, String)> = Vec::new();
-    let mut text_bytes = 0usize;
-    let mut staged: Option<StagedFile> = None;
-    let mut hasher = idempotency_key.as_ref().map(|_| Sha256::new());
-    let outcome: Result<(), Error> = async {
-        while let Some(part) = form.next_part().await.map_err(FormError::into_error)? {
-            if part.name == "file" {
-                if staged.is_some() {
-                    return Err(Error::invalid("file", "is given more than once"));
-                }
-                let file_name = part.file_name.ok_or_else(|| {
-                    Error::invalid("file", "must be a file part with a file name")
-                })?;
-                let mut chunks = FileChunks(&mut form, hasher.as_mut());
-                staged = Some(
-                    xf.stage_media_file(&caller, kind, &file_name, &mut chunks)
-                        .await?,
-                );
-                continue;
-            }
-            let room = limits
-                .max_form_field_bytes
-                .min(limits.max_form_text_bytes - text_bytes);
-            let text = match form.text(room).await.map_err(FormError::into_error)? {
-                TextField::Text(text) => text,
-                TextField::NotUtf8 => return Err(Error::invalid(&part.name, "is not UTF-8 text")),
-                TextField::TooLong if room < limits.max_form_field_bytes => {
-                    return Err(Error::invalid(
-                        "body",
-                        format!(
-                            "the form's text fields are longer than {} bytes in all",
-                            limits.max_form_text_bytes
-                        ),
-                    ))
-                }
-                TextField::TooLong => {
-                    return Err(Error::invalid(
-                        &part.name,
-                        format!("is longer than {} bytes", limits.max_form_field_bytes),
-                    ))
-                }
-            };
-            text_bytes += text.len();
-            fields.push((part.name, text));
-        }
-        Ok(())
-    }
-    .await;
-    if let Err(error) = outcome {
-        // The form cannot be used: a file already stored goes too.
-        xf.discard_staged(staged).await;
-        return Err(error.into());
-    }
-    let ticket = match &idempotency_key {
-        None => None,
-        Some(key) => {
-            let digest: [u8; 32] = hasher.map(|h| h.finalize().into()).unwrap_or_default();
-            let fingerprint =
-                form_fingerprint(&path, &fields, staged.as_ref().map(|s| (s, digest)));
-            match xf.begin_idempotent(&caller, key, &fingerprint).await {
-                Ok(IdempotencyStart::Proceed(ticket)) => Some(ticket),
-                Ok(IdempotencyStart::Replay(stored)) => {
-                    xf.discard_staged(staged).await;
-                    return Ok(crate::idempotency::replay(&stored));
-                }
-                Err(error) => {
-                    xf.discard_staged(staged).await;
-                    return Err(error.into());
-                }
-            }
-        }
-    };
+    let form = UploadForm::read(&xf, &caller, kind, request).await?;
+    let (key, fingerprint) = (form.idempotency_key.clone(), form.fingerprint());
     let message = match kind {
         MediaKind::Video => "video uploaded",
         MediaKind::Image => "image uploaded",
     };
-    let outcome = xf
-        .create_media(&caller, kind, &fields, staged)
-        .await
-        .and_then(|items| success_object(&items, json!({"message": message})));
-    if let Some(ticket) = ticket {
-        crate::idempotency::record(
-            &xf,
-            &ticket,
-            &outcome,
-            StatusCode::CREATED,
-            media_error_object,
-        )
-        .await;
-    }
-    Ok(envelope::render(StatusCode::CREATED, &outcome?))
+    let create = || async {
+        let items = xf
+            .create_media(&caller, kind, &form.fields, form.file)
+            .await?;
+        envelope::media_data_object(&items, Some(message))
+            .map_err(|e| Error::Internal(e.to_string()))
+    };
+    Ok(idempotency::once(
+        &xf,
+        &caller,
+        key.as_ref(),
+        &fingerprint,
+        Api::Media,
+        StatusCode::CREATED,
+        create,
+    )
+    .await)
 }
 
 async fn upload_video(
@@ -344,7 +191,7 @@ async fn get_video(
     MediaPath(id): MediaPath,
 ) -> Handled {
     let item = xf.get_media(&caller, MediaKind::Video, &id).await?;
-    Ok(success(StatusCode::OK, &item, json!(null)))
+    Ok(success(StatusCode::OK, &item))
 }
 
 async fn get_image(
@@ -353,7 +200,7 @@ async fn get_image(
     MediaPath(id): MediaPath,
 ) -> Handled {
     let item = xf.get_media(&caller, MediaKind::Image, &id).await?;
-    Ok(success(StatusCode::OK, &item, json!(null)))
+    Ok(success(StatusCode::OK, &item))
 }
 
 async fn list(
@@ -371,7 +218,6 @@ async fn list(
     Ok(success(
         StatusCode::OK,
         &json!({ key: list.items, "pagination": list.pagination }),
-        json!(null),
     ))
 }
 
@@ -393,5 +239,5 @@ async fn list_images(
 
 async fn list_channels(State(xf): State<Xf>, MediaCaller(caller): MediaCaller) -> Handled {
     let channels = xf.list_channels(&caller).await?;
-    Ok(success(StatusCode::OK, &channels, json!(null)))
+    Ok(success(StatusCode::OK, &channels))
 }

@@ -118,8 +118,7 @@ async fn list_issues(
         summary: result.summary,
         issues: result.issues.items,
     };
-    let data = serde_json::to_string(&data).map_err(|e| xf_core::Error::Internal(e.to_string()))?;
-    Ok(envelope::page_with(
+    Ok(envelope::page_of(
         &data,
         result.issues.next_cursor.as_deref(),
     ))

@@ -1,0 +1,141 @@
+//! Reading an upload form (`multipart/form-data`): its text fields, each read only up to its
+//! limit, and its `file` part, streamed to the blob store as it arrives.
+
+use axum::extract::Request;
+use sha2::{Digest, Sha256};
+use xf_core::media::MediaKind;
+use xf_core::params::IdempotencyKey;
+use xf_core::{BodyError, Caller, ChunkSource, Error, Fingerprint, StagedFile, Xf};
+
+use crate::multipart::{FormError, FormReader, TextField};
+
+/// An upload form as read. It owns the staged file: a form dropped before an item keeps the
+/// file (a refusal, a replay, a client gone) deletes it.
+pub struct UploadForm {
+    /// The request's path, part of the fingerprint.
+    path: String,
+    /// `Idempotency-Key`, if sent.
+    pub idempotency_key: Option<IdempotencyKey>,
+    /// The text fields, in the order sent.
+    pub fields: Vec<(String, String)>,
+    /// The file part, staged in the blob store.
+    pub file: Option<StagedFile>,
+    /// The file's SHA-256, taken on the way when the request is idempotent (its fingerprint
+    /// covers the file's bytes).
+    digest: Option<[u8; 32]>,
+}
+
+impl UploadForm {
+    /// Reads the form of `request`, staging its file as a `kind` upload of `caller`.
+    pub async fn read(
+        xf: &Xf,
+        caller: &Caller,
+        kind: MediaKind,
+        request: Request,
+    ) -> Result<UploadForm, Error> {
+        let path = request.uri().path().to_owned();
+        let idempotency_key = crate::extract::idempotency_key(request.headers())?;
+        let limits = xf.media_limits();
+        let content_type = request
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let mut reader = FormReader::new(
+            request.into_body(),
+            content_type.as_deref(),
+            limits.max_form_parts,
+        )
+        .map_err(|message| Error::invalid("body", message))?;
+        let mut hasher = idempotency_key.as_ref().map(|_| Sha256::new());
+        let mut form = UploadForm {
+            path,
+            idempotency_key,
+            fields: Vec::new(),
+            file: None,
+            digest: None,
+        };
+        let mut text_bytes = 0usize;
+        while let Some(part) = reader.next_part().await.map_err(FormError::into_error)? {
+            if part.name == "file" {
+                if form.file.is_some() {
+                    return Err(Error::invalid("file", "is given more than once"));
+                }
+                let file_name = part.file_name.ok_or_else(|| {
+                    Error::invalid("file", "must be a file part with a file name")
+                })?;
+                let mut chunks = FileChunks(&mut reader, hasher.as_mut());
+                form.file = Some(
+                    xf.stage_media_file(caller, kind, &file_name, &mut chunks)
+                        .await?,
+                );
+                continue;
+            }
+            let room = limits
+                .max_form_field_bytes
+                .min(limits.max_form_text_bytes - text_bytes);
+            let text = match reader.text(room).await.map_err(FormError::into_error)? {
+                TextField::Text(text) => text,
+                TextField::NotUtf8 => return Err(Error::invalid(&part.name, "is not UTF-8 text")),
+                TextField::TooLong if room < limits.max_form_field_bytes => {
+                    return Err(Error::invalid(
+                        "body",
+                        format!(
+                            "the form's text fields are longer than {} bytes in all",
+                            limits.max_form_text_bytes
+                        ),
+                    ))
+                }
+                TextField::TooLong => {
+                    return Err(Error::invalid(
+                        &part.name,
+                        format!("is longer than {} bytes", limits.max_form_field_bytes),
+                    ))
+                }
+            };
+            text_bytes += text.len();
+            form.fields.push((part.name, text));
+        }
+        form.digest = hasher.map(|hasher| hasher.finalize().into());
+        Ok(form)
+    }
+
+    /// The form's fingerprint: its path, its text fields (in order of name), and the file's
+    /// name, size and SHA-256.
+    pub fn fingerprint(&self) -> Fingerprint {
+        let mut sorted: Vec<&(String, String)> = self.fields.iter().collect();
+        sorted.sort();
+        let mut canonical = Vec::new();
+        for (name, value) in sorted {
+            for part in [name.as_bytes(), value.as_bytes()] {
+                canonical.extend_from_slice(&(part.len() as u64).to_be_bytes());
+                canonical.extend_from_slice(part);
+            }
+        }
+        if let Some(file) = &self.file {
+            canonical.extend_from_slice(file.name().as_bytes());
+            canonical.extend_from_slice(&file.size().to_be_bytes());
+            canonical.extend_from_slice(&self.digest.unwrap_or_default());
+        }
+        Fingerprint::of("POST", &self.path, &canonical)
+    }
+}
+
+/// A form's file part, chunk by chunk, hashed on the way when the request is idempotent.
+struct FileChunks<'a, 'h>(&'a mut FormReader, Option<&'h mut Sha256>);
+
+#[async_trait::async_trait]
+impl ChunkSource for FileChunks<'_, '_> {
+    async fn next_chunk(&mut self) -> Option<Result<bytes::Bytes, BodyError>> {
+        let chunk = self
+            .0
+            .next_chunk()
+            .await
+            .map_err(FormError::into_body_error)
+            .transpose();
+        if let (Some(Ok(bytes)), Some(hasher)) = (&chunk, self.1.as_deref_mut()) {
+            hasher.update(bytes);
+        }
+        chunk
+    }
+}
