@@ -7,12 +7,12 @@ use bytes::Bytes;
 use http::request::Parts;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde::de::DeserializeOwned;
+use utoipa::IntoParams;
 use xf_core::error::FieldError;
 use xf_core::params::IdempotencyKey;
 use xf_core::{Caller, Error, Fingerprint};
 
 use crate::error::ApiError;
-use crate::routes::IdempotencyHeader;
 use crate::Body;
 
 /// Largest JSON request body: 1 MiB.
@@ -250,4 +250,15 @@ pub fn bearer(headers: &http::HeaderMap) -> Option<&str> {
     let value = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.trim().split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+/// The optional `Idempotency-Key` header of writes that create things, as the
+/// [`Write`] extractor reads it and the document states it.
+#[derive(Debug, Default, IntoParams)]
+#[into_params(parameter_in = Header)]
+pub struct IdempotencyHeader {
+    /// Retained 24 hours. The same key with the same request replays the first response with
+    /// `Idempotent-Replayed: true`; with another request it is a 422.
+    #[param(rename = "Idempotency-Key", inline)]
+    pub idempotency_key: Option<IdempotencyKey>,
 }

@@ -14,8 +14,7 @@ pub mod uploads;
 pub mod webhooks;
 
 use serde::Serialize;
-use utoipa::{IntoParams, ToSchema};
-use xf_core::params::IdempotencyKey;
+use utoipa::ToSchema;
 
 /// `meta` of a single-object response.
 #[derive(Debug, Serialize, ToSchema)]
@@ -55,13 +54,4 @@ pub struct PageEnvelope<T: ToSchema> {
     pub meta: PageMeta,
 }
 
-/// The optional `Idempotency-Key` header of writes that create things, as the
-/// [`crate::extract::Write`] extractor reads it and the document states it.
-#[derive(Debug, Default, IntoParams)]
-#[into_params(parameter_in = Header)]
-pub struct IdempotencyHeader {
-    /// Retained 24 hours. The same key with the same request replays the first response with
-    /// `Idempotent-Replayed: true`; with another request it is a 422.
-    #[param(rename = "Idempotency-Key", inline)]
-    pub idempotency_key: Option<IdempotencyKey>,
-}
+pub use crate::extract::IdempotencyHeader;
