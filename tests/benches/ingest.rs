@@ -202,7 +202,7 @@ async fn main() {
         .await
         .unwrap();
     xf.admin_connect_channel(
-        created.organization.id.as_str(),
+        &created.organization.id,
         serde_json::from_value(serde_json::json!({
             "platform": "tiktok", "accountId": "tt", "displayName": "Bench", "accessToken": "t"
         }))

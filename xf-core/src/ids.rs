@@ -21,6 +21,9 @@ pub trait Id: Sized {
     /// The prefix, without the underscore.
     const PREFIX: &'static str;
 
+    /// What an id of this kind names, as a `404` says it (`property not found`).
+    const RESOURCE: &'static str;
+
     /// Wraps a string already known to be an id of this kind (see [`PropertyId::from_trusted`]).
     fn from_trusted(value: String) -> Self;
 
@@ -56,7 +59,9 @@ fn is_id(prefix: &str, value: &str) -> bool {
 }
 
 macro_rules! id_type {
-    ($(#[$doc:meta])* $name:ident, $prefix:literal, $what:literal) => {
+    (@resource $what:literal) => { $what };
+    (@resource $what:literal, $resource:literal) => { $resource };
+    ($(#[$doc:meta])* $name:ident, $prefix:literal, $what:literal $(, $resource:literal)?) => {
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub struct $name(String);
@@ -108,6 +113,7 @@ macro_rules! id_type {
 
         impl Id for $name {
             const PREFIX: &'static str = $prefix;
+            const RESOURCE: &'static str = id_type!(@resource $what $(, $resource)?);
 
             fn from_trusted(value: String) -> Self {
                 $name::from_trusted(value)
@@ -176,7 +182,7 @@ id_type!(
 );
 id_type!(
     /// An API key (its record, not its secret): `key_…`.
-    ApiKeyId, "key", "key"
+    ApiKeyId, "key", "key", "API key"
 );
 id_type!(
     /// A property: `prop_…`.

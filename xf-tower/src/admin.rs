@@ -10,6 +10,7 @@ use axum::routing::{delete, patch, post, put};
 use axum::Router;
 use http::StatusCode;
 use serde::{Deserialize, Serialize};
+use xf_core::ids::{ApiKeyId, IssueId, OrganizationId, PropertyId};
 use xf_core::model::{Issue, KeyMode, Organization};
 use xf_core::{Error, NewOrganization, NewReport, OrganizationPatch, UsageDelta, Xf};
 
@@ -137,7 +138,7 @@ async fn create_organization(
 
 async fn update_organization(
     State(s): State<AdminState>,
-    PathParam(org_id): PathParam,
+    PathParam(org_id): PathParam<OrganizationId>,
     Json(patch): Json<OrganizationPatch>,
 ) -> Handled {
     let organization = s.xf.admin_update_organization(&org_id, patch).await?;
@@ -149,7 +150,7 @@ async fn update_organization(
 
 async fn create_api_key(
     State(s): State<AdminState>,
-    PathParam(org_id): PathParam,
+    PathParam(org_id): PathParam<OrganizationId>,
     Json(input): Json<NewApiKey>,
 ) -> Handled {
     let mode = KeyMode::parse(&input.mode)
@@ -158,7 +159,10 @@ async fn create_api_key(
     Ok(envelope::data(StatusCode::CREATED, &created))
 }
 
-async fn revoke_api_key(State(s): State<AdminState>, PathParam(key_id): PathParam) -> Handled {
+async fn revoke_api_key(
+    State(s): State<AdminState>,
+    PathParam(key_id): PathParam<ApiKeyId>,
+) -> Handled {
     Ok(envelope::data(
         StatusCode::OK,
         &s.xf.admin_revoke_api_key(&key_id).await?,
@@ -167,7 +171,7 @@ async fn revoke_api_key(State(s): State<AdminState>, PathParam(key_id): PathPara
 
 async fn verify_property(
     State(s): State<AdminState>,
-    PathParam(property_id): PathParam,
+    PathParam(property_id): PathParam<PropertyId>,
 ) -> Handled {
     let property = s.xf.admin_verify_property(&property_id).await?;
     Ok(envelope::data(StatusCode::OK, &PropertyData { property }))
@@ -175,7 +179,7 @@ async fn verify_property(
 
 async fn link_property_gsc(
     State(s): State<AdminState>,
-    PathParam(property_id): PathParam,
+    PathParam(property_id): PathParam<PropertyId>,
     Json(input): Json<GscLink>,
 ) -> Handled {
     let property =
@@ -192,7 +196,7 @@ struct GscAccountData {
 
 async fn link_organization_gsc(
     State(s): State<AdminState>,
-    PathParam(org_id): PathParam,
+    PathParam(org_id): PathParam<OrganizationId>,
     Json(input): Json<xf_core::api::GscAccountLink>,
 ) -> Handled {
     let gsc_account = s.xf.admin_link_organization_gsc(&org_id, input).await?;
@@ -209,7 +213,7 @@ struct ChannelData {
 
 async fn connect_channel(
     State(s): State<AdminState>,
-    PathParam(org_id): PathParam,
+    PathParam(org_id): PathParam<OrganizationId>,
     Json(input): Json<xf_core::media::api::NewChannel>,
 ) -> Handled {
     let channel = s.xf.admin_connect_channel(&org_id, input).await?;
@@ -219,7 +223,10 @@ async fn connect_channel(
     ))
 }
 
-async fn mark_issue_fixed(State(s): State<AdminState>, PathParam(issue_id): PathParam) -> Handled {
+async fn mark_issue_fixed(
+    State(s): State<AdminState>,
+    PathParam(issue_id): PathParam<IssueId>,
+) -> Handled {
     let issue = s.xf.admin_mark_issue_fixed(&issue_id).await?;
     Ok(envelope::data(StatusCode::OK, &IssueData { issue }))
 }
@@ -236,7 +243,7 @@ async fn record_report_view(State(s): State<AdminState>, PathParam(token): PathP
 
 async fn record_usage(
     State(s): State<AdminState>,
-    PathParam(org_id): PathParam,
+    PathParam(org_id): PathParam<OrganizationId>,
     Json(delta): Json<UsageDelta>,
 ) -> Handled {
     let usage = s.xf.admin_record_usage(&org_id, delta).await?;

@@ -9,6 +9,9 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde::de::DeserializeOwned;
 use utoipa::IntoParams;
 use xf_core::error::FieldError;
+use xf_core::ids::{
+    ApiKeyId, Id, IssueId, JobId, MediaId, OrganizationId, PropertyId, UploadId, WebhookId,
+};
 use xf_core::params::IdempotencyKey;
 use xf_core::{Caller, Error, Fingerprint};
 
@@ -34,25 +37,67 @@ impl<S: Send + Sync> FromRequestParts<S> for Authed {
     }
 }
 
-/// The one path parameter of a route (an id or a token). A parameter that is not valid
-/// percent-encoded UTF-8 is a 400 in the envelope rather than axum's plain-text rejection;
-/// one with a control character (a NUL, say) names nothing and is a 404 before any store
-/// sees it.
+/// The one path parameter of a route, parsed once, here: into the id the route names
+/// (`PathParam<PropertyId>`), or kept as text (`PathParam`, a report's token). A parameter
+/// that is not valid percent-encoded UTF-8 is a 400 in the envelope rather than axum's
+/// plain-text rejection; an id of the wrong form, or text with a control character (a NUL,
+/// say), names nothing and is a 404 before the core sees it.
 #[derive(Debug)]
-pub struct PathParam(pub String);
+pub struct PathParam<T = String>(pub T);
 
-impl<S: Send + Sync> FromRequestParts<S> for PathParam {
-    type Rejection = ApiError;
+/// What a path segment may be parsed into.
+pub trait FromSegment: Sized {
+    /// The value `segment` names; `Err` when it names nothing.
+    fn from_segment(segment: String) -> Result<Self, Error>;
+}
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+impl FromSegment for String {
+    fn from_segment(segment: String) -> Result<Self, Error> {
+        if segment.chars().any(char::is_control) {
+            return Err(Error::NotFound("resource"));
+        }
+        Ok(segment)
+    }
+}
+
+/// Every id type is a segment: one of the wrong form is its kind's 404.
+macro_rules! id_segments {
+    ($($id:ty),* $(,)?) => {$(
+        impl FromSegment for $id {
+            fn from_segment(segment: String) -> Result<Self, Error> {
+                <$id>::parse(&segment).map_err(|_| Error::NotFound(<$id as Id>::RESOURCE))
+            }
+        }
+    )*};
+}
+
+id_segments!(
+    OrganizationId,
+    ApiKeyId,
+    PropertyId,
+    JobId,
+    IssueId,
+    WebhookId,
+    MediaId,
+    UploadId,
+);
+
+impl<T: FromSegment> PathParam<T> {
+    /// The segment of `parts`, parsed; the error as the core's.
+    pub async fn read<S: Send + Sync>(parts: &mut Parts, state: &S) -> Result<Self, Error> {
         let axum::extract::Path(value) =
             axum::extract::Path::<String>::from_request_parts(parts, state)
                 .await
-                .map_err(|rejection| ApiError(Error::invalid("path", rejection.body_text())))?;
-        if value.chars().any(char::is_control) {
-            return Err(ApiError(Error::NotFound("resource")));
-        }
-        Ok(PathParam(value))
+                .map_err(|rejection| Error::invalid("path", rejection.body_text()))?;
+        T::from_segment(value).map(PathParam)
+    }
+}
+
+impl<S: Send + Sync, T: FromSegment> FromRequestParts<S> for PathParam<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Self::read(parts, state).await.map_err(ApiError)
     }
 }
 

@@ -121,13 +121,12 @@ impl Xf {
     /// Changes an organization's plan and/or limit overrides.
     pub async fn admin_update_organization(
         &self,
-        id: &str,
+        id: &OrganizationId,
         patch: OrganizationPatch,
     ) -> Result<Organization> {
-        let id: OrganizationId = Self::path_id(id, "organization")?;
         let current = self
             .store()
-            .get_organization(&id)
+            .get_organization(id)
             .await?
             .ok_or(Error::NotFound("organization"))?;
         if let Some(plan) = &patch.plan {
@@ -136,23 +135,22 @@ impl Xf {
         let limits = patch.limits.map(|l| current.limits.merged_with(&l));
         let updated = self
             .store()
-            .update_organization(&id, patch.plan.as_deref(), limits.as_ref())
+            .update_organization(id, patch.plan.as_deref(), limits.as_ref())
             .await?
             .ok_or(Error::NotFound("organization"))?;
-        self.inner.keys.forget_organization(&id);
+        self.inner.keys.forget_organization(id);
         Ok(updated)
     }
 
     /// Issues a new key, within the organization's `maxActiveKeys`.
     pub async fn admin_create_api_key(
         &self,
-        organization_id: &str,
+        organization_id: &OrganizationId,
         mode: KeyMode,
     ) -> Result<CreatedApiKey> {
-        let organization_id: OrganizationId = Self::path_id(organization_id, "organization")?;
         let organization = self
             .store()
-            .get_organization(&organization_id)
+            .get_organization(organization_id)
             .await?
             .ok_or(Error::NotFound("organization"))?;
         let (id, key) = self.issue_key(&organization, mode, None).await?;
@@ -160,11 +158,10 @@ impl Xf {
     }
 
     /// Revokes a key; requests with it get `401` from now on.
-    pub async fn admin_revoke_api_key(&self, id: &str) -> Result<RevokedApiKey> {
-        let id: ApiKeyId = Self::path_id(id, "API key")?;
+    pub async fn admin_revoke_api_key(&self, id: &ApiKeyId) -> Result<RevokedApiKey> {
         let key = self
             .store()
-            .revoke_api_key(&id, self.now())
+            .revoke_api_key(id, self.now())
             .await?
             .ok_or(Error::NotFound("API key"))?;
         self.inner.keys.forget_key(&key.id);
@@ -175,11 +172,10 @@ impl Xf {
     }
 
     /// Marks a property verified.
-    pub async fn admin_verify_property(&self, id: &str) -> Result<PropertyView> {
-        let id: PropertyId = Self::path_id(id, "property")?;
+    pub async fn admin_verify_property(&self, id: &PropertyId) -> Result<PropertyView> {
         let property = self
             .store()
-            .set_property_verified(&id)
+            .set_property_verified(id)
             .await?
             .ok_or(Error::NotFound("property"))?;
         Ok(PropertyView {
@@ -190,10 +186,9 @@ impl Xf {
     }
 
     /// Marks an issue fixed.
-    pub async fn admin_mark_issue_fixed(&self, id: &str) -> Result<Issue> {
-        let id: IssueId = Self::path_id(id, "issue")?;
+    pub async fn admin_mark_issue_fixed(&self, id: &IssueId) -> Result<Issue> {
         self.store()
-            .set_issue_fixed(&id, self.now())
+            .set_issue_fixed(id, self.now())
             .await?
             .ok_or(Error::NotFound("issue"))
     }
@@ -201,13 +196,14 @@ impl Xf {
     /// Creates a share link for a completed scan of a property.
     pub async fn admin_create_report(&self, input: NewReport) -> Result<ReportItem> {
         let now = self.now();
-        let property_id: PropertyId = Self::path_id(&input.property_id, "property")?;
+        let property_id =
+            PropertyId::parse(&input.property_id).map_err(|_| Error::NotFound("property"))?;
         let property = self
             .store()
             .get_property(&property_id)
             .await?
             .ok_or(Error::NotFound("property"))?;
-        let scan_id: JobId = Self::path_id(&input.scan_id, "scan")?;
+        let scan_id = JobId::parse(&input.scan_id).map_err(|_| Error::NotFound("scan"))?;
         let job = self
             .store()
             .get_job(&scan_id)
@@ -247,12 +243,11 @@ impl Xf {
     /// Adds AI, redirect and image usage to this month's meters.
     pub async fn admin_record_usage(
         &self,
-        organization_id: &str,
+        organization_id: &OrganizationId,
         delta: UsageDelta,
     ) -> Result<UsageCounters> {
-        let organization_id: OrganizationId = Self::path_id(organization_id, "organization")?;
         self.store()
-            .get_organization(&organization_id)
+            .get_organization(organization_id)
             .await?
             .ok_or(Error::NotFound("organization"))?;
         let delta = UsageCounters {
@@ -264,18 +259,21 @@ impl Xf {
         };
         Ok(self
             .store()
-            .add_usage(&organization_id, &self.now().month_key(), &delta)
+            .add_usage(organization_id, &self.now().month_key(), &delta)
             .await?)
     }
 
     /// Links a property to a Search Console site (`siteUrl`, e.g. `sc-domain:example.com`).
-    pub async fn admin_link_property_gsc(&self, id: &str, site_url: &str) -> Result<PropertyView> {
+    pub async fn admin_link_property_gsc(
+        &self,
+        id: &PropertyId,
+        site_url: &str,
+    ) -> Result<PropertyView> {
         let site_url = site_url.trim();
         crate::gsc::check_site_url(site_url).map_err(|rule| Error::invalid("siteUrl", rule))?;
-        let id: PropertyId = Self::path_id(id, "property")?;
         let property = self
             .store()
-            .set_property_gsc_site(&id, Some(site_url))
+            .set_property_gsc_site(id, Some(site_url))
             .await?
             .ok_or(Error::NotFound("property"))?;
         self.property_view_with(

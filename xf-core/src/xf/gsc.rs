@@ -140,7 +140,7 @@ impl Xf {
     async fn gsc_state(
         &self,
         caller: &Caller,
-        property_id: &str,
+        property_id: &PropertyId,
     ) -> Result<(Property, GscConnection, Option<GscSnapshot>)> {
         let property = self.owned_property(caller, property_id).await?;
         let account = self
@@ -170,7 +170,7 @@ impl Xf {
     pub async fn property_gsc(
         &self,
         caller: &Caller,
-        property_id: &str,
+        property_id: &PropertyId,
     ) -> Result<PropertyGscDetail> {
         let (property, connection, snapshot) = self.gsc_state(caller, property_id).await?;
         let snapshot = match snapshot {
@@ -207,7 +207,7 @@ impl Xf {
     pub async fn property_gsc_overview(
         &self,
         caller: &Caller,
-        property_id: &str,
+        property_id: &PropertyId,
     ) -> Result<GscOverview> {
         let (_, connection, snapshot) = self.gsc_state(caller, property_id).await?;
         Ok(GscOverview {
@@ -224,7 +224,7 @@ impl Xf {
     pub async fn gsc_queries(
         &self,
         caller: &Caller,
-        property_id: &str,
+        property_id: &PropertyId,
         params: &PageParams,
     ) -> Result<Page<GscQueryRow>> {
         let page = self
@@ -241,7 +241,7 @@ impl Xf {
     pub async fn gsc_pages(
         &self,
         caller: &Caller,
-        property_id: &str,
+        property_id: &PropertyId,
         params: &PageParams,
     ) -> Result<Page<GscPageRow>> {
         let page = self
@@ -258,7 +258,7 @@ impl Xf {
     async fn gsc_rows(
         &self,
         caller: &Caller,
-        property_id: &str,
+        property_id: &PropertyId,
         kind: RowKind,
         params: &PageParams,
     ) -> Result<Page<GscRow>> {
@@ -308,7 +308,7 @@ impl Xf {
     pub async fn sync_property_gsc(
         &self,
         caller: &Caller,
-        property_id: &str,
+        property_id: &PropertyId,
     ) -> Result<GscSyncResult> {
         let property = self.owned_property(caller, property_id).await?;
         if caller.is_test() {
@@ -441,10 +441,9 @@ impl Xf {
     /// Google account; its refresh token is sealed with the host's secret.
     pub async fn admin_link_organization_gsc(
         &self,
-        organization_id: &str,
+        organization_id: &OrganizationId,
         link: GscAccountLink,
     ) -> Result<GscAccountView> {
-        let organization_id: OrganizationId = Self::path_id(organization_id, "organization")?;
         let token = link.refresh_token.trim();
         if token.is_empty()
             || token.len() > MAX_REFRESH_TOKEN_LEN
@@ -471,7 +470,7 @@ impl Xf {
                 .inner
                 .token_sealer
                 .seal(organization_id.as_str(), token),
-            organization_id,
+            organization_id: organization_id.clone(),
             account_email: email,
             linked_at: self.now(),
             revoked_at: None,

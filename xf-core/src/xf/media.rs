@@ -710,13 +710,12 @@ impl Xf {
         &self,
         caller: &Caller,
         kind: MediaKind,
-        id: &str,
+        id: &MediaId,
     ) -> Result<MediaItemView> {
         let what = kind.as_str();
-        let id: MediaId = Self::path_id(id, what)?;
         let item = self
             .store()
-            .get_media(&id)
+            .get_media(id)
             .await?
             .filter(|item| item.organization_id == caller.organization.id && item.kind == kind)
             .ok_or(Error::NotFound(what))?;
@@ -838,10 +837,9 @@ impl Xf {
     /// account; its tokens are sealed with the host's secret.
     pub async fn admin_connect_channel(
         &self,
-        organization_id: &str,
+        organization_id: &OrganizationId,
         input: NewChannel,
     ) -> Result<AdminChannelView> {
-        let organization_id: OrganizationId = Self::path_id(organization_id, "organization")?;
         let platform = Platform::parse(input.platform.trim()).ok_or_else(|| {
             Error::invalid(
                 "platform",
@@ -907,13 +905,13 @@ impl Xf {
             .transpose()?;
         let now = self.now();
         // Bound to what identifies the channel across reconnections (its id is kept then).
-        let owner = channel_owner(&organization_id, platform, &account_id);
+        let owner = channel_owner(organization_id, platform, &account_id);
         let sealer = &self.inner.token_sealer;
         let channel = Channel {
             sealed_access_token: sealer.seal(&owner, &access_token),
             sealed_refresh_token: refresh_token.map(|t| sealer.seal(&owner, &t)),
             id: ChannelId::new(),
-            organization_id,
+            organization_id: organization_id.clone(),
             platform,
             account_id,
             name,

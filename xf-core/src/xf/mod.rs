@@ -49,11 +49,10 @@ use std::sync::Arc;
 use crate::api::{Page, PageParams};
 use crate::crawl::fetch::PageFetcher;
 use crate::cursor::CursorCodec;
-use crate::error::Error;
 use crate::error::Result;
 use crate::gsc::sync::TokenCache;
 use crate::gsc::SearchConsole;
-use crate::ids::{ApiKeyId, Id};
+use crate::ids::ApiKeyId;
 use crate::media::blob::{BlobStore, LocalBlobStore};
 use crate::model::{KeyMode, Organization};
 use crate::params::PageSize;
@@ -636,12 +635,6 @@ impl Xf {
                 &(index as u64).to_be_bytes(),
             ],
         )
-    }
-
-    /// The id a path segment names; an id of the wrong form names nothing (`NotFound`), so it
-    /// never reaches the store.
-    fn path_id<T: Id>(value: &str, what: &'static str) -> Result<T> {
-        T::parse_str(value).ok_or(Error::NotFound(what))
     }
 
     /// The fixed time of test-mode responses: the start of the current UTC day.

@@ -107,7 +107,7 @@ impl Xf {
     pub async fn get_property(
         &self,
         caller: &Caller,
-        id: &str,
+        id: &PropertyId,
         includes: Includes,
     ) -> Result<PropertyView> {
         let property = self.owned_property(caller, id).await?;
@@ -118,7 +118,7 @@ impl Xf {
     pub async fn list_issues(
         &self,
         caller: &Caller,
-        property_id: &str,
+        property_id: &PropertyId,
         query: &IssueListQuery,
         params: &PageParams,
     ) -> Result<IssuePage> {
@@ -148,12 +148,15 @@ impl Xf {
 
     /// The property `id` if it belongs to the caller's organization; `NotFound` otherwise,
     /// so that another organization's ids are indistinguishable from unknown ones.
-    pub(super) async fn owned_property(&self, caller: &Caller, id: &str) -> Result<Property> {
+    pub(super) async fn owned_property(
+        &self,
+        caller: &Caller,
+        id: &PropertyId,
+    ) -> Result<Property> {
         // A malformed id names nothing; checking its form first also keeps arbitrary bytes
         // (a NUL, say) away from the store.
-        let id: PropertyId = Self::path_id(id, "property")?;
         self.store()
-            .get_property(&id)
+            .get_property(id)
             .await?
             .filter(|p| p.organization_id == caller.organization.id)
             .ok_or(Error::NotFound("property"))

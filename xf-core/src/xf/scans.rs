@@ -6,7 +6,7 @@ use crate::api::{
     JobListQuery, Page, PageParams, QueuedJob, ScanEndpoint, ScanOptions, ScanQueued,
 };
 use crate::error::{Error, Result, StoreError};
-use crate::ids::{Id, JobId};
+use crate::ids::{Id, JobId, PropertyId};
 use crate::model::{Job, JobRecord, JobStatus, JobSubject, Property, ScanPayload, SEO_SCAN};
 use crate::params::CrawlBudget;
 use crate::store::{After, CancelOutcome, JobFilter};
@@ -48,7 +48,7 @@ impl Xf {
         &self,
         caller: &Caller,
         request: &Fingerprint,
-        property_id: &str,
+        property_id: &PropertyId,
         options: ScanOptions,
         endpoint: ScanEndpoint,
     ) -> Result<ScanQueued> {
@@ -104,9 +104,10 @@ impl Xf {
             };
             let outcome = async {
                 let budget = budget(caller, &options);
-                let property = self
-                    .owned_property(caller, item.property_id.as_str())
-                    .await?;
+                // Each item stands alone: an id of the wrong form is that item's 404.
+                let property_id = PropertyId::parse(item.property_id.as_str())
+                    .map_err(|_| Error::NotFound("property"))?;
+                let property = self.owned_property(caller, &property_id).await?;
                 self.queue_job(caller, request, &property, &budget, index)
                     .await
             }
@@ -215,23 +216,22 @@ impl Xf {
     }
 
     /// `GET /jobs/{id}`.
-    pub async fn get_job(&self, caller: &Caller, id: &str) -> Result<Job> {
+    pub async fn get_job(&self, caller: &Caller, id: &JobId) -> Result<Job> {
         let job = self.owned_job(caller, id).await?;
         job.view().ok_or(Error::NotFound("job"))
     }
 
-    /// The caller's job with this id (`NotFound` for an id of the wrong form, too).
-    async fn owned_job(&self, caller: &Caller, id: &str) -> Result<JobRecord> {
-        let id = JobId::parse(id).map_err(|_| Error::NotFound("job"))?;
+    /// The caller's job with this id.
+    async fn owned_job(&self, caller: &Caller, id: &JobId) -> Result<JobRecord> {
         self.store()
-            .get_job(&id)
+            .get_job(id)
             .await?
             .filter(|job| job.organization_id == caller.organization.id && job.is_visible())
             .ok_or(Error::NotFound("job"))
     }
 
     /// `POST /jobs/{id}/cancel`: pending or processing jobs only; progress is kept.
-    pub async fn cancel_job(&self, caller: &Caller, id: &str) -> Result<CancelledJob> {
+    pub async fn cancel_job(&self, caller: &Caller, id: &JobId) -> Result<CancelledJob> {
         let job = self.owned_job(caller, id).await?;
         let job = if caller.is_test() {
             if !job.status.is_active() {

@@ -129,10 +129,9 @@ impl Xf {
     }
 
     /// The caller's upload `id`, unless it expired; `NotFound` otherwise.
-    pub async fn get_upload(&self, caller: &Caller, id: &str) -> Result<Upload> {
-        let id: UploadId = Self::path_id(id, "upload")?;
+    pub async fn get_upload(&self, caller: &Caller, id: &UploadId) -> Result<Upload> {
         self.store()
-            .get_upload(&id, self.now())
+            .get_upload(id, self.now())
             .await?
             .filter(|u| u.organization_id == caller.organization.id)
             .ok_or(Error::NotFound("upload"))
@@ -142,7 +141,7 @@ impl Xf {
     pub async fn append_upload(
         &self,
         caller: &Caller,
-        id: &str,
+        id: &UploadId,
         offset: u64,
         checksum: Option<&str>,
         body: &mut (dyn ChunkSource + '_),
@@ -220,7 +219,7 @@ impl Xf {
     }
 
     /// `DELETE /media/uploads/{id}`: drops the upload and its bytes.
-    pub async fn terminate_upload(&self, caller: &Caller, id: &str) -> Result<()> {
+    pub async fn terminate_upload(&self, caller: &Caller, id: &UploadId) -> Result<()> {
         let upload = self.get_upload(caller, id).await?;
         if let Some(upload) = self.store().delete_upload(&upload.id).await? {
             self.delete_parts(&upload).await;

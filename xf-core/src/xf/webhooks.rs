@@ -94,7 +94,7 @@ impl Xf {
     pub async fn update_webhook(
         &self,
         caller: &Caller,
-        id: &str,
+        id: &WebhookId,
         patch: WebhookPatch,
     ) -> Result<Webhook> {
         let webhook = self.owned_webhook(caller, id).await?;
@@ -128,7 +128,7 @@ impl Xf {
     }
 
     /// `DELETE /webhooks/{id}`: the webhook, its queued deliveries and its log.
-    pub async fn delete_webhook(&self, caller: &Caller, id: &str) -> Result<DeletedWebhook> {
+    pub async fn delete_webhook(&self, caller: &Caller, id: &WebhookId) -> Result<DeletedWebhook> {
         let webhook = self.owned_webhook(caller, id).await?;
         if !caller.is_test() && !self.store().delete_webhook(&webhook.id).await? {
             return Err(Error::NotFound("webhook"));
@@ -145,7 +145,7 @@ impl Xf {
         &self,
         caller: &Caller,
         request: &Fingerprint,
-        id: &str,
+        id: &WebhookId,
     ) -> Result<WebhookWithSecret> {
         let webhook = self.owned_webhook(caller, id).await?;
         if caller.is_test() {
@@ -185,7 +185,7 @@ impl Xf {
         &self,
         caller: &Caller,
         request: &Fingerprint,
-        id: &str,
+        id: &WebhookId,
         input: TestDeliveryRequest,
     ) -> Result<WebhookDelivery> {
         let webhook = self.owned_webhook(caller, id).await?;
@@ -234,7 +234,7 @@ impl Xf {
     pub async fn list_deliveries(
         &self,
         caller: &Caller,
-        id: &str,
+        id: &WebhookId,
         params: &DeliveryListParams,
     ) -> Result<Page<WebhookDelivery>> {
         let webhook = self.owned_webhook(caller, id).await?;
@@ -250,10 +250,9 @@ impl Xf {
     }
 
     /// The webhook `id` if it belongs to the caller's organization.
-    async fn owned_webhook(&self, caller: &Caller, id: &str) -> Result<Webhook> {
-        let id: WebhookId = Self::path_id(id, "webhook")?;
+    async fn owned_webhook(&self, caller: &Caller, id: &WebhookId) -> Result<Webhook> {
         self.store()
-            .get_webhook(&id)
+            .get_webhook(id)
             .await?
             .filter(|w| w.organization_id == caller.organization.id)
             .ok_or(Error::NotFound("webhook"))

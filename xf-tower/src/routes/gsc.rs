@@ -69,7 +69,7 @@ async fn get_gsc_portfolio(
 async fn get_property_gsc(
     State(xf): State<Xf>,
     Authed(caller): Authed,
-    PathParam(id): PathParam,
+    PathParam(id): PathParam<PropertyId>,
 ) -> Result<Response, ApiError> {
     Ok(envelope::data(
         StatusCode::OK,
@@ -87,7 +87,7 @@ async fn get_property_gsc(
 async fn get_gsc_overview(
     State(xf): State<Xf>,
     Authed(caller): Authed,
-    PathParam(id): PathParam,
+    PathParam(id): PathParam<PropertyId>,
 ) -> Result<Response, ApiError> {
     Ok(envelope::data(
         StatusCode::OK,
@@ -106,7 +106,7 @@ async fn get_gsc_overview(
 async fn list_gsc_queries(
     State(xf): State<Xf>,
     Authed(caller): Authed,
-    PathParam(id): PathParam,
+    PathParam(id): PathParam<PropertyId>,
     Query(page): Query<PageParams>,
 ) -> Result<Response, ApiError> {
     let page = xf.gsc_queries(&caller, &id, &page).await?;
@@ -125,7 +125,7 @@ async fn list_gsc_queries(
 async fn list_gsc_pages(
     State(xf): State<Xf>,
     Authed(caller): Authed,
-    PathParam(id): PathParam,
+    PathParam(id): PathParam<PropertyId>,
     Query(page): Query<PageParams>,
 ) -> Result<Response, ApiError> {
     let page = xf.gsc_pages(&caller, &id, &page).await?;
@@ -147,7 +147,7 @@ async fn list_gsc_pages(
 async fn sync_gsc(
     State(xf): State<Xf>,
     Authed(caller): Authed,
-    PathParam(id): PathParam,
+    PathParam(id): PathParam<PropertyId>,
 ) -> Result<Response, ApiError> {
     Ok(envelope::data(
         StatusCode::ACCEPTED,

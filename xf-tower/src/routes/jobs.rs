@@ -62,7 +62,7 @@ async fn list_jobs(
 async fn get_job(
     State(xf): State<Xf>,
     Authed(caller): Authed,
-    PathParam(job_id): PathParam,
+    PathParam(job_id): PathParam<JobId>,
 ) -> Result<Response, ApiError> {
     let job = xf.get_job(&caller, &job_id).await?;
     Ok(envelope::data(StatusCode::OK, &JobDetail { job }))
@@ -79,7 +79,7 @@ async fn get_job(
 async fn cancel_job(
     State(xf): State<Xf>,
     Authed(caller): Authed,
-    PathParam(job_id): PathParam,
+    PathParam(job_id): PathParam<JobId>,
 ) -> Result<Response, ApiError> {
     Ok(envelope::data(
         StatusCode::OK,

@@ -10,6 +10,7 @@ use axum::routing::{any, get, post};
 use axum::Router;
 use http::StatusCode;
 use serde_json::json;
+use xf_core::ids::MediaId;
 use xf_core::media::api::MediaListQuery;
 use xf_core::media::MediaKind;
 use xf_core::plans::Entitlement;
@@ -17,7 +18,7 @@ use xf_core::{Error, Xf};
 
 use super::upload_form::UploadForm;
 use crate::envelope::{self, Api};
-use crate::extract::{bearer, PathParam, Query};
+use crate::extract::{bearer, FromSegment, PathParam, Query};
 use crate::idempotency;
 use crate::middleware::Guard;
 
@@ -122,20 +123,20 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for MediaCaller {
     }
 }
 
-/// A path parameter of a media route, refused in the media envelope.
-pub struct MediaPath(pub String);
+/// A path parameter of a media route (see [`PathParam`]), refused in the media envelope.
+pub struct MediaPath<T>(pub T);
 
-impl<S: Send + Sync> axum::extract::FromRequestParts<S> for MediaPath {
+impl<S: Send + Sync, T: FromSegment> axum::extract::FromRequestParts<S> for MediaPath<T> {
     type Rejection = MediaError;
 
     async fn from_request_parts(
         parts: &mut http::request::Parts,
         state: &S,
     ) -> Result<Self, Self::Rejection> {
-        PathParam::from_request_parts(parts, state)
+        PathParam::read(parts, state)
             .await
             .map(|PathParam(value)| MediaPath(value))
-            .map_err(|rejection| MediaError(rejection.0))
+            .map_err(MediaError)
     }
 }
 
@@ -188,7 +189,7 @@ async fn upload_image(
 async fn get_video(
     State(xf): State<Xf>,
     MediaCaller(caller): MediaCaller,
-    MediaPath(id): MediaPath,
+    MediaPath(id): MediaPath<MediaId>,
 ) -> Handled {
     let item = xf.get_media(&caller, MediaKind::Video, &id).await?;
     Ok(success(StatusCode::OK, &item))
@@ -197,7 +198,7 @@ async fn get_video(
 async fn get_image(
     State(xf): State<Xf>,
     MediaCaller(caller): MediaCaller,
-    MediaPath(id): MediaPath,
+    MediaPath(id): MediaPath<MediaId>,
 ) -> Handled {
     let item = xf.get_media(&caller, MediaKind::Image, &id).await?;
     Ok(success(StatusCode::OK, &item))

@@ -88,7 +88,7 @@ async fn create_property(State(xf): State<Xf>, Authed(caller): Authed, write: Wr
 async fn get_property(
     State(xf): State<Xf>,
     Authed(caller): Authed,
-    PathParam(property_id): PathParam,
+    PathParam(property_id): PathParam<PropertyId>,
     Query(include): Query<IncludeParams>,
 ) -> Result<Response, ApiError> {
     let view = xf
@@ -107,7 +107,7 @@ async fn get_property(
 async fn list_issues(
     State(xf): State<Xf>,
     Authed(caller): Authed,
-    PathParam(property_id): PathParam,
+    PathParam(property_id): PathParam<PropertyId>,
     Query(page): Query<PageParams>,
     Query(filters): Query<IssueListQuery>,
 ) -> Result<Response, ApiError> {

@@ -35,7 +35,7 @@ pub fn router() -> OpenApiRouter<Xf> {
 async fn queue_scan(
     State(xf): State<Xf>,
     Authed(caller): Authed,
-    PathParam(property_id): PathParam,
+    PathParam(property_id): PathParam<PropertyId>,
     write: Write,
 ) -> Response {
     scan(xf, caller, property_id, write, ScanEndpoint::Scan).await
@@ -52,7 +52,7 @@ async fn queue_scan(
 async fn queue_crawl(
     State(xf): State<Xf>,
     Authed(caller): Authed,
-    PathParam(property_id): PathParam,
+    PathParam(property_id): PathParam<PropertyId>,
     write: Write,
 ) -> Response {
     scan(xf, caller, property_id, write, ScanEndpoint::Crawl).await
@@ -61,7 +61,7 @@ async fn queue_crawl(
 async fn scan(
     xf: Xf,
     caller: xf_core::Caller,
-    property_id: String,
+    property_id: PropertyId,
     write: Write,
     endpoint: ScanEndpoint,
 ) -> Response {

@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
 use http::{header, HeaderMap, HeaderValue, StatusCode};
+use xf_core::ids::UploadId;
 use xf_core::media::Upload;
 use xf_core::{BodyError, ChunkSource, Error, Xf};
 
@@ -196,7 +197,7 @@ async fn create(
 async fn status(
     State(xf): State<Xf>,
     MediaCaller(caller): MediaCaller,
-    MediaPath(id): MediaPath,
+    MediaPath(id): MediaPath<UploadId>,
     headers: HeaderMap,
 ) -> Handled {
     check_version(&headers)?;
@@ -228,7 +229,7 @@ async fn status(
 async fn append(
     State(xf): State<Xf>,
     MediaCaller(caller): MediaCaller,
-    MediaPath(id): MediaPath,
+    MediaPath(id): MediaPath<UploadId>,
     request: Request,
 ) -> Handled {
     let headers = request.headers().clone();
@@ -253,7 +254,7 @@ async fn append(
 async fn terminate(
     State(xf): State<Xf>,
     MediaCaller(caller): MediaCaller,
-    MediaPath(id): MediaPath,
+    MediaPath(id): MediaPath<UploadId>,
     headers: HeaderMap,
 ) -> Handled {
     check_version(&headers)?;

@@ -95,7 +95,7 @@ async fn create_webhook(
 async fn update_webhook(
     State(xf): State<Xf>,
     Authed(caller): Authed,
-    PathParam(id): PathParam,
+    PathParam(id): PathParam<WebhookId>,
     sent: Sent,
 ) -> Result<Response, ApiError> {
     let webhook = xf.update_webhook(&caller, &id, sent.json()?).await?;
@@ -112,7 +112,7 @@ async fn update_webhook(
 async fn delete_webhook(
     State(xf): State<Xf>,
     Authed(caller): Authed,
-    PathParam(id): PathParam,
+    PathParam(id): PathParam<WebhookId>,
 ) -> Result<Response, ApiError> {
     let deleted = xf.delete_webhook(&caller, &id).await?;
     Ok(envelope::data(StatusCode::OK, &deleted))
@@ -130,7 +130,7 @@ async fn delete_webhook(
 async fn test_webhook(
     State(xf): State<Xf>,
     Authed(caller): Authed,
-    PathParam(id): PathParam,
+    PathParam(id): PathParam<WebhookId>,
     sent: Sent,
 ) -> Result<Response, ApiError> {
     let delivery = xf
@@ -149,7 +149,7 @@ async fn test_webhook(
 async fn rotate_secret(
     State(xf): State<Xf>,
     Authed(caller): Authed,
-    PathParam(id): PathParam,
+    PathParam(id): PathParam<WebhookId>,
     sent: Sent,
 ) -> Result<Response, ApiError> {
     let rotated = xf
@@ -168,7 +168,7 @@ async fn rotate_secret(
 async fn list_deliveries(
     State(xf): State<Xf>,
     Authed(caller): Authed,
-    PathParam(id): PathParam,
+    PathParam(id): PathParam<WebhookId>,
     Query(params): Query<DeliveryListParams>,
 ) -> Result<Response, ApiError> {
     let page = xf.list_deliveries(&caller, &id, &params).await?;
