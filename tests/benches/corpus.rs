@@ -22,6 +22,7 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use xf_tests::bench::{median, runs};
 
 use lol_html::{element, HtmlRewriter, Settings};
 use url::Url;
@@ -157,17 +158,8 @@ async fn bare_crawl(start: &str) -> (u64, Duration) {
     (pages, began.elapsed())
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
 fn main() {
-    let runs = std::env::var("XF_BENCH_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(5_usize)
-        .max(1);
+    let runs = runs();
     let dir = corpus_dir();
     // The site on a runtime and threads of its own.
     let (sender, receiver) = std::sync::mpsc::channel();

@@ -13,6 +13,7 @@
 use std::fmt::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use xf_tests::bench::{env_number, median, runs};
 
 use axum::extract::{Path, State};
 use axum::response::{Html, IntoResponse};
@@ -151,18 +152,6 @@ async fn run(pages: usize) -> Figures {
     }
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
-fn env_number(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     if let Some(pages) = std::env::var("XF_BENCH_SERVE")
@@ -173,7 +162,7 @@ async fn main() {
         println!("{}", address.port());
         return std::future::pending().await;
     }
-    let runs = env_number("XF_BENCH_RUNS", 5).max(1);
+    let runs = runs();
     let pages = env_number("XF_BENCH_PAGES", 10_000).max(2);
     if std::env::var_os("XF_BENCH_ONE").is_some() {
         let figures = run(pages).await;

@@ -18,6 +18,7 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use xf_tests::bench::{env_number, median, runs};
 
 use bytes::Bytes;
 use clap::Parser;
@@ -26,13 +27,6 @@ use http_body_util::{BodyExt, StreamBody};
 use hyper_util::rt::TokioIo;
 
 const CHUNK: usize = 1 << 20;
-
-fn env_number(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// A valid MP4 of `size` bytes: a real short video, then a `free` box to the size.
 fn sample(path: &Path, size: u64) {
@@ -157,14 +151,9 @@ async fn upload(address: std::net::SocketAddr, key: &str, path: &Path) -> Durati
     started.elapsed()
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let runs = env_number("XF_BENCH_RUNS", 5);
+    let runs = runs();
     let mib = env_number("XF_BENCH_MIB", 1024) as u64;
     let root: PathBuf = std::env::var_os("XF_BENCH_DIR")
         .map(PathBuf::from)

@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use xf_tests::bench::{env_number, median, runs};
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
@@ -47,13 +48,6 @@ const SHAPES: [Shape; 2] = [
         claim_batch: 256,
     },
 ];
-
-fn env_number(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// One run: a fresh database, `jobs` no-op jobs; returns jobs per second.
 async fn run(shape: &Shape, jobs: usize) -> f64 {
@@ -131,14 +125,9 @@ async fn run(shape: &Shape, jobs: usize) -> f64 {
     jobs as f64 / elapsed.as_secs_f64()
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let runs = env_number("XF_BENCH_RUNS", 5).max(1);
+    let runs = runs();
     let jobs = env_number("XF_BENCH_JOBS", 20_000).max(1);
     println!("{jobs} no-op jobs per run, {runs} runs per shape, PostgreSQL");
     for shape in &SHAPES {

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 use std::time::Instant;
+use xf_tests::bench::{median, runs};
 
 use http::Method;
 use serde_json::json;
@@ -79,11 +80,6 @@ async fn drive(
     total as f64 / started.elapsed().as_secs_f64()
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
 async fn measure(app: TestApp, runs: usize, label: &str) -> Figures {
     let (key, id) = prepare(&app).await;
     let path = format!("/properties/{id}");
@@ -121,10 +117,7 @@ async fn measure(app: TestApp, runs: usize, label: &str) -> Figures {
 }
 
 fn main() {
-    let runs: usize = std::env::var("XF_BENCH_RUNS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(5);
+    let runs = runs();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use xf_tests::bench::{env_number, median, runs};
 
 use serde_json::json;
 use xf_core::model::{JobRecord, JobSubject};
@@ -18,13 +19,6 @@ use xf_core::store::{AttemptOutcome, ClaimRequest, Finish, Store};
 use xf_core::time::{Clock, SystemClock};
 use xf_core::Xf;
 use xf_tests::receiver::Receiver;
-
-fn env_number(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// Completes `count` jobs of `org` through the store (claims and finishes in batches), so
 /// their events wait in the outbox.
@@ -154,14 +148,9 @@ async fn count_log(store: &Arc<dyn Store>, webhook: &xf_core::ids::WebhookId) ->
     }
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let runs = env_number("XF_BENCH_RUNS", 5).max(1);
+    let runs = runs();
     let events = env_number("XF_BENCH_EVENTS", 10_000).max(1);
     println!("{events} events per run, {runs} runs per store, one local receiver");
     for name in ["memory", "postgres"] {

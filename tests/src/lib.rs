@@ -2,6 +2,7 @@
 //! store, a manual clock, and helpers that send requests through the service with `oneshot`
 //! (no sockets) and decode the JSON envelope.
 
+pub mod bench;
 pub mod corpus;
 pub mod google;
 pub mod media;

@@ -17,6 +17,8 @@ pub struct Server {
     pub xf: xf_core::Xf,
     /// Its blob store's directory, fresh for this server.
     pub media_dir: PathBuf,
+    /// With `--demo`: the media API's demo organization and its keys.
+    pub media_demo: Option<xf_core::CreatedOrganization>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
@@ -69,6 +71,7 @@ impl Server {
             address,
             xf: app.xf,
             media_dir,
+            media_demo: app.media_demo,
             stop: Some(stop),
         }
     }

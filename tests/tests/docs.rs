@@ -3,9 +3,12 @@
 //! differ), `docs/site-scans.md` names the catalogue's size, the flag table of
 //! `docs/configuration.md` names every flag of xf-server, the webhook receiver of
 //! `docs/webhooks.md`, run as written with the stock `standardwebhooks` Python package,
-//! verifies a real delivery, the commands of `docs/walk-through.md`, run as written against
-//! the README's quick-start server, print what the guide shows, and every relative link of the
-//! README and the guides leads to a file, and to a heading of it when it names one.
+//! verifies a real delivery, the commands of `docs/walk-through.md` and of every other guide
+//! that shows some (api-behaviour, search-console, webhooks, media), run as written against
+//! the README's quick-start server, print what the guides show, and every relative link of
+//! the README and the guides leads to a file, and to a heading of it when it names one.
+//! (`docs/deployment.md`'s one command starts a server on a PostgreSQL role of the reader's
+//! own; the README's are the quick start these tests start and `.ci/test` itself.)
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
@@ -308,9 +311,9 @@ fn every_relative_link_and_anchor_in_the_docs_resolves() {
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
 }
 
-/// The walk-through's `sh` blocks, each with the output block shown after it (if any).
-fn walk_through_steps() -> Vec<(String, Option<String>)> {
-    let guide = doc("docs/walk-through.md");
+/// The `sh` blocks of a guide, each with the output block shown after it (if any).
+fn guide_steps(path: &str) -> Vec<(String, Option<String>)> {
+    let guide = doc(path);
     let mut steps: Vec<(String, Option<String>)> = Vec::new();
     let mut lines = guide.lines();
     while let Some(line) = lines.next() {
@@ -411,31 +414,37 @@ fn compare_step(step: &str, printed: &str, shown: &str) {
     }
 }
 
-/// The walk-through's commands, run as written (in one shell, so that variables carry over)
-/// against xf-server started as the README's quick start starts it, print what the guide
-/// shows.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_walk_through_runs_as_written() {
-    let server = xf_tests::server::Server::start(&[
-        "--demo",
-        "--demo-live-key",
-        "xf_live_demo0000000000000000000000000000000001",
-        "--demo-test-key",
-        "xf_test_demo0000000000000000000000000000000001",
-        "--admin-token",
-        "demo-admin-token",
-    ])
-    .await;
-    let steps = walk_through_steps();
-    assert!(steps.len() > 5, "the walk-through has its steps");
-    let mut script = String::new();
+/// The flags of the README's quick start.
+const QUICK_START: &[&str] = &[
+    "--demo",
+    "--demo-live-key",
+    "xf_live_demo0000000000000000000000000000000001",
+    "--demo-test-key",
+    "xf_test_demo0000000000000000000000000000000001",
+    "--admin-token",
+    "demo-admin-token",
+];
+
+/// Runs `prelude` (its output unchecked), then `steps`, in one shell in a directory of its own
+/// (so that variables carry over, and files the steps make stay there), against `server`; every
+/// step must print what the guide shows after it.
+async fn run_as_written(
+    server: &xf_tests::server::Server,
+    prelude: &str,
+    steps: &[(String, Option<String>)],
+) {
+    let address = server.address.to_string();
+    let mut script = prelude.replace("127.0.0.1:8080", &address);
     for (n, (step, _)) in steps.iter().enumerate() {
-        let step = step.replace("127.0.0.1:8080", &server.address.to_string());
-        script.push_str(&format!("echo; echo '@@@ {n}'\n{step}\n"));
+        let step = step.replace("127.0.0.1:8080", &address);
+        script.push_str(&format!("\necho; echo '@@@ {n}'\n{step}\n"));
     }
+    let directory = server.media_dir.join("guide");
+    std::fs::create_dir_all(&directory).expect("a directory for the steps");
     let output = tokio::task::spawn_blocking(move || {
         Command::new("bash")
             .args(["-c", &script])
+            .current_dir(directory)
             .output()
             .expect("bash runs")
     })
@@ -456,5 +465,54 @@ async fn the_walk_through_runs_as_written() {
         if let Some(shown) = shown {
             compare_step(step, block, shown);
         }
+    }
+}
+
+/// The walk-through's commands, run as written (in one shell, so that variables carry over)
+/// against xf-server started as the README's quick start starts it, print what the guide
+/// shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_walk_through_runs_as_written() {
+    let server = xf_tests::server::Server::start(QUICK_START).await;
+    let steps = guide_steps("docs/walk-through.md");
+    assert!(steps.len() > 5, "the walk-through has its steps");
+    run_as_written(&server, "", &steps).await;
+}
+
+/// The commands of every other guide that shows some, run as written after the
+/// walk-through's (whose variables they use) against the server each guide names: the quick
+/// start's, with `--allow-private-targets` for the webhooks guide, and the media demo
+/// organization's id and key as `ORG` and `KEY` for the media guide, as it says. Each prints
+/// what its guide shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_guide_s_commands_run_as_written() {
+    let walk_through: String = guide_steps("docs/walk-through.md")
+        .into_iter()
+        .map(|(step, _)| format!("{step}\n"))
+        .collect::<String>()
+        + "echo\n";
+    let guides: &[(&str, &[&str])] = &[
+        ("docs/api-behaviour.md", &[]),
+        ("docs/search-console.md", &[]),
+        ("docs/webhooks.md", &["--allow-private-targets"]),
+        ("docs/media.md", &[]),
+    ];
+    for (guide, extra) in guides {
+        let flags: Vec<&str> = QUICK_START.iter().chain(extra.iter()).copied().collect();
+        let server = xf_tests::server::Server::start(&flags).await;
+        let mut prelude = walk_through.clone();
+        if *guide == "docs/media.md" {
+            let media = server
+                .media_demo
+                .as_ref()
+                .expect("--demo makes a media organization");
+            prelude.push_str(&format!(
+                "ORG={}; KEY={}; FILE=launch.mp4\n",
+                media.organization.id, media.live_key
+            ));
+        }
+        let steps = guide_steps(guide);
+        assert!(!steps.is_empty(), "{guide} shows commands");
+        run_as_written(&server, &prelude, &steps).await;
     }
 }

@@ -144,22 +144,52 @@ pub fn data<T: Serialize>(status: StatusCode, data: &T) -> Response {
     respond(status, data_members(data))
 }
 
-/// `{"data": …}`, the object idempotency keeps.
-pub fn data_object<T: Serialize>(data: &T) -> Result<String, serde_json::Error> {
-    object(data_members(data))
-}
-
 /// A media `{success: true, data, message?, meta}` response.
 pub fn media_data<T: Serialize>(status: StatusCode, data: &T, message: Option<&str>) -> Response {
     respond(status, media_members(data, message))
 }
 
-/// `{"success": true, "data": …, "message"?: …}`, the object idempotency keeps.
-pub fn media_data_object<T: Serialize>(
-    data: &T,
-    message: Option<&str>,
-) -> Result<String, serde_json::Error> {
-    object(media_members(data, message))
+/// A write's answer: its `data`, serialized once, and (media API) its `message`. The response
+/// and the object idempotency keeps are both written from it, copying `data` as it is.
+#[derive(Debug)]
+pub struct Answer {
+    data: Box<RawValue>,
+    message: Option<&'static str>,
+}
+
+impl Answer {
+    /// The answer whose `data` is `data`.
+    pub fn of<T: Serialize>(data: &T) -> Result<Self, serde_json::Error> {
+        Ok(Answer {
+            data: serde_json::value::to_raw_value(data)?,
+            message: None,
+        })
+    }
+
+    /// With the media API's `message` (`"video uploaded"`).
+    pub fn with_message(self, message: &'static str) -> Self {
+        Answer {
+            message: Some(message),
+            ..self
+        }
+    }
+
+    fn members(&self, api: Api) -> Members<'_, Box<RawValue>> {
+        match api {
+            Api::Developer => data_members(&self.data),
+            Api::Media => media_members(&self.data, self.message),
+        }
+    }
+}
+
+/// `answer` as a response of `status` in `api`'s envelope.
+pub fn answer(api: Api, status: StatusCode, answer: &Answer) -> Response {
+    respond(status, answer.members(api))
+}
+
+/// `answer` in `api`'s envelope without `meta`: the object idempotency keeps.
+pub fn answer_object(api: Api, answer: &Answer) -> Result<String, serde_json::Error> {
+    object(answer.members(api))
 }
 
 /// An error response in `api`'s envelope.
@@ -315,8 +345,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_kept_object_is_replayed_member_for_member_with_meta() {
-        let kept = media_data_object(&serde_json::json!({"id": "med_1", "n": 1.50}), Some("done"))
-            .unwrap();
+        let answer = Answer::of(&serde_json::json!({"id": "med_1", "n": 1.50}))
+            .unwrap()
+            .with_message("done");
+        let kept = answer_object(Api::Media, &answer).unwrap();
         assert_eq!(
             kept,
             r#"{"success":true,"data":{"id":"med_1","n":1.5},"message":"done"}"#
@@ -328,6 +360,17 @@ mod tests {
         assert_eq!(replayed["data"]["id"], "med_1");
         assert_eq!(replayed["message"], "done");
         assert!(replayed["meta"]["requestId"].is_string());
+    }
+
+    #[tokio::test]
+    async fn an_answer_is_the_same_fresh_and_kept() {
+        let answer = Answer::of(&serde_json::json!({"property": {"id": "prop_1"}})).unwrap();
+        let fresh = body(self::answer(Api::Developer, StatusCode::CREATED, &answer)).await;
+        let kept = answer_object(Api::Developer, &answer).unwrap();
+        assert_eq!(kept, r#"{"data":{"property":{"id":"prop_1"}}}"#);
+        let replayed = body(render(StatusCode::CREATED, &kept)).await;
+        assert_eq!(fresh["data"], replayed["data"]);
+        assert!(fresh.get("success").is_none());
     }
 
     #[tokio::test]

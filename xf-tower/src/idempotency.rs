@@ -14,7 +14,7 @@ use xf_core::params::IdempotencyKey;
 use xf_core::store::StoredResponse;
 use xf_core::{Caller, Error, Fingerprint, IdempotencyStart, Xf};
 
-use crate::envelope::{self, Api};
+use crate::envelope::{self, Answer, Api};
 use crate::error::{error_object, respond as error_response, status_of};
 use crate::extract::Write;
 
@@ -42,15 +42,15 @@ where
         success,
         || async {
             let data = run().await?;
-            envelope::data_object(&data).map_err(|e| Error::Internal(e.to_string()))
+            Answer::of(&data).map_err(|e| Error::Internal(e.to_string()))
         },
     )
     .await
 }
 
-/// Runs `run`, which answers an object of `api`'s envelope, once per idempotency key (none:
-/// it just runs): a request with the key and fingerprint of a finished one gets its answer
-/// again, and the outcome is kept as the core's rule says.
+/// Runs `run` once per idempotency key (none: it just runs) and answers in `api`'s envelope: a
+/// request with the key and fingerprint of a finished one gets its answer again, and the
+/// outcome is kept as the core's rule says.
 pub async fn once<F, Fut>(
     xf: &Xf,
     caller: &Caller,
@@ -62,7 +62,7 @@ pub async fn once<F, Fut>(
 ) -> Response
 where
     F: FnOnce() -> Fut,
-    Fut: Future<Output = Result<String, Error>>,
+    Fut: Future<Output = Result<Answer, Error>>,
 {
     let ticket = match key {
         None => None,
@@ -75,10 +75,13 @@ where
     let outcome = run().await;
     if let Some(ticket) = ticket {
         let kept = match &outcome {
-            Ok(object) => Some(StoredResponse {
-                status: success.as_u16(),
-                body: object.clone(),
-            }),
+            Ok(answer) => envelope::answer_object(api, answer)
+                .map_err(|error| tracing::error!(%error, "an answer does not serialize"))
+                .ok()
+                .map(|body| StoredResponse {
+                    status: success.as_u16(),
+                    body,
+                }),
             Err(error) if error.kept_by_idempotency() => Some(StoredResponse {
                 status: status_of(error).as_u16(),
                 body: error_object(api, error),
@@ -95,7 +98,7 @@ where
         }
     }
     match outcome {
-        Ok(object) => envelope::render(success, &object),
+        Ok(answer) => envelope::answer(api, success, &answer),
         Err(error) => error_response(api, &error),
     }
 }

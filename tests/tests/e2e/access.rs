@@ -4,7 +4,7 @@ use http::Method;
 use serde_json::json;
 use xf_tests::{request, TestApp};
 
-use crate::{complete, org, property, scan};
+use crate::{complete, org, property_id, scan};
 
 async fn read_limits_count_down_and_reset_with_the_hour(app: TestApp) {
     let org = org(&app, "Acme").await;
@@ -168,10 +168,7 @@ async fn write_limits_per_key_and_per_organization(app: TestApp) {
 async fn other_organizations_ids_are_not_found(app: TestApp) {
     let owner = org(&app, "Owner").await;
     let intruder = org(&app, "Intruder").await;
-    let pid = property(&app, &owner.live, "https://owner.example").await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pid = property_id(&app, &owner.live, "https://owner.example").await;
     let job = scan(&app, &owner.live, &pid).await;
     let pending = scan(&app, &owner.live, &pid).await;
     complete(&app, &job, 80).await;

@@ -6,7 +6,7 @@ use http::Method;
 use serde_json::{json, Value};
 use xf_tests::{request, TestApp};
 
-use crate::{org, property, scan};
+use crate::{org, property_id, scan};
 
 async fn document(app: &TestApp) -> Value {
     let reply = app
@@ -36,10 +36,7 @@ fn schema<'a>(doc: &'a Value, name: &str) -> &'a Value {
 /// document says so: each has a pattern, an enum or bounds that "" does not meet.
 async fn empty_query_values_are_rejected(app: TestApp) {
     let org = org(&app, "Acme").await;
-    let pid = property(&app, &org.live, "https://acme.example").await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pid = property_id(&app, &org.live, "https://acme.example").await;
     let issues = format!("/properties/{pid}/issues");
     for (path, name) in [
         ("/properties", "cursor"),
@@ -83,10 +80,7 @@ async fn empty_query_values_are_rejected(app: TestApp) {
 /// dropped budget), and every request schema says `additionalProperties: false`.
 async fn unknown_body_members_are_rejected(app: TestApp) {
     let org = org(&app, "Acme").await;
-    let pid = property(&app, &org.live, "https://acme.example").await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pid = property_id(&app, &org.live, "https://acme.example").await;
     for (path, body) in [
         (
             "/properties".to_owned(),
@@ -135,10 +129,7 @@ async fn unknown_body_members_are_rejected(app: TestApp) {
 /// limits". The document declares the body optional and nullable.
 async fn null_scan_body_means_defaults(app: TestApp) {
     let org = org(&app, "Acme").await;
-    let pid = property(&app, &org.live, "https://acme.example").await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pid = property_id(&app, &org.live, "https://acme.example").await;
     for endpoint in ["scans", "crawls"] {
         for body in [Some("null"), Some(" null "), Some(""), None] {
             let reply = app
@@ -183,10 +174,7 @@ async fn null_scan_body_means_defaults(app: TestApp) {
 /// `minItems: 1, maxItems: 25`.
 async fn batch_size_is_bounded_in_both(app: TestApp) {
     let org = org(&app, "Acme").await;
-    let pid = property(&app, &org.live, "https://acme.example").await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pid = property_id(&app, &org.live, "https://acme.example").await;
     let items = |n: usize| -> Vec<Value> { (0..n).map(|_| json!({"propertyId": pid})).collect() };
     for n in [0, 26] {
         app.post("/scans/batch", &org.live, json!({ "scans": items(n) }))
@@ -241,10 +229,7 @@ async fn malformed_request_ids_are_replaced(app: TestApp) {
 /// server refuses exactly what the document excludes.
 async fn bounds_includes_and_ids_agree(app: TestApp) {
     let org = org(&app, "Acme").await;
-    let pid = property(&app, &org.live, "https://acme.example").await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pid = property_id(&app, &org.live, "https://acme.example").await;
     let doc = document(&app).await;
     let limit = parameter(&doc, "get", "/jobs", "limit");
     assert_eq!(

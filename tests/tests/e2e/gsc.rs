@@ -13,7 +13,7 @@ use xf_core::store::{FetchedPage, NewFinding, ScanFindings};
 use xf_tests::google::{Day, Failure, GoogleStandIn, Row, SiteData, CLIENT_ID, CLIENT_SECRET};
 use xf_tests::TestApp;
 
-use crate::{assert_time, org, property, Org};
+use crate::{assert_time, org, property, property_id, Org};
 
 crate::backends!(
     sync_fetches_every_page_and_serves_the_snapshot,
@@ -105,14 +105,6 @@ async fn linked(app: &TestApp, google: &GoogleStandIn, data: SiteData) -> (Org, 
     google.set_site(SITE, data);
     link(app, &org, &id, SITE, REFRESH_TOKEN).await;
     (org, id)
-}
-
-/// Creates a property through the API and returns its id.
-async fn property_id(app: &TestApp, key: &str, url: &str) -> String {
-    property(app, key, url).await["id"]
-        .as_str()
-        .expect("a property id")
-        .to_owned()
 }
 
 async fn sync(app: &TestApp, key: &str, id: &str) -> xf_tests::Reply {

@@ -137,10 +137,7 @@ async fn idempotency_rules(app: TestApp) {
     assert!(after.header("idempotent-replayed").is_none());
 
     // Scans and batches take keys too.
-    let pid = crate::property(&app, &org.live, "https://scan.example").await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pid = crate::property_id(&app, &org.live, "https://scan.example").await;
     for path in [
         format!("/properties/{pid}/scans"),
         format!("/properties/{pid}/crawls"),

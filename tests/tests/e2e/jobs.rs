@@ -3,18 +3,12 @@
 use serde_json::{json, Value};
 use xf_tests::TestApp;
 
-use crate::{assert_time, complete, org, property, scan};
+use crate::{assert_time, complete, org, property_id, scan};
 
 async fn jobs_list_filter_and_detail(app: TestApp) {
     let org = org(&app, "Acme").await;
-    let a = property(&app, &org.live, "https://a.example").await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let b = property(&app, &org.live, "https://b.example").await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let a = property_id(&app, &org.live, "https://a.example").await;
+    let b = property_id(&app, &org.live, "https://b.example").await;
     let first = scan(&app, &org.live, &a).await;
     app.clock.advance(chrono::Duration::seconds(1));
     let second = scan(&app, &org.live, &b).await;
@@ -81,10 +75,7 @@ async fn jobs_list_filter_and_detail(app: TestApp) {
 
 async fn cancel_pending_and_processing_only(app: TestApp) {
     let org = org(&app, "Acme").await;
-    let pid = property(&app, &org.live, "https://a.example").await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pid = property_id(&app, &org.live, "https://a.example").await;
     let pending = scan(&app, &org.live, &pid).await;
     let running = scan(&app, &org.live, &pid).await;
     let done = scan(&app, &org.live, &pid).await;

@@ -68,6 +68,14 @@ pub async fn property(app: &TestApp, key: &str, url: &str) -> Value {
     reply.expect(201)["property"].clone()
 }
 
+/// Creates a property through the API and returns its id.
+pub async fn property_id(app: &TestApp, key: &str, url: &str) -> String {
+    property(app, key, url).await["id"]
+        .as_str()
+        .expect("a property id")
+        .to_owned()
+}
+
 /// Queues a scan through the API and returns the job id.
 pub async fn scan(app: &TestApp, key: &str, property_id: &str) -> String {
     let reply = app

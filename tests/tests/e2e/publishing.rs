@@ -140,6 +140,16 @@ async fn wait_for(app: &TestApp, key: &str, id: &str, done: impl Fn(&Value) -> b
     wait_at(app, key, &format!("/media/videos/{id}"), done).await
 }
 
+/// Reads the video until its post on `platform` has an error that contains `needle`.
+async fn wait_for_error(app: &TestApp, key: &str, id: &str, platform: &str, needle: &str) -> Value {
+    wait_for(app, key, id, |i| {
+        i[platform]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains(needle))
+    })
+    .await
+}
+
 /// Uploads `clip` for `platforms` with `fields`; the item's id.
 async fn post_video(app: &TestApp, org: &Studio, clip: &[u8], fields: &[(&str, &str)]) -> String {
     let reply = upload(
@@ -368,12 +378,7 @@ async fn a_lost_finalize_is_looked_up_not_sent_again(app: TestApp) {
     );
     let id = post_video(&app, &org, &clip, &[("platforms", r#"["youtube"]"#)]).await;
     let workers = workers(&app);
-    let shown = wait_for(&app, &org.key, &id, |i| {
-        i["youtube"]["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("not known"))
-    })
-    .await;
+    let shown = wait_for_error(&app, &org.key, &id, "youtube", "not known").await;
     assert_eq!(shown["youtube"]["status"], "processing");
     assert_eq!(platforms.videos().len(), 1, "the video was made");
     let puts_before = chunk_ranges(&platforms).len();
@@ -564,12 +569,7 @@ async fn a_rate_limit_waits_for_its_reset(app: TestApp) {
     let clip = video("mp4", 640, 360, 4, false, 0);
     let id = post_video(&app, &org, &clip, &[("platforms", r#"["youtube"]"#)]).await;
     let workers = workers(&app);
-    let shown = wait_for(&app, &org.key, &id, |i| {
-        i["youtube"]["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("rate limited"))
-    })
-    .await;
+    let shown = wait_for_error(&app, &org.key, &id, "youtube", "rate limited").await;
     assert_eq!(shown["status"], "processing");
     let job = job_of(&app, &id, "youtube").await;
     assert!(
@@ -951,12 +951,7 @@ async fn linkedin_uploads_parts_as_instructed_then_posts(app: TestApp) {
     )
     .await;
     let workers = workers(&app);
-    wait_for(&app, &org.key, &id, |i| {
-        i["linkedin"]["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("TOO_MANY_REQUESTS"))
-    })
-    .await;
+    wait_for_error(&app, &org.key, &id, "linkedin", "TOO_MANY_REQUESTS").await;
     assert_eq!(retry_of(&app, &id, "linkedin").await, 30);
     app.clock.advance(chrono::Duration::seconds(31));
     let shown = wait_for(&app, &org.key, &id, |i| i["status"] == "completed").await;
@@ -1035,12 +1030,7 @@ async fn pinterest_pins_videos_and_images_once(app: TestApp) {
     )
     .await;
     let workers = workers(&app);
-    wait_for(&app, &org.key, &id, |i| {
-        i["pinterest"]["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("not known"))
-    })
-    .await;
+    wait_for_error(&app, &org.key, &id, "pinterest", "not known").await;
     assert_eq!(retry_of(&app, &id, "pinterest").await, 5);
     app.clock.advance(chrono::Duration::seconds(10));
     let shown = wait_for(&app, &org.key, &id, |i| i["status"] == "completed").await;

@@ -4,14 +4,11 @@ use http::Method;
 use serde_json::{json, Value};
 use xf_tests::TestApp;
 
-use crate::{assert_time, complete, org, property, scan};
+use crate::{assert_time, complete, org, property_id, scan};
 
 async fn reports_list_detail_expiry_and_views(app: TestApp) {
     let org = org(&app, "Acme").await;
-    let pid = property(&app, &org.live, "https://acme.example").await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pid = property_id(&app, &org.live, "https://acme.example").await;
     let job = scan(&app, &org.live, &pid).await;
     let unfinished = scan(&app, &org.live, &pid).await;
     complete(&app, &job, 88).await;
@@ -114,10 +111,7 @@ async fn reports_list_detail_expiry_and_views(app: TestApp) {
 
 async fn usage_limits_and_rate_limit_counters(app: TestApp) {
     let org = org(&app, "Acme").await;
-    let pid = property(&app, &org.live, "https://acme.example").await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pid = property_id(&app, &org.live, "https://acme.example").await;
     let done = scan(&app, &org.live, &pid).await;
     scan(&app, &org.live, &pid).await;
     complete(&app, &done, 50).await;

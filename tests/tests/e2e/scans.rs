@@ -4,14 +4,11 @@ use http::Method;
 use serde_json::{json, Value};
 use xf_tests::{request, TestApp};
 
-use crate::{assert_time, org, property};
+use crate::{assert_time, org, property_id};
 
 async fn scan_and_crawl_queue_pending_jobs(app: TestApp) {
     let org = org(&app, "Acme").await;
-    let pid = property(&app, &org.live, "https://acme.example").await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pid = property_id(&app, &org.live, "https://acme.example").await;
 
     let scan = app
         .post(
@@ -74,10 +71,7 @@ async fn scan_and_crawl_queue_pending_jobs(app: TestApp) {
 
 async fn scan_rejects_bad_input(app: TestApp) {
     let org = org(&app, "Acme").await;
-    let pid = property(&app, &org.live, "https://acme.example").await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pid = property_id(&app, &org.live, "https://acme.example").await;
     let path = format!("/properties/{pid}/scans");
     for (body, field) in [
         (json!({"maxPages": 0}), "maxPages"),
@@ -109,10 +103,7 @@ async fn scan_quota_is_enforced_monthly(app: TestApp) {
     )
     .await
     .expect(200);
-    let pid = property(&app, &org.live, "https://acme.example").await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pid = property_id(&app, &org.live, "https://acme.example").await;
     let path = format!("/properties/{pid}/scans");
     app.post(&path, &org.live, json!({})).await.expect(202);
     app.post(&path, &org.live, json!({})).await.expect(202);
@@ -131,14 +122,8 @@ async fn scan_quota_is_enforced_monthly(app: TestApp) {
 
 async fn batch_items_succeed_or_fail_separately(app: TestApp) {
     let org = org(&app, "Acme").await;
-    let a = property(&app, &org.live, "https://a.example").await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let b = property(&app, &org.live, "https://b.example").await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let a = property_id(&app, &org.live, "https://a.example").await;
+    let b = property_id(&app, &org.live, "https://b.example").await;
     let reply = app
         .post(
             "/scans/batch",

@@ -3,14 +3,11 @@
 use serde_json::json;
 use xf_tests::TestApp;
 
-use crate::{org, property, scan};
+use crate::{org, property_id, scan};
 
 async fn test_key_writes_are_deterministic_and_change_nothing(app: TestApp) {
     let org = org(&app, "Acme").await;
-    let pid = property(&app, &org.live, "https://real.example").await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pid = property_id(&app, &org.live, "https://real.example").await;
     let pending = scan(&app, &org.live, &pid).await;
     let before = app.store.dump().await.unwrap();
     let usage_before = app.get("/usage", &org.live).await.expect(200)["usage"]["counters"].clone();

@@ -18,6 +18,14 @@ async fn hit(store: &dyn Store, buckets: &[RateBucket]) -> RateOutcome {
         .expect("hit rate limits")
 }
 
+/// The outcome of a hit that counted `counts` and found the buckets at `exceeded` full.
+fn outcome(counts: &[u64], exceeded: &[usize]) -> RateOutcome {
+    RateOutcome {
+        counts: counts.to_vec(),
+        exceeded: exceeded.to_vec(),
+    }
+}
+
 async fn claim_key(
     store: &dyn Store,
     scope: &str,
@@ -43,46 +51,19 @@ pub async fn rate_limit_consumes_only_consume_buckets(store: Arc<dyn TestStore>)
         rate_bucket(&b, window, 5, false),
         rate_bucket(&c, window, 5, true),
     ];
-    assert_eq!(
-        hit(s, &buckets).await,
-        RateOutcome {
-            counts: vec![1, 0, 1],
-            exceeded: vec![]
-        }
-    );
-    assert_eq!(
-        hit(s, &buckets).await,
-        RateOutcome {
-            counts: vec![2, 0, 2],
-            exceeded: vec![]
-        }
-    );
+    assert_eq!(hit(s, &buckets).await, outcome(&[1, 0, 1], &[]));
+    assert_eq!(hit(s, &buckets).await, outcome(&[2, 0, 2], &[]));
     assert_eq!(
         hit(s, &[rate_bucket(&b, window, 5, true)]).await,
-        RateOutcome {
-            counts: vec![1],
-            exceeded: vec![]
-        }
+        outcome(&[1], &[])
     );
     let reversed = [
         rate_bucket(&c, window, 5, false),
         rate_bucket(&b, window, 5, true),
         rate_bucket(&a, window, 5, false),
     ];
-    assert_eq!(
-        hit(s, &reversed).await,
-        RateOutcome {
-            counts: vec![2, 2, 2],
-            exceeded: vec![]
-        }
-    );
-    assert_eq!(
-        hit(s, &buckets).await,
-        RateOutcome {
-            counts: vec![3, 2, 3],
-            exceeded: vec![]
-        }
-    );
+    assert_eq!(hit(s, &reversed).await, outcome(&[2, 2, 2], &[]));
+    assert_eq!(hit(s, &buckets).await, outcome(&[3, 2, 3], &[]));
 }
 
 /// At the limit, `hit_rate_limits` refuses all-or-nothing: `exceeded` lists every consumed
@@ -99,28 +80,13 @@ pub async fn rate_limit_refuses_at_limit_all_or_nothing(store: Arc<dyn TestStore
     ];
     assert_eq!(hit(s, &both).await.counts, vec![1, 1]);
     assert_eq!(hit(s, &both).await.counts, vec![2, 2]);
-    assert_eq!(
-        hit(s, &both).await,
-        RateOutcome {
-            counts: vec![2, 2],
-            exceeded: vec![1]
-        }
-    );
+    assert_eq!(hit(s, &both).await, outcome(&[2, 2], &[1]));
     // `a` was not counted by the refused call: it still has room for exactly one.
     assert_eq!(
         hit(s, &[rate_bucket(&a, window, 3, true)]).await,
-        RateOutcome {
-            counts: vec![3],
-            exceeded: vec![]
-        }
+        outcome(&[3], &[])
     );
-    assert_eq!(
-        hit(s, &both).await,
-        RateOutcome {
-            counts: vec![3, 2],
-            exceeded: vec![0, 1]
-        }
-    );
+    assert_eq!(hit(s, &both).await, outcome(&[3, 2], &[0, 1]));
     // Only read, a full bucket does not refuse the others.
     let d = unique("key:d:read");
     assert_eq!(
@@ -133,27 +99,18 @@ pub async fn rate_limit_refuses_at_limit_all_or_nothing(store: Arc<dyn TestStore
             ]
         )
         .await,
-        RateOutcome {
-            counts: vec![1, 3, 2],
-            exceeded: vec![]
-        }
+        outcome(&[1, 3, 2], &[])
     );
     // A raised limit lets the bucket count again.
     assert_eq!(
         hit(s, &[rate_bucket(&b, window, 3, true)]).await,
-        RateOutcome {
-            counts: vec![3],
-            exceeded: vec![]
-        }
+        outcome(&[3], &[])
     );
     // A limit of zero refuses at once.
     let zero = unique("key:zero:write");
     assert_eq!(
         hit(s, &[rate_bucket(&zero, window, 0, true)]).await,
-        RateOutcome {
-            counts: vec![0],
-            exceeded: vec![0]
-        }
+        outcome(&[0], &[0])
     );
 }
 
@@ -171,10 +128,7 @@ pub async fn rate_limit_windows_are_separate(store: Arc<dyn TestStore>) {
 
     assert_eq!(
         hit(s, &[rate_bucket(&name, next_window, 2, true)]).await,
-        RateOutcome {
-            counts: vec![1],
-            exceeded: vec![]
-        }
+        outcome(&[1], &[])
     );
     assert_eq!(
         hit(s, &[rate_bucket(&name, first_window, 2, false)])

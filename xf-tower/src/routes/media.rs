@@ -17,7 +17,7 @@ use xf_core::plans::Entitlement;
 use xf_core::{Error, Xf};
 
 use super::upload_form::UploadForm;
-use crate::envelope::{self, Api};
+use crate::envelope::{self, Answer, Api};
 use crate::extract::{bearer, FromSegment, PathParam, Query};
 use crate::idempotency;
 use crate::middleware::Guard;
@@ -155,8 +155,8 @@ async fn upload(xf: Xf, caller: xf_core::Caller, kind: MediaKind, request: Reque
         let items = xf
             .create_media(&caller, kind, &form.fields, form.file)
             .await?;
-        envelope::media_data_object(&items, Some(message))
-            .map_err(|e| Error::Internal(e.to_string()))
+        let answer = Answer::of(&items).map_err(|e| Error::Internal(e.to_string()))?;
+        Ok(answer.with_message(message))
     };
     Ok(idempotency::once(
         &xf,
