@@ -18,7 +18,7 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use xf_tests::bench::{env_number, median, runs};
+use xf_tests::bench::{env_number, median, organization, runs};
 
 use bytes::Bytes;
 use clap::Parser;
@@ -182,14 +182,7 @@ async fn main() {
         app.service,
         std::future::pending(),
     ));
-    let created = xf
-        .admin_create_organization(xf_core::NewOrganization {
-            name: "Bench".into(),
-            plan: "pro".into(),
-            shop_domain: None,
-        })
-        .await
-        .unwrap();
+    let created = organization(&xf, "pro").await;
     xf.admin_connect_channel(
         &created.organization.id,
         serde_json::from_value(serde_json::json!({

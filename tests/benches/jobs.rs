@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use xf_tests::bench::{env_number, median, runs};
+use xf_tests::bench::{env_number, median, organization, runs};
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
@@ -59,14 +59,7 @@ async fn run(shape: &Shape, jobs: usize) -> f64 {
         .public_base_url("http://bench.invalid")
         .build()
         .expect("configuration");
-    let org = xf
-        .admin_create_organization(xf_core::NewOrganization {
-            name: "Bench".to_owned(),
-            plan: "growth".to_owned(),
-            shop_domain: None,
-        })
-        .await
-        .expect("organization");
+    let org = organization(&xf, "growth").await;
     let subject = JobSubject {
         property_id: xf_core::ids::PropertyId::new(),
         property_name: "bench.example".to_owned(),

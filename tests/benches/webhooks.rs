@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use xf_tests::bench::{env_number, median, runs};
+use xf_tests::bench::{env_number, median, organization, runs};
 
 use serde_json::json;
 use xf_core::model::{JobRecord, JobSubject};
@@ -68,14 +68,7 @@ async fn run(store: Arc<dyn Store>, events: usize) -> f64 {
         .allow_private_targets(true)
         .build()
         .expect("configuration");
-    let org = xf
-        .admin_create_organization(xf_core::NewOrganization {
-            name: "Bench".to_owned(),
-            plan: "growth".to_owned(),
-            shop_domain: None,
-        })
-        .await
-        .expect("organization");
+    let org = organization(&xf, "growth").await;
     let caller = xf
         .authenticate(
             Some(&org.live_key),

@@ -20,3 +20,14 @@ pub fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
 }
+
+/// A new organization named "Bench" on `plan`, with its keys.
+pub async fn organization(xf: &xf_core::Xf, plan: &str) -> xf_core::CreatedOrganization {
+    xf.admin_create_organization(xf_core::NewOrganization {
+        name: "Bench".to_owned(),
+        plan: plan.to_owned(),
+        shop_domain: None,
+    })
+    .await
+    .expect("organization")
+}

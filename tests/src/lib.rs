@@ -53,6 +53,25 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// What a create under a key that others race for got: the property's id for a `201`,
+    /// `None` for the `409 idempotency_key_in_use` of a request that came while another held
+    /// the key. Anything else fails the test.
+    pub fn created_property_id(&self) -> Option<String> {
+        match self.status.as_u16() {
+            201 => Some(
+                self.body["data"]["property"]["id"]
+                    .as_str()
+                    .expect("a created property's id")
+                    .to_owned(),
+            ),
+            409 => {
+                self.expect_error(409, "idempotency_key_in_use");
+                None
+            }
+            other => panic!("unexpected {other}: {}", self.body),
+        }
+    }
+
     /// A header as text.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())

@@ -412,37 +412,19 @@ async fn xf_server_serves_the_api_and_the_admin_api() {
     let acme = get(address, "/api/v1/organization", Some(&acme_key)).await;
     assert_eq!(acme.data(200)["organization"]["name"], "Acme");
 
-    send(
-        address,
-        Method::POST,
-        "/admin/organizations",
-        None,
-        Some(new_org.clone()),
-        &[],
-    )
-    .await
-    .error(401, "admin_token_invalid");
-    send(
-        address,
-        Method::POST,
-        "/admin/organizations",
-        Some("not-the-admin-token"),
-        Some(new_org.clone()),
-        &[],
-    )
-    .await
-    .error(401, "admin_token_invalid");
-    // An API key is not an admin token.
-    send(
-        address,
-        Method::POST,
-        "/admin/organizations",
-        Some(DEMO_LIVE_KEY),
-        Some(new_org),
-        &[],
-    )
-    .await
-    .error(401, "admin_token_invalid");
+    // No token, a wrong one, and an API key (which is not an admin token).
+    for bearer in [None, Some("not-the-admin-token"), Some(DEMO_LIVE_KEY)] {
+        send(
+            address,
+            Method::POST,
+            "/admin/organizations",
+            bearer,
+            Some(new_org.clone()),
+            &[],
+        )
+        .await
+        .error(401, "admin_token_invalid");
+    }
 
     get(address, "/api/v1/no-such-endpoint", None)
         .await

@@ -44,19 +44,7 @@ async fn one_idempotency_key_across_instances_creates_one_property() {
     }
     let mut ids = HashSet::new();
     while let Some(reply) = tasks.join_next().await {
-        let reply = reply.unwrap();
-        match reply.status.as_u16() {
-            201 => {
-                ids.insert(
-                    reply.body["data"]["property"]["id"]
-                        .as_str()
-                        .unwrap()
-                        .to_owned(),
-                );
-            }
-            409 => reply.expect_error(409, "idempotency_key_in_use"),
-            other => panic!("unexpected {other}: {}", reply.body),
-        }
+        ids.extend(reply.unwrap().created_property_id());
     }
     assert_eq!(ids.len(), 1);
     for app in [&a, &b] {

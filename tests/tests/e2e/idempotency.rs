@@ -4,9 +4,21 @@ use std::collections::HashSet;
 
 use http::Method;
 use serde_json::json;
-use xf_tests::{request, TestApp};
+use xf_tests::{request, Reply, TestApp};
 
 use crate::org;
+
+/// `POST path` with `body`, the live key `api_key` and `Idempotency-Key: key`.
+async fn post_keyed(app: &TestApp, api_key: &str, path: &str, body: String, key: &str) -> Reply {
+    app.send(request(
+        Method::POST,
+        path,
+        Some(api_key),
+        Some(body),
+        &[("idempotency-key", key)],
+    ))
+    .await
+}
 
 async fn concurrent_creates_with_one_key_make_one_property(app: TestApp) {
     let org = org(&app, "Acme").await;
@@ -16,34 +28,17 @@ async fn concurrent_creates_with_one_key_make_one_property(app: TestApp) {
             let app = app.clone();
             let body = body.clone();
             let key = org.live.clone();
-            tokio::spawn(async move {
-                app.send(request(
-                    Method::POST,
-                    "/properties",
-                    Some(&key),
-                    Some(body),
-                    &[("idempotency-key", "create-once")],
-                ))
-                .await
-            })
+            tokio::spawn(
+                async move { post_keyed(&app, &key, "/properties", body, "create-once").await },
+            )
         })
         .collect();
     let mut ids = HashSet::new();
     let mut created = 0;
     for task in tasks {
-        let reply = task.await.unwrap();
-        match reply.status.as_u16() {
-            201 => {
-                created += 1;
-                ids.insert(
-                    reply.body["data"]["property"]["id"]
-                        .as_str()
-                        .unwrap()
-                        .to_owned(),
-                );
-            }
-            409 => reply.expect_error(409, "idempotency_key_in_use"),
-            other => panic!("unexpected {other}: {}", reply.body),
+        if let Some(id) = task.await.unwrap().created_property_id() {
+            created += 1;
+            ids.insert(id);
         }
     }
     assert!(created >= 1);
@@ -73,26 +68,14 @@ async fn concurrent_creates_with_one_key_make_one_property(app: TestApp) {
 
     // Another body with the same key: 422.
     let other = json!({"url": "https://twice.example"}).to_string();
-    app.send(request(
-        Method::POST,
-        "/properties",
-        Some(&org.live),
-        Some(other),
-        &[("idempotency-key", "create-once")],
-    ))
-    .await
-    .expect_error(422, "idempotency_key_reused");
+    post_keyed(&app, &org.live, "/properties", other, "create-once")
+        .await
+        .expect_error(422, "idempotency_key_reused");
     // Keys are scoped to the organization.
     let elsewhere = crate::org(&app, "Elsewhere").await;
-    app.send(request(
-        Method::POST,
-        "/properties",
-        Some(&elsewhere.live),
-        Some(body),
-        &[("idempotency-key", "create-once")],
-    ))
-    .await
-    .expect(201);
+    post_keyed(&app, &elsewhere.live, "/properties", body, "create-once")
+        .await
+        .expect(201);
 }
 
 async fn idempotency_rules(app: TestApp) {
@@ -100,16 +83,7 @@ async fn idempotency_rules(app: TestApp) {
     let send = |body: serde_json::Value, key: String| {
         let app = app.clone();
         let live = org.live.clone();
-        async move {
-            app.send(request(
-                Method::POST,
-                "/properties",
-                Some(&live),
-                Some(body.to_string()),
-                &[("idempotency-key", &key)],
-            ))
-            .await
-        }
+        async move { post_keyed(&app, &live, "/properties", body.to_string(), &key).await }
     };
     send(json!({"url": "https://a.example"}), "k".repeat(129))
         .await
@@ -142,46 +116,14 @@ async fn idempotency_rules(app: TestApp) {
         format!("/properties/{pid}/scans"),
         format!("/properties/{pid}/crawls"),
     ] {
-        let first = app
-            .send(request(
-                Method::POST,
-                &path,
-                Some(&org.live),
-                Some("{}".into()),
-                &[("idempotency-key", &path)],
-            ))
-            .await;
-        let second = app
-            .send(request(
-                Method::POST,
-                &path,
-                Some(&org.live),
-                Some("{}".into()),
-                &[("idempotency-key", &path)],
-            ))
-            .await;
+        let first = post_keyed(&app, &org.live, &path, "{}".into(), &path).await;
+        let second = post_keyed(&app, &org.live, &path, "{}".into(), &path).await;
         assert_eq!(first.expect(202), second.expect(202));
         assert_eq!(second.header("idempotent-replayed"), Some("true"));
     }
     let batch = json!({"scans": [{"propertyId": pid}]}).to_string();
-    let first = app
-        .send(request(
-            Method::POST,
-            "/scans/batch",
-            Some(&org.live),
-            Some(batch.clone()),
-            &[("idempotency-key", "b")],
-        ))
-        .await;
-    let second = app
-        .send(request(
-            Method::POST,
-            "/scans/batch",
-            Some(&org.live),
-            Some(batch),
-            &[("idempotency-key", "b")],
-        ))
-        .await;
+    let first = post_keyed(&app, &org.live, "/scans/batch", batch.clone(), "b").await;
+    let second = post_keyed(&app, &org.live, "/scans/batch", batch, "b").await;
     assert_eq!(first.expect(202), second.expect(202));
     let jobs = app.get("/jobs", &org.live).await;
     assert_eq!(jobs.expect(200)["jobs"].as_array().unwrap().len(), 3);

@@ -9,8 +9,8 @@ use serde_json::json;
 use super::{
     assert_no_events, assert_single_event, at, claim, claim_one, completed, finish, first_page,
     job, kept_lease, millis, minutes, run_concurrently, seconds, seed_job, seed_job_of_type,
-    seed_organization, seed_property, seed_running_job, sort_newest_first, stored_job, typed_job,
-    unique_job_type, wait_for_signal, walk_pages, TestStore, BASE_MONTH, NO_SCAN_LIMIT,
+    seed_organization, seed_property, seed_running_job, sort_newest_first, stored_job, tally,
+    typed_job, unique_job_type, wait_for_signal, walk_pages, TestStore, BASE_MONTH, NO_SCAN_LIMIT,
 };
 use crate::error::StoreError;
 use crate::ids::{JobId, PropertyId};
@@ -179,11 +179,7 @@ pub async fn job_insert_counted_concurrent_respects_limit(store: Arc<dyn TestSto
         .filter(|&n| results[n].is_ok())
         .map(|n| jobs[n].id.clone())
         .collect();
-    let refused = results
-        .iter()
-        .filter(|r| matches!(r, Err(StoreError::LimitReached(_))))
-        .count();
-    assert_eq!((accepted.len(), refused), (5, 15), "{results:?}");
+    assert_eq!(tally(&results), (5, 15), "{results:?}");
     assert_eq!(store.get_usage(&org.id, BASE_MONTH).await.unwrap().scans, 5);
     let mut listed = job_ids(
         &store

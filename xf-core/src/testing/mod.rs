@@ -97,6 +97,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::auth;
+use crate::error::StoreError;
 use crate::ids::{new_id, ApiKeyId, IssueId, JobId, OrganizationId, PropertyId};
 use crate::model::{
     ApiKey, Event, EventType, Issue, IssueStatus, JobRecord, JobResult, JobStatus, JobSubject,
@@ -744,6 +745,16 @@ where
 
 /// Runs `count` tasks on the runtime, released together by a barrier; returns their outputs in
 /// task order.
+/// How many of `results` succeeded, and how many were refused with `LimitReached`.
+fn tally<T>(results: &[StoreResult<T>]) -> (usize, usize) {
+    let accepted = results.iter().filter(|r| r.is_ok()).count();
+    let refused = results
+        .iter()
+        .filter(|r| matches!(r, Err(StoreError::LimitReached(_))))
+        .count();
+    (accepted, refused)
+}
+
 async fn run_concurrently<T, F, Fut>(count: usize, task: F) -> Vec<T>
 where
     F: Fn(usize) -> Fut,

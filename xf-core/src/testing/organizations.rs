@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use super::{
-    api_key, at, minutes, organization, random_key, run_concurrently, seed_organization, unique,
-    TestStore,
+    api_key, at, minutes, organization, random_key, run_concurrently, seed_organization, tally,
+    unique, TestStore,
 };
 use crate::auth;
 use crate::error::StoreError;
@@ -293,12 +293,7 @@ pub async fn api_key_concurrent_inserts_respect_max_active(store: Arc<dyn TestSt
         async move { store.insert_api_key(&key, 3).await }
     })
     .await;
-    let accepted = results.iter().filter(|r| r.is_ok()).count();
-    let refused = results
-        .iter()
-        .filter(|r| matches!(r, Err(StoreError::LimitReached(_))))
-        .count();
-    assert_eq!((accepted, refused), (3, 7), "{results:?}");
+    assert_eq!(tally(&results), (3, 7), "{results:?}");
     assert_eq!(store.list_api_keys(&org.id).await.unwrap().len(), 3);
 }
 

@@ -20,8 +20,8 @@ use std::sync::Arc;
 use super::{
     assert_single_event, at, completed, finish, first_page, insert_counted, minutes, random_token,
     run_concurrently, seconds, seed_job, seed_organization, seed_property, seed_running_job,
-    sort_newest_first, stored_job, typed_job, unique, unique_job_type, unique_url, wait_for_signal,
-    walk_pages, TestStore,
+    sort_newest_first, stored_job, tally, typed_job, unique, unique_job_type, unique_url,
+    wait_for_signal, walk_pages, TestStore,
 };
 use crate::error::StoreError;
 use crate::ids::{DeliveryId, EventId, OrganizationId, WebhookId};
@@ -334,12 +334,7 @@ pub async fn webhook_concurrent_inserts_respect_max(store: Arc<dyn TestStore>) {
         async move { store.insert_webhook(&hook, 10).await }
     })
     .await;
-    let accepted = results.iter().filter(|r| r.is_ok()).count();
-    let refused = results
-        .iter()
-        .filter(|r| matches!(r, Err(StoreError::LimitReached(_))))
-        .count();
-    assert_eq!((accepted, refused), (10, 10), "{results:?}");
+    assert_eq!(tally(&results), (10, 10), "{results:?}");
     assert_eq!(store.list_webhooks(&org.id).await.unwrap().len(), 10);
 }
 

@@ -142,8 +142,9 @@ impl<S: Send + Sync, T: FromSegment> axum::extract::FromRequestParts<S> for Medi
 
 /// `POST /media/videos`, `/media/images`, `/video/upload`: the form is read (its file
 /// streamed to the blob store, owned by the form until an item keeps it), then the item is
-/// created, once per `Idempotency-Key`. A replay or a refusal drops the form, and with it the
-/// new copy of the file.
+/// created, once per `Idempotency-Key`. After a replay or a refusal the new copy of the file
+/// is deleted before the answer goes out; a client that goes away drops the form, whose file
+/// then deletes itself.
 async fn upload(xf: Xf, caller: xf_core::Caller, kind: MediaKind, request: Request) -> Handled {
     let form = UploadForm::read(&xf, &caller, kind, request).await?;
     let (key, fingerprint) = (form.idempotency_key.clone(), form.fingerprint());
@@ -151,14 +152,20 @@ async fn upload(xf: Xf, caller: xf_core::Caller, kind: MediaKind, request: Reque
         MediaKind::Video => "video uploaded",
         MediaKind::Image => "image uploaded",
     };
-    let create = || async {
-        let items = xf
-            .create_media(&caller, kind, &form.fields, form.file)
+    let UploadForm {
+        fields, mut file, ..
+    } = form;
+    // The write borrows what it needs, and takes the file only if it runs.
+    let staged = &mut file;
+    let (xf_ref, caller_ref, fields) = (&xf, &caller, &fields);
+    let create = move || async move {
+        let items = xf_ref
+            .create_media(caller_ref, kind, fields, staged.take())
             .await?;
         let answer = Answer::of(&items).map_err(|e| Error::Internal(e.to_string()))?;
         Ok(answer.with_message(message))
     };
-    Ok(idempotency::once(
+    let response = idempotency::once(
         &xf,
         &caller,
         key.as_ref(),
@@ -167,7 +174,11 @@ async fn upload(xf: Xf, caller: xf_core::Caller, kind: MediaKind, request: Reque
         StatusCode::CREATED,
         create,
     )
-    .await)
+    .await;
+    // A replay or a refusal before the item was made leaves the file unused: it is deleted
+    // before the answer goes out.
+    xf.discard_staged(file).await;
+    Ok(response)
 }
 
 async fn upload_video(

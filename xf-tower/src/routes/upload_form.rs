@@ -55,17 +55,39 @@ impl UploadForm {
             file: None,
             digest: None,
         };
+        let read = form
+            .read_parts(xf, caller, kind, &mut reader, hasher.as_mut())
+            .await;
+        if let Err(error) = read {
+            // The form cannot be used: a file already stored goes before the answer does.
+            xf.discard_staged(form.file.take()).await;
+            return Err(error);
+        }
+        form.digest = hasher.map(|hasher| hasher.finalize().into());
+        Ok(form)
+    }
+
+    /// Reads the parts: text fields into `fields`, the file part staged into `file`.
+    async fn read_parts(
+        &mut self,
+        xf: &Xf,
+        caller: &Caller,
+        kind: MediaKind,
+        reader: &mut FormReader,
+        mut hasher: Option<&mut Sha256>,
+    ) -> Result<(), Error> {
+        let limits = xf.media_limits();
         let mut text_bytes = 0usize;
         while let Some(part) = reader.next_part().await.map_err(FormError::into_error)? {
             if part.name == "file" {
-                if form.file.is_some() {
+                if self.file.is_some() {
                     return Err(Error::invalid("file", "is given more than once"));
                 }
                 let file_name = part.file_name.ok_or_else(|| {
                     Error::invalid("file", "must be a file part with a file name")
                 })?;
-                let mut chunks = FileChunks(&mut reader, hasher.as_mut());
-                form.file = Some(
+                let mut chunks = FileChunks(reader, hasher.as_deref_mut());
+                self.file = Some(
                     xf.stage_media_file(caller, kind, &file_name, &mut chunks)
                         .await?,
                 );
@@ -94,10 +116,9 @@ impl UploadForm {
                 }
             };
             text_bytes += text.len();
-            form.fields.push((part.name, text));
+            self.fields.push((part.name, text));
         }
-        form.digest = hasher.map(|hasher| hasher.finalize().into());
-        Ok(form)
+        Ok(())
     }
 
     /// The form's fingerprint: its path, its text fields (in order of name), and the file's
