@@ -323,7 +323,7 @@ async fn repeated_parameters_are_rejected(app: TestApp) {
         .as_str()
         .unwrap()
         .contains("limit"));
-    // Unknown parameters are ignored, as CONTRACT.md says, even when repeated.
+    // Unknown parameters are ignored, as docs/api-behaviour.md says, even when repeated.
     app.get("/jobs?utm=1&utm=2", &org.live).await.expect(200);
 }
 

@@ -1,7 +1,7 @@
 //! The issue catalogue, and the analysis that turns a crawl into findings.
 //!
 //! Every check has a stable id (the issue's `type`), a title, a severity, a scope (`page`: about
-//! one URL; `site`: about the site as a whole, as CONTRACT.md lists: robots.txt, sitemaps,
+//! one URL; `site`: about the site as a whole, as docs/crawler.md lists: robots.txt, sitemaps,
 //! duplicates across pages, broken internal links, redirect loops), a description and how to
 //! fix it. [`CATALOGUE`] is the one list; docs/crawler.md's table is generated from it
 //! ([`catalogue_markdown`]) and a test fails when the two differ.

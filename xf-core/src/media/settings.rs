@@ -1,7 +1,7 @@
 //! The text fields of the upload forms: title, description, platforms, schedule, draft flag,
 //! and each platform's settings, given as one JSON field per platform (`youtube`, ...) or as
 //! flat fields (`youtubePrivacy`, `selectedYoutubeChannels`, ...). Where both name the same
-//! setting, the nested JSON wins (CONTRACT.md).
+//! setting, the nested JSON wins (docs/media.md).
 
 use std::collections::BTreeMap;
 

@@ -137,7 +137,7 @@ impl MediaStatus {
         MediaStatus::ALL.into_iter().find(|s| s.as_str() == name)
     }
 
-    /// The status of a new item (CONTRACT.md): a draft stays `draft`; a `scheduledAt` in the
+    /// The status of a new item (docs/media.md): a draft stays `draft`; a `scheduledAt` in the
     /// future is `scheduled`; anything else is `pending`.
     pub fn initial(is_draft: bool, scheduled_at: Option<Timestamp>, now: Timestamp) -> Self {
         match (is_draft, scheduled_at) {
@@ -402,7 +402,7 @@ impl MediaItem {
     }
 
     /// Derives each platform's status from its posts, and the overall status from the
-    /// platforms' (CONTRACT.md): a draft stays `draft`; `failed` when any platform failed
+    /// platforms' (docs/media.md): a draft stays `draft`; `failed` when any platform failed
     /// (the others keep their own status); `completed` when every platform is `published`
     /// or `manual`; `processing` once any platform started; otherwise `scheduled` while the
     /// time is in the future, else `pending`.

@@ -108,7 +108,7 @@ pub trait IssueStore: Send + Sync {
     /// Completes a scan job and applies its findings to the property's issues, in one
     /// transaction, if `attempt` is the job's current, running attempt: the job completes with
     /// `result` (progress 100, `completedAt` = `scan.now`, and its `job.completed` event) and
-    /// the findings follow CONTRACT.md's lifecycle. For each finding, the issue of the same
+    /// the findings follow the lifecycle of docs/crawler.md. For each finding, the issue of the same
     /// check and subject is updated (scan, last seen, evidence, url, title, severity, fix) and
     /// opened again if it was resolved or fixed (`resolvedAt` and `fixedAt` cleared); a
     /// finding without one becomes a new open issue. Then each open issue of the property that

@@ -474,7 +474,7 @@ pub(super) fn finding(check: &str, kind: ScanKind, subject: &str, evidence: &str
     }
 }
 
-/// `complete_scan` applies CONTRACT.md's lifecycle: a new finding opens an issue; a
+/// `complete_scan` applies the lifecycle of docs/crawler.md: a new finding opens an issue; a
 /// known one is updated (and a fixed or resolved one reopens); an open issue a later scan
 /// reached and did not find is resolved; one whose address the scan did not reach keeps its
 /// state; fixed and resolved issues not found stay; other properties are untouched. Also: a

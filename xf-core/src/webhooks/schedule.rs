@@ -1,4 +1,4 @@
-//! When a failed delivery is tried again (CONTRACT.md): after 5 s, 5 min, 30 min, 2 h, 5 h,
+//! When a failed delivery is tried again (docs/webhooks.md): after 5 s, 5 min, 30 min, 2 h, 5 h,
 //! 10 h and 10 h, each with ±20% jitter, so eight attempts in all over about a day and a
 //! half. A receiver's `Retry-After` is honoured: the next attempt comes no sooner than it
 //! asks, up to [`MAX_RETRY_AFTER`].

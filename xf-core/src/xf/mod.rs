@@ -318,7 +318,7 @@ impl XfBuilder {
     }
 
     /// Lets scans and webhooks reach loopback and private addresses, and webhooks use plain
-    /// `http` (development and tests; CONTRACT.md's `--allow-private-targets`). Off by
+    /// `http` (development and tests; xf-server's `--allow-private-targets`). Off by
     /// default: a scan of a property whose host is or resolves to such an address fails
     /// without a request there, and such a webhook URL is refused at registration and again
     /// when a delivery connects.
