@@ -142,6 +142,7 @@ async fn get(address: SocketAddr, path: &str, bearer: Option<&str>) -> Reply {
 /// organization; aborted when dropped.
 struct Host {
     address: SocketAddr,
+    xf: Xf,
     demo: CreatedOrganization,
     task: JoinHandle<()>,
 }
@@ -157,9 +158,19 @@ where
     F: FnOnce(TcpListener, Xf) -> Fut,
     Fut: Future + Send + 'static,
 {
+    start_host_crawling(serve, false).await
+}
+
+/// [`start_host`], over an `Xf` that may crawl loopback sites when `private` is set.
+async fn start_host_crawling<F, Fut>(serve: F, private: bool) -> Host
+where
+    F: FnOnce(TcpListener, Xf) -> Fut,
+    Fut: Future + Send + 'static,
+{
     let xf = Xf::builder(Arc::new(MemoryStore::new()))
         .secret_key(xf_tests::TEST_SECRET.to_vec())
         .public_base_url("http://127.0.0.1")
+        .allow_private_targets(private)
         .build()
         .expect("a complete configuration");
     let demo = xf
@@ -168,12 +179,13 @@ where
         .expect("demo organization");
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let address = listener.local_addr().expect("local address");
-    let serving = serve(listener, xf);
+    let serving = serve(listener, xf.clone());
     let task = tokio::spawn(async move {
         serving.await;
     });
     Host {
         address,
+        xf,
         demo,
         task,
     }
@@ -264,6 +276,104 @@ async fn axum_host_mounts_the_api() {
 #[tokio::test]
 async fn hyper_host_mounts_the_api() {
     check_host(start_host(hyper_host::serve).await).await;
+}
+
+/// What a host that mounts all of xf ([`xf_tower::Mounts`]) and runs its background runtime
+/// must do: a scan of a site runs to its end, its report page opens under `/r`, the signed
+/// media URLs are served under `/m`, and the media API answers without the prefix.
+async fn check_whole_host(host: Host) {
+    let address = host.address;
+    let site_dir =
+        std::env::temp_dir().join(format!("xf-host-site-{}", uuid::Uuid::now_v7().simple()));
+    std::fs::create_dir_all(&site_dir).unwrap();
+    std::fs::write(
+        site_dir.join("index.html"),
+        "<!doctype html><html lang=\"en\"><head><title>Host fixture</title></head>\
+         <body><h1>Host fixture</h1><a href=\"/about.html\">About</a></body></html>",
+    )
+    .unwrap();
+    std::fs::write(
+        site_dir.join("about.html"),
+        "<!doctype html><html lang=\"en\"><head><title>About</title></head><body><h1>About</h1></body></html>",
+    )
+    .unwrap();
+    let site = xf_tests::corpus::StaticSite::serve(&site_dir)
+        .await
+        .unwrap();
+    let live = host.demo.live_key.as_str();
+
+    let created = send(
+        address,
+        Method::POST,
+        "/api/v1/properties",
+        Some(live),
+        Some(json!({ "url": site.url("/") })),
+        &[],
+    )
+    .await;
+    let property_id = created.data(201)["property"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let queued = send(
+        address,
+        Method::POST,
+        &format!("/api/v1/properties/{property_id}/scans"),
+        Some(live),
+        Some(json!({})),
+        &[],
+    )
+    .await;
+    let job_id = queued.data(202)["job"]["id"].as_str().unwrap().to_owned();
+    // The host's runtime runs the scan: no worker of the test's own.
+    let mut job = Value::Null;
+    for _ in 0..400 {
+        job = get(address, &format!("/api/v1/jobs/{job_id}"), Some(live))
+            .await
+            .data(200)["job"]
+            .clone();
+        if job["status"] == "completed" || job["status"] == "failed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(job["status"], "completed", "{job}");
+    assert!(site.requests() >= 2, "the crawler fetched the site");
+
+    let report = host
+        .xf
+        .admin_create_report(xf_core::NewReport {
+            property_id: property_id.clone(),
+            scan_id: job_id,
+            expires_at: host.xf.now().plus(chrono::Duration::days(1)),
+        })
+        .await
+        .expect("a report of the completed scan");
+    let page = get(address, &format!("/r/{}", report.token), None).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(
+        page.text.contains("Host fixture") || page.text.contains("localhost"),
+        "{}",
+        page.text
+    );
+    assert_eq!(page.header("content-type"), "text/html; charset=utf-8");
+
+    let media_file = get(address, "/m/med_00000000000000000000000000000000.1.x", None).await;
+    assert_eq!(media_file.status, StatusCode::NOT_FOUND);
+    let unprefixed = get(address, "/channels", None).await;
+    unprefixed.error(401, "api_key_invalid");
+    assert_eq!(unprefixed.json()["success"], false);
+    std::fs::remove_dir_all(site_dir).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn axum_host_mounts_all_of_xf_and_runs_its_jobs() {
+    check_whole_host(start_host_crawling(axum_host::serve, true).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hyper_host_mounts_all_of_xf_and_runs_its_jobs() {
+    check_whole_host(start_host_crawling(hyper_host::serve, true).await).await;
 }
 
 #[tokio::test]

@@ -64,7 +64,9 @@ pub use admin::AdminService;
 pub use body_rate::BodyTooSlow;
 pub use error::status_of;
 pub use media_file::MediaFileService;
-pub use mount::{strip_prefix, StripPrefix};
+pub use mount::{
+    strip_prefix, Mounts, StripPrefix, ADMIN_PREFIX, API_PREFIX, MEDIA_FILE_PREFIX, REPORT_PREFIX,
+};
 pub use report_page::ReportPageService;
 pub use request_id::{current_request, is_request_span};
 

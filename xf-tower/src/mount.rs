@@ -1,4 +1,5 @@
-//! Mounting a service under a path prefix without a framework that does it for the host.
+//! Mounting: every surface of xf at once ([`Mounts`]), or one service under a path prefix
+//! without a framework that does it for the host.
 //!
 //! axum's `nest_service` strips the prefix itself. A plain hyper server, or a warp filter
 //! that hands requests over, uses [`strip_prefix`] to route and [`StripPrefix`] to wrap a
@@ -14,7 +15,14 @@ use http::uri::PathAndQuery;
 use http::{Request, Response, Uri};
 use tower::Service;
 
-use crate::{Body, ResponseFuture};
+use axum::Router;
+use bytes::Bytes;
+use xf_core::Xf;
+
+use crate::{
+    AdminService, Body, BoxError, MediaFileService, MediaService, ReportPageService,
+    ResponseFuture, XfService,
+};
 
 /// When the request's path is `prefix` (which becomes `/`) or lies below it, takes `prefix`
 /// off the path, keeps the query string, remembers the original URI for the request log, and
@@ -96,6 +104,111 @@ where
         } else {
             ResponseFuture::routed(self.outside.call(request))
         }
+    }
+}
+
+/// Where [`Mounts`] serves the API (both APIs, as the specification addresses them).
+pub const API_PREFIX: &str = "/api/v1";
+/// Where [`Mounts::admin`] serves the admin API.
+pub const ADMIN_PREFIX: &str = "/admin";
+/// Where the public report pages are: a report's `publicUrl` is
+/// `{public_base_url}/r/{token}`.
+pub const REPORT_PREFIX: &str = "/r";
+/// Where the signed media URLs that platforms pull from are: `{public_base_url}/m/{token}`.
+pub const MEDIA_FILE_PREFIX: &str = "/m";
+
+/// Every HTTP surface of xf over one [`Xf`], as one tower service a host mounts at its root:
+///
+/// | path | service |
+/// |---|---|
+/// | `/api/v1/…` | [`XfService`]: the developer API and the media API |
+/// | `/r/…` | [`ReportPageService`]: the public report pages that `publicUrl` links to |
+/// | `/m/…` | [`MediaFileService`]: the signed media URLs platforms pull from |
+/// | `/admin/…` | [`AdminService`], with [`Mounts::admin`] |
+/// | anything else | [`MediaService`]: the media API without the prefix (its alternative base URL), and the API's JSON `404` |
+///
+/// The links xf makes (`publicUrl`, media URLs) start with the `public_base_url` given to
+/// [`Xf::builder`], so mount this where that URL points. Each prefix is one string test per
+/// request; the services see their paths without the prefix, and the request log the path as
+/// sent.
+///
+/// ```no_run
+/// # async fn run(xf: xf_core::Xf) {
+/// let app = axum::Router::new()
+///     .route("/", axum::routing::get(|| async { "the host's own page" }))
+///     .fallback_service(xf_tower::Mounts::new(xf).admin("an admin token"));
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await.unwrap();
+/// axum::serve(listener, app).await.unwrap();
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Mounts {
+    xf: Xf,
+    mounts: Arc<[(&'static str, Router)]>,
+    root: Router,
+}
+
+impl Mounts {
+    /// The API, the report pages, the signed media files and the unprefixed media API over
+    /// `xf`; no admin API.
+    pub fn new(xf: Xf) -> Self {
+        let mounts: Vec<(&'static str, Router)> = vec![
+            (API_PREFIX, XfService::new(xf.clone()).into_router()),
+            (
+                REPORT_PREFIX,
+                ReportPageService::new(xf.clone()).into_router(),
+            ),
+            (
+                MEDIA_FILE_PREFIX,
+                MediaFileService::new(xf.clone()).into_router(),
+            ),
+        ];
+        Mounts {
+            root: MediaService::new(xf.clone()).into_router(),
+            mounts: mounts.into(),
+            xf,
+        }
+    }
+
+    /// Also the admin API at `/admin`, behind the bearer `token`.
+    pub fn admin(self, token: impl Into<String>) -> Self {
+        let admin = AdminService::new(self.xf.clone(), token.into()).into_router();
+        let mut mounts = self.mounts.to_vec();
+        mounts.push((ADMIN_PREFIX, admin));
+        Mounts {
+            mounts: mounts.into(),
+            ..self
+        }
+    }
+
+    /// The prefixes served, in the order they are tried (the media API serves the rest).
+    pub fn prefixes(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.mounts.iter().map(|(prefix, _)| *prefix)
+    }
+}
+
+impl<B> Service<Request<B>> for Mounts
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = ResponseFuture;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        // Routers are always ready.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> ResponseFuture {
+        let mut request = request.map(Body::new);
+        for (prefix, router) in self.mounts.iter() {
+            if strip_prefix(&mut request, prefix) {
+                return ResponseFuture::routed(router.clone().call(request));
+            }
+        }
+        ResponseFuture::routed(self.root.clone().call(request))
     }
 }
 

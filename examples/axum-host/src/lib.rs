@@ -1,25 +1,48 @@
 //! Run with: cargo run -p axum-host
 //!
-//! An axum application that mounts the xf developer API under `/api/v1`, next to a route of
-//! its own. `XfService` is a tower service, so `nest_service` is all it takes: axum strips the
-//! prefix, and every path below it (including unknown ones, which get xf's JSON 404) is xf's.
+//! An axum application that mounts all of xf next to a route of its own, and runs xf's
+//! background runtime beside it. `xf_tower::Mounts` is every HTTP surface of xf as one tower
+//! service (the API under `/api/v1`, the report pages under `/r`, the signed media files under
+//! `/m`, the media API's unprefixed paths), so `fallback_service` is all it takes: every path
+//! the host does not route is xf's (unknown ones get xf's JSON 404).
+
+use std::future::Future;
+use std::time::Duration;
 
 use axum::routing::get;
 use axum::Router;
 use tokio::net::TcpListener;
+use xf_core::runtime::WorkerOptions;
 use xf_core::Xf;
-use xf_tower::XfService;
+use xf_tower::Mounts;
 
-/// The host's router: its own `GET /` and the xf API under `/api/v1`.
+/// The host's router: its own `GET /`, and the rest xf's.
 pub fn app(xf: Xf) -> Router {
     Router::new()
         .route("/", get(home))
-        .nest_service("/api/v1", XfService::new(xf))
+        .fallback_service(Mounts::new(xf))
 }
 
-/// Serves [`app`] on `listener` until the task is dropped or aborted.
+/// Serves [`app`] on `listener`, with xf's background runtime (scans, publishing, webhook
+/// deliveries, purges) running beside it, until the task is dropped or aborted.
 pub async fn serve(listener: TcpListener, xf: Xf) -> std::io::Result<()> {
-    axum::serve(listener, app(xf)).await
+    serve_until(listener, xf, std::future::pending()).await
+}
+
+/// [`serve`] until `shutdown` completes; then the server stops accepting, finishes the
+/// requests in flight, and the runtime gets 30 s to finish its running jobs (the rest go
+/// back to the queue).
+pub async fn serve_until(
+    listener: TcpListener,
+    xf: Xf,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let workers = xf.spawn_workers(WorkerOptions::new());
+    let served = axum::serve(listener, app(xf))
+        .with_graceful_shutdown(shutdown)
+        .await;
+    workers.shutdown(Duration::from_secs(30)).await;
+    served
 }
 
 async fn home() -> &'static str {

@@ -1,7 +1,8 @@
 //! Run with: cargo run -p axum-host
 //!
 //! Builds xf over the in-memory store, creates the demo organization, prints its keys, and
-//! serves the host app on http://127.0.0.1:3000 (the xf API under /api/v1).
+//! serves the host app on http://127.0.0.1:3000 with all of xf mounted and its background
+//! runtime running, until Ctrl-C stops both gracefully.
 
 use std::sync::Arc;
 
@@ -17,10 +18,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build()?;
     let demo = xf.ensure_demo_organization(None, None).await?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
-    println!("axum host on http://127.0.0.1:3000 (the xf API under /api/v1)");
+    println!(
+        "axum host on http://127.0.0.1:3000 (xf: /api/v1, /r, /m, and the media API unprefixed)"
+    );
     println!("demo organization {}", demo.organization.id);
     println!("  live key: {}", demo.live_key);
     println!("  test key: {}", demo.test_key);
-    axum_host::serve(listener, xf).await?;
+    axum_host::serve_until(listener, xf, async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await?;
     Ok(())
 }

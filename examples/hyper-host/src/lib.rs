@@ -1,34 +1,48 @@
 //! Run with: cargo run -p hyper-host
 //!
-//! A hyper 1 server without a framework. Its one service routes by path:
-//! `xf_tower::strip_prefix` takes `/api/v1` off the requests below it (what axum's
-//! `nest_service` does for the axum host) and they go to xf; the rest is the host's own.
-//! `TowerToHyperService` turns that tower service into the service hyper's connection builder
-//! wants. No axum in sight: `xf_tower::Body` is the response body.
+//! A hyper 1 server without a framework. Its one service routes by path: `GET /` is the
+//! host's own, and every other request goes to `xf_tower::Mounts`, all of xf as one tower
+//! service (the API under `/api/v1`, the report pages under `/r`, the signed media files under
+//! `/m`, the media API's unprefixed paths, and xf's JSON 404 for the rest). xf's background
+//! runtime runs beside the server. `TowerToHyperService` turns the service into the one
+//! hyper's connection builder wants. No axum in sight: `xf_tower::Body` is the response body.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::time::Duration;
 
-use http::{Method, Request, Response, StatusCode};
+use http::{Method, Request, Response};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tower::ServiceExt;
+use xf_core::runtime::WorkerOptions;
 use xf_core::Xf;
-use xf_tower::{Body, XfService};
+use xf_tower::{Body, Mounts};
 
-/// Where the xf API is mounted.
-pub const API_PREFIX: &str = "/api/v1";
-
-/// Accepts connections on `listener` until the task is dropped or aborted, serving each (HTTP/1
-/// or HTTP/2) on a task of its own.
+/// Accepts connections on `listener`, serving each (HTTP/1 or HTTP/2) on a task of its own,
+/// with xf's background runtime (scans, publishing, webhook deliveries, purges) running
+/// beside it, until the task is dropped or aborted.
 pub async fn serve(listener: TcpListener, xf: Xf) {
-    let api = XfService::new(xf);
-    let service = tower::service_fn(move |request| route(api.clone(), request));
+    serve_until(listener, xf, std::future::pending()).await
+}
+
+/// [`serve`] until `shutdown` completes; then it stops accepting, and the runtime gets 30 s to
+/// finish its running jobs (the rest go back to the queue). Connections in flight finish on
+/// their own tasks.
+pub async fn serve_until(listener: TcpListener, xf: Xf, shutdown: impl Future<Output = ()>) {
+    let workers = xf.spawn_workers(WorkerOptions::new());
+    let xf = Mounts::new(xf);
+    let service = tower::service_fn(move |request| route(xf.clone(), request));
+    let mut shutdown = std::pin::pin!(shutdown);
     loop {
-        let stream = match listener.accept().await {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = &mut shutdown => break,
+        };
+        let stream = match accepted {
             Ok((stream, _peer)) => stream,
             Err(error) => {
                 // Out of file descriptors and the like: back off instead of spinning.
@@ -47,20 +61,13 @@ pub async fn serve(listener: TcpListener, xf: Xf) {
             }
         });
     }
+    workers.shutdown(Duration::from_secs(30)).await;
 }
 
-/// The host's routing: xf below [`API_PREFIX`], `GET /` for itself, 404 otherwise.
-async fn route(
-    api: XfService,
-    mut request: Request<Incoming>,
-) -> Result<Response<Body>, Infallible> {
-    if xf_tower::strip_prefix(&mut request, API_PREFIX) {
-        return api.oneshot(request).await;
-    }
+/// The host's routing: `GET /` for itself, everything else to xf.
+async fn route(xf: Mounts, request: Request<Incoming>) -> Result<Response<Body>, Infallible> {
     if request.uri().path() == "/" && request.method() == Method::GET {
         return Ok(Response::new(Body::from("hello from the host")));
     }
-    let mut response = Response::new(Body::from("not found"));
-    *response.status_mut() = StatusCode::NOT_FOUND;
-    Ok(response)
+    xf.oneshot(request).await
 }

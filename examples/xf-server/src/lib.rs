@@ -37,7 +37,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Parser, ValueEnum};
 use tokio::net::TcpListener;
@@ -52,21 +51,11 @@ use xf_core::store::Store;
 use xf_core::{CreatedOrganization, Xf};
 use xf_storage_memory::MemoryStore;
 use xf_storage_postgres::PgStore;
-use xf_tower::{AdminService, MediaFileService, MediaService, ReportPageService, XfService};
+use xf_tower::Mounts;
 
 pub use xf_core::MIN_SECRET_KEY_LEN;
 
-/// Where the API is mounted.
-pub const API_PREFIX: &str = "/api/v1";
-
-/// Where the admin API is mounted when an admin token is set.
-pub const ADMIN_PREFIX: &str = "/admin";
-
-/// Where the public report pages are mounted: a report's `publicUrl` is
-/// `{--public-base-url}/r/{token}`.
-pub const REPORT_PREFIX: &str = "/r";
-/// Where the signed media URLs platforms pull from are served.
-pub const MEDIA_FILE_PREFIX: &str = "/m";
+pub use xf_tower::{ADMIN_PREFIX, API_PREFIX, MEDIA_FILE_PREFIX, REPORT_PREFIX};
 
 /// The server's configuration: flags, each falling back to an `XF_*` environment variable.
 #[derive(Clone, Parser)]
@@ -683,70 +672,16 @@ pub async fn build_app(config: &Config) -> Result<App, StartError> {
         (None, None)
     };
 
-    let mut mounts = vec![
-        (API_PREFIX, XfService::new(xf.clone()).into_router()),
-        (
-            REPORT_PREFIX,
-            ReportPageService::new(xf.clone()).into_router(),
-        ),
-        (
-            MEDIA_FILE_PREFIX,
-            MediaFileService::new(xf.clone()).into_router(),
-        ),
-    ];
+    let mut service = Mounts::new(xf.clone());
     if let Some(token) = &config.admin_token {
-        mounts.push((
-            ADMIN_PREFIX,
-            AdminService::new(xf.clone(), token.clone()).into_router(),
-        ));
+        service = service.admin(token.clone());
     }
-    let service = Mounts {
-        mounts: mounts.into(),
-        root: MediaService::new(xf.clone()).into_router(),
-    };
     Ok(App {
         service,
         xf,
         demo,
         media_demo,
     })
-}
-
-/// The services under their prefixes, dispatched by a prefix test each: a router nesting
-/// them costs a route match, a rewritten path and a matched-path string per request for the
-/// same choice. Every other path goes to the media API served without the prefix (the
-/// spec's alternative base URL, [`MediaService`]), which answers the API's own 404 envelope
-/// outside its routes, so a client with a wrong base URL reads a JSON error like any other.
-///
-/// It is served as it is ([`serve`]), not inside another router: a router's fallback would
-/// add a route match and two boxed layers to every request.
-#[derive(Clone, Debug)]
-pub struct Mounts {
-    mounts: Arc<[(&'static str, Router)]>,
-    root: Router,
-}
-
-impl tower::Service<axum::extract::Request> for Mounts {
-    type Response = axum::response::Response;
-    type Error = std::convert::Infallible;
-    type Future = axum::routing::future::RouteFuture<std::convert::Infallible>;
-
-    fn poll_ready(
-        &mut self,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Result<(), Self::Error>> {
-        // Routers are always ready.
-        std::task::Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, mut request: axum::extract::Request) -> Self::Future {
-        for (prefix, service) in self.mounts.iter() {
-            if xf_tower::strip_prefix(&mut request, prefix) {
-                return service.clone().call(request);
-            }
-        }
-        self.root.clone().call(request)
-    }
 }
 
 /// The blob store of `--s3-bucket` (with its credentials), else of `--media-dir`.
