@@ -123,13 +123,23 @@ fn error_members<'a>(api: Api, body: &'a ErrorBody<'a>) -> Members<'a, ()> {
 /// Serializes `members` with the current request's `meta` into a response of `status`.
 fn respond<T: Serialize>(status: StatusCode, members: Members<'_, T>) -> Response {
     // Sized for a typical resource, so that its serialization does not grow the buffer.
-    let mut body = Vec::with_capacity(1024);
-    let written = request_id::with_current(|request_id| {
+    write(status, 1024, |request_id, out| {
         let meta = Some(Meta { request_id });
-        serde_json::to_writer(&mut body, &Envelope { meta, ..members })
-    });
+        serde_json::to_writer(out, &Envelope { meta, ..members })
+    })
+}
+
+/// A JSON response of `status`: what `body` writes, given the current request's id, into a
+/// buffer of `capacity` bytes to start with; a logged `500` if it does not serialize.
+fn write(
+    status: StatusCode,
+    capacity: usize,
+    body: impl FnOnce(&str, &mut Vec<u8>) -> serde_json::Result<()>,
+) -> Response {
+    let mut bytes = Vec::with_capacity(capacity);
+    let written = request_id::with_current(|request_id| body(request_id, &mut bytes));
     match written {
-        Ok(()) => json_response(status, body),
+        Ok(()) => json_response(status, bytes),
         Err(error) => not_serialized(&error),
     }
 }
@@ -144,9 +154,9 @@ pub fn data<T: Serialize>(status: StatusCode, data: &T) -> Response {
     respond(status, data_members(data))
 }
 
-/// A media `{success: true, data, message?, meta}` response.
-pub fn media_data<T: Serialize>(status: StatusCode, data: &T, message: Option<&str>) -> Response {
-    respond(status, media_members(data, message))
+/// A media `{success: true, data, meta}` response.
+pub fn media_data<T: Serialize>(status: StatusCode, data: &T) -> Response {
+    respond(status, media_members(data, None))
 }
 
 /// A write's answer: its `data`, serialized once, and (media API) its `message`. The response
@@ -216,28 +226,24 @@ pub fn page<T: Serialize>(key: &str, page: &Page<T>) -> Response {
 
 /// A `200` list whose `data` is more than the items (a summary beside them, say).
 pub fn page_of<T: Serialize>(data: &T, next_cursor: Option<&str>) -> Response {
-    let mut body = Vec::with_capacity(4096);
-    let written = request_id::with_current(|request_id| {
+    write(StatusCode::OK, 4096, |request_id, out| {
+        let meta = Some(PageMeta {
+            request_id,
+            has_more: next_cursor.is_some(),
+            next_cursor,
+        });
         let envelope = Envelope {
             data: Some(data),
             success: None,
             message: None,
             error: None,
-            meta: Some(PageMeta {
-                request_id,
-                has_more: next_cursor.is_some(),
-                next_cursor,
-            }),
+            meta,
         };
-        serde_json::to_writer(&mut body, &envelope)
-    });
-    match written {
-        Ok(()) => json_response(StatusCode::OK, body),
-        Err(error) => not_serialized(&error),
-    }
+        serde_json::to_writer(out, &envelope)
+    })
 }
 
-/// A kept object (see [`data_object`], [`error_object`]) as a response with the current
+/// A kept object (see [`answer_object`], [`error_object`]) as a response with the current
 /// request's `meta`. Anything but an object is a broken invariant, answered `500`.
 pub fn render(status: StatusCode, object: &str) -> Response {
     let Ok(members) = serde_json::from_str::<KeptMembers<'_>>(object) else {
@@ -245,20 +251,10 @@ pub fn render(status: StatusCode, object: &str) -> Response {
         tracing::error!(start, "a kept response body is not a JSON object");
         return internal();
     };
-    let mut body = Vec::with_capacity(object.len() + 64);
-    let written = request_id::with_current(|request_id| {
-        serde_json::to_writer(
-            &mut body,
-            &KeptWithMeta {
-                members,
-                meta: Meta { request_id },
-            },
-        )
-    });
-    match written {
-        Ok(()) => json_response(status, body),
-        Err(error) => not_serialized(&error),
-    }
+    write(status, object.len() + 64, |request_id, out| {
+        let meta = Meta { request_id };
+        serde_json::to_writer(out, &KeptWithMeta { members, meta })
+    })
 }
 
 /// The members of a kept object, in their order, their values as written.

@@ -180,11 +180,6 @@ impl Mounts {
             ..self
         }
     }
-
-    /// The prefixes served, in the order they are tried (the media API serves the rest).
-    pub fn prefixes(&self) -> impl Iterator<Item = &'static str> + '_ {
-        self.mounts.iter().map(|(prefix, _)| *prefix)
-    }
 }
 
 impl<B> Service<Request<B>> for Mounts

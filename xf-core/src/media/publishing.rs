@@ -1,5 +1,6 @@
 //! The `media-publish` job handler: it drives a [`Publisher`] through its steps and keeps the
-//! channels' tokens fresh. It takes what it needs ([`Publishing`]), not the facade.
+//! channels' tokens fresh. It takes what it needs (`Publishing`: the store, the clock, the
+//! files, the platforms' clients, the token sealer, the media URL signer), not the facade.
 //!
 //! One job publishes one post (a media item on one account of one platform). The job
 //! engine claims it exactly once across instances and not before its `run_at` (the item's

@@ -60,6 +60,13 @@
 //! Every rule that must hold across processes (one claim per job, attempt tokens, the
 //! outbox) is the store's; the runtime only decides when to call it. So any number of
 //! runtimes, in any number of processes, can share one PostgreSQL database.
+//!
+//! [`Xf::spawn_workers`]: crate::Xf::spawn_workers
+//! [`QueueSignal::JobsReady`]: crate::store::QueueSignal::JobsReady
+//! [`AttemptState::Cancelled`]: crate::store::AttemptState::Cancelled
+//! [`AttemptState::Lost`]: crate::store::AttemptState::Lost
+//! [`QueueSignal::CancelRequested`]: crate::store::QueueSignal::CancelRequested
+//! [`QueueSignal::EventsWritten`]: crate::store::QueueSignal::EventsWritten
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -69,11 +69,6 @@ impl IntoResponse for MediaError {
     }
 }
 
-/// `{success: true, data, meta}`.
-fn success<T: serde::Serialize>(status: StatusCode, data: &T) -> Response {
-    envelope::media_data(status, data, None)
-}
-
 type Handled = Result<Response, MediaError>;
 
 /// The key of a media request: `X-API-Key`, else `Authorization: Bearer`.
@@ -203,7 +198,7 @@ async fn get_video(
     MediaPath(id): MediaPath<MediaId>,
 ) -> Handled {
     let item = xf.get_media(&caller, MediaKind::Video, &id).await?;
-    Ok(success(StatusCode::OK, &item))
+    Ok(envelope::media_data(StatusCode::OK, &item))
 }
 
 async fn get_image(
@@ -212,7 +207,7 @@ async fn get_image(
     MediaPath(id): MediaPath<MediaId>,
 ) -> Handled {
     let item = xf.get_media(&caller, MediaKind::Image, &id).await?;
-    Ok(success(StatusCode::OK, &item))
+    Ok(envelope::media_data(StatusCode::OK, &item))
 }
 
 async fn list(
@@ -227,7 +222,7 @@ async fn list(
         MediaKind::Video => "videos",
         MediaKind::Image => "images",
     };
-    Ok(success(
+    Ok(envelope::media_data(
         StatusCode::OK,
         &json!({ key: list.items, "pagination": list.pagination }),
     ))
@@ -251,5 +246,5 @@ async fn list_images(
 
 async fn list_channels(State(xf): State<Xf>, MediaCaller(caller): MediaCaller) -> Handled {
     let channels = xf.list_channels(&caller).await?;
-    Ok(success(StatusCode::OK, &channels))
+    Ok(envelope::media_data(StatusCode::OK, &channels))
 }

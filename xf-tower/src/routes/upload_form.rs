@@ -5,7 +5,7 @@ use axum::extract::Request;
 use sha2::{Digest, Sha256};
 use xf_core::media::MediaKind;
 use xf_core::params::IdempotencyKey;
-use xf_core::{BodyError, Caller, ChunkSource, Error, Fingerprint, StagedFile, Xf};
+use xf_core::{BodyError, Caller, ChunkSource, Error, Fingerprint, MediaLimits, StagedFile, Xf};
 
 use crate::multipart::{FormError, FormReader, TextField};
 
@@ -56,7 +56,7 @@ impl UploadForm {
             digest: None,
         };
         let read = form
-            .read_parts(xf, caller, kind, &mut reader, hasher.as_mut())
+            .read_parts(xf, caller, kind, &limits, &mut reader, hasher.as_mut())
             .await;
         if let Err(error) = read {
             // The form cannot be used: a file already stored goes before the answer does.
@@ -73,10 +73,10 @@ impl UploadForm {
         xf: &Xf,
         caller: &Caller,
         kind: MediaKind,
+        limits: &MediaLimits,
         reader: &mut FormReader,
         mut hasher: Option<&mut Sha256>,
     ) -> Result<(), Error> {
-        let limits = xf.media_limits();
         let mut text_bytes = 0usize;
         while let Some(part) = reader.next_part().await.map_err(FormError::into_error)? {
             if part.name == "file" {
