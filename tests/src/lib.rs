@@ -7,6 +7,7 @@ pub mod corpus;
 pub mod google;
 pub mod media;
 pub mod platforms;
+pub mod proxy;
 pub mod receiver;
 pub mod server;
 

@@ -22,6 +22,7 @@ use tokio::task::JoinHandle;
 use xf_core::{CreatedOrganization, Xf};
 use xf_server::{Config, StartError, StoreConfig};
 use xf_storage_memory::MemoryStore;
+use xf_tower::Mounts;
 
 const DEMO_LIVE_KEY: &str = "xf_live_hostsTestLiveKey0123456789abcdefABCDEF";
 const DEMO_TEST_KEY: &str = "xf_test_hostsTestTestKey0123456789abcdefABCDEF";
@@ -90,7 +91,7 @@ impl Reply {
     }
 }
 
-/// A request on a fresh HTTP/1.1 connection to `address`.
+/// A request on a fresh HTTP/1.1 connection to `address`, with a JSON body when given.
 async fn send(
     address: SocketAddr,
     method: Method,
@@ -99,51 +100,35 @@ async fn send(
     body: Option<Value>,
     extra_headers: &[(&str, &str)],
 ) -> Reply {
-    let stream = TcpStream::connect(address).await.expect("connect");
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .expect("HTTP/1.1 handshake");
-    tokio::spawn(connection);
-    let mut request = Request::builder()
-        .method(method)
-        .uri(path)
-        .header(HOST, address.to_string());
-    if let Some(token) = bearer {
-        request = request.header(AUTHORIZATION, format!("Bearer {token}"));
+    let authorization = bearer.map(|token| format!("Bearer {token}"));
+    let mut headers: Vec<(&str, &str)> = extra_headers.to_vec();
+    if let Some(value) = &authorization {
+        headers.push((AUTHORIZATION.as_str(), value));
     }
-    for (name, value) in extra_headers {
-        request = request.header(*name, *value);
-    }
-    let body = match body {
+    let bytes = match &body {
         Some(json) => {
-            request = request.header(CONTENT_TYPE, "application/json");
-            Full::new(Bytes::from(json.to_string()))
+            headers.push((CONTENT_TYPE.as_str(), "application/json"));
+            json.to_string().into_bytes()
         }
-        None => Full::new(Bytes::new()),
+        None => Vec::new(),
     };
-    let response = sender
-        .send_request(request.body(body).expect("valid request"))
-        .await
-        .expect("response");
-    let (parts, body) = response.into_parts();
-    let bytes = body.collect().await.expect("response body").to_bytes();
-    Reply {
-        status: parts.status,
-        headers: parts.headers,
-        text: String::from_utf8(bytes.to_vec()).expect("UTF-8 body"),
-    }
+    send_bytes(address, method, path, &headers, bytes).await.reply
 }
 
 async fn get(address: SocketAddr, path: &str, bearer: Option<&str>) -> Reply {
     send(address, Method::GET, path, bearer, None, &[]).await
 }
 
+/// How a test stops a host: a future to hand it as its shutdown signal.
+type Shutdown = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
+
 /// A task serving one of the host apps on a free port, over a memory store with the demo
-/// organization; aborted when dropped.
+/// organization, all of xf mounted with the admin API; aborted when dropped.
 struct Host {
     address: SocketAddr,
     xf: Xf,
     demo: CreatedOrganization,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: JoinHandle<()>,
 }
 
@@ -153,24 +138,41 @@ impl Drop for Host {
     }
 }
 
-async fn start_host<F, Fut>(serve: F) -> Host
-where
-    F: FnOnce(TcpListener, Xf) -> Fut,
-    Fut: Future + Send + 'static,
-{
-    start_host_crawling(serve, false).await
+impl Host {
+    /// Fires the host's shutdown signal and waits for it to stop: its server and its runtime.
+    async fn shut_down(mut self) {
+        if let Some(stop) = self.stop.take() {
+            stop.send(()).expect("host still running");
+        }
+        self.finished().await;
+    }
+
+    /// Waits (10 s at most) for the host's task to end on its own.
+    async fn finished(&mut self) {
+        tokio::time::timeout(Duration::from_secs(10), &mut self.task)
+            .await
+            .expect("the host stops after its shutdown signal")
+            .expect("the host's task ends without a panic");
+        assert!(
+            TcpStream::connect(self.address).await.is_err(),
+            "the host no longer accepts connections"
+        );
+    }
 }
 
-/// [`start_host`], over an `Xf` that may crawl loopback sites when `private` is set.
-async fn start_host_crawling<F, Fut>(serve: F, private: bool) -> Host
+/// Starts a host with `serve` (the example's own function), which a test stops with
+/// [`Host::shut_down`]; when `signal` is set, the host stops on SIGTERM instead
+/// (`xf_tower::shutdown_signal`).
+async fn start_host<F, Fut>(serve: F, signal: bool) -> Host
 where
-    F: FnOnce(TcpListener, Xf) -> Fut,
-    Fut: Future + Send + 'static,
+    F: FnOnce(TcpListener, Mounts, Shutdown) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
 {
     let xf = Xf::builder(Arc::new(MemoryStore::new()))
         .secret_key(xf_tests::TEST_SECRET.to_vec())
         .public_base_url("http://127.0.0.1")
-        .allow_private_targets(private)
+        // The whole-host check crawls a loopback site and delivers to a loopback receiver.
+        .allow_private_targets(true)
         .build()
         .expect("a complete configuration");
     let demo = xf
@@ -179,21 +181,46 @@ where
         .expect("demo organization");
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let address = listener.local_addr().expect("local address");
-    let serving = serve(listener, xf.clone());
-    let task = tokio::spawn(async move {
-        serving.await;
-    });
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let shutdown: Shutdown = if signal {
+        Box::pin(xf_tower::shutdown_signal())
+    } else {
+        Box::pin(async move {
+            let _ = stopped.await;
+        })
+    };
+    let serving = serve(
+        listener,
+        Mounts::new(xf.clone()).admin(ADMIN_TOKEN),
+        shutdown,
+    );
+    let task = tokio::spawn(serving);
     Host {
         address,
         xf,
         demo,
+        stop: (!signal).then_some(stop),
         task,
     }
 }
 
+async fn axum_host(listener: TcpListener, xf: Mounts, shutdown: Shutdown) {
+    axum_host::serve(listener, xf, shutdown)
+        .await
+        .expect("the axum host serves without an I/O error");
+}
+
+async fn hyper_host(listener: TcpListener, xf: Mounts, shutdown: Shutdown) {
+    hyper_host::serve(listener, xf, shutdown).await;
+}
+
+async fn warp_host(listener: TcpListener, xf: Mounts, shutdown: Shutdown) {
+    warp_host::serve(listener, xf, shutdown).await;
+}
+
 /// What every host must do: its own route next to the mounted API, which sees the path
 /// without the prefix, the query string, the headers and the body.
-async fn check_host(host: Host) {
+async fn check_host(host: &Host) {
     let address = host.address;
 
     let home = get(address, "/", None).await;
@@ -268,20 +295,14 @@ async fn check_host(host: Host) {
         .error(404, "not_found");
 }
 
-#[tokio::test]
-async fn axum_host_mounts_the_api() {
-    check_host(start_host(axum_host::serve).await).await;
-}
-
-#[tokio::test]
-async fn hyper_host_mounts_the_api() {
-    check_host(start_host(hyper_host::serve).await).await;
-}
-
 /// What a host that mounts all of xf ([`xf_tower::Mounts`]) and runs its background runtime
-/// must do: a scan of a site runs to its end, its report page opens under `/r`, the signed
-/// media URLs are served under `/m`, and the media API answers without the prefix.
+/// must do, as xf-server does: the admin API answers under `/admin`; a scan of a site runs to
+/// its end on the host's runtime, and its outcome reaches a webhook, signed; the scan's report
+/// page opens under `/r`; a signed media URL under `/m` serves an uploaded file, a `Range`
+/// of it too; the media API answers without the prefix; the probes answer; and the host
+/// stops gracefully on its shutdown signal.
 async fn check_whole_host(host: Host) {
+    check_host(&host).await;
     let address = host.address;
     let site_dir =
         std::env::temp_dir().join(format!("xf-host-site-{}", uuid::Uuid::now_v7().simple()));
@@ -301,6 +322,44 @@ async fn check_whole_host(host: Host) {
         .await
         .unwrap();
     let live = host.demo.live_key.as_str();
+
+    // The admin API.
+    send(
+        address,
+        Method::POST,
+        "/admin/organizations",
+        Some("not-the-token"),
+        Some(json!({"name": "Nobody", "plan": "pro"})),
+        &[],
+    )
+    .await
+    .error(401, "admin_token_invalid");
+    let studio = send(
+        address,
+        Method::POST,
+        "/admin/organizations",
+        Some(ADMIN_TOKEN),
+        Some(json!({"name": "Studio", "plan": "pro"})),
+        &[],
+    )
+    .await
+    .data(201);
+    let studio_key = studio["liveKey"].as_str().unwrap().to_owned();
+
+    // A webhook for the scan's outcome.
+    let receiver =
+        xf_tests::receiver::Receiver::start(xf_tests::receiver::Answer::Status(204)).await;
+    let hook = send(
+        address,
+        Method::POST,
+        "/api/v1/webhooks",
+        Some(live),
+        Some(json!({"name": "Outcomes", "url": receiver.url, "events": ["job.completed"]})),
+        &[],
+    )
+    .await
+    .data(201);
+    let secret = hook["secret"].as_str().unwrap().to_owned();
 
     let created = send(
         address,
@@ -340,6 +399,16 @@ async fn check_whole_host(host: Host) {
     assert_eq!(job["status"], "completed", "{job}");
     assert!(site.requests() >= 2, "the crawler fetched the site");
 
+    let delivered = receiver.wait_for(1, Duration::from_secs(10)).await;
+    let message = delivered.first().expect("the job's outcome was delivered");
+    standardwebhooks::Webhook::new(&secret)
+        .unwrap()
+        .verify(&message.body, &message.headers)
+        .expect("signed with the webhook's secret");
+    let event = message.json();
+    assert_eq!(event["type"], "job.completed");
+    assert_eq!(event["data"]["job"]["id"], job_id.as_str());
+
     let report = host
         .xf
         .admin_create_report(xf_core::NewReport {
@@ -351,34 +420,165 @@ async fn check_whole_host(host: Host) {
         .expect("a report of the completed scan");
     let page = get(address, &format!("/r/{}", report.token), None).await;
     assert_eq!(page.status, StatusCode::OK);
-    assert!(
-        page.text.contains("Host fixture") || page.text.contains("localhost"),
-        "{}",
-        page.text
-    );
+    assert!(page.text.contains("Host fixture"), "{}", page.text);
     assert_eq!(page.header("content-type"), "text/html; charset=utf-8");
 
-    let media_file = get(address, "/m/med_00000000000000000000000000000000.1.x", None).await;
-    assert_eq!(media_file.status, StatusCode::NOT_FOUND);
+    // An upload, and its file through a signed media URL, whole and a range of it.
+    let png = xf_tests::media::image("png", 40, 30);
+    let (content_type, body) = xf_tests::media::multipart(&[], Some(("pic.png", &png)));
+    let uploaded = send_bytes(
+        address,
+        Method::POST,
+        "/api/v1/media/images",
+        &[("x-api-key", &studio_key), ("content-type", &content_type)],
+        body,
+    )
+    .await;
+    assert_eq!(uploaded.status, StatusCode::CREATED, "{}", uploaded.text);
+    let media_id = uploaded.json()["data"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let url = host.xf.media_file_url(
+        &xf_core::ids::MediaId::parse(&media_id).expect("a media id"),
+        host.xf.now().plus(chrono::Duration::hours(1)),
+    );
+    let path = url
+        .strip_prefix("http://127.0.0.1")
+        .expect("under the base URL");
+    let whole = send_bytes(address, Method::GET, path, &[], Vec::new()).await;
+    assert_eq!(whole.status, StatusCode::OK);
+    assert_eq!(whole.bytes, png);
+    let range = send_bytes(
+        address,
+        Method::GET,
+        path,
+        &[("range", "bytes=8-23")],
+        Vec::new(),
+    )
+    .await;
+    assert_eq!(range.status, StatusCode::PARTIAL_CONTENT);
+    assert_eq!(
+        range.reply.header("content-range"),
+        format!("bytes 8-23/{}", png.len())
+    );
+    assert_eq!(range.bytes, png[8..24]);
+    let forged = get(address, "/m/med_00000000000000000000000000000000.1.x", None).await;
+    assert_eq!(forged.status, StatusCode::NOT_FOUND);
+
     let unprefixed = get(address, "/channels", None).await;
     unprefixed.error(401, "api_key_invalid");
     assert_eq!(unprefixed.json()["success"], false);
+
+    let live_probe = get(address, "/livez", None).await;
+    assert_eq!(live_probe.status, StatusCode::OK);
+    assert_eq!(live_probe.json()["status"], "alive");
+    let ready = get(address, "/readyz", None).await;
+    assert_eq!(ready.status, StatusCode::OK, "{}", ready.text);
+    assert_eq!(
+        ready.json(),
+        json!({"status": "ready", "checks": {"store": "ok", "migrations": "ok", "runtime": "running"}})
+    );
+
+    host.shut_down().await;
     std::fs::remove_dir_all(site_dir).unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn axum_host_mounts_all_of_xf_and_runs_its_jobs() {
-    check_whole_host(start_host_crawling(axum_host::serve, true).await).await;
+/// A response whose body is kept as bytes too.
+struct BytesReply {
+    status: StatusCode,
+    reply: Reply,
+    bytes: Vec<u8>,
+}
+
+/// A request with a body of raw bytes on a fresh HTTP/1.1 connection.
+async fn send_bytes(
+    address: SocketAddr,
+    method: Method,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Vec<u8>,
+) -> BytesReply {
+    let stream = TcpStream::connect(address).await.expect("connect");
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .expect("HTTP/1.1 handshake");
+    tokio::spawn(connection);
+    let mut request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header(HOST, address.to_string());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = sender
+        .send_request(
+            request
+                .body(Full::new(Bytes::from(body)))
+                .expect("valid request"),
+        )
+        .await
+        .expect("response");
+    let (parts, body) = response.into_parts();
+    let bytes = body
+        .collect()
+        .await
+        .expect("response body")
+        .to_bytes()
+        .to_vec();
+    BytesReply {
+        status: parts.status,
+        reply: Reply {
+            status: parts.status,
+            headers: parts.headers,
+            text: String::from_utf8_lossy(&bytes).into_owned(),
+        },
+        bytes,
+    }
+}
+
+impl std::ops::Deref for BytesReply {
+    type Target = Reply;
+    fn deref(&self) -> &Reply {
+        &self.reply
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hyper_host_mounts_all_of_xf_and_runs_its_jobs() {
-    check_whole_host(start_host_crawling(hyper_host::serve, true).await).await;
+async fn axum_host_serves_all_of_xf_and_runs_its_jobs() {
+    check_whole_host(start_host(axum_host, false).await).await;
 }
 
-#[tokio::test]
-async fn warp_host_mounts_the_api() {
-    check_host(start_host(warp_host::serve).await).await;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hyper_host_serves_all_of_xf_and_runs_its_jobs() {
+    check_whole_host(start_host(hyper_host, false).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warp_host_serves_all_of_xf_and_runs_its_jobs() {
+    check_whole_host(start_host(warp_host, false).await).await;
+}
+
+/// SIGTERM, as a container runtime sends it, stops each host: its server stops accepting
+/// and its runtime stops (the host's `serve` returns). The three hosts take their turns in
+/// one test, since the signal goes to the whole test process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_stops_each_host_gracefully() {
+    async fn terminated(mut host: Host) {
+        // A request answered: the server, and so its shutdown signal, is running.
+        let ready = get(host.address, "/readyz", None).await;
+        assert_eq!(ready.status, StatusCode::OK, "{}", ready.text);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let killed = std::process::Command::new("kill")
+            .args(["-TERM", &std::process::id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(killed.success());
+        host.finished().await;
+    }
+    terminated(start_host(axum_host, true).await).await;
+    terminated(start_host(hyper_host, true).await).await;
+    terminated(start_host(warp_host, true).await).await;
 }
 
 fn config(args: &[&str]) -> Config {
@@ -1063,4 +1263,125 @@ async fn xf_server_publishes_through_the_configured_platforms() {
 /// The JSON body of a response.
 async fn json_body(response: reqwest::Response) -> Value {
     serde_json::from_slice(&response.bytes().await.expect("a body")).expect("a JSON body")
+}
+
+/// Readiness follows PostgreSQL, for an API process (the probes on its listener) and a
+/// workers-only process (the probes on `--health-listen`): `200` while the database answers,
+/// `503` while it cannot be reached (a proxy between them cut), `200` again once it is back.
+/// Meanwhile the spec's `GET /health` keeps its shape and says `degraded`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_follows_postgres_for_api_and_worker_processes() {
+    let (url, name) = empty_database().await;
+    let mut proxied = url::Url::parse(&url).expect("a URL");
+    let target = tokio::net::lookup_host((
+        proxied.host_str().expect("a host").to_owned(),
+        proxied.port().unwrap_or(5432),
+    ))
+    .await
+    .expect("the database's address")
+    .next()
+    .expect("an address");
+    let proxy = xf_tests::proxy::Proxy::start(target).await;
+    proxied.set_host(Some("127.0.0.1")).unwrap();
+    proxied.set_port(Some(proxy.address().port())).unwrap();
+    let args = |role: &'static str| {
+        config(&[
+            "--listen",
+            "127.0.0.1:0",
+            "--store",
+            proxied.as_str(),
+            "--secret-key",
+            SECRET_KEY,
+            "--role",
+            role,
+        ])
+    };
+
+    let api = start_server(xf_server::build_app(&args("api")).await.expect("api")).await;
+    let workers_config = args("workers");
+    let workers_app = xf_server::build_app(&workers_config)
+        .await
+        .expect("workers");
+    let health = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let health_address = health.local_addr().expect("local address");
+    let (stop_workers, workers_stopped) = tokio::sync::oneshot::channel::<()>();
+    let workers = tokio::spawn(async move {
+        xf_server::run_workers(
+            &workers_app.xf,
+            xf_server::worker_options(&workers_config),
+            Duration::from_secs(5),
+            Some(health),
+            async move {
+                let _ = workers_stopped.await;
+            },
+        )
+        .await
+    });
+
+    let probes = [(api.address, "not_started"), (health_address, "running")];
+    for (address, runtime) in probes {
+        let ready = readiness_within(address, StatusCode::OK, Duration::from_secs(10)).await;
+        assert_eq!(
+            ready["checks"],
+            json!({"store": "ok", "migrations": "ok", "runtime": runtime})
+        );
+        let live = get(address, "/livez", None).await;
+        assert_eq!(live.status, StatusCode::OK);
+    }
+
+    proxy.cut();
+    for (address, _) in probes {
+        let unready = readiness_within(
+            address,
+            StatusCode::SERVICE_UNAVAILABLE,
+            Duration::from_secs(20),
+        )
+        .await;
+        assert_eq!(unready["status"], "not_ready");
+        assert_eq!(unready["checks"]["store"], "unreachable");
+        assert_eq!(unready["checks"]["migrations"], "unknown");
+        let live = get(address, "/livez", None).await;
+        assert_eq!(
+            live.status,
+            StatusCode::OK,
+            "liveness does not ask the store"
+        );
+    }
+    let health = get(api.address, "/api/v1/health", None).await;
+    assert_eq!(health.data(200)["status"], "degraded");
+
+    proxy.restore();
+    for (address, _) in probes {
+        let ready = readiness_within(address, StatusCode::OK, Duration::from_secs(30)).await;
+        assert_eq!(ready["status"], "ready");
+    }
+
+    stop_workers.send(()).expect("workers still running");
+    tokio::time::timeout(Duration::from_secs(15), workers)
+        .await
+        .expect("the workers stop")
+        .expect("the workers' task")
+        .expect("the probes served without an I/O error");
+    api.shut_down().await;
+    drop(proxy);
+    drop_database(&name).await;
+}
+
+/// Asks `GET /readyz` of `address` until it answers `status` (within `limit`); its body.
+async fn readiness_within(address: SocketAddr, status: StatusCode, limit: Duration) -> Value {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let reply = get(address, "/readyz", None).await;
+        if reply.status == status {
+            assert_eq!(reply.header("cache-control"), "no-store");
+            return reply.json();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "readiness of {address} still {} after {limit:?}: {}",
+            reply.status,
+            reply.text
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
 
 use crate::ids::{JobId, OrganizationId, WebhookId};
 use crate::model::{
@@ -38,19 +37,21 @@ impl<T> Page<T> {
 }
 
 /// `limit` and `cursor` of a list request, as query parameters.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", into_params(parameter_in = Query))]
 pub struct PageParams {
     /// Page size, 1 to 100 (default 40).
-    #[param(inline)]
+    #[cfg_attr(feature = "openapi", param(inline))]
     pub limit: Option<PageSize>,
     /// `meta.nextCursor` of the previous page. Bound to the list and its filters.
-    #[param(inline)]
+    #[cfg_attr(feature = "openapi", param(inline))]
     pub cursor: Option<Cursor>,
 }
 
 /// `GET /health`.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Health {
     /// `ok`, or `degraded` when storage does not answer.
@@ -66,8 +67,32 @@ pub struct Health {
     pub status_page: Option<String>,
 }
 
+/// What a readiness probe (`GET /readyz`) reports: each check's state. Ready when the store
+/// answers, its schema is current, and the background runtime, if this process started one,
+/// runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Readiness {
+    /// `ok`, or `unreachable` when the store does not answer within the probe's time.
+    pub store: &'static str,
+    /// `ok`; `pending` when the store's schema is older than this build's (migrations not
+    /// applied yet); `unknown` while the store is unreachable.
+    pub migrations: &'static str,
+    /// `running`; `stopped` when the runtime this process started is stopping or stopped;
+    /// `not_started` when this process started none (other processes run the jobs), which
+    /// does not make it unready.
+    pub runtime: &'static str,
+}
+
+impl Readiness {
+    /// Whether every check passes.
+    pub fn is_ready(&self) -> bool {
+        self.store == "ok" && self.migrations == "ok" && self.runtime != "stopped"
+    }
+}
+
 /// `organization` of the overview.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OrganizationSummary {
     /// `org_…`
     pub id: OrganizationId,
@@ -78,7 +103,8 @@ pub struct OrganizationSummary {
 }
 
 /// `usage` of the overview.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct OverviewUsage {
     /// Plan name.
@@ -88,7 +114,8 @@ pub struct OverviewUsage {
 }
 
 /// `totals` of the overview.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct OverviewTotals {
     /// Properties of the organization.
@@ -98,7 +125,8 @@ pub struct OverviewTotals {
 }
 
 /// `GET /organization`.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OrganizationOverview {
     /// Who.
     pub organization: OrganizationSummary,
@@ -109,34 +137,37 @@ pub struct OrganizationOverview {
 }
 
 /// `POST /properties` body.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
-#[schema(examples(json!({"url": "https://www.example.com/", "name": "Example shop"})))]
+#[cfg_attr(feature = "openapi", schema(examples(json!({"url": "https://www.example.com/", "name": "Example shop"}))))]
 pub struct NewProperty {
     /// Absolute `http`/`https` URL with a host name; normalised (lower-case host, no default
     /// port, no fragment). A URL with a path (`https://example.com/book/`) is a URL-prefix
     /// property, as in Search Console: its scans start there and fetch only addresses whose
     /// path starts with that path (robots.txt and sitemaps aside).
-    #[schema(inline)]
+    #[cfg_attr(feature = "openapi", schema(inline))]
     pub url: PropertyUrl,
     /// Display name; defaults to the URL's host when left out or blank.
     #[serde(default)]
-    #[schema(inline)]
+    #[cfg_attr(feature = "openapi", schema(inline))]
     pub name: Option<PropertyName>,
 }
 
 /// `include` of `GET /properties` and `GET /properties/{propertyId}`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", into_params(parameter_in = Query))]
 pub struct IncludeParams {
     /// Comma-separated enrichments: `gsc`, `lastScan`.
-    #[param(inline)]
+    #[cfg_attr(feature = "openapi", param(inline))]
     #[serde(default)]
     pub include: Includes,
 }
 
 /// The Search Console state added by `include=gsc`.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct PropertyGsc {
     /// Whether a Search Console site is linked.
@@ -154,7 +185,8 @@ pub struct PropertyGsc {
 }
 
 /// The latest scan added by `include=lastScan`.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct LastScan {
     /// The scan job.
@@ -172,7 +204,8 @@ pub struct LastScan {
 }
 
 /// A property with the enrichments asked for.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct PropertyView {
     /// The property's own fields.
@@ -183,22 +216,23 @@ pub struct PropertyView {
     pub gsc: Option<PropertyGsc>,
     /// With `include=lastScan`: the latest scan, or null when there is none.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<LastScan>)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<LastScan>))]
     pub last_scan: Option<Option<LastScan>>,
 }
 
 /// Body of `POST /properties/{id}/scans` and `/crawls`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[schema(examples(json!({"maxPages": 100, "maxDepth": 3})))]
+#[cfg_attr(feature = "openapi", schema(examples(json!({"maxPages": 100, "maxDepth": 3}))))]
 pub struct ScanOptions {
     /// Page budget; clamped to the plan's.
     #[serde(default)]
-    #[schema(inline)]
+    #[cfg_attr(feature = "openapi", schema(inline))]
     pub max_pages: Option<CrawlBudget>,
     /// Depth budget (clicks from the start URL); clamped to the plan's.
     #[serde(default)]
-    #[schema(inline)]
+    #[cfg_attr(feature = "openapi", schema(inline))]
     pub max_depth: Option<CrawlBudget>,
 }
 
@@ -212,7 +246,8 @@ pub enum ScanEndpoint {
 }
 
 /// The job part of a scan-queued response.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct QueuedJob {
     /// `job_…`
@@ -232,7 +267,8 @@ pub struct QueuedJob {
 }
 
 /// Page and depth budgets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CrawlLimits {
     /// Pages.
@@ -242,7 +278,8 @@ pub struct CrawlLimits {
 }
 
 /// `202` of scans and crawls.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ScanQueued {
     /// The new job.
@@ -256,38 +293,41 @@ pub struct ScanQueued {
 }
 
 /// One item of `POST /scans/batch`.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BatchScanItem {
     /// The property to scan. An id that names no property of the organization fails this
     /// item alone (`not_found` in its `error`); one of another form breaks the request.
-    #[schema(inline)]
+    #[cfg_attr(feature = "openapi", schema(inline))]
     pub property_id: PropertyId,
     /// As for a single scan.
     #[serde(default)]
-    #[schema(inline)]
+    #[cfg_attr(feature = "openapi", schema(inline))]
     pub max_pages: Option<CrawlBudget>,
     /// As for a single scan.
     #[serde(default)]
-    #[schema(inline)]
+    #[cfg_attr(feature = "openapi", schema(inline))]
     pub max_depth: Option<CrawlBudget>,
 }
 
 /// Body of `POST /scans/batch`.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
-#[schema(examples(json!({"scans": [
+#[cfg_attr(feature = "openapi", schema(examples(json!({"scans": [
     {"propertyId": "prop_0193a1b2c3d4e5f60718293a4b5c6d7e", "maxPages": 50},
     {"propertyId": "prop_0193a1b2c3d4e5f60718293a4b5c6d7f"}
-]})))]
+]}))))]
 pub struct BatchScanRequest {
     /// 1 to 25 items.
-    #[schema(min_items = 1, max_items = 25)]
+    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 25))]
     pub scans: Vec<BatchScanItem>,
 }
 
 /// Why one batch item failed.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ItemError {
     /// An error code of the error table.
     pub code: String,
@@ -296,11 +336,12 @@ pub struct ItemError {
 }
 
 /// The outcome of one batch item: a job or an error.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct BatchItemResult {
     /// The item's property.
-    #[schema(inline)]
+    #[cfg_attr(feature = "openapi", schema(inline))]
     pub property_id: PropertyId,
     /// The queued job, or null.
     pub job: Option<Job>,
@@ -309,31 +350,34 @@ pub struct BatchItemResult {
 }
 
 /// `202` of `POST /scans/batch`.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct BatchScanResults {
     /// In request order.
     pub results: Vec<BatchItemResult>,
 }
 
 /// Filters of `GET /jobs`, as query parameters.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", into_params(parameter_in = Query))]
 #[serde(rename_all = "camelCase")]
 pub struct JobListQuery {
     /// Only jobs in this state.
-    #[param(inline)]
+    #[cfg_attr(feature = "openapi", param(inline))]
     pub status: Option<JobStatus>,
     /// Only this property's jobs.
-    #[param(inline)]
+    #[cfg_attr(feature = "openapi", param(inline))]
     pub property_id: Option<PropertyId>,
     /// Only jobs of this type, e.g. `seo-scan`.
-    #[param(inline, rename = "type")]
+    #[cfg_attr(feature = "openapi", param(inline, rename = "type"))]
     #[serde(rename = "type")]
     pub job_type: Option<JobTypeName>,
 }
 
 /// `200` of `POST /jobs/{id}/cancel`.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CancelledJob {
     /// The job, now cancelled.
     pub job: Job,
@@ -342,15 +386,16 @@ pub struct CancelledJob {
 }
 
 /// Filters of `GET /properties/{id}/issues`, as query parameters.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", into_params(parameter_in = Query))]
 #[serde(rename_all = "camelCase")]
 pub struct IssueListQuery {
     /// Only page or only site issues.
-    #[param(inline)]
+    #[cfg_attr(feature = "openapi", param(inline))]
     pub scan_kind: Option<ScanKind>,
     /// Only issues in this state.
-    #[param(inline)]
+    #[cfg_attr(feature = "openapi", param(inline))]
     pub status: Option<IssueStatus>,
 }
 
@@ -364,7 +409,8 @@ pub struct IssuePage {
 }
 
 /// A report in lists.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ReportItem {
     /// Secret token of the share link.
@@ -388,7 +434,8 @@ pub struct ReportItem {
 }
 
 /// A report in detail.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ReportDetail {
     /// The list fields.
@@ -405,7 +452,8 @@ pub struct ReportDetail {
 }
 
 /// Plan meters with limits.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct UsageLimits {
     /// Live scans per month.
@@ -415,7 +463,8 @@ pub struct UsageLimits {
 }
 
 /// `usage` of `GET /usage`.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct UsageMeters {
     /// `YYYY-MM`.
     pub period: String,
@@ -428,7 +477,8 @@ pub struct UsageMeters {
 }
 
 /// Totals of `activity`.
-#[derive(Debug, Clone, Copy, Default, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ActivityTotals {
     /// Jobs created this month.
     pub jobs: u64,
@@ -439,7 +489,8 @@ pub struct ActivityTotals {
 }
 
 /// `activity` of `GET /usage`.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Activity {
     /// `YYYY-MM`.
@@ -451,7 +502,8 @@ pub struct Activity {
 }
 
 /// `GET /usage`.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct UsageReport {
     /// Meters.
@@ -463,7 +515,8 @@ pub struct UsageReport {
 }
 
 /// `period` of `GET /limits`.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LimitsPeriod {
     /// First day of the month, `YYYY-MM-DD`.
     pub start: String,
@@ -472,7 +525,8 @@ pub struct LimitsPeriod {
 }
 
 /// Names of the rate-limit headers.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RateLimitHeaderNames {
     /// Header with the remaining reads.
     pub read: String,
@@ -481,7 +535,8 @@ pub struct RateLimitHeaderNames {
 }
 
 /// `developerApi` of `GET /limits`.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct DeveloperApiLimits {
     /// Reads per key per hour.
@@ -497,7 +552,8 @@ pub struct DeveloperApiLimits {
 }
 
 /// `GET /limits`.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct LimitsReport {
     /// Plan name.
@@ -509,7 +565,8 @@ pub struct LimitsReport {
 }
 
 /// One live rate-limit window.
-#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct RateWindow {
     /// Requests allowed in the window.
@@ -521,7 +578,8 @@ pub struct RateWindow {
 }
 
 /// `GET /rate-limits`.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct RateLimitsReport {
     /// This key's hourly reads.
@@ -538,25 +596,26 @@ pub const READ_REMAINING_HEADER: &str = "X-Developer-Api-RateLimit-read-Remainin
 pub const WRITE_REMAINING_HEADER: &str = "X-Developer-Api-RateLimit-write-Remaining";
 
 /// `POST /webhooks` body.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
-#[schema(examples(json!({
+#[cfg_attr(feature = "openapi", schema(examples(json!({
     "name": "Job outcomes",
     "url": "https://hooks.example.com/xf",
     "events": ["job.completed", "job.failed"]
-})))]
+}))))]
 pub struct NewWebhook {
     /// A name for people.
-    #[schema(inline)]
+    #[cfg_attr(feature = "openapi", schema(inline))]
     pub name: WebhookName,
     /// Where deliveries are posted: `https` (plain `http` only where the host allows it), a
     /// host that is not and does not resolve to a loopback, private, link-local, CGNAT or
     /// metadata address.
-    #[schema(inline)]
+    #[cfg_attr(feature = "openapi", schema(inline))]
     pub url: WebhookUrl,
     /// The events to receive; all three when left out. Not empty.
     #[serde(default)]
-    #[schema(min_items = 1)]
+    #[cfg_attr(feature = "openapi", schema(min_items = 1))]
     pub events: Option<Vec<EventType>>,
     /// Whether deliveries are made; true when left out.
     #[serde(default)]
@@ -564,21 +623,22 @@ pub struct NewWebhook {
 }
 
 /// `PATCH /webhooks/{webhookId}` body: each field left out (or null) is kept.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
-#[schema(examples(json!({"enabled": false})))]
+#[cfg_attr(feature = "openapi", schema(examples(json!({"enabled": false}))))]
 pub struct WebhookPatch {
     /// A new name.
     #[serde(default)]
-    #[schema(inline)]
+    #[cfg_attr(feature = "openapi", schema(inline))]
     pub name: Option<WebhookName>,
     /// A new URL, checked as on create.
     #[serde(default)]
-    #[schema(inline)]
+    #[cfg_attr(feature = "openapi", schema(inline))]
     pub url: Option<WebhookUrl>,
     /// New events; not empty.
     #[serde(default)]
-    #[schema(min_items = 1)]
+    #[cfg_attr(feature = "openapi", schema(min_items = 1))]
     pub events: Option<Vec<EventType>>,
     /// Turn deliveries on or off. Turning them off drops the deliveries still queued.
     #[serde(default)]
@@ -586,7 +646,8 @@ pub struct WebhookPatch {
 }
 
 /// `POST /webhooks/{webhookId}/test` body (optional).
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct TestDeliveryRequest {
     /// The event to simulate; `job.completed` when left out.
@@ -595,7 +656,8 @@ pub struct TestDeliveryRequest {
 }
 
 /// `data` of `POST /webhooks` (201) and `POST /webhooks/{webhookId}/rotate-secret` (200).
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WebhookWithSecret {
     /// The webhook.
     pub webhook: Webhook,
@@ -604,7 +666,8 @@ pub struct WebhookWithSecret {
 }
 
 /// `data` of `DELETE /webhooks/{webhookId}`.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DeletedWebhook {
     /// The deleted webhook's id.
     pub id: WebhookId,
@@ -613,14 +676,15 @@ pub struct DeletedWebhook {
 }
 
 /// `limit` and `cursor` of `GET /webhooks/{webhookId}/deliveries`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", into_params(parameter_in = Query))]
 pub struct DeliveryListParams {
     /// Page size, 1 to 100 (default 25).
-    #[param(inline)]
+    #[cfg_attr(feature = "openapi", param(inline))]
     pub limit: Option<PageSize>,
     /// `meta.nextCursor` of the previous page.
-    #[param(inline)]
+    #[cfg_attr(feature = "openapi", param(inline))]
     pub cursor: Option<Cursor>,
 }
 
@@ -635,7 +699,8 @@ impl DeliveryListParams {
 }
 
 /// `GET /organization/gsc`: the portfolio summary, from stored snapshots only.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GscPortfolio {
     /// Whether the host has a Google OAuth client configured.
@@ -659,7 +724,8 @@ pub struct GscPortfolio {
 }
 
 /// The connection state of a property's Search Console data.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GscConnection {
     /// The property.
@@ -681,7 +747,8 @@ pub struct GscConnection {
 }
 
 /// One query row.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GscQueryRow {
     /// The search query.
@@ -692,7 +759,8 @@ pub struct GscQueryRow {
 }
 
 /// One page row, with what the latest completed scan saw of it.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GscPageRow {
     /// The page's URL as Google reports it.
@@ -706,7 +774,8 @@ pub struct GscPageRow {
 }
 
 /// The stored 28-day snapshot.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GscSnapshotView {
     /// The Search Console site it was fetched from.
@@ -714,10 +783,10 @@ pub struct GscSnapshotView {
     /// When the sync finished.
     pub synced_at: Timestamp,
     /// First day of the window (`YYYY-MM-DD`).
-    #[schema(value_type = String, format = Date)]
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = Date))]
     pub start_date: chrono::NaiveDate,
     /// Last day: the latest date Google had final data for.
-    #[schema(value_type = String, format = Date)]
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = Date))]
     pub end_date: chrono::NaiveDate,
     /// Always `final`: only finalised data is fetched.
     pub data_state: &'static str,
@@ -738,7 +807,8 @@ pub struct GscSnapshotView {
 }
 
 /// `GET /properties/{id}/gsc`.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct PropertyGscDetail {
     /// The connection state.
@@ -750,17 +820,18 @@ pub struct PropertyGscDetail {
 }
 
 /// `GET /properties/{id}/gsc/overview`.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GscOverview {
     /// The connection state.
     #[serde(flatten)]
     pub connection: GscConnection,
     /// First day of the snapshot's window; null without a snapshot.
-    #[schema(value_type = Option<String>, format = Date)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = Date))]
     pub start_date: Option<chrono::NaiveDate>,
     /// Last day of the snapshot's window; null without a snapshot.
-    #[schema(value_type = Option<String>, format = Date)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = Date))]
     pub end_date: Option<chrono::NaiveDate>,
     /// Totals over the window; zero without a snapshot.
     pub totals: crate::model::gsc::Metrics,
@@ -771,7 +842,8 @@ pub struct GscOverview {
 }
 
 /// `POST /properties/{id}/gsc/sync`.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GscSyncResult {
     /// `true` when this request fetched and stored a new snapshot; `false` when a sync of the
@@ -783,7 +855,8 @@ pub struct GscSyncResult {
 }
 
 /// Body of `PUT /admin/organizations/{orgId}/gsc`.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GscAccountLink {
     /// The Google OAuth refresh token (scope `webmasters.readonly`), from the host's consent
@@ -795,7 +868,8 @@ pub struct GscAccountLink {
 }
 
 /// The organization's linked Google account, as the admin API shows it (never the token).
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GscAccountView {
     /// The organization.

@@ -4,7 +4,8 @@
 use serde::Serialize;
 
 /// One problem with one input field, listed in `error.details`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FieldError {
     /// The field: a JSON path such as `scans[3].maxPages`, a query parameter, or a header.
     pub field: String,

@@ -12,8 +12,11 @@ use std::fmt;
 
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize, Serializer};
-use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
-use utoipa::openapi::RefOr;
+#[cfg(feature = "openapi")]
+use utoipa::openapi::{
+    schema::{ObjectBuilder, Schema, Type},
+    RefOr,
+};
 use uuid::Uuid;
 
 /// What every id type offers beyond its inherent methods; lets code make ids generically.
@@ -161,6 +164,7 @@ macro_rules! id_type {
             }
         }
 
+        #[cfg(feature = "openapi")]
         impl utoipa::PartialSchema for $name {
             fn schema() -> RefOr<Schema> {
                 ObjectBuilder::new()
@@ -172,6 +176,7 @@ macro_rules! id_type {
             }
         }
 
+        #[cfg(feature = "openapi")]
         impl utoipa::ToSchema for $name {}
     };
 }

@@ -17,6 +17,8 @@
 //! let service = xf_tower::XfService::new(xf);
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod api;
 pub mod auth;
 pub mod crawl;

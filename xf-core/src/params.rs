@@ -15,14 +15,18 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
-use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
-use utoipa::openapi::RefOr;
+#[cfg(feature = "openapi")]
+use utoipa::openapi::{
+    schema::{ObjectBuilder, Schema, Type},
+    RefOr,
+};
 
 use crate::error::{Error, Result};
 pub use crate::ids::{JobId, PropertyId};
 
 /// A pattern and its compiled form.
 struct Rule {
+    #[cfg_attr(not(feature = "openapi"), allow(dead_code))]
     pattern: &'static str,
     regex: LazyLock<Regex>,
 }
@@ -46,6 +50,7 @@ macro_rules! rule {
     };
 }
 
+#[cfg(feature = "openapi")]
 fn string_schema(pattern: &str, max_length: usize, description: &str) -> RefOr<Schema> {
     ObjectBuilder::new()
         .schema_type(Type::String)
@@ -110,12 +115,14 @@ macro_rules! checked_string {
             }
         }
 
+        #[cfg(feature = "openapi")]
         impl utoipa::PartialSchema for $name {
             fn schema() -> RefOr<Schema> {
                 string_schema($rule.pattern, Self::MAX_LEN, Self::EXPECTS)
             }
         }
 
+        #[cfg(feature = "openapi")]
         impl utoipa::ToSchema for $name {}
     };
 }
@@ -147,7 +154,10 @@ static WEBHOOK_URL: Rule = rule!(
 static WEBHOOK_NAME: Rule = rule!(r"^[^\x00-\x1f\x7f]*[^\x00-\x20\x7f][^\x00-\x1f\x7f]*$");
 
 checked_string!(
-    /// A webhook's `url`; see [`WEBHOOK_URL`].
+    /// A webhook's `url`: an absolute `http` or `https` URL whose host is a DNS name, an IPv4
+    /// address or a bracketed IPv6 address, with an optional port, path and query; no
+    /// credentials, no fragment, at most 2048 characters (the pattern `WEBHOOK_URL`).
+    /// Whether its scheme is allowed and its host may be reached is checked afterwards.
     WebhookUrl, WEBHOOK_URL, max = 2048,
     expects = "an absolute https URL (http where the host allows it) with a host name or IP address, an optional port, path and query, no credentials and no fragment, at most 2048 characters"
 );
@@ -233,6 +243,7 @@ impl<'de> Deserialize<'de> for PageSize {
     }
 }
 
+#[cfg(feature = "openapi")]
 impl utoipa::PartialSchema for PageSize {
     fn schema() -> RefOr<Schema> {
         ObjectBuilder::new()
@@ -244,6 +255,7 @@ impl utoipa::PartialSchema for PageSize {
     }
 }
 
+#[cfg(feature = "openapi")]
 impl utoipa::ToSchema for PageSize {}
 
 /// `maxPages` and `maxDepth` of a scan: an integer from 1 to 1,000,000,000, clamped to the
@@ -278,6 +290,7 @@ impl<'de> Deserialize<'de> for CrawlBudget {
     }
 }
 
+#[cfg(feature = "openapi")]
 impl utoipa::PartialSchema for CrawlBudget {
     fn schema() -> RefOr<Schema> {
         ObjectBuilder::new()
@@ -288,6 +301,7 @@ impl utoipa::PartialSchema for CrawlBudget {
     }
 }
 
+#[cfg(feature = "openapi")]
 impl utoipa::ToSchema for CrawlBudget {}
 
 /// Reads an integer the way JSON Schema defines one: a JSON number with no fractional part
@@ -384,6 +398,7 @@ impl<'de> Deserialize<'de> for Includes {
     }
 }
 
+#[cfg(feature = "openapi")]
 impl utoipa::PartialSchema for Includes {
     fn schema() -> RefOr<Schema> {
         string_schema(
@@ -394,6 +409,7 @@ impl utoipa::PartialSchema for Includes {
     }
 }
 
+#[cfg(feature = "openapi")]
 impl utoipa::ToSchema for Includes {}
 
 #[cfg(test)]

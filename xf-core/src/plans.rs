@@ -3,7 +3,6 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 /// What a plan gives access to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,7 +24,8 @@ impl Entitlement {
 }
 
 /// The numeric limits of a plan, after overrides.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Limits {
     /// GET requests per key per UTC hour.
@@ -47,7 +47,8 @@ pub struct Limits {
 }
 
 /// Per-organization overrides set by the host; `None` keeps the plan's value.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LimitOverrides {
     /// Overrides `readPerHour`.

@@ -212,6 +212,7 @@ impl<'de> Deserialize<'de> for Timestamp {
     }
 }
 
+#[cfg(feature = "openapi")]
 impl utoipa::PartialSchema for Timestamp {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
         utoipa::openapi::ObjectBuilder::new()
@@ -224,6 +225,7 @@ impl utoipa::PartialSchema for Timestamp {
     }
 }
 
+#[cfg(feature = "openapi")]
 impl utoipa::ToSchema for Timestamp {}
 
 /// The source of "now" for every rule that depends on time.

@@ -20,6 +20,8 @@
 //!
 //! One module per aggregate, as the storage traits of `xf_core::store` are split.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod events;
 mod gsc;
 mod guards;

@@ -99,6 +99,8 @@
 //! use it (the crate's dev-dependency on itself turns the feature on):
 //! `cargo test -p xf-storage-postgres`.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod error;
 mod events;
 mod gsc;
@@ -445,6 +447,32 @@ impl Store for PgStore {
             .map_err(store_error)?;
         Ok(())
     }
+
+    /// Whether every migration of this build is recorded as applied in sqlx's
+    /// `_sqlx_migrations` (none are before the table exists).
+    async fn schema_is_current(&self) -> StoreResult<bool> {
+        let versions: Vec<i64> = MIGRATOR
+            .iter()
+            .filter(|migration| !migration.migration_type.is_down_migration())
+            .map(|migration| migration.version)
+            .collect();
+        let has_table: bool =
+            sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
+                .fetch_one(&self.pool)
+                .await
+                .map_err(store_error)?;
+        if !has_table {
+            return Ok(versions.is_empty());
+        }
+        let applied: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM _sqlx_migrations WHERE success AND version = ANY($1)",
+        )
+        .bind(&versions)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(store_error)?;
+        Ok(usize::try_from(applied).is_ok_and(|applied| applied == versions.len()))
+    }
 }
 
 #[cfg(all(test, feature = "testing"))]
@@ -604,5 +632,25 @@ mod tests {
             matches!(store_error(error), StoreError::Unavailable(_)),
             "killed session not classified as unavailable"
         );
+    }
+
+    /// The schema is current once every migration of this build is applied, and not when one
+    /// is missing or sqlx's table is gone.
+    #[tokio::test]
+    async fn the_schema_is_current_only_with_every_migration_applied() {
+        let store = crate::testing::fresh_database().await;
+        assert_eq!(store.schema_is_current().await, Ok(true));
+        sqlx::query(
+            "DELETE FROM _sqlx_migrations WHERE version = (SELECT max(version) FROM _sqlx_migrations)",
+        )
+        .execute(store.pool())
+        .await
+        .expect("forget the last migration");
+        assert_eq!(store.schema_is_current().await, Ok(false));
+        sqlx::query("DROP TABLE _sqlx_migrations")
+            .execute(store.pool())
+            .await
+            .expect("drop sqlx's table");
+        assert_eq!(store.schema_is_current().await, Ok(false));
     }
 }

@@ -14,8 +14,9 @@ use xf_core::{BodyError, RequestLimits};
 
 use crate::{Body, BoxError};
 
-/// The error a [`MinRate`] body ends with when its client is too slow; readers map it to
-/// `408 request_timeout` ([`body_error`]).
+/// The error a request body ends with when its client sends fewer bytes in a window than
+/// [`RequestLimits`] asks (the crate's `MinRate` body); the services answer it with
+/// `408 request_timeout`.
 #[derive(Debug)]
 pub struct BodyTooSlow {
     /// For people: the rate and the window.

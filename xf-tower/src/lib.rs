@@ -1,6 +1,6 @@
 //! # xf-tower
 //!
-//! The xf SEO developer API as one tower [`Service`]: [`XfService`], an axum `Router` inside,
+//! The xf SEO developer API as one tower [`Service`](tower::Service): [`XfService`], an axum `Router` inside,
 //! generic over the request body, with `Error = Infallible`. Mount it in any tower-based
 //! server, under any prefix (the spec's is `/api/v1`):
 //!
@@ -31,6 +31,8 @@
 //! public page of shared reports (`/r/{token}`) as self-contained HTML. [`MediaFileService`],
 //! mounted at `/m`, serves the signed, expiring media URLs that platforms pull media from.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod admin;
 mod body_rate;
 mod envelope;
@@ -43,9 +45,11 @@ mod mount;
 mod multipart;
 mod openapi;
 mod openapi_media;
+mod probes;
 mod report_page;
 mod request_id;
 mod routes;
+mod signal;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -67,8 +71,10 @@ pub use media_file::MediaFileService;
 pub use mount::{
     strip_prefix, Mounts, StripPrefix, ADMIN_PREFIX, API_PREFIX, MEDIA_FILE_PREFIX, REPORT_PREFIX,
 };
+pub use probes::{ProbeService, LIVENESS_PATH, READINESS_PATH};
 pub use report_page::ReportPageService;
 pub use request_id::{current_request, is_request_span};
+pub use signal::shutdown_signal;
 
 /// The body of every response of this crate's services, and a body type a host can build
 /// requests from ([`Body::from_stream`], `Body::from(bytes)`, [`Body::empty`]). It implements

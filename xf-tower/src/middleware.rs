@@ -68,41 +68,25 @@ where
     type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        // The inner service is called at once for a read whose key the cache knows; any
-        // other request calls a clone once authenticated (`oneshot`, which waits for it).
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, mut request: Request) -> Self::Future {
+    fn call(&mut self, request: Request) -> Self::Future {
         let GuardLayer { xf, guard: checks } = self.layer.clone();
-        // What the key cache answers is used here: a refused key is answered at once, and a
-        // read is started as `guard` would start it, the stack below called now instead of
-        // cloned for later. A write takes its caller along.
+        // What the key cache answers is used here: a refused key is answered at once, without
+        // a future of its own; a known key goes straight to the count.
         if let Some(error) = checks.misplaced_key(request.headers()) {
             return Box::pin(std::future::ready(Ok((checks.render)(error))));
         }
         let key = (checks.key)(request.headers());
         let cached = match xf.authenticate_cached(key, checks.entitlement) {
             Some(Err(error)) => return Box::pin(std::future::ready(Ok((checks.render)(error)))),
-            Some(Ok(caller)) if kind_of(request.method()) == RequestKind::Read => {
-                request.extensions_mut().insert(caller.clone());
-                let handled = self.inner.call(request);
-                // The join is written out here rather than shared with `counted`: an async
-                // function around it moved the handler's future once more per request.
-                return Box::pin(async move {
-                    let check = xf.check_rate_limit(&caller, RequestKind::Read);
-                    let (check, handled) = tokio::join!(check, handled);
-                    let response = match handled {
-                        Ok(response) => response,
-                        Err(never) => match never {},
-                    };
-                    Ok(counted_read(check, response, checks))
-                });
-            }
             Some(Ok(caller)) => Some(caller),
             None => None,
         };
-        let inner = self.inner.clone();
+        // The stack below is ready (`poll_ready`): it is the one to call, and a clone stays.
+        let clone = self.inner.clone();
+        let inner = std::mem::replace(&mut self.inner, clone);
         Box::pin(async move {
             let run = |request| async move {
                 match inner.oneshot(request).await {
@@ -175,17 +159,12 @@ async fn counted<F>(
 where
     F: Future<Output = Response>,
 {
-    // A read changes nothing, so it runs while its count is decided (on PostgreSQL, its share
-    // of a rate-limit batch, a round trip): the request waits for the longer of the two
-    // instead of their sum. A read over the limit is refused all the same, and what its
-    // handler answered is dropped unseen. A write runs only once counted.
-    let kind = kind_of(request.method());
-    if kind == RequestKind::Read {
-        request.extensions_mut().insert(caller.clone());
-        let (check, response) = tokio::join!(xf.check_rate_limit(&caller, kind), run(request));
-        return counted_read(check, response, guard);
-    }
-    let check = match xf.check_rate_limit(&caller, kind).await {
+    // The count comes first, for reads as for writes: a request over its limit is refused
+    // before its handler runs, so a flood of them reaches no store but the counters'.
+    let check = match xf
+        .check_rate_limit(&caller, kind_of(request.method()))
+        .await
+    {
         Ok(check) => check,
         Err(error) => return (guard.render)(error),
     };
@@ -204,20 +183,6 @@ fn kind_of(method: &Method) -> RequestKind {
         Method::GET | Method::HEAD => RequestKind::Read,
         _ => RequestKind::Write,
     }
-}
-
-/// The answer to a read that ran while it was counted: its handler's response, or the
-/// refusal the count decided.
-fn counted_read(check: Result<RateCheck, Error>, response: Response, guard: Guard) -> Response {
-    let check = match check {
-        Ok(check) => check,
-        Err(error) => return (guard.render)(error),
-    };
-    let response = match check.retry_after_secs {
-        Some(retry_after_secs) => (guard.render)(Error::RateLimited { retry_after_secs }),
-        None => response,
-    };
-    with_remaining(response, &check)
 }
 
 /// `response` with the remaining-request headers of `check`.

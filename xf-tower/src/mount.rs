@@ -20,7 +20,7 @@ use bytes::Bytes;
 use xf_core::Xf;
 
 use crate::{
-    AdminService, Body, BoxError, MediaFileService, MediaService, ReportPageService,
+    AdminService, Body, BoxError, MediaFileService, MediaService, ProbeService, ReportPageService,
     ResponseFuture, XfService,
 };
 
@@ -125,6 +125,7 @@ pub const MEDIA_FILE_PREFIX: &str = "/m";
 /// | `/r/…` | [`ReportPageService`]: the public report pages that `publicUrl` links to |
 /// | `/m/…` | [`MediaFileService`]: the signed media URLs platforms pull from |
 /// | `/admin/…` | [`AdminService`], with [`Mounts::admin`] |
+/// | `/livez`, `/readyz` | [`ProbeService`]: liveness and readiness probes for orchestrators |
 /// | anything else | [`MediaService`]: the media API without the prefix (its alternative base URL), and the API's JSON `404` |
 ///
 /// The links xf makes (`publicUrl`, media URLs) start with the `public_base_url` given to
@@ -145,6 +146,7 @@ pub const MEDIA_FILE_PREFIX: &str = "/m";
 pub struct Mounts {
     xf: Xf,
     mounts: Arc<[(&'static str, Router)]>,
+    probes: Router,
     root: Router,
 }
 
@@ -165,9 +167,16 @@ impl Mounts {
         ];
         Mounts {
             root: MediaService::new(xf.clone()).into_router(),
+            probes: ProbeService::new(xf.clone()).into_router(),
             mounts: mounts.into(),
             xf,
         }
+    }
+
+    /// The facade the services were made over: start its runtime with
+    /// [`Xf::spawn_workers`].
+    pub fn xf(&self) -> &Xf {
+        &self.xf
     }
 
     /// Also the admin API at `/admin`, behind the bearer `token`.
@@ -198,6 +207,9 @@ where
 
     fn call(&mut self, request: Request<B>) -> ResponseFuture {
         let mut request = request.map(Body::new);
+        if ProbeService::serves(request.uri().path()) {
+            return ResponseFuture::routed(self.probes.clone().call(request));
+        }
         for (prefix, router) in self.mounts.iter() {
             if strip_prefix(&mut request, prefix) {
                 return ResponseFuture::routed(router.clone().call(request));

@@ -1,13 +1,15 @@
 //! Run with: cargo run -p axum-host
 //!
 //! Builds xf over the in-memory store, creates the demo organization, prints its keys, and
-//! serves the host app on http://127.0.0.1:3000 with all of xf mounted and its background
-//! runtime running, until Ctrl-C stops both gracefully.
+//! serves the host on http://127.0.0.1:3000 with all of xf mounted (the admin API too when
+//! `XF_ADMIN_TOKEN` is set) and its background runtime running, until SIGINT (Ctrl-C) or
+//! SIGTERM stops both gracefully.
 
 use std::sync::Arc;
 
 use xf_core::Xf;
 use xf_storage_memory::MemoryStore;
+use xf_tower::Mounts;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -17,16 +19,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .public_base_url("http://127.0.0.1:3000")
         .build()?;
     let demo = xf.ensure_demo_organization(None, None).await?;
+    let mut mounts = Mounts::new(xf);
+    if let Some(token) = std::env::var("XF_ADMIN_TOKEN")
+        .ok()
+        .filter(|t| !t.trim().is_empty())
+    {
+        mounts = mounts.admin(token);
+    }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
     println!(
-        "axum host on http://127.0.0.1:3000 (xf: /api/v1, /r, /m, and the media API unprefixed)"
+        "axum host on http://127.0.0.1:3000: xf under /api/v1, /r, /m, /admin, /livez, /readyz"
     );
     println!("demo organization {}", demo.organization.id);
     println!("  live key: {}", demo.live_key);
     println!("  test key: {}", demo.test_key);
-    axum_host::serve_until(listener, xf, async {
-        let _ = tokio::signal::ctrl_c().await;
-    })
-    .await?;
+    axum_host::serve(listener, mounts, xf_tower::shutdown_signal()).await?;
     Ok(())
 }

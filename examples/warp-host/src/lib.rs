@@ -1,51 +1,53 @@
 //! Run with: cargo run -p warp-host
 //!
-//! A warp application. warp routes with filters, not tower services, so the xf API gets a
-//! filter of its own: it matches `/api/v1` and below, rebuilds an `http::Request` from the
-//! pieces warp extracts (method, the full path and query, the headers, the body), and calls
-//! `xf_tower::StripPrefix` over `XfService` with `oneshot`, which takes the prefix off (the
-//! request log keeps the path as sent); the response goes back to warp. No axum in sight:
-//! `xf_tower::Body` is the body type on both sides.
+//! A warp application that mounts all of xf next to a route of its own, and runs xf's
+//! background runtime beside it. warp routes with filters, not tower services, so xf gets one
+//! filter, [`xf_filter`], tried after the host's own routes: it rebuilds an `http::Request`
+//! from the pieces warp extracts (method, the full path and query, the headers, the body),
+//! calls `xf_tower::Mounts` (the API under `/api/v1`, the report pages under `/r`, the signed
+//! media files under `/m`, the admin API under `/admin` when asked for, the probes `/livez` and
+//! `/readyz`, and the media API's unprefixed paths) with `oneshot`, and hands the response
+//! back to warp. No axum in sight: `xf_tower::Body` is the body type on both sides.
 //!
-//! The request body is passed on as a stream rather than collected first, so xf's own size
-//! limit (413 over 1 MiB) applies before anything large is buffered.
+//! Bodies are streamed both ways, never collected: xf's own size limits (413) apply before
+//! anything large is buffered, and a media file goes out as it is read.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
 
 use bytes::{Buf, Bytes};
 use futures::{Stream, TryStreamExt};
-use http::{HeaderMap, Method, Request, Response, StatusCode};
-use http_body_util::BodyExt;
+use http::{HeaderMap, Method, Request, StatusCode};
+use sync_wrapper::SyncStream;
 use tokio::net::TcpListener;
 use tower::ServiceExt;
 use warp::filters::path::FullPath;
+use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
-use xf_core::Xf;
-use xf_tower::{Body, StripPrefix, XfService};
+use xf_core::runtime::WorkerOptions;
+use xf_tower::{Body, Mounts};
 
-/// The host's routes: its own `GET /` and the xf API under `/api/v1`.
-pub fn routes(xf: Xf) -> impl Filter<Extract = (impl Reply,), Error = Rejection> + Clone {
+/// The host's routes: its own `GET /`, and the rest xf's.
+pub fn routes(xf: Mounts) -> impl Filter<Extract = (impl Reply,), Error = Rejection> + Clone {
     let home = warp::path::end()
         .and(warp::get())
         .map(|| "hello from the host");
-    home.or(xf_api(XfService::new(xf)))
+    home.or(xf_filter(xf))
 }
 
-/// Where the xf API is mounted.
-pub const API_PREFIX: &str = "/api/v1";
-
-/// The filter that mounts `api` under [`API_PREFIX`].
-pub fn xf_api(api: XfService) -> impl Filter<Extract = (impl Reply,), Error = Rejection> + Clone {
-    let api = StripPrefix::new(API_PREFIX, api);
+/// The filter that hands every request it sees to `xf`.
+pub fn xf_filter(xf: Mounts) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     // `query::raw` rejects a request without a query string; this one yields "" instead.
     let query = warp::query::raw().or(warp::any().map(String::new)).unify();
-    warp::path!("api" / "v1" / ..)
-        .and(warp::path::full())
+    warp::path::full()
         .and(query)
         .and(warp::method())
         .and(warp::header::headers_cloned())
         .and(warp::body::stream())
         .then(move |path: FullPath, query: String, method: Method, headers: HeaderMap, body| {
-            let api = api.clone();
-            async move { call(api, method, path.as_str(), &query, headers, streamed(body)).await }
+            let xf = xf.clone();
+            async move { call(xf, method, path.as_str(), &query, headers, streamed(body)).await }
         })
 }
 
@@ -58,21 +60,37 @@ where
     Body::from_stream(stream.map_ok(|mut chunk| chunk.copy_to_bytes(chunk.remaining())))
 }
 
-/// Serves [`routes`] on `listener` until the task is dropped or aborted.
-pub async fn serve(listener: TcpListener, xf: Xf) {
-    warp::serve(routes(xf)).incoming(listener).run().await;
+/// Serves [`routes`] on `listener`, with xf's background runtime (scans, publishing, webhook
+/// deliveries, purges) running beside it, until `shutdown` completes; then the server stops
+/// accepting, finishes the requests in flight, and the runtime gets 30 s to finish its
+/// running jobs (the rest go back to the queue).
+pub async fn serve(
+    listener: TcpListener,
+    xf: Mounts,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
+    let workers = xf.xf().spawn_workers(WorkerOptions::new());
+    // Boxed: without it, rustc cannot prove this function's future `Send` (the lifetimes
+    // inside warp's server future meet those of the runtime's shutdown; rust-lang/rust#110338).
+    let server: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(
+        warp::serve(routes(xf))
+            .incoming(listener)
+            .graceful(shutdown)
+            .run(),
+    );
+    server.await;
+    workers.shutdown(Duration::from_secs(30)).await;
 }
 
-/// Calls xf with the request rebuilt at `{path}?{query}`, and collects its (small, JSON)
-/// response: warp 0.4 builds reply bodies from bytes, not from another body type.
+/// Calls xf with the request rebuilt at `{path}?{query}`, and streams its response back.
 async fn call(
-    api: StripPrefix<XfService>,
+    xf: Mounts,
     method: Method,
     path: &str,
     query: &str,
     headers: HeaderMap,
     body: Body,
-) -> Response<Bytes> {
+) -> Response {
     let uri = if query.is_empty() {
         path.to_owned()
     } else {
@@ -85,19 +103,21 @@ async fn call(
         Ok(uri) => *request.uri_mut() = uri,
         Err(_) => return status_only(StatusCode::BAD_REQUEST),
     }
-    let response = match api.oneshot(request).await {
+    let response = match xf.oneshot(request).await {
         Ok(response) => response,
         Err(never) => match never {},
     };
     let (parts, body) = response.into_parts();
-    match body.collect().await {
-        Ok(collected) => Response::from_parts(parts, collected.to_bytes()),
-        Err(_) => status_only(StatusCode::INTERNAL_SERVER_ERROR),
-    }
+    // warp's reply body takes a `Sync` stream; xf's body is `Send` only, and is read by one
+    // task at a time, which is what `SyncStream` relies on.
+    let mut reply = warp::reply::stream(SyncStream::new(body.into_data_stream())).into_response();
+    *reply.status_mut() = parts.status;
+    *reply.headers_mut() = parts.headers;
+    reply
 }
 
-fn status_only(status: StatusCode) -> Response<Bytes> {
-    let mut response = Response::new(Bytes::new());
+fn status_only(status: StatusCode) -> Response {
+    let mut response = Response::new(Bytes::new().into());
     *response.status_mut() = status;
     response
 }

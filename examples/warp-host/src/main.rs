@@ -1,12 +1,15 @@
 //! Run with: cargo run -p warp-host
 //!
 //! Builds xf over the in-memory store, creates the demo organization, prints its keys, and
-//! serves the host on http://127.0.0.1:3000 (the xf API under /api/v1).
+//! serves the host on http://127.0.0.1:3000 with all of xf mounted (the admin API too when
+//! `XF_ADMIN_TOKEN` is set) and its background runtime running, until SIGINT (Ctrl-C) or
+//! SIGTERM stops both gracefully.
 
 use std::sync::Arc;
 
 use xf_core::Xf;
 use xf_storage_memory::MemoryStore;
+use xf_tower::Mounts;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -16,11 +19,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .public_base_url("http://127.0.0.1:3000")
         .build()?;
     let demo = xf.ensure_demo_organization(None, None).await?;
+    let mut mounts = Mounts::new(xf);
+    if let Some(token) = std::env::var("XF_ADMIN_TOKEN")
+        .ok()
+        .filter(|t| !t.trim().is_empty())
+    {
+        mounts = mounts.admin(token);
+    }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
-    println!("warp host on http://127.0.0.1:3000 (the xf API under /api/v1)");
+    println!(
+        "warp host on http://127.0.0.1:3000: xf under /api/v1, /r, /m, /admin, /livez, /readyz"
+    );
     println!("demo organization {}", demo.organization.id);
     println!("  live key: {}", demo.live_key);
     println!("  test key: {}", demo.test_key);
-    warp_host::serve(listener, xf).await;
+    warp_host::serve(listener, mounts, xf_tower::shutdown_signal()).await;
     Ok(())
 }

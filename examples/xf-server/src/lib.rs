@@ -9,7 +9,7 @@
 //! `XF_*` environment variable as fallback ([`Config`]).
 //!
 //! The binary is a thin `main` over this library so that tests can build the same app
-//! ([`build_app`]) and serve it on a socket of their own ([`serve`]).
+//! ([`build_app`]) and serve it on a socket of their own ([`serve()`]).
 //!
 //! ```no_run
 //! # async fn start() -> Result<(), xf_server::StartError> {
@@ -96,7 +96,7 @@ pub struct Config {
     pub secret_key: Option<String>,
 
     /// Public base URL of this server; report links are `{base}/r/{token}`.
-    /// [default: http://<listen>]
+    /// [default: http://{listen}]
     #[arg(long, env = "XF_PUBLIC_BASE_URL")]
     pub public_base_url: Option<String>,
 
@@ -119,6 +119,12 @@ pub struct Config {
     /// listener; PostgreSQL only, since a memory store is not shared).
     #[arg(long, env = "XF_ROLE", value_enum, default_value_t = Role::All)]
     pub role: Role,
+
+    /// Also serve the probes `GET /livez` and `GET /readyz` on this address: what a
+    /// `--role workers` process, which has no other listener, is probed on. The other roles
+    /// serve them on `--listen` as well.
+    #[arg(long, env = "XF_HEALTH_LISTEN")]
+    pub health_listen: Option<SocketAddr>,
 
     /// Jobs the background runtime runs at once.
     #[arg(long, env = "XF_WORKERS", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
@@ -769,15 +775,28 @@ pub fn worker_options(config: &Config) -> WorkerOptions {
 /// keys, and serves until SIGINT or SIGTERM; then stops the runtime within the grace.
 pub async fn run(config: Config) -> Result<(), StartError> {
     let app = build_app(&config).await?;
-    let workers = app.xf.spawn_workers(worker_options(&config));
+    let health = match config.health_listen {
+        Some(address) => Some(
+            TcpListener::bind(address)
+                .await
+                .map_err(|source| StartError::Bind { address, source })?,
+        ),
+        None => None,
+    };
     let grace = Duration::from_secs(config.shutdown_grace);
     if !config.role.serves_api() {
         tracing::info!(store = ?config.store, "xf-server running workers only");
-        shutdown_signal().await;
-        let report = workers.shutdown(grace).await;
-        tracing::info!(?report, "xf-server stopped");
-        return Ok(());
+        let stopped = run_workers(
+            &app.xf,
+            worker_options(&config),
+            grace,
+            health,
+            xf_tower::shutdown_signal(),
+        );
+        return stopped.await.map_err(StartError::Serve);
     }
+    let workers = app.xf.spawn_workers(worker_options(&config));
+    let probes = health.map(|listener| tokio::spawn(serve_probes(listener, app.xf.clone())));
     let listener = TcpListener::bind(config.listen)
         .await
         .map_err(|source| StartError::Bind {
@@ -795,11 +814,49 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         println!("{}", demo_banner(demo, app.media_demo.as_ref(), address));
     }
     let options = config.serve_options();
-    let served = serve::serve(listener, app.service, options, shutdown_signal()).await;
+    let served = serve::serve(listener, app.service, options, xf_tower::shutdown_signal()).await;
     let report = workers.shutdown(grace).await;
+    if let Some(probes) = probes {
+        probes.abort();
+    }
     served.map_err(StartError::Serve)?;
     tracing::info!(?report, "xf-server stopped");
     Ok(())
+}
+
+/// The `workers` role: runs the background runtime over `xf`, with the probes on `health`
+/// when given, until `shutdown` completes; then readiness turns `503` while running jobs get
+/// `grace` to finish, and the probes stop with the runtime.
+pub async fn run_workers(
+    xf: &Xf,
+    options: WorkerOptions,
+    grace: Duration,
+    health: Option<TcpListener>,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let workers = xf.spawn_workers(options);
+    let probes = health.map(|listener| tokio::spawn(serve_probes(listener, xf.clone())));
+    shutdown.await;
+    let report = workers.shutdown(grace).await;
+    tracing::info!(?report, "xf-server stopped");
+    match probes {
+        Some(probes) => {
+            probes.abort();
+            match probes.await {
+                Ok(served) => served,
+                Err(_aborted) => Ok(()),
+            }
+        }
+        None => Ok(()),
+    }
+}
+
+/// Serves `GET /livez` and `GET /readyz` of `xf` on `listener` (see `xf_tower::ProbeService`).
+async fn serve_probes(listener: TcpListener, xf: Xf) -> std::io::Result<()> {
+    if let Ok(address) = listener.local_addr() {
+        tracing::info!(%address, "probes listening");
+    }
+    axum::serve(listener, xf_tower::ProbeService::new(xf).into_router()).await
 }
 
 /// What `--demo` prints on stdout: each demo organization with its plan, id and keys, and a
@@ -839,34 +896,6 @@ pub fn demo_banner(
         ));
     }
     banner
-}
-
-/// Completes on SIGINT (Ctrl-C) or SIGTERM (what container runtimes and systemd send).
-async fn shutdown_signal() {
-    let interrupt = async {
-        if let Err(error) = tokio::signal::ctrl_c().await {
-            tracing::error!(%error, "cannot listen for SIGINT");
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(error) => {
-                tracing::error!(%error, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = interrupt => tracing::info!("SIGINT received: finishing the requests in flight"),
-        () = terminate => tracing::info!("SIGTERM received: finishing the requests in flight"),
-    }
 }
 
 /// Both halves of an app's credentials, or none (a warning when only one is given).

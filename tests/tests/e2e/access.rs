@@ -1,7 +1,10 @@
 //! Rate limits and tenant isolation.
 
+use std::sync::Arc;
+
 use http::Method;
 use serde_json::json;
+use xf_core::testing::Counting;
 use xf_tests::{request, TestApp};
 
 use crate::{complete, org, property_id, scan};
@@ -35,8 +38,8 @@ async fn read_limits_count_down_and_reset_with_the_hour(app: TestApp) {
     limited.expect_error(429, "rate_limit");
     // 10:20:30 -> 11:00:00.
     assert_eq!(limited.header("retry-after"), Some("2370"));
-    // A read's handler runs while its count is decided; over the limit, what it answered
-    // (a 404 here) is dropped unseen.
+    // A read over the limit is refused before its handler runs: the missing property is
+    // never looked up.
     let missing = app
         .get(
             "/properties/prop_0123456789abcdef0123456789abcdef",
@@ -223,7 +226,54 @@ async fn other_organizations_ids_are_not_found(app: TestApp) {
     assert_eq!(detail.expect(200)["job"]["status"], "pending");
 }
 
+/// A read over its limit is refused before its handler runs: a flood of them reaches the
+/// rate counters (and, once the key cache's second is up, the key lookup) and nothing else of
+/// the store.
+async fn a_flood_of_over_limit_reads_reads_nothing_else(app: TestApp) {
+    let counting = Arc::new(Counting::new(app.store.clone()));
+    let app = TestApp::over(counting.clone());
+    let org = org(&app, "Flood").await;
+    let id = property_id(&app, &org.live, "https://flood.example").await;
+    app.admin(
+        Method::PATCH,
+        &format!("/organizations/{}", org.id),
+        Some(json!({"limits": {"readPerHour": 1}})),
+    )
+    .await
+    .expect(200);
+    app.get(&format!("/properties/{id}"), &org.live)
+        .await
+        .expect(200);
+
+    counting.reset();
+    let paths = [
+        format!("/properties/{id}"),
+        "/properties".to_owned(),
+        "/organization".to_owned(),
+        format!("/properties/{id}/issues"),
+        "/jobs".to_owned(),
+        "/usage".to_owned(),
+    ];
+    let floods = 50;
+    for _ in 0..floods {
+        for path in &paths {
+            app.get(path, &org.live)
+                .await
+                .expect_error(429, "rate_limit");
+        }
+    }
+    let calls = counting.calls();
+    let counted = (floods * paths.len()) as u64;
+    assert_eq!(calls.get("hit_rate_limits"), Some(&counted), "{calls:?}");
+    let others: Vec<_> = calls
+        .keys()
+        .filter(|method| !["hit_rate_limits", "find_api_key"].contains(method))
+        .collect();
+    assert!(others.is_empty(), "over-limit reads reached {others:?}");
+}
+
 crate::backends!(
+    a_flood_of_over_limit_reads_reads_nothing_else,
     read_limits_count_down_and_reset_with_the_hour,
     write_limits_per_key_and_per_organization,
     other_organizations_ids_are_not_found,

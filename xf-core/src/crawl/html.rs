@@ -166,8 +166,9 @@ const VAGUE_LINK_TEXTS: &[&str] = &[
 /// longest vague phrase with room for white space, punctuation and character references.
 const VAGUE_TEXT_MAX: usize = 64;
 
-/// Whether a link's text (white space collapsed) says nothing of where it leads: one of
-/// [`VAGUE_LINK_TEXTS`], whatever its case and the punctuation or arrows around it.
+/// Whether a link's text (white space collapsed) says nothing of where it leads: one of the
+/// phrases of `VAGUE_LINK_TEXTS` ("click here", "here", "learn more", …), whatever its case
+/// and the punctuation or arrows around it.
 pub fn is_vague_link_text(text: &str) -> bool {
     let trimmed = text.trim_matches(|c: char| {
         c.is_whitespace() || c.is_ascii_punctuation() || "…»«›‹→←".contains(c)

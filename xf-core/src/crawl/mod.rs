@@ -2,17 +2,23 @@
 //! it runs. The parsing and analysis modules are pure (bytes in, facts out); the network lives
 //! in `fetch` (feature `net`).
 
+#[cfg(feature = "crawler")]
 pub mod checks;
+#[cfg(feature = "crawler")]
 pub mod crawler;
+#[cfg(feature = "crawler")]
 pub mod fetch;
 pub mod headers;
+#[cfg(feature = "crawler")]
 pub mod html;
 pub mod robots;
+#[cfg(feature = "crawler")]
 pub mod scan;
 pub mod sitemap;
 pub mod urls;
 
 /// The message of a panic's payload, when it has one.
+#[cfg(feature = "crawler")]
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> Option<String> {
     payload
         .downcast_ref::<&str>()

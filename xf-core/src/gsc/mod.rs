@@ -11,7 +11,7 @@
 //! reads only stored snapshots.
 
 mod client;
-#[cfg(feature = "net")]
+#[cfg(feature = "gsc")]
 mod google;
 pub(crate) mod sync;
 
@@ -23,7 +23,7 @@ pub use crate::model::gsc::{
 pub use client::{
     AccessToken, AnalyticsQuery, AnalyticsRow, DataState, Dimension, GoogleError, SearchConsole,
 };
-#[cfg(feature = "net")]
+#[cfg(feature = "gsc")]
 pub use google::{GoogleConfig, GoogleSearchConsole, GOOGLE_API_BASE_URL, GOOGLE_TOKEN_URL};
 
 /// Days in a snapshot.

@@ -2,14 +2,14 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use utoipa::{IntoParams, ToSchema};
 
 use crate::ids::{ChannelId, MediaId};
 use crate::model::media::{FileFacts, MediaItem, MediaKind, MediaStatus, Platform, PlatformStatus};
 use crate::time::Timestamp;
 
 /// A media item (`GET /media/videos/{id}`, `GET /media/images/{id}`, and list items).
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct MediaItemView {
     /// `med_…`.
@@ -32,19 +32,19 @@ pub struct MediaItemView {
     /// has one `{account, status, videoId, url, error}` per account; `{status: idle,
     /// videoId: null, url: null}` when YouTube is not selected. The other platforms' objects
     /// have the same shape with their own id field.
-    #[schema(value_type = Object)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub youtube: Value,
     /// Instagram: `{status, mediaId, url, …}`.
-    #[schema(value_type = Object)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub instagram: Value,
     /// TikTok: `{status, videoId, url, …}`.
-    #[schema(value_type = Object)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub tiktok: Value,
     /// LinkedIn: `{status, urn, url, …}`.
-    #[schema(value_type = Object)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub linkedin: Value,
     /// Pinterest: `{status, pinId, url, …}`.
-    #[schema(value_type = Object)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub pinterest: Value,
     /// When it was uploaded.
     pub created_at: Timestamp,
@@ -53,7 +53,8 @@ pub struct MediaItemView {
 }
 
 /// The file of a media item.
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct FileView {
     /// The name it was uploaded with.
@@ -64,7 +65,7 @@ pub struct FileView {
     /// `rotation`, `videoCodec`, `audioCodec`, `frameRate` (frames per second, `null` when
     /// the file does not state its sample count); images: `format`, `width`, `height`.
     #[serde(flatten)]
-    #[schema(value_type = Object)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub facts: FileFacts,
 }
 
@@ -144,7 +145,8 @@ impl From<&MediaItem> for MediaItemView {
 }
 
 /// One item of an upload result.
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct UploadedItem {
     /// `med_…`.
@@ -158,8 +160,9 @@ pub struct UploadedItem {
 }
 
 /// Query of `GET /media/videos` and `GET /media/images`.
-#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
+#[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", into_params(parameter_in = Query))]
 pub struct MediaListQuery {
     /// Page number, from 1 (default 1).
     pub page: Option<String>,
@@ -172,7 +175,8 @@ pub struct MediaListQuery {
 }
 
 /// `pagination` of a media list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Pagination {
     /// Items matching in all.
     pub total: u64,
@@ -194,27 +198,29 @@ pub struct MediaList {
 }
 
 /// `GET /channels`: the connected channels by platform.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChannelsView {
     /// `{id, channelId, title, thumbnail}` each.
-    #[schema(value_type = Vec<Object>)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
     pub youtube: Vec<Value>,
     /// `{id, accountId, username, thumbnail}` each.
-    #[schema(value_type = Vec<Object>)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
     pub instagram: Vec<Value>,
     /// `{id, accountId, username, thumbnail}` each.
-    #[schema(value_type = Vec<Object>)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
     pub tiktok: Vec<Value>,
     /// `{id, accountId, name, thumbnail}` each.
-    #[schema(value_type = Vec<Object>)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
     pub linkedin: Vec<Value>,
     /// `{id, accountId, username, thumbnail}` each.
-    #[schema(value_type = Vec<Object>)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
     pub pinterest: Vec<Value>,
 }
 
 /// Body of `POST /admin/organizations/{orgId}/channels`.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewChannel {
     /// `youtube`, `instagram`, `tiktok`, `linkedin` or `pinterest`.
@@ -251,7 +257,8 @@ pub struct NewChannel {
 }
 
 /// A channel as the admin API shows it (never its tokens).
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct AdminChannelView {
     /// `ch_…`.

@@ -5,7 +5,7 @@ pub mod api;
 pub mod blob;
 pub(crate) mod file_url;
 pub mod inspect;
-#[cfg(feature = "net")]
+#[cfg(feature = "publishing")]
 pub mod platforms;
 pub mod publish;
 pub mod publishing;

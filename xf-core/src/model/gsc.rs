@@ -3,7 +3,6 @@
 
 use chrono::NaiveDate;
 use serde::Serialize;
-use utoipa::ToSchema;
 
 use crate::ids::{JobId, OrganizationId, PropertyId};
 use crate::time::Timestamp;
@@ -24,7 +23,8 @@ pub struct GscAccount {
 }
 
 /// Clicks, impressions, click-through rate and average position.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Metrics {
     /// Clicks.
@@ -77,11 +77,12 @@ impl Metrics {
 }
 
 /// One day of the daily series.
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GscDay {
     /// The day (`YYYY-MM-DD`, Google's dates are Pacific time).
-    #[schema(value_type = String, format = Date)]
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = Date))]
     pub date: NaiveDate,
     /// That day's figures; zero on a day without data.
     #[serde(flatten)]
@@ -108,7 +109,8 @@ impl RowKind {
 }
 
 /// What the latest completed scan saw of a page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct PageCrawl {
     /// The final HTTP status; null when the fetch got no answer.
@@ -131,7 +133,8 @@ pub struct GscRow {
 }
 
 /// How the page rows of a snapshot meet the property's latest completed scan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CrawlCorrelation {
     /// The scan the page rows were joined with; null when the property had no completed scan.

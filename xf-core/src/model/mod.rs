@@ -8,7 +8,6 @@ pub mod media;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use utoipa::ToSchema;
 
 use crate::ids::{
     ApiKeyId, DeliveryId, EventId, IssueId, JobId, OrganizationId, PropertyId, WebhookId,
@@ -17,7 +16,8 @@ use crate::plans::LimitOverrides;
 use crate::time::Timestamp;
 
 /// Whether a key acts for real or in the sandbox.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum KeyMode {
     /// `xf_live_`: reads and writes act on the organization's data.
@@ -54,7 +54,8 @@ impl KeyMode {
 }
 
 /// A customer organization (workspace).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Organization {
     /// `org_…`
@@ -72,7 +73,8 @@ pub struct Organization {
 }
 
 /// An API key as stored: only the SHA-256 hash of the secret is kept.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ApiKey {
     /// `key_…`
@@ -91,7 +93,8 @@ pub struct ApiKey {
 }
 
 /// A website registered by an organization.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Property {
     /// `prop_…`
@@ -113,7 +116,8 @@ pub struct Property {
 }
 
 /// The job states of the spec.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum JobStatus {
     /// Queued, not started.
@@ -164,7 +168,8 @@ impl JobStatus {
 pub const SEO_SCAN: &str = "seo-scan";
 
 /// The outcome of a completed scan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct JobResult {
     /// 0 to 100.
@@ -326,7 +331,8 @@ pub struct ScanPayload {
 }
 
 /// A background job, as the API shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Job {
     /// `job_…`
@@ -358,12 +364,13 @@ pub struct Job {
     pub error: Option<String>,
     /// Present on completed jobs only: for scans, `{score, pagesScanned, issuesCount}`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<JobResult>)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<JobResult>))]
     pub result: Option<Value>,
 }
 
 /// The events of the outbox: a job reached a final state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum EventType {
     /// `job.completed`
     #[serde(rename = "job.completed")]
@@ -426,7 +433,8 @@ pub struct Event {
 }
 
 /// Whether an issue concerns one page or the whole site.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum ScanKind {
     /// About a single URL.
@@ -455,7 +463,8 @@ impl ScanKind {
 }
 
 /// The lifecycle state of an issue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum IssueStatus {
     /// Seen in the latest completed scan.
@@ -488,9 +497,8 @@ impl IssueStatus {
 }
 
 /// How serious an issue is.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ToSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     /// The site or a page is broken for visitors or search engines.
@@ -529,7 +537,8 @@ impl Severity {
 }
 
 /// A problem a scan found on a property.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Issue {
     /// `iss_…`
@@ -573,7 +582,8 @@ pub struct Issue {
 }
 
 /// Counts of a property's issues by state.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct IssueSummary {
     /// Open issues.
     pub open: u64,
@@ -586,7 +596,8 @@ pub struct IssueSummary {
 }
 
 /// A shared audit report link created by the host for a completed scan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Report {
     /// The secret token of the public link.
@@ -607,7 +618,8 @@ pub struct Report {
 }
 
 /// Monthly plan meters of an organization.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct UsageCounters {
     /// Live scans queued this month.
@@ -638,7 +650,8 @@ impl UsageCounters {
 }
 
 /// Job counts of one type (or all types) in a period.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct JobCounts {
     /// Jobs created.
     pub total: u64,
@@ -649,7 +662,8 @@ pub struct JobCounts {
 }
 
 /// A webhook endpoint of an organization.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Webhook {
     /// `wh_…`
@@ -660,7 +674,7 @@ pub struct Webhook {
     /// A name for people.
     pub name: String,
     /// Where deliveries are `POST`ed.
-    #[schema(format = "uri")]
+    #[cfg_attr(feature = "openapi", schema(format = "uri"))]
     pub url: String,
     /// The first 12 characters of the signing secret (`whsec_` and 6 more), to tell secrets
     /// apart.
@@ -694,7 +708,8 @@ pub struct WebhookSecrets {
 }
 
 /// One attempt in a webhook's delivery log.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct WebhookDelivery {
     /// `whd_…`

@@ -8,6 +8,18 @@
 //! changes between check and connect cannot sneak in, and neither can a redirect); for an IP
 //! literal, before any connection ([`is_private_literal`]).
 
+// The plumbing below serves the crawler, webhooks, Search Console and the platforms alike;
+// a build with only some of them leaves parts of it unused.
+#![cfg_attr(
+    not(all(
+        feature = "crawler",
+        feature = "webhooks",
+        feature = "gsc",
+        feature = "publishing"
+    )),
+    allow(dead_code, unused_imports)
+)]
+
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use url::Url;

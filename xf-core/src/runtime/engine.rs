@@ -146,6 +146,11 @@ pub(crate) fn start(parts: Parts, options: WorkerOptions) -> WorkerHandle {
 }
 
 impl WorkerHandle {
+    /// Turns true when the runtime starts stopping; closes when the handle is gone.
+    pub(crate) fn stopped(&self) -> watch::Receiver<bool> {
+        self.stop.subscribe()
+    }
+
     /// Stops claiming, lets running jobs finish within `grace`, gives the rest back to the
     /// queue (`pending`, their attempt not counted), writes every outcome, and stops.
     pub async fn shutdown(mut self, grace: Duration) -> ShutdownReport {

@@ -105,4 +105,10 @@ pub trait Store:
 {
     /// Checks that the backend answers.
     async fn ping(&self) -> StoreResult<()>;
+
+    /// Whether the backend's schema is the one this build expects: on PostgreSQL, every
+    /// migration of this build applied. A backend without a schema keeps the default, `true`.
+    async fn schema_is_current(&self) -> StoreResult<bool> {
+        Ok(true)
+    }
 }

@@ -61,6 +61,7 @@
 //! [`report`], [`rate_bucket`], [`idempotency_request`], [`webhook`], [`delivery`]) are public so that other tests can
 //! seed stores with them.
 
+mod counting;
 mod events;
 mod gsc;
 mod guards;
@@ -74,6 +75,7 @@ mod reports;
 mod usage;
 mod webhooks;
 
+pub use counting::Counting;
 pub use events::*;
 pub use gsc::*;
 pub use guards::*;
@@ -783,9 +785,10 @@ where
 // Behaviours of the whole store
 // ---------------------------------------------------------------------------------------------
 
-/// `ping` answers `Ok`.
+/// `ping` answers `Ok`, and a store set up for use has a current schema.
 pub async fn ping_succeeds(store: Arc<dyn TestStore>) {
     assert_eq!(store.ping().await, Ok(()));
+    assert_eq!(store.schema_is_current().await, Ok(true));
 }
 
 /// `dump` holds every inserted record in its current state, usage rows and the outbox's

@@ -19,7 +19,6 @@ pub mod transport;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use utoipa::ToSchema;
 
 use crate::ids::{DeliveryId, Id, WebhookId};
 use crate::model::{EventType, Job, Webhook, WebhookDelivery};
@@ -37,7 +36,8 @@ pub const LOG_RETENTION: chrono::Duration = chrono::Duration::days(30);
 pub const USER_AGENT: &str = "xf-webhooks/1.0";
 
 /// The body of a delivery.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct WebhookMessage<'a> {
     /// The event's id, also sent as `webhook-id`; the same for every attempt.
@@ -55,7 +55,8 @@ pub struct WebhookMessage<'a> {
 }
 
 /// `data` of a delivery.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MessageData<'a> {
     /// The job as `GET /jobs/{id}` shows it.
     pub job: &'a Job,

@@ -107,7 +107,8 @@ impl SecretBox {
         }
     }
 
-    /// `secret` sealed for webhook `id` (see [`Sealer::seal`]).
+    /// `secret` sealed for webhook `id`: `v1.` and the base64 of a random nonce and the
+    /// XChaCha20-Poly1305 ciphertext, bound to `id` (the crate's `Sealer::seal`).
     pub fn seal(&self, id: &WebhookId, secret: &SigningSecret) -> String {
         self.sealer.seal(id.as_str(), secret.as_str())
     }

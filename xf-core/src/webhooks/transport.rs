@@ -62,10 +62,10 @@ pub trait WebhookTransport: Send + Sync + fmt::Debug {
     async fn post(&self, outgoing: Outgoing) -> Reply;
 }
 
-#[cfg(feature = "net")]
+#[cfg(feature = "webhooks")]
 pub use http::HttpTransport;
 
-#[cfg(feature = "net")]
+#[cfg(feature = "webhooks")]
 mod http {
     use std::sync::Arc;
 

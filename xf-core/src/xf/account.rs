@@ -6,10 +6,13 @@ use super::{Caller, Xf, API_VERSION, API_VERSION_LABEL};
 use crate::api::{
     Activity, ActivityTotals, CrawlLimits, DeveloperApiLimits, Health, LimitsPeriod, LimitsReport,
     OrganizationOverview, OrganizationSummary, OverviewTotals, OverviewUsage, RateLimitHeaderNames,
-    RateLimitsReport, UsageLimits, UsageMeters, UsageReport, READ_REMAINING_HEADER,
+    RateLimitsReport, Readiness, UsageLimits, UsageMeters, UsageReport, READ_REMAINING_HEADER,
     WRITE_REMAINING_HEADER,
 };
 use crate::error::Result;
+
+/// How long [`Xf::readiness`] waits for the store.
+pub const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Xf {
     /// `GET /health`: `ok`, or `degraded` when storage does not answer.
@@ -27,6 +30,37 @@ impl Xf {
             api_version: API_VERSION.to_owned(),
             timestamp: self.now(),
             status_page: self.config().status_page_url.clone(),
+        }
+    }
+
+    /// What a readiness probe reports (see [`Readiness`]). The store gets
+    /// [`PROBE_TIMEOUT`] to answer both of its questions.
+    pub async fn readiness(&self) -> Readiness {
+        let schema = async {
+            self.store().ping().await?;
+            self.store().schema_is_current().await
+        };
+        let (store, migrations) = match tokio::time::timeout(PROBE_TIMEOUT, schema).await {
+            Ok(Ok(true)) => ("ok", "ok"),
+            Ok(Ok(false)) => ("ok", "pending"),
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "readiness: storage does not answer");
+                ("unreachable", "unknown")
+            }
+            Err(_) => {
+                tracing::warn!(?PROBE_TIMEOUT, "readiness: storage does not answer in time");
+                ("unreachable", "unknown")
+            }
+        };
+        let runtime = match &*self.runtime_stopped() {
+            None => "not_started",
+            Some(stopped) if *stopped.borrow() || stopped.has_changed().is_err() => "stopped",
+            Some(_) => "running",
+        };
+        Readiness {
+            store,
+            migrations,
+            runtime,
         }
     }
 

@@ -4,7 +4,6 @@
 use rand::distributions::{Alphanumeric, DistString};
 use rand::rngs::OsRng;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use super::Xf;
 use crate::api::{Includes, PropertyView, ReportItem};
@@ -24,7 +23,8 @@ pub const DEMO_ORGANIZATION_NAME: &str = "Demo organization";
 pub const MEDIA_DEMO_ORGANIZATION_NAME: &str = "Demo media organization";
 
 /// Body of `POST /admin/organizations`.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct NewOrganization {
     /// Display name.
@@ -37,7 +37,8 @@ pub struct NewOrganization {
 }
 
 /// `201` of `POST /admin/organizations`: the organization and its first keys (shown once).
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CreatedOrganization {
     /// The organization.
@@ -49,7 +50,8 @@ pub struct CreatedOrganization {
 }
 
 /// Body of `PATCH /admin/organizations/{id}`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OrganizationPatch {
     /// A plan of the catalog.
@@ -61,7 +63,8 @@ pub struct OrganizationPatch {
 }
 
 /// `201` of `POST /admin/organizations/{id}/api-keys`: the key, shown once.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CreatedApiKey {
     /// `key_…`
     pub id: ApiKeyId,
@@ -70,7 +73,8 @@ pub struct CreatedApiKey {
 }
 
 /// `200` of `DELETE /admin/api-keys/{id}`.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RevokedApiKey {
     /// `key_…`
     pub id: ApiKeyId,
@@ -79,7 +83,8 @@ pub struct RevokedApiKey {
 }
 
 /// Body of `POST /admin/reports`.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct NewReport {
     /// The property.
@@ -91,7 +96,8 @@ pub struct NewReport {
 }
 
 /// Body of `POST /admin/organizations/{id}/usage`: increments, all optional.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UsageDelta {
     /// AI input tokens used.

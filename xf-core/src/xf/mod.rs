@@ -47,6 +47,7 @@ pub use publishing::MediaFile;
 use std::sync::Arc;
 
 use crate::api::{Page, PageParams};
+#[cfg(feature = "crawler")]
 use crate::crawl::fetch::PageFetcher;
 use crate::cursor::CursorCodec;
 use crate::error::Result;
@@ -65,6 +66,7 @@ use crate::webhooks::transport::WebhookTransport;
 
 pub(crate) use access::IDEMPOTENCY_TTL_HOURS;
 pub use access::{Fingerprint, IdempotencyStart, IdempotencyTicket, RateCheck, RequestKind};
+pub use account::PROBE_TIMEOUT;
 pub use admin::{
     CreatedApiKey, CreatedOrganization, NewOrganization, NewReport, OrganizationPatch,
     RevokedApiKey, UsageDelta,
@@ -159,9 +161,13 @@ pub struct Xf {
 struct Inner {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
-    /// What scans fetch pages with; `None` without the `net` feature and a host's fetcher.
+    /// What scans fetch pages with.
+    #[cfg(feature = "crawler")]
+    #[cfg(feature = "crawler")]
     fetcher: Option<Arc<dyn PageFetcher>>,
     /// How scans crawl (the job's budgets replace its page and depth limits).
+    #[cfg(feature = "crawler")]
+    #[cfg(feature = "crawler")]
     crawl_options: crate::crawl::crawler::CrawlOptions,
     plans: PlanCatalog,
     config: XfConfig,
@@ -195,14 +201,18 @@ struct Inner {
     publishing: Arc<Publishing>,
     /// Settings of the publishing handler.
     publish_options: PublishOptions,
+    /// Turns true when the runtime this facade started stops (see [`Xf::readiness`]).
+    runtime_stopped: std::sync::Mutex<Option<tokio::sync::watch::Receiver<bool>>>,
 }
 
 /// Builds an [`Xf`]. The secret key and the public base URL are required.
 pub struct XfBuilder {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
+    #[cfg(feature = "crawler")]
     fetcher: Option<Arc<dyn PageFetcher>>,
     /// How scans crawl (the job's budgets replace its page and depth limits).
+    #[cfg(feature = "crawler")]
     crawl_options: crate::crawl::crawler::CrawlOptions,
     webhooks: Option<Arc<dyn WebhookTransport>>,
     search_console: Option<Arc<dyn SearchConsole>>,
@@ -253,12 +263,14 @@ impl XfBuilder {
     /// Replaces how scans crawl: concurrency, body and redirect limits, sitemap and external
     /// link budgets (see [`CrawlOptions`](crate::crawl::crawler::CrawlOptions); each job's
     /// `maxPages` and `maxDepth` replace those two).
+    #[cfg(feature = "crawler")]
     pub fn crawl_options(mut self, options: crate::crawl::crawler::CrawlOptions) -> Self {
         self.crawl_options = options;
         self
     }
 
     /// Replaces the HTTP fetcher of scans (tests, or a host's own egress).
+    #[cfg(feature = "crawler")]
     pub fn page_fetcher(mut self, fetcher: Arc<dyn PageFetcher>) -> Self {
         self.fetcher = Some(fetcher);
         self
@@ -279,7 +291,7 @@ impl XfBuilder {
 
     /// Connects Search Console syncs to Google with the host's OAuth client (and, for tests,
     /// other token and API base URLs).
-    #[cfg(feature = "net")]
+    #[cfg(feature = "gsc")]
     pub fn google(self, config: crate::gsc::GoogleConfig) -> Self {
         self.search_console(Arc::new(crate::gsc::GoogleSearchConsole::new(config)))
     }
@@ -380,7 +392,7 @@ impl XfBuilder {
         };
         let cursors = CursorCodec::new(&config.secret_key);
         let mock_key = derive_key(&config.secret_key, b"xf/test-mode/v1");
-        #[cfg(feature = "net")]
+        #[cfg(feature = "crawler")]
         let fetcher = self.fetcher.or_else(|| {
             let agent = format!(
                 "{}/{API_VERSION} (+{})",
@@ -394,16 +406,14 @@ impl XfBuilder {
             );
             Some(Arc::new(http) as Arc<dyn PageFetcher>)
         });
-        #[cfg(not(feature = "net"))]
-        let fetcher = self.fetcher;
-        #[cfg(feature = "net")]
+        #[cfg(feature = "webhooks")]
         let webhooks = self.webhooks.or_else(|| {
             let agent = crate::webhooks::USER_AGENT;
             let http =
                 crate::webhooks::transport::HttpTransport::new(agent, self.allow_private_targets);
             Some(Arc::new(http) as Arc<dyn WebhookTransport>)
         });
-        #[cfg(not(feature = "net"))]
+        #[cfg(not(feature = "webhooks"))]
         let webhooks = self.webhooks;
         let secret_box = SecretBox::new(&config.secret_key);
         let token_sealer = Sealer::new(&config.secret_key, b"xf/google-refresh-tokens/v1");
@@ -433,7 +443,9 @@ impl XfBuilder {
             inner: Arc::new(Inner {
                 store: self.store,
                 clock: self.clock,
+                #[cfg(feature = "crawler")]
                 fetcher,
+                #[cfg(feature = "crawler")]
                 crawl_options: self.crawl_options,
                 plans: self.plans,
                 config,
@@ -452,6 +464,7 @@ impl XfBuilder {
                 publish_options: self.publish_options,
                 allow_private_targets: self.allow_private_targets,
                 keys: key_cache::KeyCache::new(self.key_cache_ttl),
+                runtime_stopped: std::sync::Mutex::new(None),
             }),
         })
     }
@@ -499,11 +512,36 @@ impl CallerInfo {
 }
 
 impl Xf {
-    /// Starts building a facade over `store`.
+    /// Starts building a facade over `store`. The secret key and the public base URL are
+    /// required; every other setting of [`XfBuilder`] has a default.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// use xf_core::{BuildError, Xf};
+    /// use xf_storage_memory::MemoryStore;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let xf = Xf::builder(Arc::new(MemoryStore::new()))
+    ///     .secret_key(Xf::random_secret_key())
+    ///     .public_base_url("https://app.example.com")
+    ///     .build()
+    ///     .expect("a complete configuration");
+    /// assert_eq!(xf.health().await.status, "ok");
+    ///
+    /// // Without a secret key, `build` says what is missing.
+    /// let incomplete = Xf::builder(Arc::new(MemoryStore::new()))
+    ///     .public_base_url("https://app.example.com")
+    ///     .build();
+    /// assert!(matches!(incomplete, Err(BuildError::SecretKeyMissing)));
+    /// # }
+    /// ```
     pub fn builder(store: Arc<dyn Store>) -> XfBuilder {
         XfBuilder {
             store,
             clock: Arc::new(SystemClock),
+            #[cfg(feature = "crawler")]
             fetcher: None,
             webhooks: None,
             search_console: None,
@@ -512,6 +550,7 @@ impl Xf {
             request_limits: RequestLimits::default(),
             publishers: Publishers::new(),
             publish_options: PublishOptions::default(),
+            #[cfg(feature = "crawler")]
             crawl_options: crate::crawl::crawler::CrawlOptions::default(),
             allow_private_targets: false,
             key_cache_ttl: KEY_CACHE_TTL,
@@ -538,7 +577,8 @@ impl Xf {
     }
 
     /// The `seo-scan` handler over this facade's store, clock and fetcher; `None` when there
-    /// is no fetcher (feature `net` off and none given).
+    /// is no fetcher.
+    #[cfg(feature = "crawler")]
     pub fn scan_handler(&self) -> Option<crate::crawl::scan::ScanHandler> {
         let fetcher = self.inner.fetcher.clone()?;
         Some(crate::crawl::scan::ScanHandler::new(

@@ -7,7 +7,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{Xf, IDEMPOTENCY_TTL_HOURS};
-use crate::model::SEO_SCAN;
 use crate::runtime::{self, Parts, Service, Signals, Upkeep, WorkerHandle, WorkerOptions};
 use crate::time::Timestamp;
 use crate::webhooks::engine::{self as webhook_engine, Delivery, EngineOptions};
@@ -25,12 +24,37 @@ const PURGE_BATCH: usize = 1_000;
 impl Xf {
     /// Starts the background runtime on the current Tokio runtime. See [`crate::runtime`].
     /// Unless the options name a handler for `seo-scan` (or run no jobs), the facade's own
-    /// [`scan handler`](Xf::scan_handler) runs scans, and its
+    /// scan handler (`Xf::scan_handler`, feature `crawler`) runs scans, and its
     /// [`publish handler`](Xf::publish_handler) runs `media-publish` jobs.
+    ///
+    /// The returned [`WorkerHandle`] stops the runtime with [`WorkerHandle::shutdown`]:
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// use xf_core::runtime::WorkerOptions;
+    /// use xf_core::Xf;
+    /// use xf_storage_memory::MemoryStore;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let xf = Xf::builder(Arc::new(MemoryStore::new()))
+    ///     .secret_key(Xf::random_secret_key())
+    ///     .public_base_url("https://app.example.com")
+    ///     .build()
+    ///     .expect("a complete configuration");
+    /// let workers = xf.spawn_workers(WorkerOptions::new());
+    /// // ... serve requests until the process is told to stop, then:
+    /// let report = workers.shutdown(Duration::from_secs(1)).await;
+    /// assert_eq!(report.released, 0);
+    /// # }
+    /// ```
     pub fn spawn_workers(&self, mut options: WorkerOptions) -> WorkerHandle {
-        if options.run_jobs && !options.handlers.contains_key(SEO_SCAN) {
+        #[cfg(feature = "crawler")]
+        if options.run_jobs && !options.handlers.contains_key(crate::model::SEO_SCAN) {
             if let Some(scans) = self.scan_handler() {
-                options = options.handler(SEO_SCAN, scans);
+                options = options.handler(crate::model::SEO_SCAN, scans);
             }
         }
         let publish = crate::media::publish::MEDIA_PUBLISH;
@@ -65,7 +89,20 @@ impl Xf {
             upkeep: Box::new(upkeep),
             services,
         };
-        runtime::start(parts, options)
+        let handle = runtime::start(parts, options);
+        *self.runtime_stopped() = Some(handle.stopped());
+        handle
+    }
+
+    /// Turns true when the runtime this facade started last is stopping, or closes when its
+    /// handle is gone; `None` before any.
+    pub(super) fn runtime_stopped(
+        &self,
+    ) -> std::sync::MutexGuard<'_, Option<tokio::sync::watch::Receiver<bool>>> {
+        self.inner
+            .runtime_stopped
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 }
 
