@@ -112,7 +112,9 @@ async fn send(
         }
         None => Vec::new(),
     };
-    send_bytes(address, method, path, &headers, bytes).await.reply
+    send_bytes(address, method, path, &headers, bytes)
+        .await
+        .reply
 }
 
 async fn get(address: SocketAddr, path: &str, bearer: Option<&str>) -> Reply {

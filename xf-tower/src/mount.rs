@@ -142,6 +142,35 @@ pub const MEDIA_FILE_PREFIX: &str = "/m";
 /// axum::serve(listener, app).await.unwrap();
 /// # }
 /// ```
+///
+/// It needs no server to be tried: every surface answers through the one service.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use std::sync::Arc;
+/// use tower::ServiceExt;
+///
+/// let xf = xf_core::Xf::builder(Arc::new(xf_storage_memory::MemoryStore::new()))
+///     .secret_key(xf_core::Xf::random_secret_key())
+///     .public_base_url("https://app.example.com")
+///     .build()
+///     .unwrap();
+/// let mounts = xf_tower::Mounts::new(xf);
+/// for (path, status) in [
+///     ("/api/v1/health", 200),
+///     ("/api/v1/properties", 401), // a key is needed
+///     ("/readyz", 200),
+///     ("/r/no-such-report", 404),
+/// ] {
+///     let request = http::Request::get(path)
+///         .body(xf_tower::Body::empty())
+///         .unwrap();
+///     let response = mounts.clone().oneshot(request).await.unwrap();
+///     assert_eq!(response.status(), status, "{path}");
+/// }
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct Mounts {
     xf: Xf,
