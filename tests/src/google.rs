@@ -16,6 +16,14 @@
 //!   "position"}], "responseAggregationType"}` (`rows` left out when there are none), errors in
 //!   Google's JSON error shape `{"error": {"code", "message", "status"}}`.
 //!
+//! - `GET /o/oauth2/v2/auth`: the consent screen (see [`crate::oauth`]), with `client_id`,
+//!   `redirect_uri`, `response_type=code`, `scope` (space-separated, with `webmasters.readonly`),
+//!   `access_type=offline`, `state` and a PKCE `S256` challenge; and `POST /token` with
+//!   `grant_type=authorization_code` (`code`, `redirect_uri`, `code_verifier`), answering a
+//!   `refresh_token` too.
+//! - `GET /webmasters/v3/sites`: `{"siteEntry": [{"siteUrl", "permissionLevel"}]}` of the
+//!   token's account (left out when it has none).
+//!
 //! Anything else answers 404.
 
 use std::collections::hash_map::RandomState;
@@ -199,6 +207,8 @@ struct StandInState {
 #[derive(Debug)]
 struct Inner {
     state: Mutex<StandInState>,
+    /// The consent screen and its codes.
+    auth: crate::oauth::AuthorizationServer,
 }
 
 impl Inner {
@@ -246,6 +256,7 @@ impl GoogleStandIn {
                 token_requests: Vec::new(),
                 query_requests: Vec::new(),
             }),
+            auth: crate::oauth::AuthorizationServer::default(),
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -267,6 +278,27 @@ impl GoogleStandIn {
     /// `http://127.0.0.1:PORT/token`
     pub fn token_url(&self) -> String {
         format!("http://127.0.0.1:{}/token", self.addr.port())
+    }
+
+    /// `http://127.0.0.1:PORT/o/oauth2/v2/auth`: the consent screen.
+    pub fn authorize_url(&self) -> String {
+        format!("http://127.0.0.1:{}/o/oauth2/v2/auth", self.addr.port())
+    }
+
+    /// The next user at the consent screen consents, as the Google account whose refresh
+    /// token is `refresh_token` (grant it first: [`grant`](Self::grant) names its sites).
+    pub fn sign_in(&self, refresh_token: &str) {
+        self.inner.auth.consent_as(refresh_token);
+    }
+
+    /// The next user at the consent screen declines.
+    pub fn deny_next(&self) {
+        self.inner.auth.deny_next();
+    }
+
+    /// Every request the consent screen got, its parameters decoded.
+    pub fn authorization_requests(&self) -> Vec<BTreeMap<String, String>> {
+        self.inner.auth.requests()
     }
 
     /// `http://127.0.0.1:PORT` (the client appends `/webmasters/v3/sites/...`)
@@ -366,6 +398,22 @@ async fn handle(State(inner): State<Arc<Inner>>, request: Request) -> Response {
         };
         return token(&inner, &parts.headers, &bytes);
     }
+    if path == "/o/oauth2/v2/auth" && parts.method == Method::GET {
+        return inner.auth.authorize(
+            parts.uri.query().unwrap_or_default(),
+            &crate::oauth::Expect {
+                client_param: "client_id",
+                client_id: CLIENT_ID,
+                scopes: &[SCOPE],
+                separator: ' ',
+                pkce: crate::oauth::Pkce::S256,
+                fixed: &[("access_type", "offline")],
+            },
+        );
+    }
+    if path == "/webmasters/v3/sites" && parts.method == Method::GET {
+        return sites(&inner, &parts.headers);
+    }
     let site = path
         .strip_prefix(SITES_PREFIX)
         .and_then(|rest| rest.strip_suffix(QUERY_SUFFIX))
@@ -414,8 +462,27 @@ fn token(inner: &Inner, headers: &HeaderMap, body: &[u8]) -> Response {
     if form.get("client_secret").map(String::as_str) != Some(CLIENT_SECRET) {
         return oauth_error(StatusCode::UNAUTHORIZED, "invalid_client", "Unauthorized");
     }
-    match form.get("grant_type").map(String::as_str) {
-        Some("refresh_token") => {}
+    // The refresh token the access token is issued for: the one sent, or, for a code, the
+    // one the consenting account is known by (sent back as well).
+    let (refresh_token, new_refresh_token) = match form.get("grant_type").map(String::as_str) {
+        Some("refresh_token") => {
+            match form.get("refresh_token").filter(|token| !token.is_empty()) {
+                Some(token) => (token.clone(), None),
+                None => {
+                    return oauth_error(
+                        StatusCode::BAD_REQUEST,
+                        "invalid_request",
+                        "Missing required parameter: refresh_token",
+                    )
+                }
+            }
+        }
+        Some("authorization_code") => match inner.auth.redeem(&form, CLIENT_ID) {
+            Ok(subject) => (subject.clone(), Some(subject)),
+            Err((error, description)) => {
+                return oauth_error(StatusCode::BAD_REQUEST, error, &description)
+            }
+        },
         None => {
             return oauth_error(
                 StatusCode::BAD_REQUEST,
@@ -430,14 +497,8 @@ fn token(inner: &Inner, headers: &HeaderMap, body: &[u8]) -> Response {
                 &format!("Invalid grant_type: {other}"),
             )
         }
-    }
-    let Some(refresh_token) = form.get("refresh_token").filter(|token| !token.is_empty()) else {
-        return oauth_error(
-            StatusCode::BAD_REQUEST,
-            "invalid_request",
-            "Missing required parameter: refresh_token",
-        );
     };
+    let refresh_token = &refresh_token;
     let usable = state
         .grants
         .get(refresh_token)
@@ -463,15 +524,46 @@ fn token(inner: &Inner, headers: &HeaderMap, body: &[u8]) -> Response {
         },
     );
     drop(state);
-    with_no_store(json_response(
-        StatusCode::OK,
-        &json!({
-            "access_token": access_token,
-            "expires_in": lifetime,
-            "scope": SCOPE,
-            "token_type": "Bearer",
-        }),
-    ))
+    let mut answer = json!({
+        "access_token": access_token,
+        "expires_in": lifetime,
+        "scope": SCOPE,
+        "token_type": "Bearer",
+    });
+    if let Some(refresh_token) = new_refresh_token {
+        answer["refresh_token"] = json!(refresh_token);
+    }
+    with_no_store(json_response(StatusCode::OK, &answer))
+}
+
+/// `GET /webmasters/v3/sites`: the sites the token's account can read, all as their owner.
+fn sites(inner: &Inner, headers: &HeaderMap) -> Response {
+    let Some(bearer) = bearer_token(headers) else {
+        return unauthenticated(MISSING_CREDENTIALS);
+    };
+    let state = inner.state();
+    let Some(access) = state
+        .access_tokens
+        .get(&bearer)
+        .filter(|access| access.expires_at > Instant::now())
+    else {
+        return unauthenticated(INVALID_CREDENTIALS);
+    };
+    let sites = state
+        .grants
+        .get(&access.refresh_token)
+        .map(|grant| grant.sites.clone())
+        .unwrap_or_default();
+    // Google leaves an empty list out.
+    let body = if sites.is_empty() {
+        json!({})
+    } else {
+        json!({"siteEntry": sites
+            .iter()
+            .map(|site| json!({"siteUrl": site, "permissionLevel": "siteOwner"}))
+            .collect::<Vec<_>>()})
+    };
+    json_response(StatusCode::OK, &body)
 }
 
 /// A fresh access token: `ya29.` and random characters (plus a counter, so they never

@@ -6,6 +6,7 @@ pub mod bench;
 pub mod corpus;
 pub mod google;
 pub mod media;
+pub mod oauth;
 pub mod platforms;
 pub mod proxy;
 pub mod receiver;

@@ -4,9 +4,15 @@
 //! got, so tests can check what the clients sent.
 //!
 //! **YouTube** (under `/youtube`):
+//! - `GET /authorize`: Google's consent screen (see [`crate::oauth`]): `client_id`,
+//!   `redirect_uri`, `response_type=code`, `scope` with `youtube.upload` and
+//!   `youtube.readonly` (space-separated), `access_type=offline`, `state`, PKCE `S256`.
 //! - `POST /token`: Google's refresh-token grant (form `client_id`, `client_secret`,
 //!   `refresh_token`, `grant_type=refresh_token`); `invalid_grant` for an unknown or revoked
-//!   refresh token.
+//!   refresh token; and the authorization-code grant (`code`, `redirect_uri`,
+//!   `code_verifier`), answering the consenting user's tokens.
+//! - `GET /youtube/v3/channels?part=snippet&mine=true`: the token's channels,
+//!   `{"items": [{"id", "snippet": {"title", "thumbnails"}}]}`.
 //! - `POST /upload/youtube/v3/videos?uploadType=resumable&part=snippet,status`: a bearer
 //!   token, JSON metadata (`snippet.title` of 1 to 100 characters, `status.privacyStatus`
 //!   public, private or unlisted), `X-Upload-Content-Length` and a `video/*`
@@ -48,6 +54,10 @@ use xf_core::media::platforms::youtube::{YoutubeConfig, CHUNK_UNIT};
 
 /// The OAuth client id the YouTube stand-in accepts.
 pub const YOUTUBE_CLIENT_ID: &str = "xf-publisher.apps.googleusercontent.com";
+/// The scope of YouTube uploads.
+pub const YOUTUBE_UPLOAD_SCOPE: &str = "https://www.googleapis.com/auth/youtube.upload";
+/// The scope of reading YouTube accounts (what `channels.list` with `mine=true` needs).
+pub const YOUTUBE_READONLY_SCOPE: &str = "https://www.googleapis.com/auth/youtube.readonly";
 /// The OAuth client secret the YouTube stand-in accepts.
 pub const YOUTUBE_CLIENT_SECRET: &str = "GOCSPX-xf-publisher";
 /// The TikTok app the stand-in accepts.
@@ -72,8 +82,12 @@ const BODY_LIMIT: usize = 64 << 20;
 /// A route of the stand-in, for scripted failures and holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Route {
+    /// Google's consent screen, for YouTube.
+    YoutubeAuthorize,
     /// YouTube's token endpoint.
     YoutubeToken,
+    /// `channels.list` of the Data API.
+    YoutubeChannels,
     /// Opening a YouTube upload session.
     YoutubeSession,
     /// A chunk that does not finish a YouTube upload.
@@ -206,7 +220,13 @@ struct StandInState {
     pinterest_media: HashMap<String, (bool, u32)>,
     /// Pinterest pins, as answered.
     pins: Vec<Value>,
+    /// The accounts users consent as, by the access token the consent issues: the refresh
+    /// token issued with it, and the accounts (id, name) the grant reaches.
+    consenting: HashMap<String, Consenting>,
 }
+
+/// What a consent grants: the refresh token issued with it, and the accounts (id, name).
+type Consenting = (Option<String>, Vec<(String, String)>);
 
 #[derive(Debug)]
 struct TiktokPublish {
@@ -231,6 +251,8 @@ struct Inner {
     state: Mutex<StandInState>,
     base_url: String,
     client: reqwest::Client,
+    /// Google's consent screen for YouTube, and its codes.
+    youtube_auth: crate::oauth::AuthorizationServer,
 }
 
 impl Inner {
@@ -259,6 +281,7 @@ impl PlatformStandIn {
             state: Mutex::new(StandInState::default()),
             base_url: format!("http://{addr}"),
             client: reqwest::Client::new(),
+            youtube_auth: crate::oauth::AuthorizationServer::default(),
         });
         let app = axum::Router::new()
             .fallback(handle)
@@ -276,6 +299,7 @@ impl PlatformStandIn {
     pub fn youtube_config(&self) -> YoutubeConfig {
         YoutubeConfig {
             token_url: format!("{}/youtube/token", self.inner.base_url),
+            authorize_url: format!("{}/youtube/authorize", self.inner.base_url),
             upload_base_url: format!("{}/youtube", self.inner.base_url),
             chunk_size: CHUNK_UNIT,
             timeout: Duration::from_secs(2),
@@ -291,6 +315,45 @@ impl PlatformStandIn {
             poll_interval: Duration::from_millis(20),
             timeout: Duration::from_secs(2),
         }
+    }
+
+    /// The next user at YouTube's consent screen consents: the code is exchanged for
+    /// `access_token` and `refresh_token`, which reach the YouTube channels `channels`
+    /// (id, title).
+    pub fn youtube_user(&self, access_token: &str, refresh_token: &str, channels: &[(&str, &str)]) {
+        self.consenting(access_token, Some(refresh_token), channels);
+        self.inner.youtube_auth.consent_as(access_token);
+    }
+
+    /// The next user at YouTube's consent screen declines.
+    pub fn youtube_user_declines(&self) {
+        self.inner.youtube_auth.deny_next();
+    }
+
+    /// Every request YouTube's consent screen got, decoded.
+    pub fn youtube_authorization_requests(
+        &self,
+    ) -> Vec<std::collections::BTreeMap<String, String>> {
+        self.inner.youtube_auth.requests()
+    }
+
+    /// Remembers what a consent as `access_token` grants.
+    fn consenting(
+        &self,
+        access_token: &str,
+        refresh_token: Option<&str>,
+        accounts: &[(&str, &str)],
+    ) {
+        self.inner.state().consenting.insert(
+            access_token.to_owned(),
+            (
+                refresh_token.map(str::to_owned),
+                accounts
+                    .iter()
+                    .map(|(id, name)| ((*id).to_owned(), (*name).to_owned()))
+                    .collect(),
+            ),
+        );
     }
 
     /// Accepts `access_token`, and `refresh_token` (if given) to issue `refreshed`.
@@ -528,7 +591,19 @@ async fn handle(State(inner): State<Arc<Inner>>, request: Request) -> Response {
         held.release.notified().await;
     }
     let response = match route {
+        Route::YoutubeAuthorize => inner.youtube_auth.authorize(
+            parts.uri.query().unwrap_or_default(),
+            &crate::oauth::Expect {
+                client_param: "client_id",
+                client_id: YOUTUBE_CLIENT_ID,
+                scopes: &[YOUTUBE_UPLOAD_SCOPE, YOUTUBE_READONLY_SCOPE],
+                separator: ' ',
+                pkce: crate::oauth::Pkce::S256,
+                fixed: &[("access_type", "offline")],
+            },
+        ),
         Route::YoutubeToken => youtube_token(&inner, &text),
+        Route::YoutubeChannels => youtube_channels(&inner, &parts.headers, &query),
         Route::YoutubeSession => youtube_session(&inner, &parts.headers, &query, &text),
         Route::YoutubeChunk | Route::YoutubeLastChunk => {
             youtube_chunk(&inner, &parts.headers, &query, &body)
@@ -569,7 +644,9 @@ async fn handle(State(inner): State<Arc<Inner>>, request: Request) -> Response {
 fn route_of(method: &Method, path: &str, headers: &HeaderMap, inner: &Inner) -> Option<Route> {
     if let Some(rest) = path.strip_prefix("/youtube") {
         return match (method.as_str(), rest) {
+            ("GET", "/authorize") => Some(Route::YoutubeAuthorize),
             ("POST", "/token") => Some(Route::YoutubeToken),
+            ("GET", "/youtube/v3/channels") => Some(Route::YoutubeChannels),
             ("POST", "/upload/youtube/v3/videos") => Some(Route::YoutubeSession),
             ("PUT", "/upload/youtube/v3/videos") => {
                 let range = headers
@@ -654,6 +731,31 @@ fn youtube_token(inner: &Inner, text: &str) -> Response {
             None,
         );
     }
+    if fields.get("grant_type").map(String::as_str) == Some("authorization_code") {
+        let fields: std::collections::BTreeMap<String, String> = fields.into_iter().collect();
+        return match inner.youtube_auth.redeem(&fields, YOUTUBE_CLIENT_ID) {
+            Ok(access) => {
+                let mut state = inner.state();
+                let refresh = state.consenting.get(&access).and_then(|(r, _)| r.clone());
+                state.access_tokens.insert(access.clone());
+                if let Some(refresh) = &refresh {
+                    state.refresh_tokens.insert(refresh.clone(), access.clone());
+                }
+                answer(
+                    200,
+                    json!({"access_token": access, "refresh_token": refresh, "expires_in": 3599,
+                        "scope": format!("{YOUTUBE_UPLOAD_SCOPE} {YOUTUBE_READONLY_SCOPE}"),
+                        "token_type": "Bearer"}),
+                    None,
+                )
+            }
+            Err((error, description)) => answer(
+                400,
+                json!({"error": error, "error_description": description}),
+                None,
+            ),
+        };
+    }
     if fields.get("grant_type").map(String::as_str) != Some("refresh_token") {
         return answer(
             400,
@@ -681,6 +783,48 @@ fn youtube_token(inner: &Inner, text: &str) -> Response {
             None,
         ),
     }
+}
+
+/// `GET /youtube/v3/channels?part=snippet&mine=true`: the channels of the token's account.
+fn youtube_channels(
+    inner: &Inner,
+    headers: &HeaderMap,
+    query: &HashMap<String, String>,
+) -> Response {
+    let state = inner.state();
+    let Some(token) = bearer(headers).filter(|t| state.access_tokens.contains(t)) else {
+        return google_error(401, "authError", "Invalid Credentials");
+    };
+    let parts: Vec<&str> = query
+        .get("part")
+        .map(|p| p.split(',').collect())
+        .unwrap_or_default();
+    if !parts.contains(&"snippet") || query.get("mine").map(String::as_str) != Some("true") {
+        return google_error(
+            400,
+            "invalidParameter",
+            "part=snippet and mine=true are expected",
+        );
+    }
+    let items: Vec<Value> = state
+        .consenting
+        .get(&token)
+        .map(|(_, channels)| channels.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .map(|(id, title)| {
+            json!({"kind": "youtube#channel", "etag": "e", "id": id, "snippet": {
+                "title": title, "description": "",
+                "thumbnails": {"default": {"url": format!("https://yt3.example/{id}.jpg"), "width": 88, "height": 88}}
+            }})
+        })
+        .collect();
+    answer(
+        200,
+        json!({"kind": "youtube#channelListResponse", "etag": "e",
+            "pageInfo": {"totalResults": items.len(), "resultsPerPage": 50}, "items": items}),
+        None,
+    )
 }
 
 fn youtube_session(

@@ -67,7 +67,7 @@ pub enum Error {
     /// 400 `gsc_token_revoked`: Google answered `invalid_grant` for the organization's
     /// refresh token; the account must be linked again.
     #[error(
-        "Google refused the organization's refresh token (invalid_grant): access was revoked          or has expired; link the Google account again"
+        "Google refused the organization's refresh token (invalid_grant): access was revoked or has expired; link the Google account again (a connect link with provider google does)"
     )]
     GscTokenRevoked,
     /// 400 `gsc_site_inaccessible`: the linked Google account cannot read the property's

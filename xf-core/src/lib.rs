@@ -21,6 +21,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod connect;
 pub mod crawl;
 pub mod cursor;
 pub mod error;

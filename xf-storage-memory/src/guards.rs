@@ -80,6 +80,20 @@ impl GuardStore for MemoryStore {
         Ok(())
     }
 
+    async fn claim_connect_state(
+        &self,
+        id: &str,
+        expires_at: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        let mut state = self.write();
+        state.connect_states.retain(|_, expires| *expires >= now);
+        Ok(state
+            .connect_states
+            .insert(id.to_owned(), expires_at)
+            .is_none())
+    }
+
     async fn purge_expired(
         &self,
         windows_before: Timestamp,

@@ -79,6 +79,8 @@ struct State {
     reports: Indexed<Report>,
     usage: BTreeMap<(String, String), UsageCounters>,
     idempotency: HashMap<String, IdempotencyRecord>,
+    /// Used connect states, with when they expire.
+    connect_states: HashMap<String, Timestamp>,
     /// Indexed by organization.
     webhooks: Indexed<Webhook>,
     /// How many events of `events` (from the first) fan-outs have taken.

@@ -289,6 +289,27 @@ impl GuardStore for PgStore {
         Ok(())
     }
 
+    async fn claim_connect_state(
+        &self,
+        id: &str,
+        expires_at: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        // The primary key decides between simultaneous claims; expired ids go on the way.
+        let claimed: Option<i32> = sqlx::query_scalar(
+            "WITH expired AS (DELETE FROM connect_states WHERE expires_at < $3) \
+             INSERT INTO connect_states (id, expires_at) VALUES ($1, $2) \
+             ON CONFLICT (id) DO NOTHING RETURNING 1",
+        )
+        .bind(id)
+        .bind(at(expires_at))
+        .bind(at(now))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(store_error)?;
+        Ok(claimed.is_some())
+    }
+
     async fn purge_expired(
         &self,
         windows_before: Timestamp,

@@ -81,6 +81,10 @@ impl AdminService {
             .route("/organizations/{org_id}/usage", post(record_usage))
             .route("/organizations/{org_id}/gsc", put(link_organization_gsc))
             .route("/organizations/{org_id}/channels", post(connect_channel))
+            .route(
+                "/organizations/{org_id}/connect-links",
+                post(create_connect_link),
+            )
             .route("/api-keys/{key_id}", delete(revoke_api_key))
             .route("/properties/{property_id}/verify", post(verify_property))
             .route("/properties/{property_id}/gsc", put(link_property_gsc))
@@ -220,6 +224,24 @@ async fn connect_channel(
     Ok(envelope::data(
         StatusCode::CREATED,
         &ChannelData { channel },
+    ))
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ConnectLinkData {
+    connect_link: xf_core::connect::ConnectLink,
+}
+
+async fn create_connect_link(
+    State(s): State<AdminState>,
+    PathParam(org_id): PathParam<OrganizationId>,
+    Json(input): Json<xf_core::connect::NewConnectLink>,
+) -> Handled {
+    let connect_link = s.xf.admin_create_connect_link(&org_id, input).await?;
+    Ok(envelope::data(
+        StatusCode::CREATED,
+        &ConnectLinkData { connect_link },
     ))
 }
 

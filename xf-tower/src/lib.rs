@@ -35,6 +35,7 @@
 
 mod admin;
 mod body_rate;
+mod connect;
 mod envelope;
 mod error;
 mod extract;
@@ -66,10 +67,12 @@ use xf_core::Xf;
 
 pub use admin::AdminService;
 pub use body_rate::BodyTooSlow;
+pub use connect::ConnectService;
 pub use error::status_of;
 pub use media_file::MediaFileService;
 pub use mount::{
-    strip_prefix, Mounts, StripPrefix, ADMIN_PREFIX, API_PREFIX, MEDIA_FILE_PREFIX, REPORT_PREFIX,
+    strip_prefix, Mounts, StripPrefix, ADMIN_PREFIX, API_PREFIX, CONNECT_PREFIX, MEDIA_FILE_PREFIX,
+    REPORT_PREFIX,
 };
 pub use probes::{ProbeService, LIVENESS_PATH, READINESS_PATH};
 pub use report_page::ReportPageService;

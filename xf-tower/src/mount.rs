@@ -20,8 +20,8 @@ use bytes::Bytes;
 use xf_core::Xf;
 
 use crate::{
-    AdminService, Body, BoxError, MediaFileService, MediaService, ProbeService, ReportPageService,
-    ResponseFuture, XfService,
+    AdminService, Body, BoxError, ConnectService, MediaFileService, MediaService, ProbeService,
+    ReportPageService, ResponseFuture, XfService,
 };
 
 /// When the request's path is `prefix` (which becomes `/`) or lies below it, takes `prefix`
@@ -116,6 +116,8 @@ pub const ADMIN_PREFIX: &str = "/admin";
 pub const REPORT_PREFIX: &str = "/r";
 /// Where the signed media URLs that platforms pull from are: `{public_base_url}/m/{token}`.
 pub const MEDIA_FILE_PREFIX: &str = "/m";
+/// Where connect links start and providers call back: `{public_base_url}/connect/…`.
+pub const CONNECT_PREFIX: &str = xf_core::connect::CONNECT_PREFIX;
 
 /// Every HTTP surface of xf over one [`Xf`], as one tower service a host mounts at its root:
 ///
@@ -124,6 +126,7 @@ pub const MEDIA_FILE_PREFIX: &str = "/m";
 /// | `/api/v1/…` | [`XfService`]: the developer API and the media API |
 /// | `/r/…` | [`ReportPageService`]: the public report pages that `publicUrl` links to |
 /// | `/m/…` | [`MediaFileService`]: the signed media URLs platforms pull from |
+/// | `/connect/…` | [`ConnectService`]: connect links and the providers' OAuth callback |
 /// | `/admin/…` | [`AdminService`], with [`Mounts::admin`] |
 /// | `/livez`, `/readyz` | [`ProbeService`]: liveness and readiness probes for orchestrators |
 /// | anything else | [`MediaService`]: the media API without the prefix (its alternative base URL), and the API's JSON `404` |
@@ -192,6 +195,10 @@ impl Mounts {
             (
                 MEDIA_FILE_PREFIX,
                 MediaFileService::new(xf.clone()).into_router(),
+            ),
+            (
+                CONNECT_PREFIX,
+                ConnectService::new(xf.clone()).into_router(),
             ),
         ];
         Mounts {

@@ -56,6 +56,8 @@ pub enum Service {
     Report,
     /// The signed media URLs platforms pull from.
     MediaFile,
+    /// The connect links and the OAuth callback.
+    Connect,
     /// Neither: the 404 of paths outside the mounted services.
     None,
 }
@@ -67,6 +69,7 @@ impl Service {
             Service::Admin => "admin",
             Service::Report => "report",
             Service::MediaFile => "media-file",
+            Service::Connect => "connect",
             Service::None => "none",
         }
     }

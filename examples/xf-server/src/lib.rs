@@ -234,6 +234,11 @@ pub struct Config {
     #[arg(long, env = "XF_GOOGLE_TOKEN_URL", default_value = xf_core::gsc::GOOGLE_TOKEN_URL)]
     pub google_token_url: String,
 
+    /// Google's authorization endpoint, where connect links for Search Console send users
+    /// (a local stand-in in tests).
+    #[arg(long, env = "XF_GOOGLE_AUTHORIZE_URL", default_value = xf_core::gsc::GOOGLE_AUTHORIZE_URL)]
+    pub google_authorize_url: String,
+
     /// The Search Console API's base URL (a local stand-in in tests).
     #[arg(long, env = "XF_GOOGLE_API_BASE_URL", default_value = xf_core::gsc::GOOGLE_API_BASE_URL)]
     pub google_api_base_url: String,
@@ -250,6 +255,10 @@ pub struct Config {
     /// Google's token endpoint for YouTube tokens.
     #[arg(long, env = "XF_YOUTUBE_TOKEN_URL", default_value = platforms::youtube::TOKEN_URL)]
     pub youtube_token_url: String,
+
+    /// Google's authorization endpoint, where connect links for YouTube send users.
+    #[arg(long, env = "XF_YOUTUBE_AUTHORIZE_URL", default_value = platforms::youtube::AUTHORIZE_URL)]
+    pub youtube_authorize_url: String,
 
     /// The base of YouTube's upload endpoint.
     #[arg(long, env = "XF_YOUTUBE_UPLOAD_BASE_URL", default_value = platforms::youtube::UPLOAD_BASE_URL)]
@@ -374,6 +383,7 @@ impl fmt::Debug for Config {
                 &redacted(&self.google_client_secret),
             )
             .field("google_token_url", &self.google_token_url)
+            .field("google_authorize_url", &self.google_authorize_url)
             .field("google_api_base_url", &self.google_api_base_url)
             .field("youtube_client_id", &self.youtube_client_id)
             .field(
@@ -381,6 +391,7 @@ impl fmt::Debug for Config {
                 &redacted(&self.youtube_client_secret),
             )
             .field("youtube_token_url", &self.youtube_token_url)
+            .field("youtube_authorize_url", &self.youtube_authorize_url)
             .field("youtube_upload_base_url", &self.youtube_upload_base_url)
             .field("instagram_graph_base_url", &self.instagram_graph_base_url)
             .field("tiktok_client_key", &self.tiktok_client_key)
@@ -651,6 +662,7 @@ pub async fn build_app(config: &Config) -> Result<App, StartError> {
         (Some(id), Some(secret)) => {
             builder = builder.google(xf_core::gsc::GoogleConfig {
                 token_url: config.google_token_url.clone(),
+                authorize_url: config.google_authorize_url.clone(),
                 api_base_url: config.google_api_base_url.clone(),
                 ..xf_core::gsc::GoogleConfig::new(id.clone(), secret.clone())
             });
@@ -932,10 +944,11 @@ fn with_publishers(mut builder: xf_core::XfBuilder, config: &Config) -> xf_core:
     ) {
         let youtube = youtube::YoutubeConfig {
             token_url: config.youtube_token_url.clone(),
+            authorize_url: config.youtube_authorize_url.clone(),
             upload_base_url: config.youtube_upload_base_url.clone(),
             ..youtube::YoutubeConfig::new(id, secret)
         };
-        builder = builder.publisher(Arc::new(youtube::Youtube::new(youtube)));
+        builder = builder.platform(Arc::new(youtube::Youtube::new(youtube)));
     }
     if let Some((key, secret)) = credentials(
         "tiktok",

@@ -8,9 +8,14 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::client::{AccessToken, AnalyticsQuery, AnalyticsRow, GoogleError, SearchConsole};
+use crate::connect::{oauth, Account, Authorize, ConnectFailure, Connector, Grant, Provider};
 
 /// Google's OAuth 2.0 token endpoint.
 pub const GOOGLE_TOKEN_URL: &str = "https://oauth2.googleapis.com/token";
+/// Google's authorization endpoint, where connect links send users.
+pub const GOOGLE_AUTHORIZE_URL: &str = oauth::GOOGLE_AUTHORIZE_URL;
+/// What a connect link asks for: reading Search Console (its sites and their data).
+pub const SEARCH_CONSOLE_SCOPE: &str = "https://www.googleapis.com/auth/webmasters.readonly";
 /// The Search Console API's base (`/webmasters/v3/...` follows).
 pub const GOOGLE_API_BASE_URL: &str = "https://searchconsole.googleapis.com";
 /// Longest wait for one answer from Google, by default.
@@ -27,6 +32,9 @@ pub struct GoogleConfig {
     pub client_secret: String,
     /// The token endpoint (`XF_GOOGLE_TOKEN_URL`; default [`GOOGLE_TOKEN_URL`]).
     pub token_url: String,
+    /// The authorization endpoint of connect links (`XF_GOOGLE_AUTHORIZE_URL`; default
+    /// [`GOOGLE_AUTHORIZE_URL`]).
+    pub authorize_url: String,
     /// The API's base URL (`XF_GOOGLE_API_BASE_URL`; default [`GOOGLE_API_BASE_URL`]).
     pub api_base_url: String,
     /// Longest wait for one answer.
@@ -40,6 +48,7 @@ impl GoogleConfig {
             client_id: client_id.into(),
             client_secret: client_secret.into(),
             token_url: GOOGLE_TOKEN_URL.to_owned(),
+            authorize_url: GOOGLE_AUTHORIZE_URL.to_owned(),
             api_base_url: GOOGLE_API_BASE_URL.to_owned(),
             timeout: DEFAULT_TIMEOUT,
         }
@@ -259,6 +268,80 @@ impl SearchConsole for GoogleSearchConsole {
                 clicks: row.clicks.max(0.0).round() as u64,
                 impressions: row.impressions.max(0.0).round() as u64,
                 position: row.position,
+            })
+            .collect())
+    }
+}
+
+/// Connect links for Google: consent to read Search Console, offline (the refresh token is
+/// the organization's link); the sites the account can read (`sites.list`, unverified ones
+/// left out) are what it reaches.
+#[async_trait]
+impl Connector for GoogleSearchConsole {
+    fn provider(&self) -> Provider {
+        Provider::Google
+    }
+
+    fn authorize_url(&self, request: &Authorize<'_>) -> String {
+        oauth::google_authorize_url(
+            &self.config.authorize_url,
+            &self.config.client_id,
+            SEARCH_CONSOLE_SCOPE,
+            request,
+        )
+    }
+
+    async fn exchange(
+        &self,
+        code: &str,
+        redirect_uri: &str,
+        verifier: &str,
+    ) -> Result<Grant, ConnectFailure> {
+        oauth::google_exchange(
+            &self.client,
+            &self.config.token_url,
+            &self.config.client_id,
+            &self.config.client_secret,
+            code,
+            redirect_uri,
+            verifier,
+        )
+        .await
+    }
+
+    async fn accounts(&self, grant: &Grant) -> Result<Vec<Account>, ConnectFailure> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Sites {
+            #[serde(default)]
+            site_entry: Vec<Site>,
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Site {
+            site_url: String,
+            permission_level: Option<String>,
+        }
+        let url = format!(
+            "{}/webmasters/v3/sites",
+            self.config.api_base_url.trim_end_matches('/')
+        );
+        let sites: Sites = oauth::get_json(
+            &self.client,
+            &url,
+            &grant.access_token,
+            "Search Console's sites.list",
+        )
+        .await?;
+        Ok(sites
+            .site_entry
+            .into_iter()
+            .filter(|site| site.permission_level.as_deref() != Some("siteUnverifiedUser"))
+            .map(|site| Account {
+                name: site.site_url.clone(),
+                account_id: site.site_url,
+                thumbnail: None,
+                access_token: None,
             })
             .collect())
     }

@@ -24,7 +24,10 @@ pub use client::{
     AccessToken, AnalyticsQuery, AnalyticsRow, DataState, Dimension, GoogleError, SearchConsole,
 };
 #[cfg(feature = "gsc")]
-pub use google::{GoogleConfig, GoogleSearchConsole, GOOGLE_API_BASE_URL, GOOGLE_TOKEN_URL};
+pub use google::{
+    GoogleConfig, GoogleSearchConsole, GOOGLE_API_BASE_URL, GOOGLE_AUTHORIZE_URL, GOOGLE_TOKEN_URL,
+    SEARCH_CONSOLE_SCOPE,
+};
 
 /// Days in a snapshot.
 pub const WINDOW_DAYS: i64 = 28;

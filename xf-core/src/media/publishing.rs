@@ -207,9 +207,11 @@ impl Publishing {
 
 fn disconnected_message(channel: &Channel, reason: &str) -> String {
     format!(
-        "the {} channel {} is disconnected ({reason}); connect it again and upload anew",
+        "the {} channel {} is disconnected ({reason}); connect it again (a connect link with \
+         channelId {} does) and upload anew",
         channel.platform.label(),
-        channel.account_id
+        channel.account_id,
+        channel.id
     )
 }
 

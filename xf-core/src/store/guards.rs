@@ -103,6 +103,16 @@ pub trait GuardStore: Send + Sync {
     /// fingerprint: a completed record stays and keeps replaying.
     async fn release_idempotency_key(&self, scope: &str, fingerprint: &str) -> StoreResult<()>;
 
+    /// Records a connect flow's state `id` as used until `expires_at`, and forgets the ids that
+    /// expired before `now`: `true` the first time, `false` when the id was used already.
+    /// Atomic: of simultaneous claims of one id, exactly one is `true`.
+    async fn claim_connect_state(
+        &self,
+        id: &str,
+        expires_at: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<bool>;
+
     /// Deletes rate-limit windows that started before `windows_before` and idempotency
     /// records created before `idempotency_before`; returns how many rows went.
     async fn purge_expired(

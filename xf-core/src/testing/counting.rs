@@ -158,6 +158,15 @@ impl GscStore for Counting {
 
 #[async_trait]
 impl GuardStore for Counting {
+    async fn claim_connect_state(
+        &self,
+        id: &str,
+        expires_at: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        self.count("claim_connect_state");
+        self.inner.claim_connect_state(id, expires_at, now).await
+    }
     async fn hit_rate_limits(&self, buckets: &[RateBucket]) -> StoreResult<RateOutcome> {
         self.count("hit_rate_limits");
         self.inner.hit_rate_limits(buckets).await

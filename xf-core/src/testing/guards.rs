@@ -549,3 +549,52 @@ pub async fn purge_expired_removes_old_rows(store: Arc<dyn TestStore>) {
     // was created after the cutoff and stays.
     assert_eq!(store.purge_expired(cutoff, cutoff).await.unwrap(), 0);
 }
+
+/// A connect state is claimed once: the first claim is `true`, every later one `false`, and of
+/// simultaneous claims exactly one wins. Once expired it is forgotten, and a claim after that
+/// is `true` again (the state itself has expired by then, and is refused before the claim).
+pub async fn connect_state_claimed_once(store: Arc<dyn TestStore>) {
+    let id = unique("state");
+    let now = at("2026-11-10T10:00:00Z");
+    let expires = at("2026-11-10T10:10:00Z");
+    assert_eq!(store.claim_connect_state(&id, expires, now).await, Ok(true));
+    assert_eq!(
+        store.claim_connect_state(&id, expires, now).await,
+        Ok(false)
+    );
+    let later = at("2026-11-10T10:09:59Z");
+    assert_eq!(
+        store.claim_connect_state(&id, expires, later).await,
+        Ok(false)
+    );
+
+    let contested = unique("state");
+    let winners = run_concurrently(8, |_| {
+        let store = Arc::clone(&store);
+        let contested = contested.clone();
+        async move {
+            store
+                .claim_connect_state(&contested, expires, now)
+                .await
+                .expect("claim")
+        }
+    })
+    .await;
+    assert_eq!(winners.iter().filter(|won| **won).count(), 1, "{winners:?}");
+
+    let after_expiry = at("2026-11-10T10:10:01Z");
+    let other = unique("state");
+    assert_eq!(
+        store
+            .claim_connect_state(&other, at("2026-11-10T10:20:00Z"), after_expiry)
+            .await,
+        Ok(true)
+    );
+    assert_eq!(
+        store
+            .claim_connect_state(&id, at("2026-11-10T10:20:00Z"), after_expiry)
+            .await,
+        Ok(true),
+        "an expired id is forgotten"
+    );
+}

@@ -969,6 +969,7 @@ macro_rules! __with_conformance_behaviours {
             idempotency_expired_record_replaced,
             idempotency_concurrent_claims_single_winner,
             purge_expired_removes_old_rows,
+            connect_state_claimed_once,
             // Webhooks, their delivery queue and their log.
             webhook_insert_get_and_list,
             webhook_insert_refuses_at_max,
@@ -1053,6 +1054,7 @@ mod tests {
     /// The source of every module of the suite, by file name.
     const SOURCES: &[(&str, &str)] = &[
         ("mod.rs", include_str!("mod.rs")),
+        ("counting.rs", include_str!("counting.rs")),
         ("events.rs", include_str!("events.rs")),
         ("gsc.rs", include_str!("gsc.rs")),
         ("guards.rs", include_str!("guards.rs")),

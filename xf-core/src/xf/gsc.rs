@@ -465,6 +465,16 @@ impl Xf {
                 return Err(Error::invalid("accountEmail", "must be an email address"));
             }
         }
+        self.save_gsc_account(organization_id, token, email).await
+    }
+
+    /// Stores the refresh `token` (sealed) as the organization's Google link, replacing any.
+    pub(crate) async fn save_gsc_account(
+        &self,
+        organization_id: &OrganizationId,
+        token: &str,
+        email: Option<String>,
+    ) -> Result<GscAccountView> {
         let account = GscAccount {
             sealed_refresh_token: self
                 .inner

@@ -903,29 +903,20 @@ impl Xf {
                     .ok_or_else(|| Error::invalid("expiresAt", "must be an RFC 3339 time"))
             })
             .transpose()?;
-        let now = self.now();
-        // Bound to what identifies the channel across reconnections (its id is kept then).
-        let owner = channel_owner(organization_id, platform, &account_id);
-        let sealer = &self.inner.token_sealer;
-        let channel = Channel {
-            sealed_access_token: sealer.seal(&owner, &access_token),
-            sealed_refresh_token: refresh_token.map(|t| sealer.seal(&owner, &t)),
-            id: ChannelId::new(),
-            organization_id: organization_id.clone(),
-            platform,
-            account_id,
-            name,
-            thumbnail,
-            expires_at,
-            disconnected: None,
-            created_at: now,
-            updated_at: now,
-        };
         let stored = self
-            .store()
-            .put_channel(&channel)
-            .await?
-            .ok_or(Error::NotFound("organization"))?;
+            .save_channel(
+                organization_id,
+                platform,
+                ChannelGrant {
+                    account_id,
+                    name,
+                    thumbnail,
+                    access_token,
+                    refresh_token,
+                    expires_at,
+                },
+            )
+            .await?;
         Ok(AdminChannelView {
             id: stored.id,
             platform: stored.platform,
@@ -937,4 +928,47 @@ impl Xf {
             updated_at: stored.updated_at,
         })
     }
+
+    /// Stores a channel of `organization_id` with these tokens, sealed: a new one, or, for an
+    /// account connected before, the same channel (same id) with new tokens, reconnected.
+    pub(crate) async fn save_channel(
+        &self,
+        organization_id: &OrganizationId,
+        platform: Platform,
+        grant: ChannelGrant,
+    ) -> Result<Channel> {
+        let now = self.now();
+        // Bound to what identifies the channel across reconnections (its id is kept then).
+        let owner = channel_owner(organization_id, platform, &grant.account_id);
+        let sealer = &self.inner.token_sealer;
+        let channel = Channel {
+            sealed_access_token: sealer.seal(&owner, &grant.access_token),
+            sealed_refresh_token: grant.refresh_token.map(|t| sealer.seal(&owner, &t)),
+            id: ChannelId::new(),
+            organization_id: organization_id.clone(),
+            platform,
+            account_id: grant.account_id,
+            name: grant.name,
+            thumbnail: grant.thumbnail,
+            expires_at: grant.expires_at,
+            disconnected: None,
+            created_at: now,
+            updated_at: now,
+        };
+        self.store()
+            .put_channel(&channel)
+            .await?
+            .ok_or(Error::NotFound("organization"))
+    }
+}
+
+/// What a channel is stored with: the account and its tokens, in clear (sealed on the way in).
+#[derive(Clone)]
+pub(crate) struct ChannelGrant {
+    pub account_id: String,
+    pub name: String,
+    pub thumbnail: Option<String>,
+    pub access_token: String,
+    pub refresh_token: Option<String>,
+    pub expires_at: Option<crate::time::Timestamp>,
 }

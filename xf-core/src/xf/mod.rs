@@ -26,6 +26,7 @@
 mod access;
 mod account;
 mod admin;
+mod connect;
 mod gsc;
 mod key_cache;
 mod media;
@@ -44,6 +45,7 @@ use crate::media::publishing::{Publishers, Publishing};
 pub use crate::media::publishing::{PublishHandler, PublishOptions};
 pub use publishing::MediaFile;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::api::{Page, PageParams};
@@ -201,6 +203,12 @@ struct Inner {
     publishing: Arc<Publishing>,
     /// Settings of the publishing handler.
     publish_options: PublishOptions,
+    /// Seals connect links and states.
+    connect_tokens: crate::connect::TokenCodec,
+    /// The providers accounts can be connected at, by provider.
+    connectors: HashMap<crate::connect::Provider, Arc<dyn crate::connect::Connector>>,
+    /// The hosts a connect link may send users back to (lowercase).
+    connect_return_hosts: Vec<String>,
     /// Turns true when the runtime this facade started stops (see [`Xf::readiness`]).
     runtime_stopped: std::sync::Mutex<Option<tokio::sync::watch::Receiver<bool>>>,
 }
@@ -208,6 +216,8 @@ struct Inner {
 /// Builds an [`Xf`]. The secret key and the public base URL are required.
 pub struct XfBuilder {
     store: Arc<dyn Store>,
+    connectors: HashMap<crate::connect::Provider, Arc<dyn crate::connect::Connector>>,
+    connect_return_hosts: Vec<String>,
     clock: Arc<dyn Clock>,
     #[cfg(feature = "crawler")]
     fetcher: Option<Arc<dyn PageFetcher>>,
@@ -254,6 +264,35 @@ fn absolute_http_url(field: &'static str, value: String) -> Result<String, Build
 }
 
 impl XfBuilder {
+    /// Publishes to `client`'s platform with it and connects its channels with it: both
+    /// [`publisher`](Self::publisher) and [`connector`](Self::connector).
+    pub fn platform<C>(self, client: Arc<C>) -> Self
+    where
+        C: crate::media::publish::Publisher + crate::connect::Connector + 'static,
+    {
+        self.publisher(client.clone()).connector(client)
+    }
+
+    /// Lets accounts be connected at `connector`'s provider with connect links (replacing an
+    /// earlier connector of the provider). See [`crate::connect`].
+    pub fn connector(mut self, connector: Arc<dyn crate::connect::Connector>) -> Self {
+        self.connectors.insert(connector.provider(), connector);
+        self
+    }
+
+    /// The hosts a connect link's `returnUrl` may be on (default: the public base URL's).
+    pub fn connect_return_hosts<I, S>(mut self, hosts: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.connect_return_hosts = hosts
+            .into_iter()
+            .map(|host| host.into().trim().to_ascii_lowercase())
+            .collect();
+        self
+    }
+
     /// Replaces the system clock.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
@@ -290,10 +329,12 @@ impl XfBuilder {
     }
 
     /// Connects Search Console syncs to Google with the host's OAuth client (and, for tests,
-    /// other token and API base URLs).
+    /// other token and API base URLs), and lets the organizations' Google accounts be
+    /// connected with connect links.
     #[cfg(feature = "gsc")]
     pub fn google(self, config: crate::gsc::GoogleConfig) -> Self {
-        self.search_console(Arc::new(crate::gsc::GoogleSearchConsole::new(config)))
+        let google = Arc::new(crate::gsc::GoogleSearchConsole::new(config));
+        self.search_console(google.clone()).connector(google)
     }
 
     /// Where uploaded media files are stored (default: a [`LocalBlobStore`] in
@@ -416,6 +457,16 @@ impl XfBuilder {
         #[cfg(not(feature = "webhooks"))]
         let webhooks = self.webhooks;
         let secret_box = SecretBox::new(&config.secret_key);
+        let connect_tokens = crate::connect::TokenCodec::new(&config.secret_key);
+        let connect_return_hosts = if self.connect_return_hosts.is_empty() {
+            url::Url::parse(&config.public_base_url)
+                .ok()
+                .and_then(|url| url.host_str().map(str::to_ascii_lowercase))
+                .into_iter()
+                .collect()
+        } else {
+            self.connect_return_hosts
+        };
         let token_sealer = Sealer::new(&config.secret_key, b"xf/google-refresh-tokens/v1");
         let blobs = match self.blobs {
             Some(blobs) => blobs,
@@ -465,6 +516,9 @@ impl XfBuilder {
                 allow_private_targets: self.allow_private_targets,
                 keys: key_cache::KeyCache::new(self.key_cache_ttl),
                 runtime_stopped: std::sync::Mutex::new(None),
+                connect_tokens,
+                connectors: self.connectors,
+                connect_return_hosts,
             }),
         })
     }
@@ -540,6 +594,8 @@ impl Xf {
     pub fn builder(store: Arc<dyn Store>) -> XfBuilder {
         XfBuilder {
             store,
+            connectors: HashMap::new(),
+            connect_return_hosts: Vec::new(),
             clock: Arc::new(SystemClock),
             #[cfg(feature = "crawler")]
             fetcher: None,

@@ -23,6 +23,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{by_status, json as parse, read, send, OAuthApp, DEFAULT_TIMEOUT};
+use crate::connect::{oauth, Account, Authorize, ConnectFailure, Connector, Grant, Provider};
 use crate::media::publish::{Outcome, PostContext, PublishError, Published, Publisher, TokenGrant};
 use crate::media::{FileFacts, Platform};
 use crate::net::Answer;
@@ -31,6 +32,12 @@ use crate::net::Answer;
 pub const TOKEN_URL: &str = "https://oauth2.googleapis.com/token";
 /// The base of the upload endpoint.
 pub const UPLOAD_BASE_URL: &str = "https://www.googleapis.com";
+/// Google's authorization endpoint.
+pub const AUTHORIZE_URL: &str = oauth::GOOGLE_AUTHORIZE_URL;
+/// What a connect link asks for: uploading videos, and reading which channel the grant is
+/// (`channels.list` does not accept `youtube.upload` alone).
+pub const CONNECT_SCOPES: &str =
+    "https://www.googleapis.com/auth/youtube.upload https://www.googleapis.com/auth/youtube.readonly";
 /// The granularity of resumable upload chunks.
 pub const CHUNK_UNIT: u64 = 256 * 1024;
 
@@ -41,7 +48,10 @@ pub struct YoutubeConfig {
     pub app: OAuthApp,
     /// The token endpoint (default [`TOKEN_URL`]).
     pub token_url: String,
-    /// The upload endpoint's base (default [`UPLOAD_BASE_URL`]).
+    /// The authorization endpoint connect links send users to (default [`AUTHORIZE_URL`]).
+    pub authorize_url: String,
+    /// The base of the upload endpoint and of the Data API's `channels` (default
+    /// [`UPLOAD_BASE_URL`]).
     pub upload_base_url: String,
     /// Bytes per chunk, rounded down to a multiple of 256 KiB (default 8 MiB).
     pub chunk_size: u64,
@@ -55,6 +65,7 @@ impl YoutubeConfig {
         YoutubeConfig {
             app: OAuthApp::new(client_id, client_secret),
             token_url: TOKEN_URL.to_owned(),
+            authorize_url: AUTHORIZE_URL.to_owned(),
             upload_base_url: UPLOAD_BASE_URL.to_owned(),
             chunk_size: 32 * CHUNK_UNIT,
             timeout: DEFAULT_TIMEOUT,
@@ -347,5 +358,92 @@ impl Publisher for Youtube {
             Err(video) => Ok(Some(Outcome::Published(Self::published(post, &video)?))),
             Ok(_) => Ok(None),
         }
+    }
+}
+
+/// Connect links for YouTube: Google's consent for uploading (and reading which channel it
+/// is), then `channels.list` with `mine=true` names the channel the grant reaches.
+#[async_trait]
+impl Connector for Youtube {
+    fn provider(&self) -> Provider {
+        Provider::Youtube
+    }
+
+    fn authorize_url(&self, request: &Authorize<'_>) -> String {
+        oauth::google_authorize_url(
+            &self.config.authorize_url,
+            &self.config.app.client_id,
+            CONNECT_SCOPES,
+            request,
+        )
+    }
+
+    async fn exchange(
+        &self,
+        code: &str,
+        redirect_uri: &str,
+        verifier: &str,
+    ) -> Result<Grant, ConnectFailure> {
+        oauth::google_exchange(
+            &self.client,
+            &self.config.token_url,
+            &self.config.app.client_id,
+            &self.config.app.client_secret,
+            code,
+            redirect_uri,
+            verifier,
+        )
+        .await
+    }
+
+    async fn accounts(&self, grant: &Grant) -> Result<Vec<Account>, ConnectFailure> {
+        #[derive(Deserialize)]
+        struct Channels {
+            #[serde(default)]
+            items: Vec<Channel>,
+        }
+        #[derive(Deserialize)]
+        struct Channel {
+            id: String,
+            snippet: Option<Snippet>,
+        }
+        #[derive(Deserialize)]
+        struct Snippet {
+            title: Option<String>,
+            thumbnails: Option<Value>,
+        }
+        let url = format!(
+            "{}/youtube/v3/channels?part=snippet&mine=true&maxResults=50",
+            self.config.upload_base_url.trim_end_matches('/')
+        );
+        let channels: Channels = oauth::get_json(
+            &self.client,
+            &url,
+            &grant.access_token,
+            "YouTube's channels.list",
+        )
+        .await?;
+        Ok(channels
+            .items
+            .into_iter()
+            .map(|channel| {
+                let snippet = channel.snippet;
+                let thumbnail = snippet
+                    .as_ref()
+                    .and_then(|s| s.thumbnails.as_ref())
+                    .and_then(|t| t.pointer("/default/url"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                Account {
+                    name: snippet
+                        .and_then(|s| s.title)
+                        .filter(|t| !t.trim().is_empty())
+                        .unwrap_or_else(|| channel.id.clone()),
+                    account_id: channel.id,
+                    thumbnail,
+                    access_token: None,
+                }
+            })
+            .collect())
     }
 }

@@ -1,0 +1,183 @@
+//! The connect link's token and the OAuth `state`: small JSON claims sealed with
+//! XChaCha20-Poly1305 under keys derived from the host's secret (so nobody can read the PKCE
+//! verifier in a state, or forge or alter either), in URL-safe base64.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+use chacha20poly1305::{XChaCha20Poly1305, XNonce};
+use rand::RngCore;
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+
+use super::Provider;
+use crate::ids::{ChannelId, OrganizationId};
+use crate::secret::derive_key;
+
+/// What a connect link says: who connects what, and where the user goes back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct LinkClaims {
+    /// The organization the accounts are stored for.
+    pub org: OrganizationId,
+    /// The provider.
+    pub provider: Provider,
+    /// The channel to reconnect, if any.
+    pub channel: Option<ChannelId>,
+    /// Where the user goes back.
+    pub return_url: String,
+    /// Unix seconds after which the link no longer opens.
+    pub exp: i64,
+}
+
+/// What an OAuth `state` says: its link, the PKCE verifier, and its own id and lifetime.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct StateClaims {
+    /// Random: claimed in the store on the callback, so the state works once.
+    pub id: String,
+    /// The link it was made from.
+    pub link: LinkClaims,
+    /// The PKCE `code_verifier`.
+    pub verifier: String,
+    /// Unix seconds after which the callback is refused.
+    pub exp: i64,
+}
+
+/// Seals and opens link tokens and states.
+#[derive(Clone)]
+pub(crate) struct TokenCodec {
+    cipher: XChaCha20Poly1305,
+}
+
+impl std::fmt::Debug for TokenCodec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TokenCodec(<key redacted>)")
+    }
+}
+
+const NONCE_LEN: usize = 24;
+/// Tokens longer than this are not opened (a state is about 500 characters).
+const MAX_TOKEN_LEN: usize = 4096;
+/// Associated data: a link's token does not open as a state, nor the reverse.
+const LINK: &[u8] = b"connect-link";
+const STATE: &[u8] = b"connect-state";
+
+impl TokenCodec {
+    /// The codec under the host's secret.
+    pub(crate) fn new(host_secret: &[u8]) -> Self {
+        let key = derive_key(host_secret, b"xf/connect/v1");
+        TokenCodec {
+            cipher: XChaCha20Poly1305::new(&key.into()),
+        }
+    }
+
+    pub(crate) fn seal_link(&self, claims: &LinkClaims) -> String {
+        self.seal(LINK, claims)
+    }
+
+    pub(crate) fn open_link(&self, token: &str) -> Option<LinkClaims> {
+        self.open(LINK, token)
+    }
+
+    pub(crate) fn seal_state(&self, claims: &StateClaims) -> String {
+        self.seal(STATE, claims)
+    }
+
+    pub(crate) fn open_state(&self, token: &str) -> Option<StateClaims> {
+        self.open(STATE, token)
+    }
+
+    fn seal<T: Serialize>(&self, kind: &[u8], claims: &T) -> String {
+        let plain = serde_json::to_vec(claims).expect("claims serialize");
+        let mut nonce = [0u8; NONCE_LEN];
+        rand::rngs::OsRng.fill_bytes(&mut nonce);
+        let sealed = self
+            .cipher
+            .encrypt(
+                XNonce::from_slice(&nonce),
+                Payload {
+                    msg: &plain,
+                    aad: kind,
+                },
+            )
+            .expect("XChaCha20-Poly1305 seals any message shorter than 256 GiB");
+        let mut bytes = nonce.to_vec();
+        bytes.extend_from_slice(&sealed);
+        URL_SAFE_NO_PAD.encode(bytes)
+    }
+
+    fn open<T: DeserializeOwned>(&self, kind: &[u8], token: &str) -> Option<T> {
+        if token.len() > MAX_TOKEN_LEN {
+            return None;
+        }
+        let bytes = URL_SAFE_NO_PAD.decode(token).ok()?;
+        if bytes.len() <= NONCE_LEN {
+            return None;
+        }
+        let (nonce, ciphertext) = bytes.split_at(NONCE_LEN);
+        let plain = self
+            .cipher
+            .decrypt(
+                XNonce::from_slice(nonce),
+                Payload {
+                    msg: ciphertext,
+                    aad: kind,
+                },
+            )
+            .ok()?;
+        serde_json::from_slice(&plain).ok()
+    }
+}
+
+/// A random URL-safe string of `bytes` random bytes (a state id, a PKCE verifier).
+pub(crate) fn random_token(bytes: usize) -> String {
+    let mut buffer = vec![0u8; bytes];
+    rand::rngs::OsRng.fill_bytes(&mut buffer);
+    URL_SAFE_NO_PAD.encode(buffer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link() -> LinkClaims {
+        LinkClaims {
+            org: OrganizationId::new(),
+            provider: Provider::Youtube,
+            channel: None,
+            return_url: "https://app.example.com/channels".into(),
+            exp: 1_900_000_000,
+        }
+    }
+
+    #[test]
+    fn tokens_open_only_as_what_they_were_sealed_as_and_with_the_same_secret() {
+        let codec = TokenCodec::new(&[7u8; 32]);
+        let link = link();
+        let token = codec.seal_link(&link);
+        assert!(token
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
+        assert_eq!(codec.open_link(&token), Some(link.clone()));
+        assert_eq!(codec.open_state(&token), None, "a link is not a state");
+        assert_eq!(TokenCodec::new(&[8u8; 32]).open_link(&token), None);
+        let state = StateClaims {
+            id: random_token(16),
+            link,
+            verifier: random_token(32),
+            exp: 1_900_000_000,
+        };
+        let sealed = codec.seal_state(&state);
+        assert!(!sealed.contains(&state.verifier));
+        assert_eq!(codec.open_state(&sealed), Some(state));
+        // Any change to a sealed token makes it not open.
+        let mut altered = sealed.into_bytes();
+        let middle = altered.len() / 2;
+        altered[middle] = if altered[middle] == b'A' { b'B' } else { b'A' };
+        assert_eq!(
+            codec.open_state(std::str::from_utf8(&altered).unwrap()),
+            None
+        );
+        for junk in ["", "x", "!!!", &"A".repeat(5000)] {
+            assert_eq!(codec.open_state(junk), None, "{junk:?}");
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! The connect links' service: [`ConnectService`], which hosts mount at `/connect` (as
+//! [`crate::Mounts`] does) so that a link, `{public base URL}/connect/{token}`, starts the
+//! OAuth flow and the provider's callback, `{public base URL}/connect/callback`, ends it.
+//!
+//! - `GET /{token}` redirects (`303`) to the provider's authorization page, or back to the
+//!   link's `returnUrl` with `status=error&code=link_expired` when the link expired.
+//! - `GET /callback` redirects (`303`) to `returnUrl` with `status=connected&provider=…` and
+//!   `channels=ch_…,…` (or `sites=N` for Google), or `status=error&provider=…&code=…`.
+//! - A link or a state that cannot be trusted (forged, altered, not a token) is a `400` page:
+//!   with no trusted `returnUrl`, there is nowhere to send the user back to.
+//!
+//! Every answer carries `Cache-Control: no-store` and `Referrer-Policy: no-referrer` (the
+//! URLs carry codes and states), and the pages a restrictive `Content-Security-Policy`.
+
+use axum::extract::{Path, RawQuery, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use http::{header, HeaderValue, StatusCode};
+use xf_core::connect::{Callback, ConnectStep};
+use xf_core::Xf;
+
+use crate::request_id;
+
+/// The connect service. Mount it at `/connect`.
+#[derive(Debug, Clone)]
+pub struct ConnectService {
+    router: Router,
+}
+
+impl ConnectService {
+    /// The service over `xf`.
+    pub fn new(xf: Xf) -> Self {
+        let router = Router::new()
+            .route("/callback", get(callback))
+            .route("/{token}", get(open))
+            .fallback(not_found)
+            .with_state(xf)
+            .layer(request_id::Layer {
+                service: request_id::Service::Connect,
+                panic: Some(crate::middleware::panic_response),
+            });
+        Self { router }
+    }
+
+    /// The axum `Router` inside.
+    pub fn into_router(self) -> Router {
+        self.router
+    }
+}
+
+crate::router_service!(ConnectService);
+
+async fn open(State(xf): State<Xf>, Path(token): Path<String>) -> Response {
+    answer(xf.connect_open(&token))
+}
+
+async fn callback(State(xf): State<Xf>, RawQuery(query): RawQuery) -> Response {
+    answer(
+        xf.connect_callback(parse_callback(query.as_deref().unwrap_or("")))
+            .await,
+    )
+}
+
+/// The callback's parameters; the first of each name counts, unknown ones are ignored.
+fn parse_callback(query: &str) -> Callback {
+    let mut callback = Callback::default();
+    for (name, value) in form_urlencoded::parse(query.as_bytes()) {
+        let slot = match name.as_ref() {
+            "code" => &mut callback.code,
+            "state" => &mut callback.state,
+            "error" => &mut callback.error,
+            "error_description" => &mut callback.error_description,
+            _ => continue,
+        };
+        if slot.is_none() {
+            *slot = Some(value.into_owned());
+        }
+    }
+    callback
+}
+
+fn answer(step: ConnectStep) -> Response {
+    let mut response = match step {
+        ConnectStep::Redirect(location) => match HeaderValue::try_from(location) {
+            Ok(location) => (StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response(),
+            Err(_) => page(
+                StatusCode::BAD_REQUEST,
+                "The address to continue at is not valid.",
+            ),
+        },
+        ConnectStep::Refused(message) => page(StatusCode::BAD_REQUEST, &message),
+    };
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    response
+}
+
+async fn not_found() -> Response {
+    let mut response = answer(ConnectStep::Refused(
+        "There is nothing here. Connect links are made by the application you came from.".into(),
+    ));
+    *response.status_mut() = StatusCode::NOT_FOUND;
+    response
+}
+
+/// A small page saying `message`.
+fn page(status: StatusCode, message: &str) -> Response {
+    let markup = maud::html! {
+        (maud::DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { "Connecting an account" }
+            }
+            body {
+                h1 { "Connecting an account" }
+                p { (message) }
+            }
+        }
+    };
+    let mut response = (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/html; charset=utf-8"),
+        )],
+        markup.into_string(),
+    )
+        .into_response();
+    response.headers_mut().insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+        ),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_callback_takes_the_first_of_each_parameter_and_ignores_the_rest() {
+        let callback = parse_callback(
+            "code=abc%2F1&state=s1&state=s2&scopes=user.info.basic&error_description=x+y",
+        );
+        assert_eq!(callback.code.as_deref(), Some("abc/1"));
+        assert_eq!(callback.state.as_deref(), Some("s1"));
+        assert_eq!(callback.error, None);
+        assert_eq!(callback.error_description.as_deref(), Some("x y"));
+        let empty = parse_callback("");
+        assert!(empty.code.is_none() && empty.state.is_none());
+    }
+}
