@@ -100,22 +100,34 @@ pub enum Route {
     InstagramStatus,
     /// `media_publish`.
     InstagramPublish,
+    /// TikTok's authorization page.
+    TiktokAuthorize,
     /// TikTok's token endpoint.
     TiktokToken,
+    /// TikTok's `user/info`.
+    TiktokUserInfo,
     /// TikTok's init calls (video direct post, inbox, photo).
     TiktokInit,
     /// A TikTok chunk upload.
     TiktokChunk,
     /// TikTok's status fetch.
     TiktokStatus,
+    /// LinkedIn's authorization page.
+    LinkedinAuthorize,
     /// LinkedIn's token endpoint.
     LinkedinToken,
+    /// LinkedIn's OpenID Connect `userinfo`, `organizationAcls` and `organizations/{id}`.
+    LinkedinIdentity,
     /// LinkedIn's `initializeUpload` and `finalizeUpload`, and media reads.
     LinkedinMedia,
     /// A LinkedIn part upload.
     LinkedinPart,
     /// LinkedIn's `/rest/posts`.
     LinkedinPost,
+    /// Pinterest's authorization page.
+    PinterestAuthorize,
+    /// Pinterest's `user_account`.
+    PinterestUserAccount,
     /// Pinterest's token endpoint.
     PinterestToken,
     /// Pinterest's media registration and reads.
@@ -251,8 +263,8 @@ struct Inner {
     state: Mutex<StandInState>,
     base_url: String,
     client: reqwest::Client,
-    /// Google's consent screen for YouTube, and its codes.
-    youtube_auth: crate::oauth::AuthorizationServer,
+    /// Each platform's consent screen and its codes, by platform name.
+    auth: HashMap<&'static str, crate::oauth::AuthorizationServer>,
 }
 
 impl Inner {
@@ -281,7 +293,10 @@ impl PlatformStandIn {
             state: Mutex::new(StandInState::default()),
             base_url: format!("http://{addr}"),
             client: reqwest::Client::new(),
-            youtube_auth: crate::oauth::AuthorizationServer::default(),
+            auth: ["youtube", "tiktok", "linkedin", "pinterest"]
+                .into_iter()
+                .map(|platform| (platform, crate::oauth::AuthorizationServer::default()))
+                .collect(),
         });
         let app = axum::Router::new()
             .fallback(handle)
@@ -317,24 +332,37 @@ impl PlatformStandIn {
         }
     }
 
-    /// The next user at YouTube's consent screen consents: the code is exchanged for
-    /// `access_token` and `refresh_token`, which reach the YouTube channels `channels`
-    /// (id, title).
-    pub fn youtube_user(&self, access_token: &str, refresh_token: &str, channels: &[(&str, &str)]) {
-        self.consenting(access_token, Some(refresh_token), channels);
-        self.inner.youtube_auth.consent_as(access_token);
-    }
-
-    /// The next user at YouTube's consent screen declines.
-    pub fn youtube_user_declines(&self) {
-        self.inner.youtube_auth.deny_next();
-    }
-
-    /// Every request YouTube's consent screen got, decoded.
-    pub fn youtube_authorization_requests(
+    /// The next user at `platform`'s consent screen (`youtube`, `tiktok`, `linkedin`,
+    /// `pinterest`) consents: the code is exchanged for `access_token` (and `refresh_token`),
+    /// which reach `accounts` (id, name: YouTube channels, the TikTok user, the LinkedIn
+    /// member's `sub` then administered organizations' numeric ids, the Pinterest user).
+    pub fn consent(
         &self,
+        platform: &str,
+        access_token: &str,
+        refresh_token: Option<&str>,
+        accounts: &[(&str, &str)],
+    ) {
+        self.consenting(access_token, refresh_token, accounts);
+        self.auth(platform).consent_as(access_token);
+    }
+
+    /// The next user at `platform`'s consent screen declines.
+    pub fn declines(&self, platform: &str) {
+        self.auth(platform).deny_next();
+    }
+
+    /// Every request `platform`'s consent screen got, decoded.
+    pub fn authorization_requests(
+        &self,
+        platform: &str,
     ) -> Vec<std::collections::BTreeMap<String, String>> {
-        self.inner.youtube_auth.requests()
+        self.auth(platform).requests()
+    }
+
+    /// `platform`'s authorization server.
+    fn auth(&self, platform: &str) -> &crate::oauth::AuthorizationServer {
+        &self.inner.auth[platform]
     }
 
     /// Remembers what a consent as `access_token` grants.
@@ -446,6 +474,7 @@ impl PlatformStandIn {
     pub fn tiktok_config(&self) -> xf_core::media::platforms::tiktok::TiktokConfig {
         xf_core::media::platforms::tiktok::TiktokConfig {
             api_base_url: format!("{}/tiktok", self.inner.base_url),
+            authorize_url: format!("{}/tiktok/v2/auth/authorize/", self.inner.base_url),
             chunk_size: 5 * 1024 * 1024,
             poll_interval: Duration::from_millis(20),
             timeout: Duration::from_secs(5),
@@ -461,6 +490,8 @@ impl PlatformStandIn {
         xf_core::media::platforms::linkedin::LinkedinConfig {
             api_base_url: format!("{}/linkedin", self.inner.base_url),
             token_url: format!("{}/linkedin/oauth/v2/accessToken", self.inner.base_url),
+            authorize_url: format!("{}/linkedin/oauth/v2/authorization", self.inner.base_url),
+            connect_organizations: true,
             poll_interval: Duration::from_millis(20),
             timeout: Duration::from_secs(5),
             ..xf_core::media::platforms::linkedin::LinkedinConfig::new(
@@ -474,6 +505,7 @@ impl PlatformStandIn {
     pub fn pinterest_config(&self) -> xf_core::media::platforms::pinterest::PinterestConfig {
         xf_core::media::platforms::pinterest::PinterestConfig {
             api_base_url: format!("{}/pinterest", self.inner.base_url),
+            authorize_url: format!("{}/pinterest/oauth/", self.inner.base_url),
             poll_interval: Duration::from_millis(20),
             timeout: Duration::from_secs(5),
             ..xf_core::media::platforms::pinterest::PinterestConfig::new(
@@ -591,7 +623,7 @@ async fn handle(State(inner): State<Arc<Inner>>, request: Request) -> Response {
         held.release.notified().await;
     }
     let response = match route {
-        Route::YoutubeAuthorize => inner.youtube_auth.authorize(
+        Route::YoutubeAuthorize => inner.auth["youtube"].authorize(
             parts.uri.query().unwrap_or_default(),
             &crate::oauth::Expect {
                 client_param: "client_id",
@@ -611,6 +643,12 @@ async fn handle(State(inner): State<Arc<Inner>>, request: Request) -> Response {
         Route::InstagramContainer => instagram_container(&inner, &path, &text).await,
         Route::InstagramStatus => instagram_get(&inner, &path, &query),
         Route::InstagramPublish => instagram_publish(&inner, &path, &text),
+        Route::TiktokAuthorize | Route::LinkedinAuthorize | Route::PinterestAuthorize => {
+            platform_authorize(&inner, route, parts.uri.query().unwrap_or_default())
+        }
+        Route::TiktokUserInfo | Route::LinkedinIdentity | Route::PinterestUserAccount => {
+            identity(&inner, route, &path, &parts.headers, &query)
+        }
         Route::TiktokToken | Route::LinkedinToken | Route::PinterestToken => {
             oauth_token(&inner, route, &parts.headers, &text)
         }
@@ -667,7 +705,9 @@ fn route_of(method: &Method, path: &str, headers: &HeaderMap, inner: &Inner) -> 
     }
     if let Some(rest) = path.strip_prefix("/tiktok") {
         return match (method.as_str(), rest) {
+            ("GET", "/v2/auth/authorize/") => Some(Route::TiktokAuthorize),
             ("POST", "/v2/oauth/token/") => Some(Route::TiktokToken),
+            ("GET", "/v2/user/info/") => Some(Route::TiktokUserInfo),
             ("POST", "/v2/post/publish/status/fetch/") => Some(Route::TiktokStatus),
             ("POST", init) if init.starts_with("/v2/post/publish/") => Some(Route::TiktokInit),
             ("PUT", "/upload/") => Some(Route::TiktokChunk),
@@ -676,7 +716,14 @@ fn route_of(method: &Method, path: &str, headers: &HeaderMap, inner: &Inner) -> 
     }
     if let Some(rest) = path.strip_prefix("/linkedin") {
         return match (method.as_str(), rest) {
+            ("GET", "/oauth/v2/authorization") => Some(Route::LinkedinAuthorize),
             ("POST", "/oauth/v2/accessToken") => Some(Route::LinkedinToken),
+            ("GET", "/v2/userinfo") | ("GET", "/rest/organizationAcls") => {
+                Some(Route::LinkedinIdentity)
+            }
+            ("GET", org) if org.starts_with("/rest/organizations/") => {
+                Some(Route::LinkedinIdentity)
+            }
             ("PUT", part) if part.starts_with("/upload/") => Some(Route::LinkedinPart),
             (_, "/rest/posts") => Some(Route::LinkedinPost),
             (_, media)
@@ -689,6 +736,8 @@ fn route_of(method: &Method, path: &str, headers: &HeaderMap, inner: &Inner) -> 
     }
     if let Some(rest) = path.strip_prefix("/pinterest") {
         return match (method.as_str(), rest) {
+            ("GET", "/oauth/") => Some(Route::PinterestAuthorize),
+            ("GET", "/v5/user_account") => Some(Route::PinterestUserAccount),
             ("POST", "/v5/oauth/token") => Some(Route::PinterestToken),
             ("POST", "/s3") => Some(Route::PinterestUpload),
             (_, media) if media.starts_with("/v5/media") => Some(Route::PinterestMedia),
@@ -733,7 +782,7 @@ fn youtube_token(inner: &Inner, text: &str) -> Response {
     }
     if fields.get("grant_type").map(String::as_str) == Some("authorization_code") {
         let fields: std::collections::BTreeMap<String, String> = fields.into_iter().collect();
-        return match inner.youtube_auth.redeem(&fields, YOUTUBE_CLIENT_ID) {
+        return match inner.auth["youtube"].redeem(&fields, YOUTUBE_CLIENT_ID) {
             Ok(access) => {
                 let mut state = inner.state();
                 let refresh = state.consenting.get(&access).and_then(|(r, _)| r.clone());
@@ -1211,6 +1260,9 @@ fn oauth_token(inner: &Inner, route: Route, headers: &HeaderMap, text: &str) -> 
             None,
         );
     }
+    if field("grant_type") == Some("authorization_code") {
+        return code_grant(inner, route, &fields);
+    }
     if field("grant_type") != Some("refresh_token") {
         return answer(
             400,
@@ -1244,6 +1296,238 @@ fn oauth_token(inner: &Inner, route: Route, headers: &HeaderMap, text: &str) -> 
         body["refresh_expires_in"] = json!(31_536_000);
     }
     answer(200, body, None)
+}
+
+/// The consent screens of TikTok (Login Kit for the web: `client_key`, comma-separated
+/// scopes, no PKCE), LinkedIn (space-separated scopes, no PKCE for web apps) and Pinterest
+/// (comma-separated scopes, no PKCE).
+fn platform_authorize(inner: &Inner, route: Route, query: &str) -> Response {
+    use crate::oauth::{Expect, Pkce};
+    let (platform, expect) = match route {
+        Route::TiktokAuthorize => (
+            "tiktok",
+            Expect {
+                client_param: "client_key",
+                client_id: TIKTOK_CLIENT_KEY,
+                scopes: &[
+                    "user.info.basic",
+                    "user.info.profile",
+                    "video.publish",
+                    "video.upload",
+                ],
+                separator: ',',
+                pkce: Pkce::Unsupported,
+                fixed: &[],
+            },
+        ),
+        Route::LinkedinAuthorize => (
+            "linkedin",
+            Expect {
+                client_param: "client_id",
+                client_id: LINKEDIN_CLIENT_ID,
+                scopes: &["openid", "profile", "w_member_social"],
+                separator: ' ',
+                pkce: Pkce::Unsupported,
+                fixed: &[],
+            },
+        ),
+        _ => (
+            "pinterest",
+            Expect {
+                client_param: "client_id",
+                client_id: PINTEREST_CLIENT_ID,
+                scopes: &[
+                    "user_accounts:read",
+                    "boards:read",
+                    "boards:write",
+                    "pins:read",
+                    "pins:write",
+                ],
+                separator: ',',
+                pkce: Pkce::Unsupported,
+                fixed: &[],
+            },
+        ),
+    };
+    inner.auth[platform].authorize(query, &expect)
+}
+
+/// The authorization-code grant of TikTok, LinkedIn and Pinterest (the client already
+/// authenticated): the consenting user's tokens, in each platform's answer shape.
+fn code_grant(inner: &Inner, route: Route, fields: &HashMap<String, String>) -> Response {
+    let (platform, client_id) = match route {
+        Route::TiktokToken => ("tiktok", TIKTOK_CLIENT_KEY),
+        Route::LinkedinToken => ("linkedin", LINKEDIN_CLIENT_ID),
+        _ => ("pinterest", PINTEREST_CLIENT_ID),
+    };
+    let fields: std::collections::BTreeMap<String, String> =
+        fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let access = match inner.auth[platform].redeem(&fields, client_id) {
+        Ok(access) => access,
+        Err((error, description)) => {
+            return answer(
+                400,
+                json!({"error": error, "error_description": description}),
+                None,
+            )
+        }
+    };
+    let mut state = inner.state();
+    let (refresh, accounts) = state.consenting.get(&access).cloned().unwrap_or_default();
+    state.access_tokens.insert(access.clone());
+    if let Some(refresh) = &refresh {
+        state.refresh_tokens.insert(refresh.clone(), access.clone());
+    }
+    let mut body = json!({"access_token": access, "token_type": "Bearer"});
+    match route {
+        Route::TiktokToken => {
+            body["expires_in"] = json!(86_400);
+            body["open_id"] = json!(accounts.first().map(|(id, _)| id.clone()));
+            body["scope"] = json!("user.info.basic,user.info.profile,video.publish,video.upload");
+            body["refresh_token"] = json!(refresh);
+            body["refresh_expires_in"] = json!(31_536_000);
+        }
+        Route::LinkedinToken => {
+            body["expires_in"] = json!(5_184_000);
+            body["scope"] = json!("openid,profile,w_member_social");
+            if let Some(refresh) = refresh {
+                body["refresh_token"] = json!(refresh);
+                body["refresh_token_expires_in"] = json!(31_536_000);
+            }
+        }
+        _ => {
+            body["expires_in"] = json!(2_592_000);
+            body["response_type"] = json!("authorization_code");
+            body["scope"] =
+                json!("user_accounts:read,boards:read,boards:write,pins:read,pins:write");
+            body["refresh_token"] = json!(refresh);
+            body["refresh_token_expires_in"] = json!(5_184_000);
+        }
+    }
+    answer(200, body, None)
+}
+
+/// The identity endpoints: TikTok's `user/info`, LinkedIn's `userinfo`,
+/// `organizationAcls` and `organizations/{id}`, Pinterest's `user_account`; each reads the
+/// accounts the token's consent reached.
+fn identity(
+    inner: &Inner,
+    route: Route,
+    path: &str,
+    headers: &HeaderMap,
+    query: &HashMap<String, String>,
+) -> Response {
+    let state = inner.state();
+    let Some(token) = bearer(headers).filter(|t| state.access_tokens.contains(t)) else {
+        return match route {
+            Route::TiktokUserInfo => tiktok_error(
+                401,
+                "access_token_invalid",
+                "The access token is invalid or not found in the request.",
+            ),
+            _ => answer(
+                401,
+                json!({"code": 2, "message": "Authentication failed."}),
+                None,
+            ),
+        };
+    };
+    let accounts = state
+        .consenting
+        .get(&token)
+        .map(|(_, accounts)| accounts.clone())
+        .unwrap_or_default();
+    match route {
+        Route::TiktokUserInfo => {
+            let fields = query.get("fields").cloned().unwrap_or_default();
+            if !fields.split(',').any(|f| f == "open_id") {
+                return tiktok_error(400, "invalid_params", "fields must name open_id");
+            }
+            let Some((open_id, username)) = accounts.first() else {
+                return tiktok_error(
+                    401,
+                    "scope_not_authorized",
+                    "user.info.basic was not granted",
+                );
+            };
+            tiktok_ok(
+                json!({"user": {"open_id": open_id, "union_id": format!("u-{open_id}"),
+                "display_name": format!("{username} (display)"), "username": username,
+                "avatar_url": format!("https://p16.example/{open_id}.jpeg")}}),
+            )
+        }
+        Route::PinterestUserAccount => match accounts.first() {
+            Some((id, username)) => answer(
+                200,
+                json!({"id": id, "username": username, "account_type": "BUSINESS",
+                    "profile_image": format!("https://i.pinimg.example/{id}.jpg"),
+                    "website_url": "", "board_count": 1, "pin_count": 0}),
+                None,
+            ),
+            None => answer(404, json!({"code": 3, "message": "User not found."}), None),
+        },
+        _ if path.ends_with("/v2/userinfo") => match accounts.first() {
+            Some((sub, name)) => answer(
+                200,
+                json!({"sub": sub, "name": name, "given_name": name, "family_name": "",
+                    "picture": format!("https://media.licdn.example/{sub}.jpg"), "locale": "en_US"}),
+                None,
+            ),
+            None => answer(
+                401,
+                json!({"status": 401, "message": "Empty oauth2 access token"}),
+                None,
+            ),
+        },
+        _ => {
+            let versioned = headers.get("linkedin-version").is_some()
+                && headers
+                    .get("x-restli-protocol-version")
+                    .and_then(|v| v.to_str().ok())
+                    == Some("2.0.0");
+            if !versioned {
+                return answer(
+                    400,
+                    json!({"status": 400, "message": "A version header is required"}),
+                    None,
+                );
+            }
+            let organizations = accounts.get(1..).unwrap_or_default();
+            if let Some(id) = path.strip_prefix("/linkedin/rest/organizations/") {
+                return match organizations.iter().find(|(org, _)| org == id) {
+                    Some((id, name)) => answer(
+                        200,
+                        json!({"id": id.parse::<u64>().unwrap_or(0), "localizedName": name}),
+                        None,
+                    ),
+                    None => answer(404, json!({"status": 404, "message": "Not found"}), None),
+                };
+            }
+            if query.get("q").map(String::as_str) != Some("roleAssignee") {
+                return answer(
+                    400,
+                    json!({"status": 400, "message": "q=roleAssignee is expected"}),
+                    None,
+                );
+            }
+            let member = accounts
+                .first()
+                .map(|(sub, _)| sub.clone())
+                .unwrap_or_default();
+            let elements: Vec<Value> = organizations
+                .iter()
+                .map(|(id, _)| {
+                    json!({"organization": format!("urn:li:organization:{id}"), "role": "ADMINISTRATOR",
+                        "roleAssignee": format!("urn:li:person:{member}"), "state": "APPROVED"})
+                })
+                .collect();
+            answer(
+                200,
+                json!({"paging": {"count": 10, "start": 0, "total": elements.len()}, "elements": elements}),
+                None,
+            )
+        }
+    }
 }
 
 fn tiktok_error(status: u16, code: &str, message: &str) -> Response {

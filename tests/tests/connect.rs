@@ -12,6 +12,7 @@ use axum::extract::{RawQuery, State};
 use http::StatusCode;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
+use xf_core::media::platforms;
 use xf_core::time::ManualClock;
 use xf_core::{NewOrganization, Xf};
 use xf_tests::google::{Day, GoogleStandIn, Row, SiteData, CLIENT_ID, CLIENT_SECRET};
@@ -55,7 +56,7 @@ async fn serve(listener: TcpListener, app: axum::Router) -> tokio::task::JoinHan
 
 async fn world(manual_clock: bool) -> World {
     let google = GoogleStandIn::start().await;
-    let platforms = PlatformStandIn::start().await;
+    let stand_in = PlatformStandIn::start().await;
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address: SocketAddr = listener.local_addr().unwrap();
     let base = format!("http://{address}");
@@ -70,8 +71,17 @@ async fn world(manual_clock: bool) -> World {
             api_base_url: google.api_base_url(),
             ..xf_core::gsc::GoogleConfig::new(CLIENT_ID, CLIENT_SECRET)
         })
-        .platform(Arc::new(xf_core::media::platforms::youtube::Youtube::new(
-            platforms.youtube_config(),
+        .platform(Arc::new(platforms::youtube::Youtube::new(
+            stand_in.youtube_config(),
+        )))
+        .platform(Arc::new(platforms::tiktok::Tiktok::new(
+            stand_in.tiktok_config(),
+        )))
+        .platform(Arc::new(platforms::linkedin::Linkedin::new(
+            stand_in.linkedin_config(),
+        )))
+        .platform(Arc::new(platforms::pinterest::Pinterest::new(
+            stand_in.pinterest_config(),
         )));
     if let Some(clock) = &clock {
         builder = builder.clock(Arc::new(clock.clone()));
@@ -103,7 +113,7 @@ async fn world(manual_clock: bool) -> World {
         return_url,
         returned,
         google,
-        platforms,
+        platforms: stand_in,
         clock,
         http: reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::limited(10))
@@ -220,9 +230,10 @@ fn get<'a>(query: &'a [(String, String)], name: &str) -> Option<&'a str> {
 async fn a_youtube_channel_connected_by_link_lists_and_publishes() {
     let world = world(false).await;
     let (org, key) = world.organization("Studio", "pro").await;
-    world.platforms.youtube_user(
+    world.platforms.consent(
+        "youtube",
         "ya29.connected",
-        "1//connected",
+        Some("1//connected"),
         &[("UC-connected", "Connected Studio")],
     );
     let link = world.link(&org, "youtube").await;
@@ -237,7 +248,7 @@ async fn a_youtube_channel_connected_by_link_lists_and_publishes() {
     let channel_id = get(&back, "channels").unwrap().to_owned();
     assert!(channel_id.starts_with("ch_"), "{channel_id}");
 
-    let asked = world.platforms.youtube_authorization_requests();
+    let asked = world.platforms.authorization_requests("youtube");
     assert_eq!(asked.len(), 1);
     assert_eq!(
         asked[0]["redirect_uri"],
@@ -376,9 +387,12 @@ async fn a_google_account_connected_by_link_syncs_search_console() {
 async fn a_state_is_used_once_and_cannot_be_forged() {
     let world = world(false).await;
     let (org, key) = world.organization("Studio", "pro").await;
-    world
-        .platforms
-        .youtube_user("ya29.once", "1//once", &[("UC-once", "Once")]);
+    world.platforms.consent(
+        "youtube",
+        "ya29.once",
+        Some("1//once"),
+        &[("UC-once", "Once")],
+    );
     let link = world.link(&org, "youtube").await;
     let (status, authorize) = world.step(&link).await;
     assert_eq!(status, StatusCode::SEE_OTHER);
@@ -444,9 +458,12 @@ async fn expired_links_and_states_go_back_with_their_code() {
     assert_eq!(status, StatusCode::SEE_OTHER);
     assert!(back.contains("code=link_expired"), "{back}");
 
-    world
-        .platforms
-        .youtube_user("ya29.late", "1//late", &[("UC-late", "Late")]);
+    world.platforms.consent(
+        "youtube",
+        "ya29.late",
+        Some("1//late"),
+        &[("UC-late", "Late")],
+    );
     let link = world.link(&org, "youtube").await;
     let (_, authorize) = world.step(&link).await;
     let (_, callback) = world.step(&authorize).await;
@@ -467,12 +484,14 @@ async fn declined_consent_and_empty_grants_store_nothing() {
     let world = world(false).await;
     let (org, key) = world.organization("Studio", "pro").await;
 
-    world.platforms.youtube_user_declines();
+    world.platforms.declines("youtube");
     let back = world.follow(&world.link(&org, "youtube").await).await;
     assert_eq!(get(&back, "status"), Some("error"));
     assert_eq!(get(&back, "code"), Some("access_denied"));
 
-    world.platforms.youtube_user("ya29.empty", "1//empty", &[]);
+    world
+        .platforms
+        .consent("youtube", "ya29.empty", Some("1//empty"), &[]);
     let back = world.follow(&world.link(&org, "youtube").await).await;
     assert_eq!(get(&back, "code"), Some("no_account"), "{back:?}");
     assert_eq!(
@@ -509,9 +528,12 @@ async fn links_are_refused_for_foreign_return_urls_and_channels() {
     let world = world(false).await;
     let (org, _) = world.organization("Studio", "pro").await;
     let (other, _) = world.organization("Other", "pro").await;
-    world
-        .platforms
-        .youtube_user("ya29.other", "1//other", &[("UC-other", "Other")]);
+    world.platforms.consent(
+        "youtube",
+        "ya29.other",
+        Some("1//other"),
+        &[("UC-other", "Other")],
+    );
     let back = world.follow(&world.link(&other, "youtube").await).await;
     let others_channel = get(&back, "channels").unwrap().to_owned();
 
@@ -565,25 +587,32 @@ async fn links_are_refused_for_foreign_return_urls_and_channels() {
 async fn a_reconnect_link_keeps_the_channel() {
     let world = world(false).await;
     let (org, key) = world.organization("Studio", "pro").await;
-    world
-        .platforms
-        .youtube_user("ya29.first", "1//first", &[("UC-mine", "Mine")]);
+    world.platforms.consent(
+        "youtube",
+        "ya29.first",
+        Some("1//first"),
+        &[("UC-mine", "Mine")],
+    );
     let back = world.follow(&world.link(&org, "youtube").await).await;
     let channel = get(&back, "channels").unwrap().to_owned();
 
     let reconnect = |channel: &str| json!({"provider": "youtube", "returnUrl": world.return_url, "channelId": channel});
-    world
-        .platforms
-        .youtube_user("ya29.someone-else", "1//else", &[("UC-else", "Else")]);
+    world.platforms.consent(
+        "youtube",
+        "ya29.someone-else",
+        Some("1//else"),
+        &[("UC-else", "Else")],
+    );
     let (_, link) = world.create_link(&org, reconnect(&channel)).await;
     let back = world
         .follow(link["data"]["connectLink"]["url"].as_str().unwrap())
         .await;
     assert_eq!(get(&back, "code"), Some("no_account"), "{back:?}");
 
-    world.platforms.youtube_user(
+    world.platforms.consent(
+        "youtube",
         "ya29.second",
-        "1//second",
+        Some("1//second"),
         &[("UC-mine", "Mine"), ("UC-extra", "Extra")],
     );
     let (_, link) = world.create_link(&org, reconnect(&channel)).await;
@@ -597,5 +626,153 @@ async fn a_reconnect_link_keeps_the_channel() {
         listed["data"]["youtube"].as_array().unwrap().len(),
         1,
         "{listed}"
+    );
+}
+
+/// TikTok, LinkedIn and Pinterest: each link leads through the platform's consent screen
+/// (its own parameters: TikTok's `client_key` and comma-separated scopes, no PKCE where the
+/// platform has none) back to the app; the accounts are stored as the platforms name them,
+/// and a video published to the three goes out with the connected tokens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tiktok_linkedin_and_pinterest_accounts_connect_and_publish() {
+    let world = world(false).await;
+    let (org, key) = world.organization("Studio", "pro").await;
+    let platforms = &world.platforms;
+    platforms.consent(
+        "tiktok",
+        "act.connected",
+        Some("rft.connected"),
+        &[("open-tt-1", "tt.creator")],
+    );
+    platforms.consent(
+        "linkedin",
+        "li.connected",
+        None,
+        &[("Xm3sub", "Ada Lovelace")],
+    );
+    platforms.consent(
+        "pinterest",
+        "pina.connected",
+        Some("pinr.connected"),
+        &[("549755885175", "pin.studio")],
+    );
+    let mut connected = Vec::new();
+    for provider in ["tiktok", "linkedin", "pinterest"] {
+        let back = world.follow(&world.link(&org, provider).await).await;
+        assert_eq!(
+            get(&back, "status"),
+            Some("connected"),
+            "{provider}: {back:?}"
+        );
+        connected.push(get(&back, "channels").unwrap().to_owned());
+        let asked = &platforms.authorization_requests(provider)[0];
+        assert!(
+            !asked.contains_key("code_challenge"),
+            "{provider} has no PKCE for web apps"
+        );
+    }
+    assert_eq!(
+        platforms.authorization_requests("tiktok")[0]["client_key"],
+        "awxftestclientkey"
+    );
+
+    let channels = world.api(&key, "/channels").await["data"].clone();
+    assert_eq!(channels["tiktok"][0]["accountId"], "open-tt-1");
+    assert_eq!(channels["tiktok"][0]["username"], "tt.creator");
+    assert_eq!(channels["linkedin"][0]["accountId"], "urn:li:person:Xm3sub");
+    assert_eq!(channels["linkedin"][0]["name"], "Ada Lovelace");
+    assert_eq!(channels["pinterest"][0]["accountId"], "549755885175");
+
+    let workers = world.xf.spawn_workers(
+        xf_core::runtime::WorkerOptions::new().poll_interval(Duration::from_millis(20)),
+    );
+    // LinkedIn wants 75 KB at least: noise keeps the file from compressing to less.
+    let clip = xf_tests::media::grainy_video("mp4", 640, 360, 5);
+    let (content_type, body) = xf_tests::media::multipart(
+        &[
+            ("platforms", r#"["tiktok","linkedin","pinterest"]"#),
+            ("title", "Launch"),
+            ("pinterest", r#"{"boardId": "board-9"}"#),
+        ],
+        Some(("clip.mp4", &clip)),
+    );
+    let uploaded: Value = world
+        .http
+        .post(format!("{}/api/v1/media/videos", world.base))
+        .header("x-api-key", &key)
+        .header("content-type", content_type)
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = uploaded["data"][0]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{uploaded}"))
+        .to_owned();
+    let mut shown = Value::Null;
+    for _ in 0..300 {
+        shown = world.api(&key, &format!("/media/videos/{id}")).await;
+        if shown["data"]["status"] == "completed" || shown["data"]["status"] == "failed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+    for platform in ["tiktok", "linkedin", "pinterest"] {
+        assert_eq!(
+            shown["data"][platform]["status"], "published",
+            "{platform}: {shown}"
+        );
+    }
+    workers.shutdown(Duration::from_secs(5)).await;
+}
+
+/// LinkedIn with organizations: the member and every organization it administers become
+/// channels, named as LinkedIn names them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_linkedin_link_connects_the_member_and_its_organizations() {
+    let world = world(false).await;
+    let (org, key) = world.organization("Studio", "pro").await;
+    world.platforms.consent(
+        "linkedin",
+        "li.admin",
+        None,
+        &[
+            ("Ad4sub", "Ada Admin"),
+            ("2414183", "Acme Corp"),
+            ("777", "Acme Labs"),
+        ],
+    );
+    let back = world.follow(&world.link(&org, "linkedin").await).await;
+    assert_eq!(
+        get(&back, "channels").unwrap().split(',').count(),
+        3,
+        "{back:?}"
+    );
+    let channels = world.api(&key, "/channels").await["data"]["linkedin"].clone();
+    let mut accounts: Vec<(String, String)> = channels
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["accountId"].as_str().unwrap().to_owned(),
+                c["name"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    accounts.sort();
+    assert_eq!(
+        accounts,
+        [
+            (
+                "urn:li:organization:2414183".to_owned(),
+                "Acme Corp".to_owned()
+            ),
+            ("urn:li:organization:777".to_owned(), "Acme Labs".to_owned()),
+            ("urn:li:person:Ad4sub".to_owned(), "Ada Admin".to_owned()),
+        ]
     );
 }

@@ -281,6 +281,10 @@ pub struct Config {
     #[arg(long, env = "XF_TIKTOK_API_BASE_URL", default_value = platforms::tiktok::API_BASE_URL)]
     pub tiktok_api_base_url: String,
 
+    /// TikTok's authorization page, where connect links for TikTok send users.
+    #[arg(long, env = "XF_TIKTOK_AUTHORIZE_URL", default_value = platforms::tiktok::AUTHORIZE_URL)]
+    pub tiktok_authorize_url: String,
+
     /// The LinkedIn app's client id; without it and the secret, posts to LinkedIn fail.
     #[arg(long, env = "XF_LINKEDIN_CLIENT_ID")]
     pub linkedin_client_id: Option<String>,
@@ -297,6 +301,15 @@ pub struct Config {
     #[arg(long, env = "XF_LINKEDIN_TOKEN_URL", default_value = platforms::linkedin::TOKEN_URL)]
     pub linkedin_token_url: String,
 
+    /// LinkedIn's authorization page, where connect links for LinkedIn send users.
+    #[arg(long, env = "XF_LINKEDIN_AUTHORIZE_URL", default_value = platforms::linkedin::AUTHORIZE_URL)]
+    pub linkedin_authorize_url: String,
+
+    /// Connect links for LinkedIn also connect the organizations the member administers (the
+    /// app needs LinkedIn's Community Management API).
+    #[arg(long, env = "XF_LINKEDIN_CONNECT_ORGANIZATIONS", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub linkedin_connect_organizations: bool,
+
     /// The Pinterest app's id; without it and the secret, posts to Pinterest fail.
     #[arg(long, env = "XF_PINTEREST_CLIENT_ID")]
     pub pinterest_client_id: Option<String>,
@@ -308,6 +321,10 @@ pub struct Config {
     /// Pinterest's API base (its token endpoint is under it).
     #[arg(long, env = "XF_PINTEREST_API_BASE_URL", default_value = platforms::pinterest::API_BASE_URL)]
     pub pinterest_api_base_url: String,
+
+    /// Pinterest's authorization page, where connect links for Pinterest send users.
+    #[arg(long, env = "XF_PINTEREST_AUTHORIZE_URL", default_value = platforms::pinterest::AUTHORIZE_URL)]
+    pub pinterest_authorize_url: String,
 }
 
 /// What a process of xf-server runs (`--role`).
@@ -400,6 +417,7 @@ impl fmt::Debug for Config {
                 &redacted(&self.tiktok_client_secret),
             )
             .field("tiktok_api_base_url", &self.tiktok_api_base_url)
+            .field("tiktok_authorize_url", &self.tiktok_authorize_url)
             .field("linkedin_client_id", &self.linkedin_client_id)
             .field(
                 "linkedin_client_secret",
@@ -407,12 +425,18 @@ impl fmt::Debug for Config {
             )
             .field("linkedin_api_base_url", &self.linkedin_api_base_url)
             .field("linkedin_token_url", &self.linkedin_token_url)
+            .field("linkedin_authorize_url", &self.linkedin_authorize_url)
+            .field(
+                "linkedin_connect_organizations",
+                &self.linkedin_connect_organizations,
+            )
             .field("pinterest_client_id", &self.pinterest_client_id)
             .field(
                 "pinterest_client_secret",
                 &redacted(&self.pinterest_client_secret),
             )
             .field("pinterest_api_base_url", &self.pinterest_api_base_url)
+            .field("pinterest_authorize_url", &self.pinterest_authorize_url)
             .finish()
     }
 }
@@ -957,9 +981,10 @@ fn with_publishers(mut builder: xf_core::XfBuilder, config: &Config) -> xf_core:
     ) {
         let tiktok = tiktok::TiktokConfig {
             api_base_url: config.tiktok_api_base_url.clone(),
+            authorize_url: config.tiktok_authorize_url.clone(),
             ..tiktok::TiktokConfig::new(key, secret)
         };
-        builder = builder.publisher(Arc::new(tiktok::Tiktok::new(tiktok)));
+        builder = builder.platform(Arc::new(tiktok::Tiktok::new(tiktok)));
     }
     if let Some((id, secret)) = credentials(
         "linkedin",
@@ -969,9 +994,11 @@ fn with_publishers(mut builder: xf_core::XfBuilder, config: &Config) -> xf_core:
         let linkedin = linkedin::LinkedinConfig {
             api_base_url: config.linkedin_api_base_url.clone(),
             token_url: config.linkedin_token_url.clone(),
+            authorize_url: config.linkedin_authorize_url.clone(),
+            connect_organizations: config.linkedin_connect_organizations,
             ..linkedin::LinkedinConfig::new(id, secret)
         };
-        builder = builder.publisher(Arc::new(linkedin::Linkedin::new(linkedin)));
+        builder = builder.platform(Arc::new(linkedin::Linkedin::new(linkedin)));
     }
     if let Some((id, secret)) = credentials(
         "pinterest",
@@ -980,9 +1007,10 @@ fn with_publishers(mut builder: xf_core::XfBuilder, config: &Config) -> xf_core:
     ) {
         let pinterest = pinterest::PinterestConfig {
             api_base_url: config.pinterest_api_base_url.clone(),
+            authorize_url: config.pinterest_authorize_url.clone(),
             ..pinterest::PinterestConfig::new(id, secret)
         };
-        builder = builder.publisher(Arc::new(pinterest::Pinterest::new(pinterest)));
+        builder = builder.platform(Arc::new(pinterest::Pinterest::new(pinterest)));
     }
     builder
 }

@@ -26,38 +26,136 @@ pub(crate) fn authorize_url(endpoint: &str, params: &[(&str, &str)]) -> String {
     }
 }
 
-/// How the app proves itself at the token endpoint.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum ClientAuth<'a> {
-    /// `client_id` and `client_secret` in the form (Google, LinkedIn).
-    Body {
-        id_name: &'a str,
-        id: &'a str,
-        secret: &'a str,
-    },
+/// A provider's authorization-code flow as its documentation has it: where its pages are,
+/// how the app is named and authenticated, which scopes, and whether PKCE is used.
+#[derive(Debug, Clone)]
+pub(crate) struct CodeFlow<'a> {
+    /// The authorization page.
+    pub authorize_url: &'a str,
+    /// The token endpoint.
+    pub token_url: std::borrow::Cow<'a, str>,
+    /// The name of the client id parameter: `client_id`, or TikTok's `client_key`.
+    pub client_param: &'a str,
+    /// The app's id.
+    pub client_id: &'a str,
+    /// The app's secret.
+    pub client_secret: &'a str,
+    /// The app authenticates with HTTP Basic at the token endpoint (Pinterest), rather than
+    /// with its credentials in the form.
+    pub basic_auth: bool,
+    /// The scopes, joined as the provider wants them.
+    pub scopes: &'a str,
+    /// PKCE `S256`: the challenge in the authorization request, the verifier at the token
+    /// endpoint (Google; the others document none for web apps).
+    pub pkce: bool,
+    /// More parameters of the authorization request.
+    pub extra: &'a [(&'a str, &'a str)],
 }
 
-/// The authorization-code grant at `token_url`: `form` plus the client's credentials.
-pub(crate) async fn exchange_code(
-    client: &reqwest::Client,
-    token_url: &str,
-    auth: ClientAuth<'_>,
-    form: &[(&str, &str)],
-) -> Result<Grant, ConnectFailure> {
-    let mut fields: Vec<(&str, &str)> = form.to_vec();
-    let request = client.post(token_url);
-    match auth {
-        ClientAuth::Body {
-            id_name,
-            id,
-            secret,
-        } => {
-            fields.push((id_name, id));
-            fields.push(("client_secret", secret));
+impl CodeFlow<'_> {
+    /// The authorization page's URL for `request`.
+    pub(crate) fn authorize_url(&self, request: &super::Authorize<'_>) -> String {
+        let mut params = vec![
+            (self.client_param, self.client_id),
+            ("redirect_uri", request.redirect_uri),
+            ("response_type", "code"),
+            ("scope", self.scopes),
+            ("state", request.state),
+        ];
+        if self.pkce {
+            params.push(("code_challenge", request.code_challenge));
+            // Google's default method is `plain`: the method is always named.
+            params.push(("code_challenge_method", "S256"));
         }
+        params.extend_from_slice(self.extra);
+        authorize_url(self.authorize_url, &params)
     }
-    let answer = send(request.form(&fields)).await?;
-    token_answer(&answer)
+
+    /// The authorization-code grant (RFC 6749 §4.1.3) at the token endpoint.
+    pub(crate) async fn exchange(
+        &self,
+        client: &reqwest::Client,
+        code: &str,
+        redirect_uri: &str,
+        verifier: &str,
+    ) -> Result<Grant, ConnectFailure> {
+        let mut form = vec![
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("redirect_uri", redirect_uri),
+        ];
+        if self.pkce {
+            form.push(("code_verifier", verifier));
+        }
+        let mut request = client.post(self.token_url.as_ref());
+        if self.basic_auth {
+            request = request.basic_auth(self.client_id, Some(self.client_secret));
+        } else {
+            form.push((self.client_param, self.client_id));
+            form.push(("client_secret", self.client_secret));
+        }
+        let answer = send(request.form(&form)).await?;
+        token_answer(&answer)
+    }
+}
+
+/// The [`Connector`](super::Connector) of a client type with a `client: reqwest::Client`
+/// field, a `fn flow(&self) -> CodeFlow<'_>` and an
+/// `async fn connect_accounts(&self, &Grant) -> Result<Vec<Account>, ConnectFailure>`.
+macro_rules! code_flow_connector {
+    ($client:ty, $provider:expr) => {
+        #[async_trait::async_trait]
+        impl $crate::connect::Connector for $client {
+            fn provider(&self) -> $crate::connect::Provider {
+                $provider
+            }
+
+            fn authorize_url(&self, request: &$crate::connect::Authorize<'_>) -> String {
+                self.flow().authorize_url(request)
+            }
+
+            async fn exchange(
+                &self,
+                code: &str,
+                redirect_uri: &str,
+                verifier: &str,
+            ) -> Result<$crate::connect::Grant, $crate::connect::ConnectFailure> {
+                self.flow()
+                    .exchange(&self.client, code, redirect_uri, verifier)
+                    .await
+            }
+
+            async fn accounts(
+                &self,
+                grant: &$crate::connect::Grant,
+            ) -> Result<Vec<$crate::connect::Account>, $crate::connect::ConnectFailure> {
+                self.connect_accounts(grant).await
+            }
+        }
+    };
+}
+pub(crate) use code_flow_connector;
+
+/// Google's flow (YouTube and Search Console alike) for `scopes`: offline access with consent
+/// asked every time (Google issues a refresh token only on consent), and PKCE.
+pub(crate) fn google_flow<'a>(
+    authorize_url: &'a str,
+    token_url: &'a str,
+    client_id: &'a str,
+    client_secret: &'a str,
+    scopes: &'a str,
+) -> CodeFlow<'a> {
+    CodeFlow {
+        authorize_url,
+        token_url: token_url.into(),
+        client_param: "client_id",
+        client_id,
+        client_secret,
+        basic_auth: false,
+        scopes,
+        pkce: true,
+        extra: &[("access_type", "offline"), ("prompt", "consent")],
+    }
 }
 
 /// A token endpoint's answer (RFC 6749 §5.1 and §5.2) as a grant or the failure it is.
@@ -112,7 +210,16 @@ pub(crate) async fn get_json<T: DeserializeOwned>(
     token: &str,
     what: &str,
 ) -> Result<T, ConnectFailure> {
-    let answer = send(client.get(url).bearer_auth(token)).await?;
+    get_json_with(client.get(url), token, what).await
+}
+
+/// [`get_json`] of a request with headers of its own.
+pub(crate) async fn get_json_with<T: DeserializeOwned>(
+    request: reqwest::RequestBuilder,
+    token: &str,
+    what: &str,
+) -> Result<T, ConnectFailure> {
+    let answer = send(request.bearer_auth(token)).await?;
     if !answer.is_success() {
         return Err(ConnectFailure::Unavailable(format!(
             "{what} answered HTTP {}",
@@ -128,58 +235,4 @@ async fn send(request: reqwest::RequestBuilder) -> Result<Answer, ConnectFailure
     exchange(request, MAX_ANSWER_BYTES)
         .await
         .map_err(|error| ConnectFailure::Unavailable(error.to_string()))
-}
-
-/// Google's authorization URL (for YouTube and Search Console alike): offline access with
-/// consent asked every time (a refresh token is only issued on consent), PKCE `S256` named
-/// (Google's default method is `plain`).
-pub(crate) fn google_authorize_url(
-    endpoint: &str,
-    client_id: &str,
-    scopes: &str,
-    request: &super::Authorize<'_>,
-) -> String {
-    authorize_url(
-        endpoint,
-        &[
-            ("client_id", client_id),
-            ("redirect_uri", request.redirect_uri),
-            ("response_type", "code"),
-            ("scope", scopes),
-            ("access_type", "offline"),
-            ("prompt", "consent"),
-            ("state", request.state),
-            ("code_challenge", request.code_challenge),
-            ("code_challenge_method", "S256"),
-        ],
-    )
-}
-
-/// Google's authorization-code grant: the client's credentials in the form, with the PKCE
-/// verifier.
-pub(crate) async fn google_exchange(
-    client: &reqwest::Client,
-    token_url: &str,
-    client_id: &str,
-    client_secret: &str,
-    code: &str,
-    redirect_uri: &str,
-    verifier: &str,
-) -> Result<Grant, ConnectFailure> {
-    exchange_code(
-        client,
-        token_url,
-        ClientAuth::Body {
-            id_name: "client_id",
-            id: client_id,
-            secret: client_secret,
-        },
-        &[
-            ("grant_type", "authorization_code"),
-            ("code", code),
-            ("redirect_uri", redirect_uri),
-            ("code_verifier", verifier),
-        ],
-    )
-    .await
 }

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::client::{AccessToken, AnalyticsQuery, AnalyticsRow, GoogleError, SearchConsole};
-use crate::connect::{oauth, Account, Authorize, ConnectFailure, Connector, Grant, Provider};
+use crate::connect::{oauth, Account, ConnectFailure, Grant, Provider};
 
 /// Google's OAuth 2.0 token endpoint.
 pub const GOOGLE_TOKEN_URL: &str = "https://oauth2.googleapis.com/token";
@@ -276,40 +276,20 @@ impl SearchConsole for GoogleSearchConsole {
 /// Connect links for Google: consent to read Search Console, offline (the refresh token is
 /// the organization's link); the sites the account can read (`sites.list`, unverified ones
 /// left out) are what it reaches.
-#[async_trait]
-impl Connector for GoogleSearchConsole {
-    fn provider(&self) -> Provider {
-        Provider::Google
-    }
-
-    fn authorize_url(&self, request: &Authorize<'_>) -> String {
-        oauth::google_authorize_url(
+impl GoogleSearchConsole {
+    /// The authorization-code flow of connect links.
+    fn flow(&self) -> oauth::CodeFlow<'_> {
+        oauth::google_flow(
             &self.config.authorize_url,
-            &self.config.client_id,
-            SEARCH_CONSOLE_SCOPE,
-            request,
-        )
-    }
-
-    async fn exchange(
-        &self,
-        code: &str,
-        redirect_uri: &str,
-        verifier: &str,
-    ) -> Result<Grant, ConnectFailure> {
-        oauth::google_exchange(
-            &self.client,
             &self.config.token_url,
             &self.config.client_id,
             &self.config.client_secret,
-            code,
-            redirect_uri,
-            verifier,
+            SEARCH_CONSOLE_SCOPE,
         )
-        .await
     }
 
-    async fn accounts(&self, grant: &Grant) -> Result<Vec<Account>, ConnectFailure> {
+    /// The accounts a connect link's grant reaches.
+    async fn connect_accounts(&self, grant: &Grant) -> Result<Vec<Account>, ConnectFailure> {
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase")]
         struct Sites {
@@ -346,6 +326,8 @@ impl Connector for GoogleSearchConsole {
             .collect())
     }
 }
+
+oauth::code_flow_connector!(GoogleSearchConsole, Provider::Google);
 
 #[cfg(test)]
 mod tests {

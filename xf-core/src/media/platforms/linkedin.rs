@@ -18,6 +18,7 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::{by_status, json as parse, read, send, OAuthApp, DEFAULT_TIMEOUT};
+use crate::connect::{oauth, Account, ConnectFailure, Grant, Provider};
 use crate::media::publish::{
     Outcome, PollOutcome, PostContext, PublishError, Published, Publisher, TokenGrant,
 };
@@ -28,6 +29,17 @@ use crate::net::Answer;
 pub const API_BASE_URL: &str = "https://api.linkedin.com";
 /// The OAuth token endpoint.
 pub const TOKEN_URL: &str = "https://www.linkedin.com/oauth/v2/accessToken";
+/// LinkedIn's authorization page.
+pub const AUTHORIZE_URL: &str = "https://www.linkedin.com/oauth/v2/authorization";
+/// What a connect link asks for, space-separated: the member's identity (OpenID Connect) and
+/// posting as the member.
+pub const CONNECT_SCOPES: &str = "openid profile w_member_social";
+/// What it asks for besides when organizations are connected too (the Community Management
+/// API's scopes): the organizations the member administers, and posting as them.
+pub const ORGANIZATION_SCOPES: &str = "r_organization_admin w_organization_social";
+/// Both.
+const CONNECT_AND_ORGANIZATION_SCOPES: &str =
+    "openid profile w_member_social r_organization_admin w_organization_social";
 /// The API version sent in `LinkedIn-Version`.
 pub const API_VERSION: &str = "202411";
 
@@ -40,6 +52,11 @@ pub struct LinkedinConfig {
     pub api_base_url: String,
     /// The token endpoint (default [`TOKEN_URL`]).
     pub token_url: String,
+    /// The authorization page connect links send users to (default [`AUTHORIZE_URL`]).
+    pub authorize_url: String,
+    /// Whether connect links also connect the organizations the member administers (the app
+    /// needs the Community Management API for [`ORGANIZATION_SCOPES`]); default `false`.
+    pub connect_organizations: bool,
     /// How long to wait between status reads (default 5 s).
     pub poll_interval: std::time::Duration,
     /// Longest wait for one answer.
@@ -53,6 +70,8 @@ impl LinkedinConfig {
             app: OAuthApp::new(client_id, client_secret),
             api_base_url: API_BASE_URL.to_owned(),
             token_url: TOKEN_URL.to_owned(),
+            authorize_url: AUTHORIZE_URL.to_owned(),
+            connect_organizations: false,
             poll_interval: std::time::Duration::from_secs(5),
             timeout: DEFAULT_TIMEOUT,
         }
@@ -326,3 +345,93 @@ fn published(urn: &str) -> Published {
         url: Some(format!("https://www.linkedin.com/feed/update/{urn}/")),
     }
 }
+
+/// Connect links for LinkedIn (no PKCE for web apps, scopes space-separated): the member, from
+/// OpenID Connect's `userinfo`, as `urn:li:person:{sub}`; and, when configured, the
+/// organizations the member administers (`organizationAcls`), as `urn:li:organization:{id}`.
+impl Linkedin {
+    /// The authorization-code flow of connect links.
+    fn flow(&self) -> oauth::CodeFlow<'_> {
+        oauth::CodeFlow {
+            authorize_url: &self.config.authorize_url,
+            token_url: self.config.token_url.as_str().into(),
+            client_param: "client_id",
+            client_id: &self.config.app.client_id,
+            client_secret: &self.config.app.client_secret,
+            basic_auth: false,
+            scopes: if self.config.connect_organizations {
+                CONNECT_AND_ORGANIZATION_SCOPES
+            } else {
+                CONNECT_SCOPES
+            },
+            pkce: false,
+            extra: &[],
+        }
+    }
+
+    /// The accounts a connect link's grant reaches.
+    async fn connect_accounts(&self, grant: &Grant) -> Result<Vec<Account>, ConnectFailure> {
+        let base = self.config.api_base_url.trim_end_matches('/');
+        let token = grant.access_token.as_str();
+        let member: Value = oauth::get_json(
+            &self.client,
+            &format!("{base}/v2/userinfo"),
+            token,
+            "LinkedIn's userinfo",
+        )
+        .await?;
+        let mut accounts = Vec::new();
+        if let Some(sub) = member["sub"].as_str().filter(|s| !s.is_empty()) {
+            accounts.push(Account {
+                account_id: format!("urn:li:person:{sub}"),
+                name: member["name"].as_str().unwrap_or(sub).to_owned(),
+                thumbnail: member["picture"].as_str().map(str::to_owned),
+                access_token: None,
+            });
+        }
+        if !self.config.connect_organizations {
+            return Ok(accounts);
+        }
+        let versioned = |url: String| {
+            self.client
+                .get(url)
+                .header("linkedin-version", API_VERSION)
+                .header("x-restli-protocol-version", "2.0.0")
+        };
+        let acls: Value = oauth::get_json_with(
+            versioned(format!(
+                "{base}/rest/organizationAcls?q=roleAssignee&role=ADMINISTRATOR&state=APPROVED"
+            )),
+            token,
+            "LinkedIn's organizationAcls",
+        )
+        .await?;
+        let organizations = acls["elements"].as_array().cloned().unwrap_or_default();
+        for element in organizations {
+            let Some(urn) = element["organization"].as_str() else {
+                continue;
+            };
+            let Some(id) = urn.strip_prefix("urn:li:organization:") else {
+                continue;
+            };
+            let organization: Value = oauth::get_json_with(
+                versioned(format!("{base}/rest/organizations/{id}")),
+                token,
+                "LinkedIn's organizations",
+            )
+            .await?;
+            accounts.push(Account {
+                account_id: urn.to_owned(),
+                name: organization["localizedName"]
+                    .as_str()
+                    .unwrap_or(urn)
+                    .to_owned(),
+                thumbnail: None,
+                access_token: None,
+            });
+        }
+        Ok(accounts)
+    }
+}
+
+oauth::code_flow_connector!(Linkedin, Provider::Linkedin);

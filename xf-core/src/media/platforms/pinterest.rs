@@ -18,6 +18,7 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::{by_status, json as parse, read, send, token_grant, OAuthApp, DEFAULT_TIMEOUT};
+use crate::connect::{oauth, Account, ConnectFailure, Grant, Provider};
 use crate::media::publish::{
     Outcome, PollOutcome, PostContext, PublishError, Published, Publisher, TokenGrant,
 };
@@ -26,6 +27,11 @@ use crate::net::Answer;
 
 /// The API's base.
 pub const API_BASE_URL: &str = "https://api.pinterest.com";
+/// Pinterest's authorization page.
+pub const AUTHORIZE_URL: &str = "https://www.pinterest.com/oauth/";
+/// What a connect link asks for, comma-separated as Pinterest wants: the account, its boards,
+/// and pinning (the scopes `POST /v5/pins` and `/v5/media` need).
+pub const CONNECT_SCOPES: &str = "user_accounts:read,boards:read,boards:write,pins:read,pins:write";
 
 /// The host's Pinterest app and where Pinterest is.
 #[derive(Debug, Clone)]
@@ -34,6 +40,8 @@ pub struct PinterestConfig {
     pub app: OAuthApp,
     /// The API's base (default [`API_BASE_URL`]); the token endpoint is under it.
     pub api_base_url: String,
+    /// The authorization page connect links send users to (default [`AUTHORIZE_URL`]).
+    pub authorize_url: String,
     /// How long to wait between status reads (default 5 s).
     pub poll_interval: std::time::Duration,
     /// Longest wait for one answer.
@@ -46,6 +54,7 @@ impl PinterestConfig {
         PinterestConfig {
             app: OAuthApp::new(client_id, client_secret),
             api_base_url: API_BASE_URL.to_owned(),
+            authorize_url: AUTHORIZE_URL.to_owned(),
             poll_interval: std::time::Duration::from_secs(5),
             timeout: DEFAULT_TIMEOUT,
         }
@@ -287,3 +296,48 @@ fn published(id: &str) -> Published {
         url: Some(format!("https://www.pinterest.com/pin/{id}/")),
     }
 }
+
+/// Connect links for Pinterest (no PKCE, scopes comma-separated, the app authenticated with
+/// HTTP Basic at the token endpoint): `user_account` names the account.
+impl Pinterest {
+    /// The authorization-code flow of connect links.
+    fn flow(&self) -> oauth::CodeFlow<'_> {
+        oauth::CodeFlow {
+            authorize_url: &self.config.authorize_url,
+            token_url: self.url("/v5/oauth/token").into(),
+            client_param: "client_id",
+            client_id: &self.config.app.client_id,
+            client_secret: &self.config.app.client_secret,
+            basic_auth: true,
+            scopes: CONNECT_SCOPES,
+            pkce: false,
+            extra: &[],
+        }
+    }
+
+    /// The accounts a connect link's grant reaches.
+    async fn connect_accounts(&self, grant: &Grant) -> Result<Vec<Account>, ConnectFailure> {
+        let account: Value = oauth::get_json(
+            &self.client,
+            &self.url("/v5/user_account"),
+            &grant.access_token,
+            "Pinterest's user_account",
+        )
+        .await?;
+        let id = account["id"]
+            .as_str()
+            .map(str::to_owned)
+            .or_else(|| account["id"].as_u64().map(|id| id.to_string()));
+        let Some(id) = id.filter(|id| !id.is_empty()) else {
+            return Ok(Vec::new());
+        };
+        Ok(vec![Account {
+            name: account["username"].as_str().unwrap_or(&id).to_owned(),
+            thumbnail: account["profile_image"].as_str().map(str::to_owned),
+            account_id: id,
+            access_token: None,
+        }])
+    }
+}
+
+oauth::code_flow_connector!(Pinterest, Provider::Pinterest);

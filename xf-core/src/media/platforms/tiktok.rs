@@ -26,6 +26,7 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::{json as parse, read, send, token_grant, OAuthApp, DEFAULT_TIMEOUT};
+use crate::connect::{oauth, Account, ConnectFailure, Grant, Provider};
 use crate::media::publish::{Outcome, PostContext, PublishError, Published, Publisher, TokenGrant};
 use crate::media::settings::auto_publish;
 use crate::media::Platform;
@@ -33,6 +34,11 @@ use crate::net::Answer;
 
 /// The Content Posting API's base.
 pub const API_BASE_URL: &str = "https://open.tiktokapis.com";
+/// TikTok's authorization page.
+pub const AUTHORIZE_URL: &str = "https://www.tiktok.com/v2/auth/authorize/";
+/// What a connect link asks for, comma-separated as TikTok wants: the user's id and name
+/// (`user.info.profile` holds the `username` a post's URL is made of), and posting.
+pub const CONNECT_SCOPES: &str = "user.info.basic,user.info.profile,video.publish,video.upload";
 const MB: u64 = 1024 * 1024;
 
 /// The host's TikTok app and where TikTok is.
@@ -42,6 +48,8 @@ pub struct TiktokConfig {
     pub app: OAuthApp,
     /// The API's base (default [`API_BASE_URL`]); the token endpoint is under it.
     pub api_base_url: String,
+    /// The authorization page connect links send users to (default [`AUTHORIZE_URL`]).
+    pub authorize_url: String,
     /// Bytes per chunk, 5 to 64 MB (default 10 MB).
     pub chunk_size: u64,
     /// How long to wait between status reads (default 5 s).
@@ -56,6 +64,7 @@ impl TiktokConfig {
         TiktokConfig {
             app: OAuthApp::new(client_key, client_secret),
             api_base_url: API_BASE_URL.to_owned(),
+            authorize_url: AUTHORIZE_URL.to_owned(),
             chunk_size: 10 * MB,
             poll_interval: Duration::from_secs(5),
             timeout: DEFAULT_TIMEOUT,
@@ -363,6 +372,58 @@ impl Publisher for Tiktok {
         }))
     }
 }
+
+/// Connect links for TikTok (Login Kit for the web: no PKCE, scopes comma-separated, the app
+/// named by `client_key`); `user/info` names the account: its `open_id`, and its `username`,
+/// which a post's URL is made of.
+impl Tiktok {
+    /// The authorization-code flow of connect links.
+    fn flow(&self) -> oauth::CodeFlow<'_> {
+        oauth::CodeFlow {
+            authorize_url: &self.config.authorize_url,
+            token_url: self.url("/v2/oauth/token/").into(),
+            client_param: "client_key",
+            client_id: &self.config.app.client_id,
+            client_secret: &self.config.app.client_secret,
+            basic_auth: false,
+            scopes: CONNECT_SCOPES,
+            pkce: false,
+            extra: &[],
+        }
+    }
+
+    /// The accounts a connect link's grant reaches.
+    async fn connect_accounts(&self, grant: &Grant) -> Result<Vec<Account>, ConnectFailure> {
+        let url = self.url("/v2/user/info/?fields=open_id,display_name,username,avatar_url");
+        let answer: Value = oauth::get_json(
+            &self.client,
+            &url,
+            &grant.access_token,
+            "TikTok's user/info",
+        )
+        .await?;
+        let user = &answer["data"]["user"];
+        let Some(open_id) = user["open_id"].as_str().filter(|id| !id.is_empty()) else {
+            return Ok(Vec::new());
+        };
+        let text = |field: &str| {
+            user[field]
+                .as_str()
+                .filter(|v| !v.trim().is_empty())
+                .map(str::to_owned)
+        };
+        Ok(vec![Account {
+            account_id: open_id.to_owned(),
+            name: text("username")
+                .or_else(|| text("display_name"))
+                .unwrap_or_else(|| open_id.to_owned()),
+            thumbnail: text("avatar_url"),
+            access_token: None,
+        }])
+    }
+}
+
+oauth::code_flow_connector!(Tiktok, Provider::Tiktok);
 
 #[cfg(test)]
 mod tests {

@@ -23,7 +23,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{by_status, json as parse, read, send, OAuthApp, DEFAULT_TIMEOUT};
-use crate::connect::{oauth, Account, Authorize, ConnectFailure, Connector, Grant, Provider};
+use crate::connect::{oauth, Account, ConnectFailure, Grant, Provider};
 use crate::media::publish::{Outcome, PostContext, PublishError, Published, Publisher, TokenGrant};
 use crate::media::{FileFacts, Platform};
 use crate::net::Answer;
@@ -363,40 +363,20 @@ impl Publisher for Youtube {
 
 /// Connect links for YouTube: Google's consent for uploading (and reading which channel it
 /// is), then `channels.list` with `mine=true` names the channel the grant reaches.
-#[async_trait]
-impl Connector for Youtube {
-    fn provider(&self) -> Provider {
-        Provider::Youtube
-    }
-
-    fn authorize_url(&self, request: &Authorize<'_>) -> String {
-        oauth::google_authorize_url(
+impl Youtube {
+    /// The authorization-code flow of connect links.
+    fn flow(&self) -> oauth::CodeFlow<'_> {
+        oauth::google_flow(
             &self.config.authorize_url,
-            &self.config.app.client_id,
-            CONNECT_SCOPES,
-            request,
-        )
-    }
-
-    async fn exchange(
-        &self,
-        code: &str,
-        redirect_uri: &str,
-        verifier: &str,
-    ) -> Result<Grant, ConnectFailure> {
-        oauth::google_exchange(
-            &self.client,
             &self.config.token_url,
             &self.config.app.client_id,
             &self.config.app.client_secret,
-            code,
-            redirect_uri,
-            verifier,
+            CONNECT_SCOPES,
         )
-        .await
     }
 
-    async fn accounts(&self, grant: &Grant) -> Result<Vec<Account>, ConnectFailure> {
+    /// The accounts a connect link's grant reaches.
+    async fn connect_accounts(&self, grant: &Grant) -> Result<Vec<Account>, ConnectFailure> {
         #[derive(Deserialize)]
         struct Channels {
             #[serde(default)]
@@ -447,3 +427,5 @@ impl Connector for Youtube {
             .collect())
     }
 }
+
+oauth::code_flow_connector!(Youtube, Provider::Youtube);
