@@ -60,6 +60,10 @@ pub const YOUTUBE_UPLOAD_SCOPE: &str = "https://www.googleapis.com/auth/youtube.
 pub const YOUTUBE_READONLY_SCOPE: &str = "https://www.googleapis.com/auth/youtube.readonly";
 /// The OAuth client secret the YouTube stand-in accepts.
 pub const YOUTUBE_CLIENT_SECRET: &str = "GOCSPX-xf-publisher";
+/// The Facebook app the Instagram stand-in accepts for connect links.
+pub const INSTAGRAM_APP_ID: &str = "1234567890123456";
+/// Its secret.
+pub const INSTAGRAM_APP_SECRET: &str = "instagram-app-secret";
 /// The TikTok app the stand-in accepts.
 pub const TIKTOK_CLIENT_KEY: &str = "awxftestclientkey";
 /// Its secret.
@@ -94,6 +98,12 @@ pub enum Route {
     YoutubeChunk,
     /// The chunk that finishes a YouTube upload.
     YoutubeLastChunk,
+    /// Facebook Login's authorization page.
+    InstagramAuthorize,
+    /// Meta's token endpoint (the code, and the long-lived exchange).
+    InstagramToken,
+    /// `me/accounts`: the user's Pages and their Instagram accounts.
+    InstagramPages,
     /// Creating an Instagram container.
     InstagramContainer,
     /// Reading a container's status.
@@ -235,6 +245,8 @@ struct StandInState {
     /// The accounts users consent as, by the access token the consent issues: the refresh
     /// token issued with it, and the accounts (id, name) the grant reaches.
     consenting: HashMap<String, Consenting>,
+    /// Meta's short-lived user tokens, to the long-lived ones they are exchanged for.
+    short_tokens: HashMap<String, String>,
 }
 
 /// What a consent grants: the refresh token issued with it, and the accounts (id, name).
@@ -293,7 +305,7 @@ impl PlatformStandIn {
             state: Mutex::new(StandInState::default()),
             base_url: format!("http://{addr}"),
             client: reqwest::Client::new(),
-            auth: ["youtube", "tiktok", "linkedin", "pinterest"]
+            auth: ["youtube", "instagram", "tiktok", "linkedin", "pinterest"]
                 .into_iter()
                 .map(|platform| (platform, crate::oauth::AuthorizationServer::default()))
                 .collect(),
@@ -327,6 +339,11 @@ impl PlatformStandIn {
     pub fn instagram_config(&self) -> InstagramConfig {
         InstagramConfig {
             graph_base_url: format!("{}/graph/v21.0", self.inner.base_url),
+            app: Some(xf_core::media::platforms::OAuthApp::new(
+                INSTAGRAM_APP_ID,
+                INSTAGRAM_APP_SECRET,
+            )),
+            authorize_url: format!("{}/facebook/v21.0/dialog/oauth", self.inner.base_url),
             poll_interval: Duration::from_millis(20),
             timeout: Duration::from_secs(2),
         }
@@ -640,6 +657,24 @@ async fn handle(State(inner): State<Arc<Inner>>, request: Request) -> Response {
         Route::YoutubeChunk | Route::YoutubeLastChunk => {
             youtube_chunk(&inner, &parts.headers, &query, &body)
         }
+        Route::InstagramAuthorize => inner.auth["instagram"].authorize(
+            parts.uri.query().unwrap_or_default(),
+            &crate::oauth::Expect {
+                client_param: "client_id",
+                client_id: INSTAGRAM_APP_ID,
+                scopes: &[
+                    "instagram_basic",
+                    "instagram_content_publish",
+                    "pages_show_list",
+                    "pages_read_engagement",
+                ],
+                separator: ',',
+                pkce: crate::oauth::Pkce::Unsupported,
+                fixed: &[],
+            },
+        ),
+        Route::InstagramToken => instagram_token(&inner, &query),
+        Route::InstagramPages => instagram_pages(&inner, &query),
         Route::InstagramContainer => instagram_container(&inner, &path, &text).await,
         Route::InstagramStatus => instagram_get(&inner, &path, &query),
         Route::InstagramPublish => instagram_publish(&inner, &path, &text),
@@ -747,9 +782,14 @@ fn route_of(method: &Method, path: &str, headers: &HeaderMap, inner: &Inner) -> 
             _ => None,
         };
     }
+    if method == Method::GET && path == "/facebook/v21.0/dialog/oauth" {
+        return Some(Route::InstagramAuthorize);
+    }
     let rest = path.strip_prefix("/graph/v21.0/")?;
     let segments: Vec<&str> = rest.split('/').collect();
     match (method.as_str(), segments.as_slice()) {
+        ("GET", ["oauth", "access_token"]) => Some(Route::InstagramToken),
+        ("GET", ["me", "accounts"]) => Some(Route::InstagramPages),
         ("POST", [_, "media"]) => Some(Route::InstagramContainer),
         ("POST", [_, "media_publish"]) => Some(Route::InstagramPublish),
         ("GET", [_]) | ("GET", [_, "media"]) => Some(Route::InstagramStatus),
@@ -1296,6 +1336,96 @@ fn oauth_token(inner: &Inner, route: Route, headers: &HeaderMap, text: &str) -> 
         body["refresh_expires_in"] = json!(31_536_000);
     }
     answer(200, body, None)
+}
+
+/// Meta's token endpoint: `GET` with the app's id and secret in the query, and either the
+/// code (with its `redirect_uri`), answering a short-lived user token, or
+/// `grant_type=fb_exchange_token` with one, answering the long-lived token.
+fn instagram_token(inner: &Inner, query: &HashMap<String, String>) -> Response {
+    let field = |name: &str| query.get(name).map(String::as_str);
+    if field("client_id") != Some(INSTAGRAM_APP_ID)
+        || field("client_secret") != Some(INSTAGRAM_APP_SECRET)
+    {
+        return answer(
+            400,
+            json!({"error": {"message": "Error validating client secret.", "type": "OAuthException", "code": 1}}),
+            None,
+        );
+    }
+    let mut state = inner.state();
+    if field("grant_type") == Some("fb_exchange_token") {
+        let long = field("fb_exchange_token").and_then(|short| state.short_tokens.remove(short));
+        return match long {
+            Some(long) => {
+                state.access_tokens.insert(long.clone());
+                answer(
+                    200,
+                    json!({"access_token": long, "token_type": "bearer", "expires_in": 5_183_944}),
+                    None,
+                )
+            }
+            None => answer(
+                400,
+                json!({"error": {"message": "Invalid OAuth access token.", "type": "OAuthException", "code": 190}}),
+                None,
+            ),
+        };
+    }
+    let fields: std::collections::BTreeMap<String, String> =
+        query.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    match inner.auth["instagram"].redeem(&fields, INSTAGRAM_APP_ID) {
+        Ok(long) => {
+            let short = format!("short.{long}");
+            state.short_tokens.insert(short.clone(), long);
+            answer(
+                200,
+                json!({"access_token": short, "token_type": "bearer", "expires_in": 5183}),
+                None,
+            )
+        }
+        Err((_, description)) => answer(
+            400,
+            json!({"error": {"message": description, "type": "OAuthException", "code": 100}}),
+            None,
+        ),
+    }
+}
+
+/// `me/accounts` with a long-lived user token: a Page per Instagram account the consent
+/// reached, each with its token and its `instagram_business_account`.
+fn instagram_pages(inner: &Inner, query: &HashMap<String, String>) -> Response {
+    let mut state = inner.state();
+    let token = query.get("access_token").cloned().unwrap_or_default();
+    let Some((_, accounts)) = state.consenting.get(&token).cloned() else {
+        return answer(
+            400,
+            json!({"error": {"message": "Invalid OAuth access token.", "type": "OAuthException", "code": 190}}),
+            None,
+        );
+    };
+    let fields = query.get("fields").cloned().unwrap_or_default();
+    if !fields.contains("instagram_business_account") || !fields.contains("access_token") {
+        return answer(
+            400,
+            json!({"error": {"message": "fields must ask for the Page's token and account", "type": "OAuthException", "code": 100}}),
+            None,
+        );
+    }
+    let mut data = Vec::new();
+    for (id, username) in accounts {
+        let page_token = format!("page.{id}");
+        state.access_tokens.insert(page_token.clone());
+        data.push(
+            json!({"id": format!("pg{id}"), "name": format!("{username} Page"),
+            "access_token": page_token,
+            "instagram_business_account": {"id": id, "username": username}}),
+        );
+    }
+    answer(
+        200,
+        json!({"data": data, "paging": {"cursors": {"before": "b", "after": "a"}}}),
+        None,
+    )
 }
 
 /// The consent screens of TikTok (Login Kit for the web: `client_key`, comma-separated

@@ -74,6 +74,9 @@ async fn world(manual_clock: bool) -> World {
         .platform(Arc::new(platforms::youtube::Youtube::new(
             stand_in.youtube_config(),
         )))
+        .platform(Arc::new(platforms::instagram::Instagram::new(
+            stand_in.instagram_config(),
+        )))
         .platform(Arc::new(platforms::tiktok::Tiktok::new(
             stand_in.tiktok_config(),
         )))
@@ -775,4 +778,77 @@ async fn a_linkedin_link_connects_the_member_and_its_organizations() {
             ("urn:li:person:Ad4sub".to_owned(), "Ada Admin".to_owned()),
         ]
     );
+}
+
+/// Instagram, with Facebook Login: the code's short-lived token is exchanged for a long-lived
+/// one, each Page's Instagram professional account becomes a channel with its Page's token,
+/// and a reel published to it goes out with that token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instagram_accounts_connect_through_their_pages_and_publish() {
+    let world = world(false).await;
+    let (org, key) = world.organization("Studio", "pro").await;
+    world.platforms.consent(
+        "instagram",
+        "long.instagram",
+        None,
+        &[
+            ("17841400000000001", "studio.ig"),
+            ("17841400000000002", "studio.shop"),
+        ],
+    );
+    let back = world.follow(&world.link(&org, "instagram").await).await;
+    assert_eq!(get(&back, "status"), Some("connected"), "{back:?}");
+    assert_eq!(get(&back, "channels").unwrap().split(',').count(), 2);
+    let asked = &world.platforms.authorization_requests("instagram")[0];
+    assert_eq!(
+        asked["scope"],
+        "instagram_basic,instagram_content_publish,pages_show_list,pages_read_engagement"
+    );
+    let channels = world.api(&key, "/channels").await["data"]["instagram"].clone();
+    let mut accounts: Vec<&str> = channels
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["accountId"].as_str().unwrap())
+        .collect();
+    accounts.sort();
+    assert_eq!(accounts, ["17841400000000001", "17841400000000002"]);
+
+    let workers = world.xf.spawn_workers(
+        xf_core::runtime::WorkerOptions::new().poll_interval(Duration::from_millis(20)),
+    );
+    let clip = xf_tests::media::video("mp4", 640, 360, 4, false, 0);
+    let (content_type, body) = xf_tests::media::multipart(
+        &[
+            ("platforms", r#"["instagram"]"#),
+            ("selectedInstagramAccounts", r#"["17841400000000002"]"#),
+        ],
+        Some(("clip.mp4", &clip)),
+    );
+    let uploaded: Value = world
+        .http
+        .post(format!("{}/api/v1/media/videos", world.base))
+        .header("x-api-key", &key)
+        .header("content-type", content_type)
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = uploaded["data"][0]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{uploaded}"))
+        .to_owned();
+    let mut shown = Value::Null;
+    for _ in 0..250 {
+        shown = world.api(&key, &format!("/media/videos/{id}")).await;
+        if shown["data"]["status"] == "completed" || shown["data"]["status"] == "failed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+    assert_eq!(shown["data"]["instagram"]["status"], "published", "{shown}");
+    workers.shutdown(Duration::from_secs(5)).await;
 }

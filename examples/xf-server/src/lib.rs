@@ -264,10 +264,22 @@ pub struct Config {
     #[arg(long, env = "XF_YOUTUBE_UPLOAD_BASE_URL", default_value = platforms::youtube::UPLOAD_BASE_URL)]
     pub youtube_upload_base_url: String,
 
-    /// The Instagram Graph API's base, version included (Instagram needs no app
-    /// credentials here: its tokens are the channels').
+    /// The Instagram Graph API's base, version included (publishing needs no app
+    /// credentials: its tokens are the channels').
     #[arg(long, env = "XF_INSTAGRAM_GRAPH_BASE_URL", default_value = platforms::instagram::GRAPH_BASE_URL)]
     pub instagram_graph_base_url: String,
+
+    /// The Facebook app's id, for connect links to Instagram (Facebook Login).
+    #[arg(long, env = "XF_INSTAGRAM_APP_ID")]
+    pub instagram_app_id: Option<String>,
+
+    /// Its secret.
+    #[arg(long, env = "XF_INSTAGRAM_APP_SECRET", hide_env_values = true)]
+    pub instagram_app_secret: Option<String>,
+
+    /// Facebook Login's authorization page, where connect links for Instagram send users.
+    #[arg(long, env = "XF_INSTAGRAM_AUTHORIZE_URL", default_value = platforms::instagram::AUTHORIZE_URL)]
+    pub instagram_authorize_url: String,
 
     /// The TikTok app's client key; without it and the secret, posts to TikTok fail.
     #[arg(long, env = "XF_TIKTOK_CLIENT_KEY")]
@@ -411,6 +423,12 @@ impl fmt::Debug for Config {
             .field("youtube_authorize_url", &self.youtube_authorize_url)
             .field("youtube_upload_base_url", &self.youtube_upload_base_url)
             .field("instagram_graph_base_url", &self.instagram_graph_base_url)
+            .field("instagram_app_id", &self.instagram_app_id)
+            .field(
+                "instagram_app_secret",
+                &redacted(&self.instagram_app_secret),
+            )
+            .field("instagram_authorize_url", &self.instagram_authorize_url)
             .field("tiktok_client_key", &self.tiktok_client_key)
             .field(
                 "tiktok_client_secret",
@@ -956,11 +974,23 @@ fn credentials(
 /// The platforms' clients the configuration names (Instagram always: it needs no app).
 fn with_publishers(mut builder: xf_core::XfBuilder, config: &Config) -> xf_core::XfBuilder {
     use platforms::{instagram, linkedin, pinterest, tiktok, youtube};
+    let app = credentials(
+        "instagram",
+        &config.instagram_app_id,
+        &config.instagram_app_secret,
+    );
     let instagram = instagram::InstagramConfig {
         graph_base_url: config.instagram_graph_base_url.clone(),
+        authorize_url: config.instagram_authorize_url.clone(),
+        app: app.map(|(id, secret)| platforms::OAuthApp::new(id, secret)),
         ..instagram::InstagramConfig::default()
     };
-    builder = builder.publisher(Arc::new(instagram::Instagram::new(instagram)));
+    // Publishing to Instagram needs no app; connect links need the Facebook app.
+    builder = if instagram.app.is_some() {
+        builder.platform(Arc::new(instagram::Instagram::new(instagram)))
+    } else {
+        builder.publisher(Arc::new(instagram::Instagram::new(instagram)))
+    };
     if let Some((id, secret)) = credentials(
         "youtube",
         &config.youtube_client_id,

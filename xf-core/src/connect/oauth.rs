@@ -43,6 +43,9 @@ pub(crate) struct CodeFlow<'a> {
     /// The app authenticates with HTTP Basic at the token endpoint (Pinterest), rather than
     /// with its credentials in the form.
     pub basic_auth: bool,
+    /// The token endpoint is a `GET` with the parameters in the query (Meta's), rather than a
+    /// form `POST`.
+    pub token_in_query: bool,
     /// The scopes, joined as the provider wants them.
     pub scopes: &'a str,
     /// PKCE `S256`: the challenge in the authorization request, the verifier at the token
@@ -87,15 +90,21 @@ impl CodeFlow<'_> {
         if self.pkce {
             form.push(("code_verifier", verifier));
         }
-        let mut request = client.post(self.token_url.as_ref());
-        if self.basic_auth {
-            request = request.basic_auth(self.client_id, Some(self.client_secret));
-        } else {
+        if !self.basic_auth {
             form.push((self.client_param, self.client_id));
             form.push(("client_secret", self.client_secret));
         }
-        let answer = send(request.form(&form)).await?;
-        token_answer(&answer)
+        let request = if self.token_in_query {
+            client.get(self.token_url.as_ref()).query(&form)
+        } else {
+            client.post(self.token_url.as_ref()).form(&form)
+        };
+        let request = if self.basic_auth {
+            request.basic_auth(self.client_id, Some(self.client_secret))
+        } else {
+            request
+        };
+        token_answer(&send(request).await?)
     }
 }
 
@@ -152,6 +161,7 @@ pub(crate) fn google_flow<'a>(
         client_id,
         client_secret,
         basic_auth: false,
+        token_in_query: false,
         scopes,
         pkce: true,
         extra: &[("access_type", "offline"), ("prompt", "consent")],
@@ -166,7 +176,8 @@ pub(crate) fn token_answer(answer: &Answer) -> Result<Grant, ConnectFailure> {
         refresh_token: Option<String>,
         expires_in: Option<u64>,
         open_id: Option<String>,
-        error: Option<String>,
+        /// RFC 6749's code, or Meta's `{"message", "type", "code"}`.
+        error: Option<serde_json::Value>,
         error_description: Option<String>,
         message: Option<String>,
     }
@@ -186,11 +197,20 @@ pub(crate) fn token_answer(answer: &Answer) -> Result<Grant, ConnectFailure> {
             subject: open_id,
         }),
         Some(refused) if answer.status < 500 => {
-            let code = refused
-                .error
-                .unwrap_or_else(|| format!("HTTP {}", answer.status));
+            let (code, meta_message) = match refused.error {
+                Some(serde_json::Value::String(code)) => (code, None),
+                Some(object) => (
+                    object["type"].as_str().unwrap_or("error").to_owned(),
+                    object["message"].as_str().map(str::to_owned),
+                ),
+                None => (format!("HTTP {}", answer.status), None),
+            };
             Err(ConnectFailure::Exchange(
-                match refused.error_description.or(refused.message) {
+                match refused
+                    .error_description
+                    .or(refused.message)
+                    .or(meta_message)
+                {
                     Some(description) => format!("{code}: {description}"),
                     None => code,
                 },
@@ -201,6 +221,22 @@ pub(crate) fn token_answer(answer: &Answer) -> Result<Grant, ConnectFailure> {
             answer.status
         ))),
     }
+}
+
+/// The JSON of a successful answer.
+pub(crate) fn json_answer<T: DeserializeOwned>(
+    answer: &Answer,
+    what: &str,
+) -> Result<T, ConnectFailure> {
+    if !answer.is_success() {
+        return Err(ConnectFailure::Unavailable(format!(
+            "{what} answered HTTP {}",
+            answer.status
+        )));
+    }
+    serde_json::from_slice(&answer.body).map_err(|error| {
+        ConnectFailure::Unavailable(format!("{what} answered an unexpected body: {error}"))
+    })
 }
 
 /// `GET url` with the bearer `token`, as JSON.
@@ -219,19 +255,11 @@ pub(crate) async fn get_json_with<T: DeserializeOwned>(
     token: &str,
     what: &str,
 ) -> Result<T, ConnectFailure> {
-    let answer = send(request.bearer_auth(token)).await?;
-    if !answer.is_success() {
-        return Err(ConnectFailure::Unavailable(format!(
-            "{what} answered HTTP {}",
-            answer.status
-        )));
-    }
-    serde_json::from_slice(&answer.body).map_err(|error| {
-        ConnectFailure::Unavailable(format!("{what} answered an unexpected body: {error}"))
-    })
+    json_answer(&send(request.bearer_auth(token)).await?, what)
 }
 
-async fn send(request: reqwest::RequestBuilder) -> Result<Answer, ConnectFailure> {
+/// Sends `request` and reads its answer (bounded).
+pub(crate) async fn send(request: reqwest::RequestBuilder) -> Result<Answer, ConnectFailure> {
     exchange(request, MAX_ANSWER_BYTES)
         .await
         .map_err(|error| ConnectFailure::Unavailable(error.to_string()))

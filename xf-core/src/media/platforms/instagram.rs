@@ -21,6 +21,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{json as parse, send, DEFAULT_TIMEOUT};
+use crate::connect::{oauth, Account, ConnectFailure, Grant, Provider};
 use crate::media::publish::{
     Outcome, PollOutcome, PostContext, PublishError, Published, Publisher, TokenGrant,
 };
@@ -29,12 +30,23 @@ use crate::net::Answer;
 
 /// The Graph API's base, with its version.
 pub const GRAPH_BASE_URL: &str = "https://graph.facebook.com/v21.0";
+/// Facebook Login's authorization page, of the same version.
+pub const AUTHORIZE_URL: &str = "https://www.facebook.com/v21.0/dialog/oauth";
+/// What a connect link asks for, comma-separated: finding the Pages and their Instagram
+/// professional accounts, and publishing to them.
+pub const CONNECT_SCOPES: &str =
+    "instagram_basic,instagram_content_publish,pages_show_list,pages_read_engagement";
 
 /// Where the Graph API is.
 #[derive(Debug, Clone)]
 pub struct InstagramConfig {
     /// The Graph API's base, version included (default [`GRAPH_BASE_URL`]).
     pub graph_base_url: String,
+    /// The Facebook app connect links authorize with (its app id and secret); publishing
+    /// needs none.
+    pub app: Option<super::OAuthApp>,
+    /// Facebook Login's authorization page (default [`AUTHORIZE_URL`]).
+    pub authorize_url: String,
     /// How long to wait between status checks of a container (default 5 s).
     pub poll_interval: Duration,
     /// Longest wait for one answer.
@@ -45,6 +57,8 @@ impl Default for InstagramConfig {
     fn default() -> Self {
         InstagramConfig {
             graph_base_url: GRAPH_BASE_URL.to_owned(),
+            app: None,
+            authorize_url: AUTHORIZE_URL.to_owned(),
             poll_interval: Duration::from_secs(5),
             timeout: DEFAULT_TIMEOUT,
         }
@@ -293,3 +307,82 @@ impl Publisher for Instagram {
         })))
     }
 }
+
+/// Connect links for Instagram, with Facebook Login (what the Graph API this client publishes
+/// through takes): the code gives a short-lived user token, exchanged for a long-lived one;
+/// the Pages it manages (`me/accounts`) carry their Instagram professional accounts, each
+/// stored as a channel with its Page's token (which does not expire when it comes from a
+/// long-lived user token).
+impl Instagram {
+    /// The authorization-code flow of connect links: Meta's token endpoint is a `GET`, and
+    /// Facebook Login for the web documents no PKCE.
+    fn flow(&self) -> oauth::CodeFlow<'_> {
+        let (client_id, client_secret) = self
+            .config
+            .app
+            .as_ref()
+            .map(|app| (app.client_id.as_str(), app.client_secret.as_str()))
+            .unwrap_or_default();
+        oauth::CodeFlow {
+            authorize_url: &self.config.authorize_url,
+            token_url: format!("{}/oauth/access_token", self.base()).into(),
+            client_param: "client_id",
+            client_id,
+            client_secret,
+            basic_auth: false,
+            token_in_query: true,
+            scopes: CONNECT_SCOPES,
+            pkce: false,
+            extra: &[],
+        }
+    }
+
+    fn base(&self) -> &str {
+        self.config.graph_base_url.trim_end_matches('/')
+    }
+
+    /// The accounts a connect link's grant reaches.
+    async fn connect_accounts(&self, grant: &Grant) -> Result<Vec<Account>, ConnectFailure> {
+        let flow = self.flow();
+        let exchange = self.client.get(flow.token_url.as_ref()).query(&[
+            ("grant_type", "fb_exchange_token"),
+            ("client_id", flow.client_id),
+            ("client_secret", flow.client_secret),
+            ("fb_exchange_token", grant.access_token.as_str()),
+        ]);
+        let long_lived = oauth::token_answer(&oauth::send(exchange).await?)?;
+        let pages = self
+            .client
+            .get(format!("{}/me/accounts", self.base()))
+            .query(&[
+                (
+                    "fields",
+                    "id,name,access_token,instagram_business_account{id,username}",
+                ),
+                ("access_token", long_lived.access_token.as_str()),
+            ]);
+        let pages: Value =
+            oauth::json_answer(&oauth::send(pages).await?, "Facebook's me/accounts")?;
+        Ok(pages["data"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|page| {
+                let account = &page["instagram_business_account"];
+                let id = account["id"].as_str()?;
+                Some(Account {
+                    account_id: id.to_owned(),
+                    name: account["username"]
+                        .as_str()
+                        .or(page["name"].as_str())
+                        .unwrap_or(id)
+                        .to_owned(),
+                    thumbnail: None,
+                    access_token: page["access_token"].as_str().map(str::to_owned),
+                })
+            })
+            .collect())
+    }
+}
+
+oauth::code_flow_connector!(Instagram, Provider::Instagram);

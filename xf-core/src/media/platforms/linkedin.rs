@@ -359,6 +359,7 @@ impl Linkedin {
             client_id: &self.config.app.client_id,
             client_secret: &self.config.app.client_secret,
             basic_auth: false,
+            token_in_query: false,
             scopes: if self.config.connect_organizations {
                 CONNECT_AND_ORGANIZATION_SCOPES
             } else {

@@ -309,6 +309,7 @@ impl Pinterest {
             client_id: &self.config.app.client_id,
             client_secret: &self.config.app.client_secret,
             basic_auth: true,
+            token_in_query: false,
             scopes: CONNECT_SCOPES,
             pkce: false,
             extra: &[],

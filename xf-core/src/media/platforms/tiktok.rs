@@ -386,6 +386,7 @@ impl Tiktok {
             client_id: &self.config.app.client_id,
             client_secret: &self.config.app.client_secret,
             basic_auth: false,
+            token_in_query: false,
             scopes: CONNECT_SCOPES,
             pkce: false,
             extra: &[],
