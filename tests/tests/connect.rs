@@ -334,6 +334,26 @@ async fn a_google_account_connected_by_link_syncs_search_console() {
     assert_eq!(asked["code_challenge_method"], "S256");
     assert_eq!(asked["access_type"], "offline");
 
+    // The host lists the sites the account reads, to map a property without typing them.
+    let sites: Value = world
+        .http
+        .get(format!(
+            "{}/admin/organizations/{org}/gsc/sites",
+            world.base
+        ))
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        sites["data"]["sites"],
+        json!([{"siteUrl": site, "permissionLevel": "siteOwner"}]),
+        "{sites}"
+    );
+
     let property = world
         .http
         .post(format!("{}/api/v1/properties", world.base))
@@ -521,6 +541,23 @@ async fn declined_consent_and_empty_grants_store_nothing() {
         .await
         .unwrap();
     assert_eq!(portfolio["data"]["orgConnected"], false, "{portfolio}");
+    let sites = world
+        .http
+        .get(format!(
+            "{}/admin/organizations/{seo_org}/gsc/sites",
+            world.base
+        ))
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        sites.status(),
+        StatusCode::BAD_REQUEST,
+        "no account, no sites"
+    );
+    let body: Value = sites.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "gsc_not_linked", "{body}");
 }
 
 /// Links are refused up front: a `returnUrl` on another host (no open redirect), an unknown

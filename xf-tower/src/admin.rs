@@ -6,7 +6,7 @@ use std::sync::Arc;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, patch, post, put};
+use axum::routing::{delete, get, patch, post, put};
 use axum::Router;
 use http::StatusCode;
 use serde::{Deserialize, Serialize};
@@ -80,6 +80,7 @@ impl AdminService {
             .route("/organizations/{org_id}/api-keys", post(create_api_key))
             .route("/organizations/{org_id}/usage", post(record_usage))
             .route("/organizations/{org_id}/gsc", put(link_organization_gsc))
+            .route("/organizations/{org_id}/gsc/sites", get(list_gsc_sites))
             .route("/organizations/{org_id}/channels", post(connect_channel))
             .route(
                 "/organizations/{org_id}/connect-links",
@@ -208,6 +209,14 @@ async fn link_organization_gsc(
         StatusCode::OK,
         &GscAccountData { gsc_account },
     ))
+}
+
+async fn list_gsc_sites(
+    State(s): State<AdminState>,
+    PathParam(org_id): PathParam<OrganizationId>,
+) -> Handled {
+    let sites = s.xf.admin_gsc_sites(&org_id).await?;
+    Ok(envelope::data(StatusCode::OK, &sites))
 }
 
 #[derive(Debug, Serialize)]

@@ -143,4 +143,27 @@ pub trait SearchConsole: Send + Sync + std::fmt::Debug {
         site_url: &str,
         query: &AnalyticsQuery,
     ) -> Result<Vec<AnalyticsRow>, GoogleError>;
+
+    /// `sites.list`: every site the account can see, with its permission level.
+    async fn sites(&self, access_token: &str) -> Result<Vec<SiteEntry>, GoogleError>;
+}
+
+/// A Search Console site an account can see (`GET /admin/organizations/{orgId}/gsc/sites`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct SiteEntry {
+    /// `sc-domain:example.com`, or a URL prefix ending in `/`: what a property maps to.
+    pub site_url: String,
+    /// `siteOwner`, `siteFullUser`, `siteRestrictedUser` or `siteUnverifiedUser` (which
+    /// cannot read the site's data).
+    pub permission_level: String,
+}
+
+/// `GET /admin/organizations/{orgId}/gsc/sites`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct GscSites {
+    /// Every site the linked Google account can see.
+    pub sites: Vec<SiteEntry>,
 }

@@ -7,7 +7,9 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::client::{AccessToken, AnalyticsQuery, AnalyticsRow, GoogleError, SearchConsole};
+use super::client::{
+    AccessToken, AnalyticsQuery, AnalyticsRow, GoogleError, SearchConsole, SiteEntry,
+};
 use crate::connect::{oauth, Account, ConnectFailure, Grant, Provider};
 
 /// Google's OAuth 2.0 token endpoint.
@@ -271,6 +273,27 @@ impl SearchConsole for GoogleSearchConsole {
             })
             .collect())
     }
+
+    async fn sites(&self, access_token: &str) -> Result<Vec<SiteEntry>, GoogleError> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Sites {
+            #[serde(default)]
+            site_entry: Vec<SiteEntry>,
+        }
+        let url = format!(
+            "{}/webmasters/v3/sites",
+            self.config.api_base_url.trim_end_matches('/')
+        );
+        let request = self.client.get(url).bearer_auth(access_token);
+        let Answer { status, wait, body } = exchange(request).await?;
+        if !(200..300).contains(&status) {
+            return Err(api_error(status, wait, &body));
+        }
+        let sites: Sites = serde_json::from_slice(&body)
+            .map_err(|e| GoogleError::Unavailable(format!("sites.list answered {e}")))?;
+        Ok(sites.site_entry)
+    }
 }
 
 /// Connect links for Google: consent to read Search Console, offline (the refresh token is
@@ -288,35 +311,15 @@ impl GoogleSearchConsole {
         )
     }
 
-    /// The accounts a connect link's grant reaches.
+    /// The accounts a connect link's grant reaches: the sites it can read.
     async fn connect_accounts(&self, grant: &Grant) -> Result<Vec<Account>, ConnectFailure> {
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Sites {
-            #[serde(default)]
-            site_entry: Vec<Site>,
-        }
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Site {
-            site_url: String,
-            permission_level: Option<String>,
-        }
-        let url = format!(
-            "{}/webmasters/v3/sites",
-            self.config.api_base_url.trim_end_matches('/')
-        );
-        let sites: Sites = oauth::get_json(
-            &self.client,
-            &url,
-            &grant.access_token,
-            "Search Console's sites.list",
-        )
-        .await?;
+        let sites = self
+            .sites(&grant.access_token)
+            .await
+            .map_err(|error| ConnectFailure::Unavailable(error.to_string()))?;
         Ok(sites
-            .site_entry
             .into_iter()
-            .filter(|site| site.permission_level.as_deref() != Some("siteUnverifiedUser"))
+            .filter(|site| site.permission_level != "siteUnverifiedUser")
             .map(|site| Account {
                 name: site.site_url.clone(),
                 account_id: site.site_url,

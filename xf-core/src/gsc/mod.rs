@@ -21,7 +21,8 @@ pub use crate::model::gsc::{
 };
 
 pub use client::{
-    AccessToken, AnalyticsQuery, AnalyticsRow, DataState, Dimension, GoogleError, SearchConsole,
+    AccessToken, AnalyticsQuery, AnalyticsRow, DataState, Dimension, GoogleError, GscSites,
+    SearchConsole, SiteEntry,
 };
 #[cfg(feature = "gsc")]
 pub use google::{

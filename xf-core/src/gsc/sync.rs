@@ -124,6 +124,20 @@ impl Session<'_> {
         Ok(token)
     }
 
+    /// `sites.list` of the account; a 401 drops the token and tries once more.
+    pub(crate) async fn sites(&self) -> Result<Vec<super::SiteEntry>, GoogleError> {
+        let token = self.token().await?;
+        match self.client.sites(&token).await {
+            Err(GoogleError::Unauthenticated(_)) => {
+                self.tokens.forget(self.organization_id);
+                *self.current() = None;
+                let token = self.token().await?;
+                self.client.sites(&token).await
+            }
+            other => other,
+        }
+    }
+
     /// One request; a 401 drops the token and tries once more with a fresh one.
     async fn query(&self, query: &AnalyticsQuery) -> Result<Vec<AnalyticsRow>, GoogleError> {
         let token = self.token().await?;

@@ -327,24 +327,7 @@ impl Xf {
                 "this property is not mapped to a Search Console site; the host maps it".into(),
             )
         })?;
-        let organization_id = &caller.organization.id;
-        let account = self
-            .store()
-            .get_gsc_account(organization_id)
-            .await?
-            .ok_or_else(|| {
-                Error::GscNotLinked(
-                    "no Google account is linked to this organization; link one in the app".into(),
-                )
-            })?;
-        if account.revoked_at.is_some() {
-            return Err(Error::GscTokenRevoked);
-        }
-        let refresh_token = self
-            .inner
-            .token_sealer
-            .open(organization_id.as_str(), &account.sealed_refresh_token)
-            .map_err(|e| Error::Internal(format!("organization {organization_id}: {e}")))?;
+        let (account, refresh_token) = self.linked_google(&caller.organization.id).await?;
 
         let claim = uuid::Uuid::now_v7().to_string();
         let now = self.now();
@@ -395,15 +378,7 @@ impl Xf {
         let today = self.now().as_datetime().date_naive();
         let fetched = match session.fetch(today).await {
             Ok(fetched) => fetched,
-            Err(GoogleError::InvalidGrant(message)) => {
-                tracing::info!(organization = %account.organization_id, %message, "Google refresh token revoked");
-                self.inner.gsc_tokens.forget(&account.organization_id);
-                self.store()
-                    .revoke_gsc_account(&account.organization_id, account.linked_at, self.now())
-                    .await?;
-                return Err(Error::GscTokenRevoked);
-            }
-            Err(other) => return Err(google_error(other)),
+            Err(error) => return Err(self.google_failure(account, error).await),
         };
         let scan = self.store().latest_scan_pages(&property.id).await?;
         let synced_at = self.now();
@@ -466,6 +441,77 @@ impl Xf {
             }
         }
         self.save_gsc_account(organization_id, token, email).await
+    }
+
+    /// `GET /admin/organizations/{orgId}/gsc/sites`: the Search Console sites the
+    /// organization's linked Google account can see, asked of Google now: what a property
+    /// can be mapped to.
+    pub async fn admin_gsc_sites(
+        &self,
+        organization_id: &OrganizationId,
+    ) -> Result<crate::gsc::GscSites> {
+        let client = self.inner.search_console.clone().ok_or_else(|| {
+            Error::GscNotConfigured(
+                "Search Console is not configured on this host (no Google OAuth client)".into(),
+            )
+        })?;
+        let (account, refresh_token) = self.linked_google(organization_id).await?;
+        let session = Session {
+            client: &*client,
+            tokens: &self.inner.gsc_tokens,
+            organization_id,
+            linked_at: account.linked_at,
+            refresh_token: &refresh_token,
+            site_url: "",
+            current: std::sync::Mutex::new(None),
+        };
+        match session.sites().await {
+            Ok(sites) => Ok(crate::gsc::GscSites { sites }),
+            Err(error) => Err(self.google_failure(&account, error).await),
+        }
+    }
+
+    /// The organization's linked, unrevoked Google account, and its refresh token.
+    async fn linked_google(
+        &self,
+        organization_id: &OrganizationId,
+    ) -> Result<(GscAccount, String)> {
+        let account = self
+            .store()
+            .get_gsc_account(organization_id)
+            .await?
+            .ok_or_else(|| {
+                Error::GscNotLinked(
+                    "no Google account is linked to this organization; link one in the app".into(),
+                )
+            })?;
+        if account.revoked_at.is_some() {
+            return Err(Error::GscTokenRevoked);
+        }
+        let refresh_token = self
+            .inner
+            .token_sealer
+            .open(organization_id.as_str(), &account.sealed_refresh_token)
+            .map_err(|e| Error::Internal(format!("organization {organization_id}: {e}")))?;
+        Ok((account, refresh_token))
+    }
+
+    /// The error of a failed call to Google with `account`'s token; a refused refresh token
+    /// marks the account revoked.
+    async fn google_failure(&self, account: &GscAccount, error: GoogleError) -> Error {
+        let GoogleError::InvalidGrant(message) = error else {
+            return google_error(error);
+        };
+        tracing::info!(organization = %account.organization_id, %message, "Google refresh token revoked");
+        self.inner.gsc_tokens.forget(&account.organization_id);
+        if let Err(error) = self
+            .store()
+            .revoke_gsc_account(&account.organization_id, account.linked_at, self.now())
+            .await
+        {
+            return error.into();
+        }
+        Error::GscTokenRevoked
     }
 
     /// Stores the refresh `token` (sealed) as the organization's Google link, replacing any.
