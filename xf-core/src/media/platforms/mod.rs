@@ -118,7 +118,10 @@ struct TokenAnswer {
 /// `invalid_grant` (revoked or expired) disconnects the channel.
 pub(crate) fn token_grant(answer: &Answer) -> Result<TokenGrant, PublishError> {
     let parsed: Option<TokenAnswer> = serde_json::from_slice(&answer.body).ok();
-    if answer.is_success() {
+    // TikTok has been seen answering `200` with an error body: an `error` is one whatever the
+    // status.
+    let refused = parsed.as_ref().is_some_and(|a| a.error.is_some());
+    if answer.is_success() && !refused {
         if let Some(TokenAnswer {
             access_token: Some(access_token),
             expires_in,
@@ -143,7 +146,13 @@ pub(crate) fn token_grant(answer: &Answer) -> Result<TokenGrant, PublishError> {
         Some(description) => format!("{code}: {description}"),
         None => format!("HTTP {} {code}", answer.status),
     };
-    Err(match (answer.status, code.as_str()) {
+    // A refusal answered with a success status is judged as a 400.
+    let status = if answer.is_success() {
+        400
+    } else {
+        answer.status
+    };
+    Err(match (status, code.as_str()) {
         (_, "invalid_grant") => PublishError::Disconnected(message),
         (429, _) => PublishError::RateLimited {
             message,
@@ -165,5 +174,41 @@ pub(crate) fn by_status(answer: &Answer, code: String, message: String) -> Publi
         },
         400..=499 => PublishError::Rejected { code, message },
         _ => PublishError::Unavailable(format!("HTTP {}: {message}", answer.status)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(status: u16, body: serde_json::Value) -> Answer {
+        Answer {
+            status,
+            retry_after: None,
+            headers: reqwest::header::HeaderMap::new(),
+            body: body.to_string().into_bytes(),
+        }
+    }
+
+    #[test]
+    fn a_token_answer_with_an_error_is_one_whatever_its_status() {
+        let revoked = serde_json::json!({"error": "invalid_grant", "error_description": "revoked", "log_id": "x"});
+        for status in [200, 400] {
+            assert!(matches!(
+                token_grant(&answer(status, revoked.clone())),
+                Err(PublishError::Disconnected(_))
+            ));
+        }
+        let fresh = token_grant(&answer(
+            200,
+            serde_json::json!({"access_token": "a", "expires_in": 60, "refresh_token": "r"}),
+        ))
+        .unwrap();
+        assert_eq!(fresh.access_token, "a");
+        assert_eq!(fresh.refresh_token.as_deref(), Some("r"));
+        assert!(matches!(
+            token_grant(&answer(200, serde_json::json!({}))),
+            Err(PublishError::Unavailable(_))
+        ));
     }
 }
