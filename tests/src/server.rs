@@ -46,6 +46,10 @@ impl Server {
     pub async fn start(flags: &[&str]) -> Server {
         let media_dir =
             std::env::temp_dir().join(format!("xf-server-test-{}", uuid::Uuid::now_v7().simple()));
+        // Bound first, so that links the server makes (reports, media, connect links) lead to it.
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let address = listener.local_addr().expect("address");
+        let base_url = format!("http://{address}");
         let mut args = vec![
             "xf-server",
             "--listen",
@@ -53,11 +57,12 @@ impl Server {
             "--media-dir",
             media_dir.to_str().expect("a UTF-8 path"),
         ];
+        if !flags.contains(&"--public-base-url") {
+            args.extend(["--public-base-url", &base_url]);
+        }
         args.extend_from_slice(flags);
         let config = xf_server::Config::try_parse_from(args).expect("valid flags");
         let app = xf_server::build_app(&config).await.expect("app");
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let address = listener.local_addr().expect("address");
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(xf_server::serve::serve(
             listener,

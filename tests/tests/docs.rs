@@ -4,9 +4,10 @@
 //! `docs/configuration.md` names every flag of xf-server, the webhook receiver of
 //! `docs/webhooks.md`, run as written with the stock `standardwebhooks` Python package,
 //! verifies a real delivery, the commands of `docs/walk-through.md` and of every other guide
-//! that shows some (api-behaviour, search-console, webhooks, media), run as written against
-//! the README's quick-start server, print what the guides show, and every relative link of
-//! the README and the guides leads to a file, and to a heading of it when it names one.
+//! that shows some (api-behaviour, search-console, webhooks, media, connecting-accounts), run
+//! as written against the README's quick-start server, print what the guides show, and every
+//! relative link of the README and the guides leads to a file, and to a heading of it when it
+//! names one.
 //! (`docs/deployment.md`'s one command starts a server on a PostgreSQL role of the reader's
 //! own; the README's are the quick start these tests start and `.ci/test` itself.)
 
@@ -515,4 +516,52 @@ async fn every_guide_s_commands_run_as_written() {
         assert!(!steps.is_empty(), "{guide} shows commands");
         run_as_written(&server, &prelude, &steps).await;
     }
+}
+
+/// The connect-link commands of `docs/connecting-accounts.md`, run as written against the
+/// quick-start server with a YouTube app whose Google is a stand-in that consents: the link
+/// is made, followed through the consent to `returnUrl`, and the channel is listed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_connect_link_guide_runs_as_written() {
+    use xf_tests::platforms::{PlatformStandIn, YOUTUBE_CLIENT_ID, YOUTUBE_CLIENT_SECRET};
+    let google = PlatformStandIn::start().await;
+    google.consent(
+        "youtube",
+        "ya29.guide",
+        Some("1//guide"),
+        &[("UC-guide", "Guide Studio")],
+    );
+    let youtube = google.youtube_config();
+    let mut flags: Vec<&str> = QUICK_START.to_vec();
+    flags.extend([
+        "--youtube-client-id",
+        YOUTUBE_CLIENT_ID,
+        "--youtube-client-secret",
+        YOUTUBE_CLIENT_SECRET,
+        "--youtube-token-url",
+        &youtube.token_url,
+        "--youtube-authorize-url",
+        &youtube.authorize_url,
+        "--youtube-upload-base-url",
+        &youtube.upload_base_url,
+    ]);
+    let server = xf_tests::server::Server::start(&flags).await;
+    let media = server
+        .media_demo
+        .as_ref()
+        .expect("--demo makes a media organization");
+    let prelude = format!("ORG={}; KEY={}\n", media.organization.id, media.live_key);
+    let steps = guide_steps("docs/connecting-accounts.md");
+    assert_eq!(steps.len(), 3, "the guide's three commands");
+    run_as_written(&server, &prelude, &steps).await;
+    let asked = google.authorization_requests("youtube");
+    assert_eq!(
+        asked.len(),
+        1,
+        "the link went through the consent screen once"
+    );
+    assert_eq!(
+        asked[0]["redirect_uri"],
+        format!("http://{}/connect/callback", server.address)
+    );
 }
