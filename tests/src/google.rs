@@ -408,6 +408,7 @@ async fn handle(State(inner): State<Arc<Inner>>, request: Request) -> Response {
                 separator: ' ',
                 pkce: crate::oauth::Pkce::S256,
                 fixed: &[("access_type", "offline")],
+                denial: "access_denied",
             },
         );
     }

@@ -37,6 +37,9 @@ pub struct Expect<'a> {
     pub pkce: Pkce,
     /// Other parameters that must have these values (`access_type=offline`, ...).
     pub fixed: &'a [(&'a str, &'a str)],
+    /// The `error` a user who declines comes back with (`access_denied`; LinkedIn's
+    /// `user_cancelled_authorize`).
+    pub denial: &'a str,
 }
 
 /// What the next user at the authorization page does.
@@ -142,7 +145,7 @@ impl AuthorizationServer {
         match lock(&self.decisions).pop_front() {
             None | Some(Decision::Deny) => {
                 back.query_pairs_mut()
-                    .append_pair("error", "access_denied")
+                    .append_pair("error", expect.denial)
                     .append_pair("error_description", "The user denied the request")
                     .append_pair("state", &state);
             }

@@ -136,7 +136,7 @@ pub enum Route {
     LinkedinPost,
     /// Pinterest's authorization page.
     PinterestAuthorize,
-    /// Pinterest's `user_account`.
+    /// Pinterest's `user_account` and `boards` (the list).
     PinterestUserAccount,
     /// Pinterest's token endpoint.
     PinterestToken,
@@ -649,6 +649,7 @@ async fn handle(State(inner): State<Arc<Inner>>, request: Request) -> Response {
                 separator: ' ',
                 pkce: crate::oauth::Pkce::S256,
                 fixed: &[("access_type", "offline")],
+                denial: "access_denied",
             },
         ),
         Route::YoutubeToken => youtube_token(&inner, &text),
@@ -671,6 +672,7 @@ async fn handle(State(inner): State<Arc<Inner>>, request: Request) -> Response {
                 separator: ',',
                 pkce: crate::oauth::Pkce::Unsupported,
                 fixed: &[],
+                denial: "access_denied",
             },
         ),
         Route::InstagramToken => instagram_token(&inner, &query),
@@ -772,7 +774,9 @@ fn route_of(method: &Method, path: &str, headers: &HeaderMap, inner: &Inner) -> 
     if let Some(rest) = path.strip_prefix("/pinterest") {
         return match (method.as_str(), rest) {
             ("GET", "/oauth/") => Some(Route::PinterestAuthorize),
-            ("GET", "/v5/user_account") => Some(Route::PinterestUserAccount),
+            ("GET", "/v5/user_account") | ("GET", "/v5/boards") => {
+                Some(Route::PinterestUserAccount)
+            }
             ("POST", "/v5/oauth/token") => Some(Route::PinterestToken),
             ("POST", "/s3") => Some(Route::PinterestUpload),
             (_, media) if media.starts_with("/v5/media") => Some(Route::PinterestMedia),
@@ -1448,6 +1452,7 @@ fn platform_authorize(inner: &Inner, route: Route, query: &str) -> Response {
                 separator: ',',
                 pkce: Pkce::Unsupported,
                 fixed: &[],
+                denial: "access_denied",
             },
         ),
         Route::LinkedinAuthorize => (
@@ -1459,6 +1464,7 @@ fn platform_authorize(inner: &Inner, route: Route, query: &str) -> Response {
                 separator: ' ',
                 pkce: Pkce::Unsupported,
                 fixed: &[],
+                denial: "user_cancelled_authorize",
             },
         ),
         _ => (
@@ -1476,6 +1482,7 @@ fn platform_authorize(inner: &Inner, route: Route, query: &str) -> Response {
                 separator: ',',
                 pkce: Pkce::Unsupported,
                 fixed: &[],
+                denial: "access_denied",
             },
         ),
     };
@@ -1586,6 +1593,17 @@ fn identity(
                 "avatar_url": format!("https://p16.example/{open_id}.jpeg")}}),
             )
         }
+        Route::PinterestUserAccount if path.ends_with("/v5/boards") => match accounts.first() {
+            Some((id, _)) => answer(
+                200,
+                json!({"items": [
+                    {"id": format!("{id}-main"), "name": "Main", "privacy": "PUBLIC"},
+                    {"id": format!("{id}-ideas"), "name": "Ideas", "privacy": "SECRET"},
+                ], "bookmark": null}),
+                None,
+            ),
+            None => answer(404, json!({"code": 3, "message": "User not found."}), None),
+        },
         Route::PinterestUserAccount => match accounts.first() {
             Some((id, username)) => answer(
                 200,

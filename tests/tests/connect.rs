@@ -507,10 +507,18 @@ async fn declined_consent_and_empty_grants_store_nothing() {
     let world = world(false).await;
     let (org, key) = world.organization("Studio", "pro").await;
 
-    world.platforms.declines("youtube");
-    let back = world.follow(&world.link(&org, "youtube").await).await;
-    assert_eq!(get(&back, "status"), Some("error"));
-    assert_eq!(get(&back, "code"), Some("access_denied"));
+    for platform in ["youtube", "linkedin"] {
+        // LinkedIn says `user_cancelled_authorize` where the others say `access_denied`.
+        world.platforms.declines(platform);
+        let back = world.follow(&world.link(&org, platform).await).await;
+        assert_eq!(get(&back, "status"), Some("error"));
+        assert_eq!(get(&back, "code"), Some("access_denied"), "{platform}");
+    }
+    assert_eq!(
+        world.platforms.authorization_requests("linkedin").len(),
+        1,
+        "LinkedIn's consent screen was asked"
+    );
 
     world
         .platforms
@@ -732,7 +740,6 @@ async fn tiktok_linkedin_and_pinterest_accounts_connect_and_publish() {
         &[
             ("platforms", r#"["tiktok","linkedin","pinterest"]"#),
             ("title", "Launch"),
-            ("pinterest", r#"{"boardId": "board-9"}"#),
         ],
         Some(("clip.mp4", &clip)),
     );

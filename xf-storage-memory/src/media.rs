@@ -161,6 +161,10 @@ impl MediaStore for MemoryStore {
                 *existing = Channel {
                     id: existing.id.clone(),
                     created_at: existing.created_at,
+                    default_board: channel
+                        .default_board
+                        .clone()
+                        .or_else(|| existing.default_board.clone()),
                     ..channel.clone()
                 };
                 existing.clone()
@@ -171,6 +175,25 @@ impl MediaStore for MemoryStore {
             }
         };
         Ok(Some(stored))
+    }
+
+    async fn set_channel_default_board(
+        &self,
+        id: &ChannelId,
+        board: Option<&str>,
+        now: Timestamp,
+    ) -> StoreResult<Option<Channel>> {
+        let mut state = self.write();
+        let Some(channel) = state
+            .channels
+            .iter_mut()
+            .find(|c| &c.id == id && c.platform == Platform::Pinterest)
+        else {
+            return Ok(None);
+        };
+        channel.default_board = board.map(str::to_owned);
+        channel.updated_at = now;
+        Ok(Some(channel.clone()))
     }
 
     async fn insert_upload(&self, upload: &Upload) -> StoreResult<()> {

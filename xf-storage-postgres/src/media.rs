@@ -32,7 +32,8 @@ const MEDIA_COLUMNS: &str = "id, organization_id, kind, title, description, stat
 
 /// The columns [`channel_row`] reads.
 const CHANNEL_COLUMNS: &str = "id, organization_id, platform, account_id, name, thumbnail, \
-     sealed_access_token, sealed_refresh_token, expires_at, disconnected, created_at, updated_at";
+     sealed_access_token, sealed_refresh_token, expires_at, disconnected, default_board, \
+     created_at, updated_at";
 
 /// The columns [`upload_row`] reads.
 const UPLOAD_COLUMNS: &str =
@@ -260,8 +261,9 @@ impl MediaStore for PgStore {
         // constraint decides, so concurrent connections of one account make one channel.
         let row = sqlx::query(&format!(
             "INSERT INTO channels (id, organization_id, platform, account_id, name, thumbnail, \
-                 sealed_access_token, sealed_refresh_token, expires_at, created_at, updated_at) \
-             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11 \
+                 sealed_access_token, sealed_refresh_token, expires_at, created_at, updated_at, \
+                 default_board) \
+             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12 \
              WHERE EXISTS (SELECT 1 FROM organizations WHERE id = $2) \
              ON CONFLICT (organization_id, platform, account_id) DO UPDATE SET \
                  name = EXCLUDED.name, \
@@ -270,6 +272,7 @@ impl MediaStore for PgStore {
                  sealed_refresh_token = EXCLUDED.sealed_refresh_token, \
                  expires_at = EXCLUDED.expires_at, \
                  disconnected = NULL, \
+                 default_board = COALESCE(EXCLUDED.default_board, channels.default_board), \
                  updated_at = EXCLUDED.updated_at \
              RETURNING {CHANNEL_COLUMNS}"
         ))
@@ -284,6 +287,26 @@ impl MediaStore for PgStore {
         .bind(at_opt(channel.expires_at))
         .bind(at(channel.created_at))
         .bind(at(channel.updated_at))
+        .bind(&channel.default_board)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(store_error)?;
+        one(row, channel_row)
+    }
+
+    async fn set_channel_default_board(
+        &self,
+        id: &ChannelId,
+        board: Option<&str>,
+        now: Timestamp,
+    ) -> StoreResult<Option<Channel>> {
+        let row = sqlx::query(&format!(
+            "UPDATE channels SET default_board = $2, updated_at = $3 \
+             WHERE id = $1 AND platform = 'pinterest' RETURNING {CHANNEL_COLUMNS}"
+        ))
+        .bind(id.as_str())
+        .bind(board)
+        .bind(at(now))
         .fetch_optional(&self.pool)
         .await
         .map_err(store_error)?;
@@ -459,6 +482,7 @@ fn channel_row(row: &PgRow) -> StoreResult<Channel> {
         sealed_refresh_token: row.col("sealed_refresh_token")?,
         expires_at: row.timestamp_opt("expires_at")?,
         disconnected: row.col("disconnected")?,
+        default_board: row.col("default_board")?,
         created_at: row.timestamp("created_at")?,
         updated_at: row.timestamp("updated_at")?,
     })

@@ -464,6 +464,7 @@ async fn schema_is_migrated_once_with_unlogged_rate_counters() {
     let expected: Vec<(String, String)> = [
         ("api_keys", "p"),
         ("channels", "p"),
+        ("connect_states", "p"),
         ("events", "p"),
         ("gsc_accounts", "p"),
         ("gsc_rows", "p"),

@@ -87,6 +87,7 @@ impl AdminService {
                 post(create_connect_link),
             )
             .route("/api-keys/{key_id}", delete(revoke_api_key))
+            .route("/channels/{channel_id}", patch(update_channel))
             .route("/properties/{property_id}/verify", post(verify_property))
             .route("/properties/{property_id}/gsc", put(link_property_gsc))
             .route("/issues/{issue_id}/fixed", post(mark_issue_fixed))
@@ -252,6 +253,15 @@ async fn create_connect_link(
         StatusCode::CREATED,
         &ConnectLinkData { connect_link },
     ))
+}
+
+async fn update_channel(
+    State(s): State<AdminState>,
+    PathParam(channel_id): PathParam<xf_core::ids::ChannelId>,
+    Json(changes): Json<xf_core::media::api::ChannelChanges>,
+) -> Handled {
+    let channel = s.xf.admin_update_channel(&channel_id, changes).await?;
+    Ok(envelope::data(StatusCode::OK, &ChannelData { channel }))
 }
 
 async fn mark_issue_fixed(

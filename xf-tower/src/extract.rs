@@ -10,7 +10,8 @@ use serde::de::DeserializeOwned;
 use utoipa::IntoParams;
 use xf_core::error::FieldError;
 use xf_core::ids::{
-    ApiKeyId, Id, IssueId, JobId, MediaId, OrganizationId, PropertyId, UploadId, WebhookId,
+    ApiKeyId, ChannelId, Id, IssueId, JobId, MediaId, OrganizationId, PropertyId, UploadId,
+    WebhookId,
 };
 use xf_core::params::IdempotencyKey;
 use xf_core::{Caller, Error, Fingerprint};
@@ -80,6 +81,7 @@ id_segments!(
     WebhookId,
     MediaId,
     UploadId,
+    ChannelId,
 );
 
 impl<T: FromSegment> PathParam<T> {

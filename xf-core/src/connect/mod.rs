@@ -149,6 +149,8 @@ pub struct Account {
     /// A token of the account's own, where the provider issues one per account (a Facebook
     /// page's token); `None` uses the grant's.
     pub access_token: Option<String>,
+    /// The board its pins go on when an upload names none (Pinterest: its first board).
+    pub default_board: Option<String>,
 }
 
 /// Why a connect flow ended without an account stored: the `code` sent to `returnUrl`.

@@ -325,6 +325,7 @@ impl GoogleSearchConsole {
                 account_id: site.site_url,
                 thumbnail: None,
                 access_token: None,
+                default_board: None,
             })
             .collect())
     }

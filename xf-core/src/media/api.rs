@@ -273,8 +273,35 @@ pub struct AdminChannelView {
     pub thumbnail: Option<String>,
     /// When the access token expires.
     pub expires_at: Option<Timestamp>,
+    /// The board its pins go on when an upload names none (Pinterest).
+    pub default_board: Option<String>,
     /// When it was first connected.
     pub created_at: Timestamp,
     /// When it was last connected or changed.
     pub updated_at: Timestamp,
+}
+
+impl From<super::Channel> for AdminChannelView {
+    fn from(channel: super::Channel) -> Self {
+        AdminChannelView {
+            id: channel.id,
+            platform: channel.platform,
+            account_id: channel.account_id,
+            name: channel.name,
+            thumbnail: channel.thumbnail,
+            expires_at: channel.expires_at,
+            default_board: channel.default_board,
+            created_at: channel.created_at,
+            updated_at: channel.updated_at,
+        }
+    }
+}
+
+/// Body of `PATCH /admin/channels/{channelId}`.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ChannelChanges {
+    /// The board a Pinterest channel's pins go on when an upload names none; `null` clears it.
+    pub default_board: Option<String>,
 }

@@ -132,6 +132,8 @@ pub struct PostContext<'a> {
     pub account: &'a str,
     /// The account's display name (a username on TikTok, which its post URLs use).
     pub account_name: &'a str,
+    /// The channel's default board (Pinterest), for an upload that names none.
+    pub default_board: Option<&'a str>,
     /// The platform's settings of the upload (the spec's nested keys).
     pub settings: &'a Map<String, Value>,
     /// The account's OAuth access token.

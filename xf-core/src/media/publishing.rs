@@ -433,6 +433,7 @@ impl PublishHandler {
                 item,
                 account,
                 account_name: &channel.name,
+                default_board: channel.default_board.as_deref(),
                 settings: &settings,
                 access_token: &token,
                 file: file.as_ref(),

@@ -460,6 +460,9 @@ pub struct Channel {
     pub expires_at: Option<Timestamp>,
     /// Why it is disconnected (its grant was revoked), until it is connected again.
     pub disconnected: Option<String>,
+    /// The board its pins go on when an upload names none (Pinterest; the account's first
+    /// board when it was connected by link).
+    pub default_board: Option<String>,
     /// When it was connected.
     pub created_at: Timestamp,
     /// When it was last connected again or changed.

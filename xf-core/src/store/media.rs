@@ -100,6 +100,16 @@ pub trait MediaStore: Send + Sync {
     /// channel. `None` when the organization does not exist.
     async fn put_channel(&self, channel: &Channel) -> StoreResult<Option<Channel>>;
 
+    /// Sets (or, with `None`, clears) the board a Pinterest channel's pins go on when an upload
+    /// names none; the channel as it is now, or `None` when there is no Pinterest channel of
+    /// this id.
+    async fn set_channel_default_board(
+        &self,
+        id: &ChannelId,
+        board: Option<&str>,
+        now: Timestamp,
+    ) -> StoreResult<Option<Channel>>;
+
     /// Stores a new resumable upload.
     async fn insert_upload(&self, upload: &Upload) -> StoreResult<()>;
 

@@ -309,6 +309,15 @@ impl JobStore for Counting {
 
 #[async_trait]
 impl MediaStore for Counting {
+    async fn set_channel_default_board(
+        &self,
+        id: &ChannelId,
+        board: Option<&str>,
+        now: Timestamp,
+    ) -> StoreResult<Option<Channel>> {
+        self.count("set_channel_default_board");
+        self.inner.set_channel_default_board(id, board, now).await
+    }
     async fn insert_media(&self, item: &MediaItem, jobs: &[JobRecord]) -> StoreResult<()> {
         self.count("insert_media");
         self.inner.insert_media(item, jobs).await

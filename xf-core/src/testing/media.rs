@@ -83,6 +83,7 @@ pub fn channel(
         sealed_refresh_token: None,
         expires_at: Some(at.plus(chrono::Duration::hours(1))),
         disconnected: None,
+        default_board: None,
         created_at: at,
         updated_at: at,
     }
@@ -223,11 +224,58 @@ pub async fn channel_put_reconnects_and_lists(store: Arc<dyn TestStore>) {
     assert_eq!(stored.sealed_refresh_token.as_deref(), Some("v1.refresh"));
     assert_eq!(stored.updated_at, minutes(5));
 
+    // A default board is kept when a connection names none, and replaced when it names one.
+    let boarded = Channel {
+        default_board: Some("board-1".to_owned()),
+        updated_at: minutes(6),
+        ..again.clone()
+    };
+    let stored = store.put_channel(&boarded).await.unwrap().unwrap();
+    assert_eq!(stored.default_board.as_deref(), Some("board-1"));
+    let stored = store
+        .put_channel(&Channel {
+            updated_at: minutes(7),
+            ..again.clone()
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.default_board.as_deref(), Some("board-1"), "kept");
+    // Only a Pinterest channel's default board is set on its own.
+    for missing in [stored.id.clone(), ChannelId::new()] {
+        assert_eq!(
+            store
+                .set_channel_default_board(&missing, Some("board-2"), minutes(8))
+                .await
+                .unwrap(),
+            None,
+            "not a Pinterest channel"
+        );
+    }
+    let pins = channel(&other.id, Platform::Pinterest, "p1", minutes(8));
+    store.put_channel(&pins).await.unwrap();
+    let set = store
+        .set_channel_default_board(&pins.id, Some("board-2"), minutes(9))
+        .await
+        .unwrap()
+        .expect("the Pinterest channel");
+    assert_eq!(set.default_board.as_deref(), Some("board-2"));
+    assert_eq!(set.updated_at, minutes(9));
+    let cleared = store
+        .set_channel_default_board(&pins.id, None, minutes(10))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(cleared.default_board, None);
+
     assert_eq!(
         store.list_channels(&org.id).await.unwrap(),
         vec![youtube, stored, second_tiktok]
     );
-    assert_eq!(store.list_channels(&other.id).await.unwrap(), vec![theirs]);
+    assert_eq!(
+        store.list_channels(&other.id).await.unwrap(),
+        vec![theirs, cleared]
+    );
 }
 
 /// A resumable upload of `length` bytes of `organization_id`, created at `at`, expiring a

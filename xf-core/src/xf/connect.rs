@@ -314,6 +314,7 @@ fn channel_grant(account: Account, grant: &Grant, expires_at: Option<Timestamp>)
         account_id: account.account_id,
         name: account.name,
         thumbnail: account.thumbnail,
+        default_board: account.default_board,
     }
 }
 

@@ -627,7 +627,8 @@ impl Xf {
 
     /// Each chosen platform's plan: its settings and accounts. Named accounts must be
     /// connected channels of that platform; with none named, the one connected channel is
-    /// used, and with none or several it is a 400 naming the field.
+    /// used, and with none or several it is a 400 naming the field. A Pinterest upload without
+    /// a `boardId` needs channels that have a default board.
     async fn targets(
         &self,
         caller: &Caller,
@@ -684,6 +685,26 @@ impl Xf {
                     }
                 },
             };
+            if *platform == Platform::Pinterest && !choice.settings.contains_key("boardId") {
+                // A pin goes on a board: the upload's, or each channel's default one.
+                for account in &accounts {
+                    let boarded = channels.iter().any(|c| {
+                        c.platform == Platform::Pinterest
+                            && &c.account_id == account
+                            && c.default_board.is_some()
+                    });
+                    if !boarded {
+                        problems.push(crate::error::FieldError {
+                            field: "pinterest.boardId".into(),
+                            message: format!(
+                                "a Pinterest pin goes on a board: give the board's id (the \
+                                 channel {} has no default board)",
+                                crate::media::settings::shorten(account)
+                            ),
+                        });
+                    }
+                }
+            }
             targets.insert(
                 *platform,
                 PlatformTarget {
@@ -914,19 +935,44 @@ impl Xf {
                     access_token,
                     refresh_token,
                     expires_at,
+                    default_board: None,
                 },
             )
             .await?;
-        Ok(AdminChannelView {
-            id: stored.id,
-            platform: stored.platform,
-            account_id: stored.account_id,
-            name: stored.name,
-            thumbnail: stored.thumbnail,
-            expires_at: stored.expires_at,
-            created_at: stored.created_at,
-            updated_at: stored.updated_at,
-        })
+        Ok(stored.into())
+    }
+
+    /// `PATCH /admin/channels/{channelId}`: sets (or clears) a Pinterest channel's default
+    /// board, which its pins go on when an upload names none. Another platform's channel is
+    /// `404`, as an unknown id.
+    pub async fn admin_update_channel(
+        &self,
+        id: &ChannelId,
+        changes: crate::media::api::ChannelChanges,
+    ) -> Result<AdminChannelView> {
+        let board = match changes.default_board.as_deref().map(str::trim) {
+            None => None,
+            Some(board)
+                if !board.is_empty()
+                    && board.len() <= 64
+                    && board.bytes().all(|b| b.is_ascii_graphic()) =>
+            {
+                Some(board)
+            }
+            Some(_) => {
+                return Err(Error::invalid(
+                    "defaultBoard",
+                    "must be a board id: 1 to 64 visible ASCII characters, or null",
+                ))
+            }
+        };
+        // Only Pinterest channels have boards: another channel's id is not one of them.
+        let updated = self
+            .store()
+            .set_channel_default_board(id, board, self.now())
+            .await?
+            .ok_or(Error::NotFound(ChannelId::RESOURCE))?;
+        Ok(updated.into())
     }
 
     /// Stores a channel of `organization_id` with these tokens, sealed: a new one, or, for an
@@ -952,6 +998,7 @@ impl Xf {
             thumbnail: grant.thumbnail,
             expires_at: grant.expires_at,
             disconnected: None,
+            default_board: grant.default_board,
             created_at: now,
             updated_at: now,
         };
@@ -971,4 +1018,5 @@ pub(crate) struct ChannelGrant {
     pub access_token: String,
     pub refresh_token: Option<String>,
     pub expires_at: Option<crate::time::Timestamp>,
+    pub default_board: Option<String>,
 }

@@ -379,6 +379,7 @@ impl Instagram {
                         .to_owned(),
                     thumbnail: None,
                     access_token: page["access_token"].as_str().map(str::to_owned),
+                    default_board: None,
                 })
             })
             .collect())

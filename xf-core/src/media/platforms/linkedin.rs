@@ -388,6 +388,7 @@ impl Linkedin {
                 name: member["name"].as_str().unwrap_or(sub).to_owned(),
                 thumbnail: member["picture"].as_str().map(str::to_owned),
                 access_token: None,
+                default_board: None,
             });
         }
         if !self.config.connect_organizations {
@@ -429,6 +430,7 @@ impl Linkedin {
                     .to_owned(),
                 thumbnail: None,
                 access_token: None,
+                default_board: None,
             });
         }
         Ok(accounts)

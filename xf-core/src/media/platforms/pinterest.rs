@@ -118,7 +118,13 @@ impl Pinterest {
 
     fn board<'a>(post: &'a PostContext<'_>) -> Result<&'a str, PublishError> {
         post.setting("boardId")
-            .ok_or_else(|| PublishError::rejected("no_board", "a pin needs a boardId"))
+            .or(post.default_board)
+            .ok_or_else(|| {
+                PublishError::rejected(
+                    "no_board",
+                    "a pin needs a boardId, and the channel has no default board",
+                )
+            })
     }
 
     fn texts(post: &PostContext<'_>) -> (String, Option<String>) {
@@ -316,7 +322,8 @@ impl Pinterest {
         }
     }
 
-    /// The accounts a connect link's grant reaches.
+    /// The accounts a connect link's grant reaches: the user, whose first board (`boards`,
+    /// in Pinterest's order) becomes its default board.
     async fn connect_accounts(&self, grant: &Grant) -> Result<Vec<Account>, ConnectFailure> {
         let account: Value = oauth::get_json(
             &self.client,
@@ -332,11 +339,20 @@ impl Pinterest {
         let Some(id) = id.filter(|id| !id.is_empty()) else {
             return Ok(Vec::new());
         };
+        let boards: Value = oauth::get_json(
+            &self.client,
+            &self.url("/v5/boards?page_size=25"),
+            &grant.access_token,
+            "Pinterest's boards",
+        )
+        .await?;
+        let first_board = boards["items"][0]["id"].as_str().map(str::to_owned);
         Ok(vec![Account {
             name: account["username"].as_str().unwrap_or(&id).to_owned(),
             thumbnail: account["profile_image"].as_str().map(str::to_owned),
             account_id: id,
             access_token: None,
+            default_board: first_board,
         }])
     }
 }

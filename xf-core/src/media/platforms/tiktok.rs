@@ -420,6 +420,7 @@ impl Tiktok {
                 .unwrap_or_else(|| open_id.to_owned()),
             thumbnail: text("avatar_url"),
             access_token: None,
+            default_board: None,
         }])
     }
 }

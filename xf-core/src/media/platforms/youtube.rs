@@ -422,6 +422,7 @@ impl Youtube {
                     account_id: channel.id,
                     thumbnail,
                     access_token: None,
+                    default_board: None,
                 }
             })
             .collect())
