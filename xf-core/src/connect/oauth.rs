@@ -1,6 +1,7 @@
 //! The HTTP side of connecting, shared by the providers' connectors: the authorization URL,
 //! the authorization-code grant (RFC 6749 §4.1.3) and identity reads, each answer bounded.
 
+#[cfg(feature = "publishing")]
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
@@ -224,6 +225,7 @@ pub(crate) fn token_answer(answer: &Answer) -> Result<Grant, ConnectFailure> {
 }
 
 /// The JSON of a successful answer.
+#[cfg(feature = "publishing")]
 pub(crate) fn json_answer<T: DeserializeOwned>(
     answer: &Answer,
     what: &str,
@@ -240,6 +242,7 @@ pub(crate) fn json_answer<T: DeserializeOwned>(
 }
 
 /// `GET url` with the bearer `token`, as JSON.
+#[cfg(feature = "publishing")]
 pub(crate) async fn get_json<T: DeserializeOwned>(
     client: &reqwest::Client,
     url: &str,
@@ -250,6 +253,7 @@ pub(crate) async fn get_json<T: DeserializeOwned>(
 }
 
 /// [`get_json`] of a request with headers of its own.
+#[cfg(feature = "publishing")]
 pub(crate) async fn get_json_with<T: DeserializeOwned>(
     request: reqwest::RequestBuilder,
     token: &str,
