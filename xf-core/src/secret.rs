@@ -61,19 +61,8 @@ impl Sealer {
 
     /// `plain` sealed for `owner`: `v1.` and the base64 of a random nonce and the ciphertext.
     pub fn seal(&self, owner: &str, plain: &str) -> String {
-        let mut nonce = [0u8; NONCE_LEN];
-        rand::rngs::OsRng.fill_bytes(&mut nonce);
-        let payload = Payload {
-            msg: plain.as_bytes(),
-            aad: owner.as_bytes(),
-        };
-        let sealed = self
-            .cipher
-            .encrypt(XNonce::from_slice(&nonce), payload)
-            .expect("XChaCha20-Poly1305 seals any message shorter than 256 GiB");
-        let mut bytes = nonce.to_vec();
-        bytes.extend_from_slice(&sealed);
-        format!("{SEALED_TAG}{}", STANDARD.encode(bytes))
+        let sealed = self.seal_bytes(owner.as_bytes(), plain.as_bytes());
+        format!("{SEALED_TAG}{}", STANDARD.encode(sealed))
     }
 
     /// The text `sealed` holds for `owner`.
@@ -81,18 +70,38 @@ impl Sealer {
         let bytes = sealed
             .strip_prefix(SEALED_TAG)
             .and_then(|body| STANDARD.decode(body).ok())
-            .filter(|bytes| bytes.len() > NONCE_LEN)
             .ok_or(SealError)?;
-        let (nonce, ciphertext) = bytes.split_at(NONCE_LEN);
+        let plain = self.open_bytes(owner.as_bytes(), &bytes)?;
+        String::from_utf8(plain).map_err(|_| SealError)
+    }
+
+    /// `plain` sealed with `aad` as associated data: a random nonce, then the ciphertext.
+    pub(crate) fn seal_bytes(&self, aad: &[u8], plain: &[u8]) -> Vec<u8> {
+        let mut nonce = [0u8; NONCE_LEN];
+        rand::rngs::OsRng.fill_bytes(&mut nonce);
+        let payload = Payload { msg: plain, aad };
+        let sealed = self
+            .cipher
+            .encrypt(XNonce::from_slice(&nonce), payload)
+            .expect("XChaCha20-Poly1305 seals any message shorter than 256 GiB");
+        let mut bytes = nonce.to_vec();
+        bytes.extend_from_slice(&sealed);
+        bytes
+    }
+
+    /// What [`Sealer::seal_bytes`] sealed with `aad`.
+    pub(crate) fn open_bytes(&self, aad: &[u8], sealed: &[u8]) -> Result<Vec<u8>, SealError> {
+        if sealed.len() <= NONCE_LEN {
+            return Err(SealError);
+        }
+        let (nonce, ciphertext) = sealed.split_at(NONCE_LEN);
         let payload = Payload {
             msg: ciphertext,
-            aad: owner.as_bytes(),
+            aad,
         };
-        let plain = self
-            .cipher
+        self.cipher
             .decrypt(XNonce::from_slice(nonce), payload)
-            .map_err(|_| SealError)?;
-        String::from_utf8(plain).map_err(|_| SealError)
+            .map_err(|_| SealError)
     }
 }
 

@@ -1,17 +1,15 @@
-//! The connect link's token and the OAuth `state`: small JSON claims sealed with
-//! XChaCha20-Poly1305 under keys derived from the host's secret (so nobody can read the PKCE
-//! verifier in a state, or forge or alter either), in URL-safe base64.
+//! The connect link's token and the OAuth `state`: small JSON claims sealed with the host's
+//! [`Sealer`] under a key of their own (so nobody can read the PKCE verifier in a state, or
+//! forge or alter either), in URL-safe base64.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use chacha20poly1305::aead::{Aead, KeyInit, Payload};
-use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use rand::RngCore;
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 use super::Provider;
 use crate::ids::{ChannelId, OrganizationId};
-use crate::secret::derive_key;
+use crate::secret::Sealer;
 
 /// What a connect link says: who connects what, and where the user goes back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,18 +40,11 @@ pub(crate) struct StateClaims {
 }
 
 /// Seals and opens link tokens and states.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub(crate) struct TokenCodec {
-    cipher: XChaCha20Poly1305,
+    sealer: Sealer,
 }
 
-impl std::fmt::Debug for TokenCodec {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("TokenCodec(<key redacted>)")
-    }
-}
-
-const NONCE_LEN: usize = 24;
 /// Tokens longer than this are not opened (a state is about 500 characters).
 const MAX_TOKEN_LEN: usize = 4096;
 /// Associated data: a link's token does not open as a state, nor the reverse.
@@ -63,9 +54,8 @@ const STATE: &[u8] = b"connect-state";
 impl TokenCodec {
     /// The codec under the host's secret.
     pub(crate) fn new(host_secret: &[u8]) -> Self {
-        let key = derive_key(host_secret, b"xf/connect/v1");
         TokenCodec {
-            cipher: XChaCha20Poly1305::new(&key.into()),
+            sealer: Sealer::new(host_secret, b"xf/connect/v1"),
         }
     }
 
@@ -87,21 +77,7 @@ impl TokenCodec {
 
     fn seal<T: Serialize>(&self, kind: &[u8], claims: &T) -> String {
         let plain = serde_json::to_vec(claims).expect("claims serialize");
-        let mut nonce = [0u8; NONCE_LEN];
-        rand::rngs::OsRng.fill_bytes(&mut nonce);
-        let sealed = self
-            .cipher
-            .encrypt(
-                XNonce::from_slice(&nonce),
-                Payload {
-                    msg: &plain,
-                    aad: kind,
-                },
-            )
-            .expect("XChaCha20-Poly1305 seals any message shorter than 256 GiB");
-        let mut bytes = nonce.to_vec();
-        bytes.extend_from_slice(&sealed);
-        URL_SAFE_NO_PAD.encode(bytes)
+        URL_SAFE_NO_PAD.encode(self.sealer.seal_bytes(kind, &plain))
     }
 
     fn open<T: DeserializeOwned>(&self, kind: &[u8], token: &str) -> Option<T> {
@@ -109,20 +85,7 @@ impl TokenCodec {
             return None;
         }
         let bytes = URL_SAFE_NO_PAD.decode(token).ok()?;
-        if bytes.len() <= NONCE_LEN {
-            return None;
-        }
-        let (nonce, ciphertext) = bytes.split_at(NONCE_LEN);
-        let plain = self
-            .cipher
-            .decrypt(
-                XNonce::from_slice(nonce),
-                Payload {
-                    msg: ciphertext,
-                    aad: kind,
-                },
-            )
-            .ok()?;
+        let plain = self.sealer.open_bytes(kind, &bytes).ok()?;
         serde_json::from_slice(&plain).ok()
     }
 }
@@ -178,6 +141,19 @@ mod tests {
         );
         for junk in ["", "x", "!!!", &"A".repeat(5000)] {
             assert_eq!(codec.open_state(junk), None, "{junk:?}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever comes back as a token or a state, opening it ends: `None` unless it is one
+        /// this codec sealed.
+        #[test]
+        fn any_text_opens_as_nothing(text in ".{0,600}", bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600)) {
+            let codec = TokenCodec::new(&[9u8; 32]);
+            proptest::prop_assert!(codec.open_link(&text).is_none());
+            proptest::prop_assert!(codec.open_state(&text).is_none());
+            let encoded = URL_SAFE_NO_PAD.encode(&bytes);
+            proptest::prop_assert!(codec.open_state(&encoded).is_none());
         }
     }
 }

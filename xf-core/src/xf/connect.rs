@@ -197,12 +197,9 @@ impl Xf {
             None => accounts,
             Some(channel_id) => {
                 let channel = self
-                    .store()
-                    .list_channels(&link.org)
+                    .organization_channel(&link.org, channel_id)
                     .await
-                    .map_err(|error| stored(error.into()))?
-                    .into_iter()
-                    .find(|c| &c.id == channel_id)
+                    .map_err(stored)?
                     .ok_or_else(|| {
                         ConnectFailure::NoAccount("the channel to reconnect is gone".into())
                     })?;
@@ -267,6 +264,20 @@ impl Xf {
         Ok(parsed.to_string())
     }
 
+    /// The organization's channel `id`, if it has one.
+    async fn organization_channel(
+        &self,
+        organization_id: &OrganizationId,
+        id: &ChannelId,
+    ) -> Result<Option<crate::media::Channel>> {
+        Ok(self
+            .store()
+            .list_channels(organization_id)
+            .await?
+            .into_iter()
+            .find(|c| &c.id == id))
+    }
+
     /// The organization's channel `id`, which must be one of `provider`'s.
     async fn channel_to_reconnect(
         &self,
@@ -282,11 +293,8 @@ impl Xf {
         };
         let id = ChannelId::parse(id).map_err(|_| Error::NotFound(ChannelId::RESOURCE))?;
         let channel = self
-            .store()
-            .list_channels(organization_id)
+            .organization_channel(organization_id, &id)
             .await?
-            .into_iter()
-            .find(|c| c.id == id)
             .ok_or(Error::NotFound(ChannelId::RESOURCE))?;
         if channel.platform != platform {
             return Err(Error::invalid(
