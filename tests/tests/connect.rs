@@ -206,6 +206,48 @@ impl World {
         (response.status(), location)
     }
 
+    /// The background runtime over this world's xf (polling every 20 ms).
+    fn workers(&self) -> xf_core::runtime::WorkerHandle {
+        self.xf.spawn_workers(
+            xf_core::runtime::WorkerOptions::new().poll_interval(Duration::from_millis(20)),
+        )
+    }
+
+    /// `POST /api/v1/media/videos` with the form `fields` and `clip`: the answer.
+    async fn upload_video(&self, key: &str, fields: &[(&str, &str)], clip: &[u8]) -> Value {
+        let (content_type, body) = xf_tests::media::multipart(fields, Some(("clip.mp4", clip)));
+        self.http
+            .post(format!("{}/api/v1/media/videos", self.base))
+            .header("x-api-key", key)
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    /// Uploads `clip` with `fields`, and waits (12 s at most) for the item to be `completed` or
+    /// `failed`: its view then.
+    async fn publish(&self, key: &str, fields: &[(&str, &str)], clip: &[u8]) -> Value {
+        let uploaded = self.upload_video(key, fields, clip).await;
+        let id = uploaded["data"][0]["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{uploaded}"))
+            .to_owned();
+        let mut shown = Value::Null;
+        for _ in 0..300 {
+            shown = self.api(key, &format!("/media/videos/{id}")).await;
+            if shown["data"]["status"] == "completed" || shown["data"]["status"] == "failed" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(40)).await;
+        }
+        shown
+    }
+
     /// `GET {base}{path}` with the media API's key.
     async fn api(&self, key: &str, path: &str) -> Value {
         let response = self
@@ -265,35 +307,11 @@ async fn a_youtube_channel_connected_by_link_lists_and_publishes() {
     assert_eq!(listed[0]["id"], channel_id.as_str());
 
     // A video published to it goes out with the connected tokens.
-    let workers = world.xf.spawn_workers(
-        xf_core::runtime::WorkerOptions::new().poll_interval(Duration::from_millis(20)),
-    );
+    let workers = world.workers();
     let clip = xf_tests::media::video("mp4", 640, 360, 4, false, 0);
-    let (content_type, body) = xf_tests::media::multipart(
-        &[("platforms", r#"["youtube"]"#)],
-        Some(("clip.mp4", &clip)),
-    );
-    let uploaded: Value = world
-        .http
-        .post(format!("{}/api/v1/media/videos", world.base))
-        .header("x-api-key", &key)
-        .header("content-type", content_type)
-        .body(body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let id = uploaded["data"][0]["id"].as_str().unwrap().to_owned();
-    let mut shown = Value::Null;
-    for _ in 0..250 {
-        shown = world.api(&key, &format!("/media/videos/{id}")).await;
-        if shown["data"]["status"] == "completed" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(40)).await;
-    }
+    let shown = world
+        .publish(&key, &[("platforms", r#"["youtube"]"#)], &clip)
+        .await;
     assert_eq!(shown["data"]["youtube"]["status"], "published", "{shown}");
     assert_eq!(world.platforms.videos().len(), 1);
     workers.shutdown(Duration::from_secs(5)).await;
@@ -731,49 +749,71 @@ async fn tiktok_linkedin_and_pinterest_accounts_connect_and_publish() {
     assert_eq!(channels["linkedin"][0]["name"], "Ada Lovelace");
     assert_eq!(channels["pinterest"][0]["accountId"], "549755885175");
 
-    let workers = world.xf.spawn_workers(
-        xf_core::runtime::WorkerOptions::new().poll_interval(Duration::from_millis(20)),
-    );
+    let workers = world.workers();
     // LinkedIn wants 75 KB at least: noise keeps the file from compressing to less.
     let clip = xf_tests::media::grainy_video("mp4", 640, 360, 5);
-    let (content_type, body) = xf_tests::media::multipart(
-        &[
-            ("platforms", r#"["tiktok","linkedin","pinterest"]"#),
-            ("title", "Launch"),
-        ],
-        Some(("clip.mp4", &clip)),
-    );
-    let uploaded: Value = world
-        .http
-        .post(format!("{}/api/v1/media/videos", world.base))
-        .header("x-api-key", &key)
-        .header("content-type", content_type)
-        .body(body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let id = uploaded["data"][0]["id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{uploaded}"))
-        .to_owned();
-    let mut shown = Value::Null;
-    for _ in 0..300 {
-        shown = world.api(&key, &format!("/media/videos/{id}")).await;
-        if shown["data"]["status"] == "completed" || shown["data"]["status"] == "failed" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(40)).await;
-    }
+    let shown = world
+        .publish(
+            &key,
+            &[
+                ("platforms", r#"["tiktok","linkedin","pinterest"]"#),
+                ("title", "Launch"),
+            ],
+            &clip,
+        )
+        .await;
     for platform in ["tiktok", "linkedin", "pinterest"] {
         assert_eq!(
             shown["data"][platform]["status"], "published",
             "{platform}: {shown}"
         );
     }
+    // The upload named no board: the pin went on the account's first board, chosen at connect.
+    assert_eq!(platforms.pins()[0]["board_id"], "549755885175-main");
     workers.shutdown(Duration::from_secs(5)).await;
+
+    // The host changes the default board; without one, an upload must name a board.
+    let pinterest_channel = channels["pinterest"][0]["id"].as_str().unwrap().to_owned();
+    let patch = |channel: &str, body: Value| {
+        world
+            .http
+            .patch(format!("{}/admin/channels/{channel}", world.base))
+            .bearer_auth(ADMIN_TOKEN)
+            .json(&body)
+            .send()
+    };
+    let changed: Value = patch(
+        &pinterest_channel,
+        json!({"defaultBoard": "549755885175-ideas"}),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(
+        changed["data"]["channel"]["defaultBoard"], "549755885175-ideas",
+        "{changed}"
+    );
+    let refused = patch(&pinterest_channel, json!({"defaultBoard": ""}))
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    let tiktok_channel = channels["tiktok"][0]["id"].as_str().unwrap().to_owned();
+    let not_pinterest = patch(&tiktok_channel, json!({"defaultBoard": "x"}))
+        .await
+        .unwrap();
+    assert_eq!(not_pinterest.status(), StatusCode::NOT_FOUND);
+    patch(&pinterest_channel, json!({"defaultBoard": null}))
+        .await
+        .unwrap();
+    let boardless = world
+        .upload_video(&key, &[("platforms", r#"["pinterest"]"#)], &clip)
+        .await;
+    assert_eq!(
+        boardless["error"]["details"][0]["field"], "pinterest.boardId",
+        "{boardless}"
+    );
 }
 
 /// LinkedIn with organizations: the member and every organization it administers become
@@ -858,41 +898,18 @@ async fn instagram_accounts_connect_through_their_pages_and_publish() {
     accounts.sort();
     assert_eq!(accounts, ["17841400000000001", "17841400000000002"]);
 
-    let workers = world.xf.spawn_workers(
-        xf_core::runtime::WorkerOptions::new().poll_interval(Duration::from_millis(20)),
-    );
+    let workers = world.workers();
     let clip = xf_tests::media::video("mp4", 640, 360, 4, false, 0);
-    let (content_type, body) = xf_tests::media::multipart(
-        &[
-            ("platforms", r#"["instagram"]"#),
-            ("selectedInstagramAccounts", r#"["17841400000000002"]"#),
-        ],
-        Some(("clip.mp4", &clip)),
-    );
-    let uploaded: Value = world
-        .http
-        .post(format!("{}/api/v1/media/videos", world.base))
-        .header("x-api-key", &key)
-        .header("content-type", content_type)
-        .body(body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let id = uploaded["data"][0]["id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{uploaded}"))
-        .to_owned();
-    let mut shown = Value::Null;
-    for _ in 0..250 {
-        shown = world.api(&key, &format!("/media/videos/{id}")).await;
-        if shown["data"]["status"] == "completed" || shown["data"]["status"] == "failed" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(40)).await;
-    }
+    let shown = world
+        .publish(
+            &key,
+            &[
+                ("platforms", r#"["instagram"]"#),
+                ("selectedInstagramAccounts", r#"["17841400000000002"]"#),
+            ],
+            &clip,
+        )
+        .await;
     assert_eq!(shown["data"]["instagram"]["status"], "published", "{shown}");
     workers.shutdown(Duration::from_secs(5)).await;
 }

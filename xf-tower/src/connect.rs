@@ -158,4 +158,15 @@ mod tests {
         let empty = parse_callback("");
         assert!(empty.code.is_none() && empty.state.is_none());
     }
+
+    proptest::proptest! {
+        /// Any query string reads as a callback without a panic.
+        #[test]
+        fn any_query_reads_as_a_callback(query in ".{0,400}") {
+            let callback = parse_callback(&query);
+            for value in [&callback.code, &callback.state, &callback.error, &callback.error_description] {
+                proptest::prop_assert!(value.as_ref().is_none_or(|v| v.len() <= query.len()));
+            }
+        }
+    }
 }

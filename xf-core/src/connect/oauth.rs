@@ -268,3 +268,71 @@ pub(crate) async fn send(request: reqwest::RequestBuilder) -> Result<Answer, Con
         .await
         .map_err(|error| ConnectFailure::Unavailable(error.to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn answer(status: u16, body: Vec<u8>) -> Answer {
+        Answer {
+            status,
+            retry_after: None,
+            headers: reqwest::header::HeaderMap::new(),
+            body,
+        }
+    }
+
+    #[test]
+    fn token_answers_read_as_the_providers_write_them() {
+        let granted = token_answer(&answer(
+            200,
+            br#"{"access_token":"a","refresh_token":"r","expires_in":60,"open_id":"o"}"#.to_vec(),
+        ))
+        .unwrap();
+        assert_eq!(granted.access_token, "a");
+        assert_eq!(granted.refresh_token.as_deref(), Some("r"));
+        assert_eq!(granted.subject.as_deref(), Some("o"));
+        // RFC 6749's error, Meta's error object, and an error answered with 200.
+        for (status, body, expected) in [
+            (
+                400,
+                r#"{"error":"invalid_grant","error_description":"bad code"}"#,
+                "invalid_grant: bad code",
+            ),
+            (
+                400,
+                r#"{"error":{"message":"Invalid code","type":"OAuthException","code":100}}"#,
+                "OAuthException: Invalid code",
+            ),
+            (
+                200,
+                r#"{"error":"invalid_request","error_description":"no"}"#,
+                "invalid_request: no",
+            ),
+        ] {
+            assert_eq!(
+                token_answer(&answer(status, body.as_bytes().to_vec())),
+                Err(ConnectFailure::Exchange(expected.to_owned())),
+                "{body}"
+            );
+        }
+        assert!(matches!(
+            token_answer(&answer(502, b"<html>".to_vec())),
+            Err(ConnectFailure::Unavailable(_))
+        ));
+    }
+
+    proptest! {
+        /// Any answer of a token endpoint is read without a panic, and is a grant only with a
+        /// non-empty access token and no error.
+        #[test]
+        fn token_answers_are_total(status in 100u16..600, body in proptest::collection::vec(any::<u8>(), 0..512)) {
+            if let Ok(grant) = token_answer(&answer(status, body)) {
+                prop_assert!(!grant.access_token.is_empty());
+                prop_assert!((200..300).contains(&status));
+            }
+        }
+    }
+}
