@@ -11,6 +11,8 @@ pub enum Entitlement {
     DeveloperApi,
     /// The media publishing API.
     MediaApi,
+    /// Either API: what `/webhooks` needs (each API has events to deliver).
+    EitherApi,
 }
 
 impl Entitlement {
@@ -19,6 +21,7 @@ impl Entitlement {
         match self {
             Entitlement::DeveloperApi => "developerApi",
             Entitlement::MediaApi => "mediaApi",
+            Entitlement::EitherApi => "developerApi or mediaApi",
         }
     }
 }
@@ -103,6 +106,7 @@ impl Plan {
         match entitlement {
             Entitlement::DeveloperApi => self.developer_api,
             Entitlement::MediaApi => self.media_api,
+            Entitlement::EitherApi => self.developer_api || self.media_api,
         }
     }
 

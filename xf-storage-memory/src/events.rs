@@ -21,7 +21,7 @@ impl EventStore for MemoryStore {
             .read()
             .events
             .iter()
-            .filter(|e| &e.job_id == job_id)
+            .filter(|e| e.job_id() == Some(job_id))
             .cloned()
             .collect())
     }

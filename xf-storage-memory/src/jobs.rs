@@ -9,7 +9,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use async_trait::async_trait;
 use tokio::sync::broadcast;
 use xf_core::ids::{EventId, JobId, OrganizationId, PropertyId};
-use xf_core::model::{Event, EventType, JobCounts, JobRecord, JobStatus};
+use xf_core::media::events::NewEvent;
+use xf_core::model::{Event, EventSubject, EventType, JobCounts, JobRecord, JobStatus};
 use xf_core::store::{
     check_new_job, lease_expired_error, Attempt, AttemptOutcome, AttemptState, AttemptToken,
     CancelOutcome, ClaimRequest, ClaimedJob, Finish, JobFilter, JobStore, PageRequest,
@@ -77,10 +78,21 @@ impl State {
                 id: EventId::new(),
                 organization_id: job.organization_id.clone(),
                 event_type,
-                job_id: job.id.clone(),
+                subject: EventSubject::Job(job.id.clone()),
                 created_at: now,
             });
         }
+    }
+
+    /// Writes an event that carries its delivery's data (the media API's).
+    pub(crate) fn record_snapshot_event(&mut self, event: NewEvent, now: Timestamp) {
+        self.events.push(Event {
+            id: EventId::new(),
+            organization_id: event.organization_id,
+            event_type: event.event_type,
+            subject: EventSubject::Snapshot(event.data),
+            created_at: now,
+        });
     }
 
     /// The job if `attempt` is its current, running attempt.

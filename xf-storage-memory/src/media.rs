@@ -4,6 +4,7 @@ use std::collections::HashSet;
 
 use async_trait::async_trait;
 use xf_core::ids::{ChannelId, MediaId, OrganizationId, UploadId};
+use xf_core::media::events::{channel_disconnected, post_events};
 use xf_core::media::{Channel, MediaItem, Platform, Post, Upload, UploadPart};
 use xf_core::model::JobRecord;
 use xf_core::store::{Appended, MediaFilter, MediaStore, QueueSignal, StoreResult};
@@ -57,9 +58,15 @@ impl MediaStore for MemoryStore {
         let Some(item) = state.media.get_mut(id.as_str()) else {
             return Ok(None);
         };
-        Ok(item
-            .set_post(platform, account, post.clone(), now)
-            .then(|| item.clone()))
+        let before = item.clone();
+        if !item.set_post(platform, account, post.clone(), now) {
+            return Ok(None);
+        }
+        let after = item.clone();
+        for event in post_events(&before, &after, platform, account) {
+            state.record_snapshot_event(event, now);
+        }
+        Ok(Some(after))
     }
 
     async fn find_channel(
@@ -107,10 +114,17 @@ impl MediaStore for MemoryStore {
         now: Timestamp,
     ) -> StoreResult<()> {
         let mut state = self.write();
-        if let Some(channel) = state.channels.iter_mut().find(|c| &c.id == id) {
-            channel.disconnected = Some(reason.to_owned());
-            channel.updated_at = now;
-        }
+        let Some(channel) = state
+            .channels
+            .iter_mut()
+            .find(|c| &c.id == id && c.disconnected.is_none())
+        else {
+            return Ok(());
+        };
+        channel.disconnected = Some(reason.to_owned());
+        channel.updated_at = now;
+        let event = channel_disconnected(channel, reason);
+        state.record_snapshot_event(event, now);
         Ok(())
     }
 

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 
 use async_trait::async_trait;
 use xf_core::ids::{OrganizationId, WebhookId};
-use xf_core::model::{Event, Webhook, WebhookDelivery};
+use xf_core::model::{Event, EventSubject, Webhook, WebhookDelivery};
 use xf_core::store::{
     AttemptToken, ClaimedDelivery, DeliveryRecord, NextStep, PageRequest, SecretRotation,
     StoreResult, WebhookChanges, WebhookStore,
@@ -309,12 +309,18 @@ impl WebhookStore for MemoryStore {
                 continue;
             }
             let event = state.event(event_id).cloned();
-            let job = event
-                .as_ref()
-                .and_then(|e| state.jobs.get(e.job_id.as_str()));
+            // A job event needs its job; any other carries its data.
+            let job = match event.as_ref().map(|e| &e.subject) {
+                Some(EventSubject::Job(id)) => match state.jobs.get(id.as_str()) {
+                    Some(job) => Some(Some(job.record)),
+                    None => None,
+                },
+                Some(EventSubject::Snapshot(_)) => Some(None),
+                None => None,
+            };
             match (webhook, event, job) {
                 (Some(webhook), Some(event), Some(job)) => {
-                    taken.push((key, event, webhook, job.record));
+                    taken.push((key, event, webhook, job));
                 }
                 _ => unsendable.push(key),
             }

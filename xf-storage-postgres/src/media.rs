@@ -10,7 +10,8 @@ use async_trait::async_trait;
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use sqlx::{Postgres, QueryBuilder, Row};
-use xf_core::ids::{ChannelId, MediaId, OrganizationId, UploadId};
+use xf_core::ids::{ChannelId, EventId, MediaId, OrganizationId, UploadId};
+use xf_core::media::events::{channel_disconnected, post_events, NewEvent};
 use xf_core::media::{
     Channel, MediaItem, MediaKind, MediaStatus, Platform, PlatformTarget, Post, StoredFile, Upload,
     UploadPart,
@@ -126,9 +127,12 @@ impl MediaStore for PgStore {
         let Some(mut item) = one(row, media_item)? else {
             return Ok(None);
         };
+        let before = item.clone();
         if !item.set_post(platform, account, post.clone(), now) {
             return Ok(None);
         }
+        let events = post_events(&before, &item, platform, account);
+        insert_events(&mut tx, &events, now).await?;
         sqlx::query(
             "UPDATE media_items SET status = $2, targets = $3, updated_at = $4 WHERE id = $1",
         )
@@ -193,13 +197,22 @@ impl MediaStore for PgStore {
         reason: &str,
         now: Timestamp,
     ) -> StoreResult<()> {
-        sqlx::query("UPDATE channels SET disconnected = $2, updated_at = $3 WHERE id = $1")
-            .bind(id.as_str())
-            .bind(reason)
-            .bind(at(now))
-            .execute(&self.pool)
-            .await
-            .map_err(store_error)?;
+        // Only a connected channel changes, and only then is the event written, with it.
+        let mut tx = self.begin().await?;
+        let row = sqlx::query(&format!(
+            "UPDATE channels SET disconnected = $2, updated_at = $3 \
+             WHERE id = $1 AND disconnected IS NULL RETURNING {CHANNEL_COLUMNS}"
+        ))
+        .bind(id.as_str())
+        .bind(reason)
+        .bind(at(now))
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(store_error)?;
+        if let Some(channel) = one(row, channel_row)? {
+            insert_events(&mut tx, &[channel_disconnected(&channel, reason)], now).await?;
+        }
+        tx.commit().await.map_err(store_error)?;
         Ok(())
     }
 
@@ -500,4 +513,32 @@ fn upload_row(row: &PgRow) -> StoreResult<Upload> {
         created_at: row.timestamp("created_at")?,
         expires_at: row.timestamp("expires_at")?,
     })
+}
+
+/// Writes events that carry their data to the outbox, in the caller's transaction (the insert
+/// wakes the delivery engines when it commits).
+async fn insert_events(
+    tx: &mut sqlx::Transaction<'_, Postgres>,
+    events: &[NewEvent],
+    now: Timestamp,
+) -> StoreResult<()> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let mut builder = QueryBuilder::<Postgres>::new(
+        "INSERT INTO events (id, organization_id, event_type, data, created_at) ",
+    );
+    builder.push_values(events, |mut row, event| {
+        row.push_bind(EventId::new().as_str().to_owned())
+            .push_bind(event.organization_id.as_str())
+            .push_bind(event.event_type.as_str())
+            .push_bind(Json(&event.data))
+            .push_bind(at(now));
+    });
+    builder
+        .build()
+        .execute(&mut **tx)
+        .await
+        .map_err(store_error)?;
+    Ok(())
 }

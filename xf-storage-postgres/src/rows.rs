@@ -4,11 +4,11 @@ use chrono::{DateTime, NaiveDate, NaiveTime, Utc};
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use sqlx::{Decode, Postgres, Row, Type};
-use xf_core::ids::Id;
+use xf_core::ids::{Id, JobId};
 use xf_core::model::{
-    ApiKey, Event, EventType, Issue, IssueStatus, JobRecord, JobStatus, JobSubject, KeyMode,
-    Organization, Property, Report, ScanKind, Severity, UsageCounters, Webhook, WebhookDelivery,
-    WebhookSecrets,
+    ApiKey, Event, EventSubject, EventType, Issue, IssueStatus, JobRecord, JobStatus, JobSubject,
+    KeyMode, Organization, Property, Report, ScanKind, Severity, UsageCounters, Webhook,
+    WebhookDelivery, WebhookSecrets,
 };
 use xf_core::plans::LimitOverrides;
 use xf_core::store::StoreResult;
@@ -30,7 +30,7 @@ pub(crate) const JOB_COLUMNS: &str = "id, organization_id, job_type, payload, st
      progress, property_id, property_name, tenant_label, shop_domain, attempts, max_attempts, \
      run_at, created_at, started_at, completed_at, error, result";
 /// The columns [`event`] reads.
-pub(crate) const EVENT_COLUMNS: &str = "id, organization_id, event_type, job_id, created_at";
+pub(crate) const EVENT_COLUMNS: &str = "id, organization_id, event_type, job_id, data, created_at";
 /// The columns [`issue`] reads.
 pub(crate) const ISSUE_COLUMNS: &str = "id, organization_id, property_id, job_id, scan_kind, \
      issue_type, title, severity, url, evidence, how_to_fix, subject, status, created_at, \
@@ -250,7 +250,18 @@ pub(crate) fn event(row: &impl RowExt) -> StoreResult<Event> {
         id: row.id("id")?,
         organization_id: row.id("organization_id")?,
         event_type: parsed(row.col("event_type")?, EventType::parse, "event type")?,
-        job_id: row.id("job_id")?,
+        subject: match (
+            row.col::<Option<String>>("job_id")?,
+            row.col::<Option<Json<serde_json::Value>>>("data")?,
+        ) {
+            (Some(job_id), None) => EventSubject::Job(JobId::from_trusted(job_id)),
+            (None, Some(data)) => EventSubject::Snapshot(data.0),
+            _ => {
+                return Err(StoreError::Internal(
+                    "an event has both a job and data, or neither".into(),
+                ))
+            }
+        },
         created_at: row.timestamp("created_at")?,
     })
 }

@@ -72,7 +72,7 @@ fn claim_sql() -> &'static str {
              FROM claimed c \
              JOIN events e ON e.id = c.event_id \
              JOIN webhooks w ON w.id = c.webhook_id \
-             JOIN jobs j ON j.id = e.job_id",
+             LEFT JOIN jobs j ON j.id = e.job_id",
             webhook = prefixed_columns(WEBHOOK_COLUMNS, "w", ""),
             event = prefixed_columns(EVENT_COLUMNS, "e", "e_"),
             job = prefixed_columns(JOB_COLUMNS, "j", "j_"),
@@ -348,7 +348,11 @@ impl WebhookStore for PgStore {
             let delivery = ClaimedDelivery {
                 event: rows::event(&Prefixed(row, "e_"))?,
                 webhook: rows::webhook(row)?,
-                job: rows::job(&Prefixed(row, "j_"))?,
+                // Only job events have a job.
+                job: match row.col::<Option<String>>("j_id")? {
+                    Some(_) => Some(rows::job(&Prefixed(row, "j_"))?),
+                    None => None,
+                },
                 attempt: row.int("claim_attempt")?,
                 token: AttemptToken::from_uuid(row.col::<Uuid>("claim_token")?),
             };

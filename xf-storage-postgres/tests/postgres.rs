@@ -299,10 +299,15 @@ async fn every_record_survives_a_round_trip_with_all_fields_set() {
         (
             &event.organization_id,
             event.event_type,
-            &event.job_id,
+            event.job_id(),
             event.created_at
         ),
-        (&org.id, EventType::JobCompleted, &finished.id, later(3))
+        (
+            &org.id,
+            EventType::JobCompleted,
+            Some(&finished.id),
+            later(3)
+        )
     );
     assert!(event.id.as_str().starts_with("evt_"));
 }

@@ -299,6 +299,16 @@ pub fn bearer(headers: &http::HeaderMap) -> Option<&str> {
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
+/// The key of a media API (or `/webhooks`) request: `X-API-Key`, else `Authorization:
+/// Bearer`.
+pub fn api_key(headers: &http::HeaderMap) -> Option<&str> {
+    headers
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .or_else(|| bearer(headers))
+}
+
 /// The optional `Idempotency-Key` header of writes that create things, as the
 /// [`Write`] extractor reads it and the document states it.
 #[derive(Debug, Default, IntoParams)]

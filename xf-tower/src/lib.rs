@@ -127,11 +127,13 @@ impl XfService {
             .merge(routes::scans::router())
             .merge(routes::jobs::router())
             .merge(routes::reports::router())
-            .merge(routes::webhooks::router())
             .route_layer(middleware::developer_api(xf.clone()));
+        // Either API's organizations manage webhooks: each has events to receive.
+        let webhooks = routes::webhooks::router().route_layer(middleware::webhooks_api(xf.clone()));
         let (router, doc) = OpenApiRouter::with_openapi(openapi::base())
             .merge(routes::health::router())
             .merge(authenticated)
+            .merge(webhooks)
             .split_for_parts();
         let openapi = openapi::finish(doc);
         // Serialized once: the document never changes while the service lives.

@@ -32,6 +32,19 @@ pub fn developer_api(xf: Xf) -> GuardLayer {
     }
 }
 
+/// [`developer_api`] for `/webhooks`: the plan needs either API (a media-only organization
+/// receives media events), and the key may also come in the media API's `X-API-Key`.
+pub fn webhooks_api(xf: Xf) -> GuardLayer {
+    GuardLayer {
+        xf,
+        guard: Guard {
+            key: crate::extract::api_key,
+            entitlement: Entitlement::EitherApi,
+            render: |error| ApiError(error).into_response(),
+        },
+    }
+}
+
 /// [`guard`] as a route layer: a hand-written service, so a request boxes one future for it
 /// and nothing else.
 #[derive(Clone, Debug)]

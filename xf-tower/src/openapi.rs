@@ -100,6 +100,13 @@ pub fn finish(doc: utoipa::openapi::OpenApi) -> Result<Value, String> {
             .pointer_mut("/components/schemas")
             .and_then(Value::as_object_mut)
             .ok_or_else(|| missing("components.schemas"))?;
+        // Each platform's settings, made from the tables the upload forms are checked with.
+        for platform in xf_core::media::Platform::ALL {
+            schemas.insert(
+                xf_core::media::settings::schema_name(platform).into(),
+                xf_core::media::settings::json_schema(platform),
+            );
+        }
         schemas.insert(
             "MediaErrorEnvelope".into(),
             json!({

@@ -5,7 +5,8 @@
 //! every documented operation is routed.
 
 use serde_json::{json, Map, Value};
-use xf_core::media::settings::{MAX_DESCRIPTION, MAX_TITLE};
+use xf_core::media::settings::{self, MAX_DESCRIPTION, MAX_TITLE};
+use xf_core::media::Platform;
 
 /// A `$ref` to a component schema.
 fn schema(name: &str) -> Value {
@@ -77,6 +78,15 @@ fn form(video: bool) -> Value {
     let text = |max: usize, description: &str| json!({"type": "string", "maxLength": max, "description": description});
     let boolean = |description: &str| json!({"type": "string", "enum": ["true", "false"], "description": description});
     let json_text = |description: &str| json!({"type": "string", "description": description});
+    // A platform's nested settings: JSON text whose content the settings schema describes.
+    let settings = |platform: Platform| {
+        json!({
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": schema(settings::schema_name(platform)),
+            "description": format!("JSON object of {}'s settings (see its schema); nested settings win over the flat fields", platform.label()),
+        })
+    };
     let mut properties = json!({
         "file": {"type": "string", "format": "binary", "description": if video { "The video: .mp4 or .mov (content checked)" } else { "The image: .jpg, .png or .webp (content checked)" }},
         "fileId": {"type": "string", "pattern": "^upl_[0-9a-f]{32}$", "description": "A finished resumable upload to use instead of a file"},
@@ -85,10 +95,10 @@ fn form(video: bool) -> Value {
         "platforms": json_text(if video { "JSON array of youtube, instagram, tiktok, linkedin, pinterest" } else { "JSON array of instagram, tiktok, linkedin, pinterest" }),
         "scheduledAt": {"type": "string", "format": "date-time", "description": "When to publish"},
         "isDraft": boolean("Save as a draft"),
-        "instagram": json_text("JSON object: caption, autoPublish, accounts"),
-        "tiktok": json_text("JSON object: caption, privacy, autoPublish, accounts, disableComment, disableDuet, disableStitch"),
-        "linkedin": json_text("JSON object: comment, autoPublish, accounts"),
-        "pinterest": json_text("JSON object: title, description, boardId (required to pin), autoPublish, accounts"),
+        "instagram": settings(Platform::Instagram),
+        "tiktok": settings(Platform::Tiktok),
+        "linkedin": settings(Platform::Linkedin),
+        "pinterest": settings(Platform::Pinterest),
         "instagramCaption": text(2_200, "Instagram caption"),
         "instagramAutoPublish": boolean("Publish automatically"),
         "selectedInstagramAccounts": json_text("Instagram accountIds: a JSON array or comma-separated"),
@@ -110,7 +120,7 @@ fn form(video: bool) -> Value {
     });
     if video {
         let extra = json!({
-            "youtube": json_text("JSON object: title, description, privacy, autoPublish, channels"),
+            "youtube": settings(Platform::Youtube),
             "youtubeTitle": text(100, "YouTube title"),
             "youtubeDescription": text(5_000, "YouTube description"),
             "youtubePrivacy": {"type": "string", "enum": ["public", "private", "unlisted"]},
@@ -160,8 +170,8 @@ fn list(operation_id: &str, key: &str, platforms: &[&str]) -> Value {
         "tags": ["media"],
         "summary": "Items newest first, a page at a time",
         "parameters": [
-            query("page", json!({"type": "string", "pattern": "^[1-9][0-9]{0,5}$"}), "Page, from 1 (default 1)"),
-            query("limit", json!({"type": "string", "pattern": "^([1-9]|[1-9][0-9]|100)$"}), "Items per page, 1 to 100 (default 10)"),
+            query("page", json!({"type": "integer", "minimum": 1, "maximum": 1_000_000}), "Page, from 1 (default 1)"),
+            query("limit", json!({"type": "integer", "minimum": 1, "maximum": 100}), "Items per page, 1 to 100 (default 10)"),
             query("status", json!({"type": "string", "enum": ["draft", "pending", "scheduled", "processing", "completed", "failed"]}), "Only items with this overall status"),
             query("platform", json!({"type": "string", "enum": platforms}), "Only items that target this platform"),
         ],

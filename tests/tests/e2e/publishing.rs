@@ -36,6 +36,7 @@ crate::backends!(
     pinterest_pins_videos_and_images_once,
     a_refresh_that_lost_the_race_to_a_rotation_uses_the_new_token,
     a_worker_dying_on_the_last_attempt_fails_the_post,
+    media_events_reach_the_webhooks_that_subscribe,
 );
 
 const ACCESS: &str = "ya29.access-of-studio";
@@ -53,6 +54,8 @@ async fn publishing(app: TestApp) -> (TestApp, PlatformStandIn) {
     let app = app.reconfigured(|builder| {
         builder
             .public_base_url(base)
+            // Webhook receivers listen on loopback.
+            .allow_private_targets(true)
             .publisher(Arc::new(Youtube::new(youtube)))
             .publisher(Arc::new(Instagram::new(instagram)))
             .publisher(Arc::new(Tiktok::new(tiktok)))
@@ -584,12 +587,16 @@ async fn a_rate_limit_waits_for_its_reset(app: TestApp) {
     workers.shutdown(Duration::from_secs(5)).await;
 }
 
-async fn a_refusal_fails_that_platform_only(app: TestApp) {
-    let (app, platforms) = publishing(app).await;
-    platforms.grant(ACCESS, None);
-    let org = studio(&app).await;
-    connect(&app, &org, "youtube", "UC-studio", 60).await;
-    connect(&app, &org, "instagram", "17841400000000001", 60).await;
+/// Connects a YouTube channel and an Instagram account, has YouTube refuse the next upload
+/// session, and posts a video to both (the workers must run): the item's id and how it
+/// shows once Instagram published and YouTube failed.
+async fn refused_on_youtube_published_on_instagram(
+    app: &TestApp,
+    platforms: &PlatformStandIn,
+    org: &Studio,
+) -> (String, Value) {
+    connect(app, org, "youtube", "UC-studio", 60).await;
+    connect(app, org, "instagram", "17841400000000001", 60).await;
     platforms.fail_next(
         Route::YoutubeSession,
         Failure::Answer(
@@ -601,8 +608,8 @@ async fn a_refusal_fails_that_platform_only(app: TestApp) {
     );
     let clip = video("mp4", 640, 360, 4, false, 0);
     let id = post_video(
-        &app,
-        &org,
+        app,
+        org,
         &clip,
         &[
             ("platforms", r#"["youtube", "instagram"]"#),
@@ -610,11 +617,19 @@ async fn a_refusal_fails_that_platform_only(app: TestApp) {
         ],
     )
     .await;
-    let workers = workers(&app);
-    let shown = wait_for(&app, &org.key, &id, |i| {
+    let shown = wait_for(app, &org.key, &id, |i| {
         i["instagram"]["status"] == "published" && i["youtube"]["status"] == "failed"
     })
     .await;
+    (id, shown)
+}
+
+async fn a_refusal_fails_that_platform_only(app: TestApp) {
+    let (app, platforms) = publishing(app).await;
+    platforms.grant(ACCESS, None);
+    let org = studio(&app).await;
+    let workers = workers(&app);
+    let (id, shown) = refused_on_youtube_published_on_instagram(&app, &platforms, &org).await;
     assert_eq!(shown["status"], "failed");
     assert_eq!(
         shown["youtube"]["error"],
@@ -1171,5 +1186,199 @@ async fn a_worker_dying_on_the_last_attempt_fails_the_post(app: TestApp) {
     let job = job_of(&app, &id, "youtube").await;
     assert_eq!(job.status, xf_core::model::JobStatus::Failed);
     assert!(platforms.seen().is_empty(), "nothing was sent");
+    workers.shutdown(Duration::from_secs(5)).await;
+}
+
+/// The deliveries of `receiver` from index `from`, once `n` more arrived, each verified with
+/// the `standardwebhooks` crate, as `(type, body)` sorted by type (deliveries run in
+/// parallel, so they may arrive in any order).
+async fn deliveries(
+    receiver: &xf_tests::receiver::Receiver,
+    secret: &str,
+    from: usize,
+    n: usize,
+) -> Vec<(String, Value)> {
+    let verify = standardwebhooks::Webhook::new(secret).expect("a valid secret");
+    let received = receiver.wait_for(from + n, Duration::from_secs(10)).await;
+    let mut bodies: Vec<(String, Value)> = received[from..]
+        .iter()
+        .map(|message| {
+            verify
+                .verify(&message.body, &message.headers)
+                .expect("the standardwebhooks crate accepts the signature");
+            let body = message.json();
+            assert_eq!(body["id"], message.header("webhook-id"));
+            assert_eq!(body.get("test"), None, "not a test delivery");
+            (body["type"].as_str().unwrap().to_owned(), body)
+        })
+        .collect();
+    bodies.sort_by(|a, b| a.0.cmp(&b.0));
+    bodies
+}
+
+/// A media-plan organization registers a webhook (it may: its plan has the media API), which
+/// subscribes to the media events by default and may not subscribe to job events. A publish
+/// against the stand-ins, a refusal and a revoked grant each send their events once, signed,
+/// with the documented bodies; the changes that reach no such state send nothing.
+async fn media_events_reach_the_webhooks_that_subscribe(app: TestApp) {
+    use xf_tests::receiver::{Answer, Receiver};
+    let (app, platforms) = publishing(app).await;
+    // The signatures' timestamps must be near the verifier's (real) clock.
+    app.clock
+        .set(xf_core::time::Timestamp::from_datetime(chrono::Utc::now()));
+    platforms.grant(ACCESS, Some((REFRESH, "ya29.fresh")));
+    let org = studio(&app).await;
+    let receiver = Receiver::start(Answer::Status(204)).await;
+
+    // Job events are not the plan's: a clear 400, for a subscription and a test delivery.
+    let refused = app
+        .post(
+            "/webhooks",
+            &org.key,
+            json!({"name": "jobs", "url": receiver.url, "events": ["job.completed"]}),
+        )
+        .await;
+    refused.expect_error(400, "validation_error");
+    let message = refused.body["error"]["details"][0]["message"]
+        .as_str()
+        .unwrap();
+    assert!(
+        message.contains("job.completed") && message.contains("plus"),
+        "{message}"
+    );
+    let created = app
+        .post(
+            "/webhooks",
+            &org.key,
+            json!({"name": "media", "url": receiver.url}),
+        )
+        .await;
+    let created = created.expect(201).clone();
+    assert_eq!(
+        created["webhook"]["events"],
+        json!([
+            "media.post.published",
+            "media.post.failed",
+            "media.completed",
+            "media.failed",
+            "channel.disconnected"
+        ])
+    );
+    let secret = created["secret"].as_str().unwrap().to_owned();
+    let hook = created["webhook"]["id"].as_str().unwrap().to_owned();
+    let test_job = app
+        .post(
+            &format!("/webhooks/{hook}/test"),
+            &org.key,
+            json!({"event": "job.failed"}),
+        )
+        .await;
+    test_job.expect_error(400, "validation_error");
+
+    let workers = workers(&app);
+
+    // One post refused, the other published: both posts' events, then the item's.
+    let (mixed, shown) = refused_on_youtube_published_on_instagram(&app, &platforms, &org).await;
+    let clip = video("mp4", 640, 360, 4, false, 0);
+    let got = deliveries(&receiver, &secret, 0, 3).await;
+    let types: Vec<&str> = got.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(
+        types,
+        ["media.failed", "media.post.failed", "media.post.published"]
+    );
+    let failed = &got[0].1["data"];
+    assert_eq!(failed["media"]["id"], mixed.as_str());
+    assert_eq!(failed["media"]["status"], "failed");
+    assert_eq!(failed["media"]["youtube"]["status"], "failed");
+    assert_eq!(failed["media"]["instagram"]["status"], "published");
+    assert_eq!(failed["media"]["instagram"], shown["instagram"]);
+    let refused = &got[1].1["data"]["post"];
+    assert_eq!(
+        refused,
+        &json!({
+            "platform": "youtube", "accountId": "UC-studio", "status": "failed",
+            "postId": null, "url": null,
+            "error": {"source": "platform", "code": "invalidVideoMetadata", "message": "The video was rejected."}
+        })
+    );
+    assert_eq!(got[1].1["data"]["media"]["id"], mixed.as_str());
+    let published = &got[2].1["data"]["post"];
+    assert_eq!(published["platform"], "instagram");
+    assert_eq!(published["accountId"], "17841400000000001");
+    assert_eq!(published["status"], "published");
+    assert_eq!(published["postId"], shown["instagram"]["mediaId"]);
+    assert_eq!(published["url"], shown["instagram"]["url"]);
+    assert_eq!(published["error"], Value::Null);
+    for (_, body) in &got {
+        assert!(body["id"].as_str().unwrap().starts_with("evt_"));
+        crate::assert_time(&body["createdAt"]);
+    }
+
+    // Published everywhere: the post's event and `media.completed`.
+    let single = post_video(&app, &org, &clip, &[("platforms", r#"["youtube"]"#)]).await;
+    let shown = wait_for(&app, &org.key, &single, |i| i["status"] == "completed").await;
+    let got = deliveries(&receiver, &secret, 3, 2).await;
+    assert_eq!(got[0].0, "media.completed");
+    assert_eq!(got[0].1["data"]["media"]["youtube"], shown["youtube"]);
+    assert_eq!(got[1].0, "media.post.published");
+    assert_eq!(
+        got[1].1["data"]["post"]["postId"],
+        shown["youtube"]["videoId"]
+    );
+
+    // The grant is revoked: the channel's event, and the post it failed with its item's.
+    platforms.revoke(REFRESH);
+    platforms.expire(ACCESS);
+    let doomed = post_video(&app, &org, &clip, &[("platforms", r#"["youtube"]"#)]).await;
+    wait_for(&app, &org.key, &doomed, |i| i["status"] == "failed").await;
+    let got = deliveries(&receiver, &secret, 5, 3).await;
+    let types: Vec<&str> = got.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(
+        types,
+        ["channel.disconnected", "media.failed", "media.post.failed"]
+    );
+    let channel = &got[0].1["data"]["channel"];
+    assert_eq!(channel["platform"], "youtube");
+    assert_eq!(channel["accountId"], "UC-studio");
+    assert!(channel["id"].as_str().unwrap().starts_with("ch_"));
+    assert!(channel["reason"]
+        .as_str()
+        .unwrap()
+        .contains("invalid_grant"));
+    assert!(channel["reconnect"]
+        .as_str()
+        .unwrap()
+        .contains(channel["id"].as_str().unwrap()));
+    let error = &got[2].1["data"]["post"]["error"];
+    assert_eq!(error["source"], "xf");
+    assert_eq!(error["code"], "channel_disconnected");
+
+    // Nothing else was sent (no duplicates, no event for the changes in between), and the
+    // log has one successful attempt per event.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(receiver.count(), 8);
+    let log = app
+        .get(&format!("/webhooks/{hook}/deliveries?limit=100"), &org.key)
+        .await;
+    let log = log.expect(200)["deliveries"].as_array().unwrap().clone();
+    assert_eq!(log.len(), 8, "{log:?}");
+    assert!(log.iter().all(|row| row["success"] == true));
+
+    // A test delivery of a media event carries a sample of its body.
+    let tested = app
+        .post(
+            &format!("/webhooks/{hook}/test"),
+            &org.key,
+            json!({"event": "media.post.published"}),
+        )
+        .await;
+    assert_eq!(
+        tested.expect(200)["delivery"]["event"],
+        "media.post.published"
+    );
+    let sample = receiver.wait_for(9, Duration::from_secs(5)).await[8].json();
+    assert_eq!(sample["test"], true);
+    assert_eq!(sample["data"]["post"]["status"], "published");
+    assert_eq!(sample["data"]["media"]["youtube"]["status"], "published");
     workers.shutdown(Duration::from_secs(5)).await;
 }

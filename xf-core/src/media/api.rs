@@ -4,7 +4,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::ids::{ChannelId, MediaId};
-use crate::model::media::{FileFacts, MediaItem, MediaKind, MediaStatus, Platform, PlatformStatus};
+use crate::model::media::{
+    FileFacts, ImageFacts, MediaItem, MediaKind, MediaStatus, Platform, PlatformStatus, VideoFacts,
+};
 use crate::time::Timestamp;
 
 /// A media item (`GET /media/videos/{id}`, `GET /media/images/{id}`, and list items).
@@ -28,97 +30,216 @@ pub struct MediaItemView {
     pub scheduled_at: Option<Timestamp>,
     /// The file: its name, size and what inspecting it found.
     pub file: FileView,
-    /// YouTube: `{status, videoId, url, accounts, settings, error, posts}`, where `posts`
-    /// has one `{account, status, videoId, url, error}` per account; `{status: idle,
-    /// videoId: null, url: null}` when YouTube is not selected. The other platforms' objects
-    /// have the same shape with their own id field.
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
-    pub youtube: Value,
-    /// Instagram: `{status, mediaId, url, …}`.
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
-    pub instagram: Value,
-    /// TikTok: `{status, videoId, url, …}`.
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
-    pub tiktok: Value,
-    /// LinkedIn: `{status, urn, url, …}`.
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
-    pub linkedin: Value,
-    /// Pinterest: `{status, pinId, url, …}`.
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
-    pub pinterest: Value,
+    /// YouTube's state (`{status: idle, videoId: null, url: null}` when not selected).
+    pub youtube: YoutubeState,
+    /// Instagram's state.
+    pub instagram: InstagramState,
+    /// TikTok's state.
+    pub tiktok: TiktokState,
+    /// LinkedIn's state.
+    pub linkedin: LinkedinState,
+    /// Pinterest's state.
+    pub pinterest: PinterestState,
     /// When it was uploaded.
     pub created_at: Timestamp,
     /// When it last changed.
     pub updated_at: Timestamp,
 }
 
-/// The file of a media item.
+/// The per-platform state of a media item (`youtube`, `instagram`, …) and its posts: one
+/// pair of types per platform, as each names the platform's id of a post differently.
+macro_rules! platform_state {
+    ($state:ident, $post:ident, $platform:expr, $id:tt, $settings:tt) => {
+        /// A media item on one platform: its status, the platform's id and the address of
+        /// the first published post, and, when the platform is selected, its accounts,
+        /// settings, error and posts.
+        #[derive(Debug, Clone, PartialEq, Serialize)]
+        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+        #[serde(rename_all = "camelCase")]
+        pub struct $state {
+            /// Derived from the posts; `idle` when the platform is not selected.
+            pub status: PlatformStatus,
+            /// The platform's id of the first published post.
+            #[serde(rename = $id)]
+            #[cfg_attr(feature = "openapi", schema(required = true))]
+            pub remote_id: Option<String>,
+            /// The first published post's public address.
+            #[cfg_attr(feature = "openapi", schema(required = true))]
+            pub url: Option<String>,
+            /// The accounts it goes to; absent when the platform is not selected.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub accounts: Option<Vec<String>>,
+            /// The settings given with the upload; absent when not selected.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            #[cfg_attr(feature = "openapi", schema(schema_with = $state::settings_schema))]
+            pub settings: Option<Map<String, Value>>,
+            /// The first failed post's error, or what a post waits for; absent when not
+            /// selected, null when there is none.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, nullable = true))]
+            pub error: Option<Option<String>>,
+            /// One post per account; absent when not selected.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub posts: Option<Vec<$post>>,
+        }
+
+        /// One post of a media item: an account of the platform and where its post stands.
+        #[derive(Debug, Clone, PartialEq, Serialize)]
+        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+        #[serde(rename_all = "camelCase")]
+        pub struct $post {
+            /// The account.
+            pub account: String,
+            /// Where the post stands.
+            pub status: PlatformStatus,
+            /// The platform's id of the post, once published.
+            #[serde(rename = $id)]
+            #[cfg_attr(feature = "openapi", schema(required = true))]
+            pub remote_id: Option<String>,
+            /// Its public address, once published.
+            #[cfg_attr(feature = "openapi", schema(required = true))]
+            pub url: Option<String>,
+            /// Why it failed, or what it waits for.
+            #[cfg_attr(feature = "openapi", schema(required = true))]
+            pub error: Option<String>,
+        }
+
+        impl $state {
+            /// A reference to the component schema of the platform's settings; xf-tower adds
+            /// the components, made from the settings tables
+            /// ([`settings::json_schema`](super::settings::json_schema)).
+            #[cfg(feature = "openapi")]
+            fn settings_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::Ref::from_schema_name($settings).into()
+            }
+
+            fn of(item: &MediaItem) -> Self {
+                match item.targets.get(&$platform) {
+                    None => $state {
+                        status: PlatformStatus::Idle,
+                        remote_id: None,
+                        url: None,
+                        accounts: None,
+                        settings: None,
+                        error: None,
+                        posts: None,
+                    },
+                    Some(target) => $state {
+                        status: target.status,
+                        remote_id: target.remote_id.clone(),
+                        url: target.url.clone(),
+                        accounts: Some(target.accounts.clone()),
+                        settings: Some(target.settings.clone()),
+                        error: Some(target.error.clone()),
+                        posts: Some(
+                            target
+                                .posts
+                                .iter()
+                                .map(|(account, post)| $post {
+                                    account: account.clone(),
+                                    status: post.status,
+                                    remote_id: post.remote_id.clone(),
+                                    url: post.url.clone(),
+                                    error: post.error.clone(),
+                                })
+                                .collect(),
+                        ),
+                    },
+                }
+            }
+        }
+    };
+}
+
+platform_state!(
+    YoutubeState,
+    YoutubePost,
+    Platform::Youtube,
+    "videoId",
+    "YoutubeSettings"
+);
+platform_state!(
+    InstagramState,
+    InstagramPost,
+    Platform::Instagram,
+    "mediaId",
+    "InstagramSettings"
+);
+platform_state!(
+    TiktokState,
+    TiktokPost,
+    Platform::Tiktok,
+    "videoId",
+    "TiktokSettings"
+);
+platform_state!(
+    LinkedinState,
+    LinkedinPost,
+    Platform::Linkedin,
+    "urn",
+    "LinkedinSettings"
+);
+platform_state!(
+    PinterestState,
+    PinterestPost,
+    Platform::Pinterest,
+    "pinId",
+    "PinterestSettings"
+);
+
+/// The file of a media item: its name and size, and what inspecting it found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(untagged)]
+pub enum FileView {
+    /// A video's file.
+    Video(VideoFileView),
+    /// An image's file.
+    Image(ImageFileView),
+}
+
+/// A video's file: its container, duration, display size, rotation, codecs and frame rate.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
-pub struct FileView {
+pub struct VideoFileView {
     /// The name it was uploaded with.
     pub name: String,
     /// Bytes.
     pub size: u64,
-    /// Videos: `container`, `durationMs`, `width`, `height` (as displayed, after rotation),
-    /// `rotation`, `videoCodec`, `audioCodec`, `frameRate` (frames per second, `null` when
-    /// the file does not state its sample count); images: `format`, `width`, `height`.
+    /// What inspecting it found.
     #[serde(flatten)]
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
-    pub facts: FileFacts,
+    pub facts: VideoFacts,
 }
 
-/// The name of a platform's post id in the API.
-fn remote_id_field(platform: Platform) -> &'static str {
-    match platform {
-        Platform::Youtube | Platform::Tiktok => "videoId",
-        Platform::Instagram => "mediaId",
-        Platform::Linkedin => "urn",
-        Platform::Pinterest => "pinId",
-    }
+/// An image's file: its format and size.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ImageFileView {
+    /// The name it was uploaded with.
+    pub name: String,
+    /// Bytes.
+    pub size: u64,
+    /// What inspecting it found.
+    #[serde(flatten)]
+    pub facts: ImageFacts,
 }
 
 impl From<&MediaItem> for MediaItemView {
     fn from(item: &MediaItem) -> Self {
-        let platform = |platform: Platform| -> Value {
-            let mut view = Map::new();
-            match item.targets.get(&platform) {
-                Some(target) => {
-                    view.insert("status".into(), serde_json::json!(target.status));
-                    view.insert(
-                        remote_id_field(platform).into(),
-                        serde_json::json!(target.remote_id),
-                    );
-                    view.insert("url".into(), serde_json::json!(target.url));
-                    view.insert("accounts".into(), serde_json::json!(target.accounts));
-                    view.insert("settings".into(), Value::Object(target.settings.clone()));
-                    view.insert("error".into(), serde_json::json!(target.error));
-                    let posts: Vec<Value> = target
-                        .posts
-                        .iter()
-                        .map(|(account, post)| {
-                            let mut shown = Map::new();
-                            shown.insert("account".into(), serde_json::json!(account));
-                            shown.insert("status".into(), serde_json::json!(post.status));
-                            shown.insert(
-                                remote_id_field(platform).into(),
-                                serde_json::json!(post.remote_id),
-                            );
-                            shown.insert("url".into(), serde_json::json!(post.url));
-                            shown.insert("error".into(), serde_json::json!(post.error));
-                            Value::Object(shown)
-                        })
-                        .collect();
-                    view.insert("posts".into(), Value::Array(posts));
-                }
-                None => {
-                    view.insert("status".into(), serde_json::json!(PlatformStatus::Idle));
-                    view.insert(remote_id_field(platform).into(), Value::Null);
-                    view.insert("url".into(), Value::Null);
-                }
-            }
-            Value::Object(view)
+        let (name, size) = (item.file.name.clone(), item.file.size);
+        let file = match &item.file.facts {
+            FileFacts::Video(facts) => FileView::Video(VideoFileView {
+                name,
+                size,
+                facts: facts.clone(),
+            }),
+            FileFacts::Image(facts) => FileView::Image(ImageFileView {
+                name,
+                size,
+                facts: facts.clone(),
+            }),
         };
         MediaItemView {
             id: item.id.clone(),
@@ -128,16 +249,12 @@ impl From<&MediaItem> for MediaItemView {
             status: item.status,
             platforms: item.platforms(),
             scheduled_at: item.scheduled_at,
-            file: FileView {
-                name: item.file.name.clone(),
-                size: item.file.size,
-                facts: item.file.facts.clone(),
-            },
-            youtube: platform(Platform::Youtube),
-            instagram: platform(Platform::Instagram),
-            tiktok: platform(Platform::Tiktok),
-            linkedin: platform(Platform::Linkedin),
-            pinterest: platform(Platform::Pinterest),
+            file,
+            youtube: YoutubeState::of(item),
+            instagram: InstagramState::of(item),
+            tiktok: TiktokState::of(item),
+            linkedin: LinkedinState::of(item),
+            pinterest: PinterestState::of(item),
             created_at: item.created_at,
             updated_at: item.updated_at,
         }
@@ -201,21 +318,103 @@ pub struct MediaList {
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChannelsView {
-    /// `{id, channelId, title, thumbnail}` each.
-    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
-    pub youtube: Vec<Value>,
-    /// `{id, accountId, username, thumbnail}` each.
-    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
-    pub instagram: Vec<Value>,
-    /// `{id, accountId, username, thumbnail}` each.
-    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
-    pub tiktok: Vec<Value>,
-    /// `{id, accountId, name, thumbnail}` each.
-    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
-    pub linkedin: Vec<Value>,
-    /// `{id, accountId, username, thumbnail}` each.
-    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
-    pub pinterest: Vec<Value>,
+    /// YouTube channels.
+    pub youtube: Vec<YoutubeChannel>,
+    /// Instagram accounts.
+    pub instagram: Vec<AccountChannel>,
+    /// TikTok accounts.
+    pub tiktok: Vec<AccountChannel>,
+    /// LinkedIn members and organizations.
+    pub linkedin: Vec<LinkedinChannel>,
+    /// Pinterest accounts.
+    pub pinterest: Vec<AccountChannel>,
+}
+
+/// A connected YouTube channel.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct YoutubeChannel {
+    /// `ch_…`.
+    pub id: ChannelId,
+    /// YouTube's channel id (what `selectedYoutubeChannels` names).
+    pub channel_id: String,
+    /// The channel's title.
+    pub title: String,
+    /// Its picture.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
+    pub thumbnail: Option<String>,
+}
+
+/// A connected Instagram, TikTok or Pinterest account.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct AccountChannel {
+    /// `ch_…`.
+    pub id: ChannelId,
+    /// The platform's account id (what `selected…Accounts` names).
+    pub account_id: String,
+    /// The account's username.
+    pub username: String,
+    /// Its picture.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
+    pub thumbnail: Option<String>,
+}
+
+/// A connected LinkedIn member or organization.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct LinkedinChannel {
+    /// `ch_…`.
+    pub id: ChannelId,
+    /// The member's or organization's URN (what `selectedLinkedinAccounts` names).
+    pub account_id: String,
+    /// The member's or organization's name.
+    pub name: String,
+    /// Its picture.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
+    pub thumbnail: Option<String>,
+}
+
+impl ChannelsView {
+    /// The channels by platform, in the order given.
+    pub fn of(channels: Vec<super::Channel>) -> Self {
+        let mut view = ChannelsView::default();
+        for channel in channels {
+            let (id, account_id, name, thumbnail) = (
+                channel.id,
+                channel.account_id,
+                channel.name,
+                channel.thumbnail,
+            );
+            let account = || AccountChannel {
+                id: id.clone(),
+                account_id: account_id.clone(),
+                username: name.clone(),
+                thumbnail: thumbnail.clone(),
+            };
+            match channel.platform {
+                Platform::Youtube => view.youtube.push(YoutubeChannel {
+                    id,
+                    channel_id: account_id,
+                    title: name,
+                    thumbnail,
+                }),
+                Platform::Linkedin => view.linkedin.push(LinkedinChannel {
+                    id,
+                    account_id,
+                    name,
+                    thumbnail,
+                }),
+                Platform::Instagram => view.instagram.push(account()),
+                Platform::Tiktok => view.tiktok.push(account()),
+                Platform::Pinterest => view.pinterest.push(account()),
+            }
+        }
+        view
+    }
 }
 
 /// Body of `POST /admin/organizations/{orgId}/channels`.

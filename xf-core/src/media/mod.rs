@@ -3,6 +3,7 @@
 
 pub mod api;
 pub mod blob;
+pub mod events;
 pub(crate) mod file_url;
 pub mod inspect;
 #[cfg(feature = "publishing")]
@@ -15,6 +16,6 @@ pub mod s3;
 pub mod settings;
 
 pub use crate::model::media::{
-    Channel, FileFacts, MediaItem, MediaKind, MediaStatus, Platform, PlatformStatus,
-    PlatformTarget, Post, PostStage, StoredFile, Upload, UploadPart,
+    Channel, FailureSource, FileFacts, MediaItem, MediaKind, MediaStatus, Platform, PlatformStatus,
+    PlatformTarget, Post, PostFailure, PostStage, StoredFile, Upload, UploadPart,
 };

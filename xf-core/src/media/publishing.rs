@@ -34,7 +34,8 @@ use super::publish::{
     CheckpointSink, Outcome, PollOutcome, PostContext, PublishError, Published, Publisher,
 };
 use super::{
-    Channel, MediaItem, MediaKind, MediaStatus, Platform, PlatformStatus, Post, PostStage,
+    Channel, MediaItem, MediaKind, MediaStatus, Platform, PlatformStatus, Post, PostFailure,
+    PostStage,
 };
 use crate::ids::MediaId;
 use crate::model::media::channel_owner;
@@ -42,6 +43,24 @@ use crate::runtime::{JobContext, JobError, JobHandler};
 use crate::secret::Sealer;
 use crate::store::{MediaFilter, MediaStore};
 use crate::time::Clock;
+
+/// The codes of the failures xf decides (`source: xf` in a post's failure and in
+/// `media.post.failed`); a platform's refusal carries the platform's own code.
+pub mod failure_codes {
+    /// The channel's grant was revoked, or it was disconnected before the post started.
+    pub const CHANNEL_DISCONNECTED: &str = "channel_disconnected";
+    /// The account the post goes to is no longer connected at all.
+    pub const CHANNEL_NOT_CONNECTED: &str = "channel_not_connected";
+    /// The platform kept refusing the access token, and it could not be refreshed.
+    pub const UNAUTHORIZED: &str = "unauthorized";
+    /// The channel's stored tokens cannot be opened (the host's secret key changed).
+    pub const TOKEN_UNREADABLE: &str = "token_unreadable";
+    /// This server has no client for the platform.
+    pub const PLATFORM_NOT_CONFIGURED: &str = "platform_not_configured";
+    /// Every attempt ended in an error worth retrying (rate limits, outages); the message
+    /// is the last one's.
+    pub const ATTEMPTS_EXHAUSTED: &str = "attempts_exhausted";
+}
 
 /// Attempts of a `media-publish` job before its post fails (each waits out a doubling
 /// backoff).
@@ -67,7 +86,7 @@ enum Halt {
     /// Try again later, not before `after` if given.
     Retry(String, Option<Duration>),
     /// The post failed for good.
-    Fail(String),
+    Fail(PostFailure),
 }
 
 impl From<PublishError> for Halt {
@@ -88,8 +107,17 @@ impl From<PublishError> for Halt {
                 ),
                 None,
             ),
-            rejected @ PublishError::Rejected { .. } => Halt::Fail(rejected.to_string()),
-            other => Halt::Fail(other.to_string()),
+            PublishError::Rejected { code, message } => {
+                Halt::Fail(PostFailure::platform(code, message))
+            }
+            unauthorized @ PublishError::Unauthorized(_) => Halt::Fail(PostFailure::xf(
+                failure_codes::UNAUTHORIZED,
+                unauthorized.to_string(),
+            )),
+            disconnected @ PublishError::Disconnected(_) => Halt::Fail(PostFailure::xf(
+                failure_codes::CHANNEL_DISCONNECTED,
+                disconnected.to_string(),
+            )),
         }
     }
 }
@@ -193,7 +221,10 @@ impl Publishing {
             }
         }
         for (id, mut failed) in unfinished {
-            failed.fail(message.clone());
+            failed.fail(PostFailure::xf(
+                failure_codes::CHANNEL_DISCONNECTED,
+                message.clone(),
+            ));
             let updated = self
                 .store
                 .update_post(&id, channel.platform, &channel.account_id, &failed, now)
@@ -203,6 +234,14 @@ impl Publishing {
             }
         }
     }
+}
+
+/// The failure of a post on a disconnected channel.
+fn disconnected(channel: &Channel, reason: &str) -> PostFailure {
+    PostFailure::xf(
+        failure_codes::CHANNEL_DISCONNECTED,
+        disconnected_message(channel, reason),
+    )
 }
 
 fn disconnected_message(channel: &Channel, reason: &str) -> String {
@@ -342,8 +381,8 @@ impl JobHandler for PublishHandler {
                     .as_deref()
                     .unwrap_or("the worker publishing it stopped responding")
             );
-            let noted = error.clone();
-            let _ = record.update(|post| post.fail(noted)).await;
+            let failure = PostFailure::xf(failure_codes::ATTEMPTS_EXHAUSTED, error.clone());
+            let _ = record.update(|post| post.fail(failure)).await;
             return Err(JobError::Fail(error));
         }
         match self.publish(&job, &item, &record).await {
@@ -358,9 +397,15 @@ impl JobHandler for PublishHandler {
                     None => JobError::Retry(error),
                 })
             }
-            Err(Halt::Retry(error, _) | Halt::Fail(error)) => {
-                let noted = error.clone();
-                let _ = record.update(|post| post.fail(noted)).await;
+            Err(halt) => {
+                let failure = match halt {
+                    Halt::Retry(error, _) => {
+                        PostFailure::xf(failure_codes::ATTEMPTS_EXHAUSTED, error)
+                    }
+                    Halt::Fail(failure) => failure,
+                };
+                let error = failure.text();
+                let _ = record.update(|post| post.fail(failure)).await;
                 Err(JobError::Fail(error))
             }
         }
@@ -381,9 +426,12 @@ impl PublishHandler {
             .get(&platform)
             .cloned()
             .ok_or_else(|| {
-                Halt::Fail(format!(
-                    "publishing to {} is not configured on this server",
-                    platform.label()
+                Halt::Fail(PostFailure::xf(
+                    failure_codes::PLATFORM_NOT_CONFIGURED,
+                    format!(
+                        "publishing to {} is not configured on this server",
+                        platform.label()
+                    ),
                 ))
             })?;
         let mut channel = publishing
@@ -392,13 +440,16 @@ impl PublishHandler {
             .await
             .map_err(|e| Halt::Retry(format!("the store failed: {e}"), None))?
             .ok_or_else(|| {
-                Halt::Fail(format!(
-                    "the {} account {account} is no longer connected",
-                    platform.label()
+                Halt::Fail(PostFailure::xf(
+                    failure_codes::CHANNEL_NOT_CONNECTED,
+                    format!(
+                        "the {} account {account} is no longer connected",
+                        platform.label()
+                    ),
                 ))
             })?;
         if let Some(reason) = &channel.disconnected {
-            return Err(Halt::Fail(disconnected_message(&channel, reason)));
+            return Err(Halt::Fail(disconnected(&channel, reason)));
         }
         let file = publishing
             .blobs
@@ -465,7 +516,7 @@ impl PublishHandler {
                 }
                 PublishError::Unauthorized(reason) | PublishError::Disconnected(reason) => {
                     publishing.disconnect(&channel, &reason).await;
-                    return Err(Halt::Fail(disconnected_message(&channel, &reason)));
+                    return Err(Halt::Fail(disconnected(&channel, &reason)));
                 }
                 other => return Err(other.into()),
             }
@@ -602,11 +653,11 @@ impl PublishHandler {
             .token_sealer
             .open(&owner, &channel.sealed_access_token)
             .map_err(|_| {
-                Halt::Fail(
+                Halt::Fail(PostFailure::xf(
+                    failure_codes::TOKEN_UNREADABLE,
                     "the channel's token cannot be opened (the host's secret key changed?); \
-                     connect the channel again"
-                        .into(),
-                )
+                     connect the channel again",
+                ))
             })
     }
 
@@ -629,7 +680,10 @@ impl PublishHandler {
             .as_deref()
             .and_then(|sealed| sealer.open(&owner, sealed).ok())
             .ok_or_else(|| {
-                Halt::Fail("the channel's refresh token cannot be opened; connect it again".into())
+                Halt::Fail(PostFailure::xf(
+                    failure_codes::TOKEN_UNREADABLE,
+                    "the channel's refresh token cannot be opened; connect it again",
+                ))
             })?;
         let grant = match publisher.refresh(&refresh_token).await {
             Ok(grant) => grant,
@@ -657,7 +711,7 @@ impl PublishHandler {
                     }
                 }
                 publishing.disconnect(channel, &reason).await;
-                return Err(Halt::Fail(disconnected_message(channel, &reason)));
+                return Err(Halt::Fail(disconnected(channel, &reason)));
             }
             Err(other) => return Err(other.into()),
         };

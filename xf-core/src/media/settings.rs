@@ -439,6 +439,68 @@ fn checked_accounts(ids: Vec<&str>) -> Result<Value, String> {
     ))
 }
 
+/// The name of the component schema of `platform`'s settings in the OpenAPI document.
+pub fn schema_name(platform: Platform) -> &'static str {
+    match platform {
+        Platform::Youtube => "YoutubeSettings",
+        Platform::Instagram => "InstagramSettings",
+        Platform::Tiktok => "TiktokSettings",
+        Platform::Linkedin => "LinkedinSettings",
+        Platform::Pinterest => "PinterestSettings",
+    }
+}
+
+/// A JSON Schema of `platform`'s settings: the JSON object of the upload form's field named
+/// after the platform, and `settings` of an item on it (which leaves the account list out).
+/// Made from the table the forms are checked with, so the document says what is checked;
+/// `null` stands for a setting not given.
+pub fn json_schema(platform: Platform) -> Value {
+    let mut properties = Map::new();
+    for setting in settings_of(platform) {
+        let schema = match setting.kind {
+            Kind::Text(max) => serde_json::json!({"type": ["string", "null"], "maxLength": max}),
+            Kind::Bool => serde_json::json!({"type": ["boolean", "null"]}),
+            Kind::Select(allowed) => {
+                let mut values: Vec<Value> = allowed.iter().map(|v| Value::from(*v)).collect();
+                values.push(Value::Null);
+                serde_json::json!({"type": ["string", "null"], "enum": values})
+            }
+            Kind::Accounts => serde_json::json!({
+                "type": ["array", "null"],
+                "items": {"type": "string"},
+                "maxItems": MAX_ACCOUNTS,
+            }),
+        };
+        let described = match (schema, setting.kind) {
+            (Value::Object(mut schema), kind) => {
+                let what = match kind {
+                    Kind::Accounts => "The accounts to post to (default: every connected one)",
+                    Kind::Bool if setting.nested == "autoPublish" => {
+                        "Publish automatically (default true); false leaves the post for a person"
+                    }
+                    _ => "",
+                };
+                if !what.is_empty() {
+                    schema.insert("description".into(), what.into());
+                }
+                schema.insert(
+                    "x-flat-field".into(),
+                    Value::from(format!("also given as the form field {}", setting.flat)),
+                );
+                Value::Object(schema)
+            }
+            (other, _) => other,
+        };
+        properties.insert(setting.nested.to_owned(), described);
+    }
+    serde_json::json!({
+        "type": "object",
+        "description": format!("{}'s settings; each may also be given as its own form field", platform.label()),
+        "properties": properties,
+        "additionalProperties": false,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -233,6 +233,65 @@ pub struct Post {
     pub error: Option<String>,
     /// The job that publishes it.
     pub job_id: Option<crate::ids::JobId>,
+    /// Why it failed, as a code and a message (the platform's where it refused), once it
+    /// failed for good.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<PostFailure>,
+}
+
+/// Why a post failed for good: the code and message of `media.post.failed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct PostFailure {
+    /// `platform` when the platform refused the post (then `code` is the platform's own),
+    /// `xf` when xf stopped it (then `code` is one of xf's, see docs/webhooks.md).
+    pub source: FailureSource,
+    /// The platform's error code, or xf's.
+    pub code: String,
+    /// The platform's message, or xf's.
+    pub message: String,
+}
+
+/// Who decided that a post failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum FailureSource {
+    /// The platform refused the post or its media.
+    Platform,
+    /// xf stopped: the channel is disconnected, the attempts ran out, publishing to the
+    /// platform is not configured, ….
+    Xf,
+}
+
+impl PostFailure {
+    /// A refusal with the platform's code and message.
+    pub fn platform(code: impl Into<String>, message: impl Into<String>) -> Self {
+        PostFailure {
+            source: FailureSource::Platform,
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+
+    /// A failure xf decided, with one of its codes.
+    pub fn xf(code: &'static str, message: impl Into<String>) -> Self {
+        PostFailure {
+            source: FailureSource::Xf,
+            code: code.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    /// The post's `error` text: `code: message` for a platform's refusal, the message for
+    /// xf's.
+    pub fn text(&self) -> String {
+        match self.source {
+            FailureSource::Platform => format!("{}: {}", self.code, self.message),
+            FailureSource::Xf => self.message.clone(),
+        }
+    }
 }
 
 impl Post {
@@ -246,14 +305,16 @@ impl Post {
             url: None,
             error: None,
             job_id: None,
+            failure: None,
         }
     }
 
     /// Marks it failed for good, with why.
-    pub fn fail(&mut self, error: String) {
+    pub fn fail(&mut self, failure: PostFailure) {
         self.status = PlatformStatus::Failed;
         self.stage = PostStage::Done;
-        self.error = Some(error);
+        self.error = Some(failure.text());
+        self.failure = Some(failure);
     }
 
     /// Whether nothing more will happen to it.
@@ -371,6 +432,16 @@ pub struct MediaItem {
 }
 
 impl MediaItem {
+    /// Whether nothing more will happen to any of its posts (a draft's never start).
+    pub fn is_settled(&self) -> bool {
+        self.status != MediaStatus::Draft
+            && self
+                .targets
+                .values()
+                .flat_map(|t| t.posts.values())
+                .all(Post::is_final)
+    }
+
     /// The selected platforms, in the order of [`Platform::ALL`].
     pub fn platforms(&self) -> Vec<Platform> {
         self.targets.keys().copied().collect()
@@ -543,6 +614,7 @@ pub(crate) fn channel_owner(
 
 /// The container of an accepted video upload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum VideoContainer {
     /// An MP4 file (ISO base media, `.mp4`).
@@ -553,6 +625,7 @@ pub enum VideoContainer {
 
 /// The format of an accepted image upload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum ImageFormat {
     /// A JPEG image (`.jpg`, `.jpeg`).
@@ -565,6 +638,7 @@ pub enum ImageFormat {
 
 /// What the content of a video upload says about itself.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct VideoFacts {
     /// The container, which matches the file's extension.
@@ -581,6 +655,7 @@ pub struct VideoFacts {
     /// The sample entry code of the video track, e.g. `avc1`, `hvc1`, `mp4v`, `apcn`.
     pub video_codec: String,
     /// The sample entry code of the first audio track, e.g. `mp4a`; `None` without audio.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub audio_codec: Option<String>,
     /// The video track's average frame rate in thousandths of a frame per second (29.97 fps
     /// is 29,970): its sample count over its media duration. 0 when the file does not say: a
@@ -588,6 +663,7 @@ pub struct VideoFacts {
     /// before this was read have none. Serialized as `frameRate`, in frames per second
     /// (`29.97`), or `null` when unknown; see [`VideoFacts::frame_rate`].
     #[serde(rename = "frameRate", default, with = "frame_rate_json")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<f64>, required = true))]
     pub frame_rate_millis: u32,
 }
 
@@ -622,6 +698,7 @@ mod frame_rate_json {
 
 /// What the content of an image upload says about itself.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ImageFacts {
     /// The format, which matches the file's extension.

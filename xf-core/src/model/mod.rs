@@ -368,7 +368,8 @@ pub struct Job {
     pub result: Option<Value>,
 }
 
-/// The events of the outbox: a job reached a final state.
+/// The events of the outbox: a job reached a final state, a post was published or failed, a
+/// media item settled, a channel was disconnected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum EventType {
@@ -381,14 +382,34 @@ pub enum EventType {
     /// `job.cancelled`
     #[serde(rename = "job.cancelled")]
     JobCancelled,
+    /// `media.post.published`: one post (a platform and account) is live.
+    #[serde(rename = "media.post.published")]
+    MediaPostPublished,
+    /// `media.post.failed`: one post failed for good.
+    #[serde(rename = "media.post.failed")]
+    MediaPostFailed,
+    /// `media.completed`: every post of an item finished, none failed.
+    #[serde(rename = "media.completed")]
+    MediaCompleted,
+    /// `media.failed`: every post of an item finished, at least one failed.
+    #[serde(rename = "media.failed")]
+    MediaFailed,
+    /// `channel.disconnected`: a channel's grant was revoked; it must be connected again.
+    #[serde(rename = "channel.disconnected")]
+    ChannelDisconnected,
 }
 
 impl EventType {
-    /// Every event, in the spec's order.
-    pub const ALL: [EventType; 3] = [
+    /// Every event: the spec's three job events, then the media API's.
+    pub const ALL: [EventType; 8] = [
         EventType::JobCompleted,
         EventType::JobFailed,
         EventType::JobCancelled,
+        EventType::MediaPostPublished,
+        EventType::MediaPostFailed,
+        EventType::MediaCompleted,
+        EventType::MediaFailed,
+        EventType::ChannelDisconnected,
     ];
 
     /// The wire name.
@@ -397,6 +418,11 @@ impl EventType {
             EventType::JobCompleted => "job.completed",
             EventType::JobFailed => "job.failed",
             EventType::JobCancelled => "job.cancelled",
+            EventType::MediaPostPublished => "media.post.published",
+            EventType::MediaPostFailed => "media.post.failed",
+            EventType::MediaCompleted => "media.completed",
+            EventType::MediaFailed => "media.failed",
+            EventType::ChannelDisconnected => "channel.disconnected",
         }
     }
 
@@ -414,6 +440,28 @@ impl EventType {
             JobStatus::Pending | JobStatus::Processing => None,
         }
     }
+
+    /// The API whose entitlement receiving the event needs: the developer API for job
+    /// events, the media API for the others.
+    pub fn entitlement(&self) -> crate::plans::Entitlement {
+        match self {
+            EventType::JobCompleted | EventType::JobFailed | EventType::JobCancelled => {
+                crate::plans::Entitlement::DeveloperApi
+            }
+            _ => crate::plans::Entitlement::MediaApi,
+        }
+    }
+}
+
+/// What an event is about, and where its delivery's `data` comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventSubject {
+    /// A job event: `data` is `{job}`, the job as `GET /jobs/{id}` shows it, read when the
+    /// event is delivered (a final state does not change).
+    Job(JobId),
+    /// Any other event: `data` as it was when the change was made (see
+    /// [`crate::media::events`]).
+    Snapshot(Value),
 }
 
 /// A change worth telling the organization about, written to the outbox in the same
@@ -426,10 +474,20 @@ pub struct Event {
     pub organization_id: OrganizationId,
     /// What happened.
     pub event_type: EventType,
-    /// The job it happened to.
-    pub job_id: JobId,
+    /// What it happened to.
+    pub subject: EventSubject,
     /// When.
     pub created_at: Timestamp,
+}
+
+impl Event {
+    /// The job of a job event.
+    pub fn job_id(&self) -> Option<&JobId> {
+        match &self.subject {
+            EventSubject::Job(id) => Some(id),
+            EventSubject::Snapshot(_) => None,
+        }
+    }
 }
 
 /// Whether an issue concerns one page or the whole site.

@@ -42,8 +42,10 @@ pub trait MediaStore: Send + Sync {
     async fn insert_media(&self, item: &MediaItem, jobs: &[JobRecord]) -> StoreResult<()>;
 
     /// Replaces the post of `account` on `platform` of item `id` and derives the item's
-    /// statuses again ([`MediaItem::set_post`]), atomically; the item as it is now, or
-    /// `None` when there is no such item or post.
+    /// statuses again ([`MediaItem::set_post`]), and writes the events of the change
+    /// ([`post_events`](crate::media::events::post_events) of the item before and after) to
+    /// the outbox, atomically; the item as it is now, or `None` when there is no such item or
+    /// post.
     async fn update_post(
         &self,
         id: &MediaId,
@@ -73,7 +75,10 @@ pub trait MediaStore: Send + Sync {
     ) -> StoreResult<()>;
 
     /// Marks the channel disconnected (its grant was revoked), with the reason; connecting
-    /// it again ([`MediaStore::put_channel`]) clears it.
+    /// it again ([`MediaStore::put_channel`]) clears it. A channel that was connected until
+    /// now gets its `channel.disconnected` event
+    /// ([`channel_disconnected`](crate::media::events::channel_disconnected)) in the same
+    /// transaction; one already disconnected keeps its first reason and gets no second event.
     async fn disconnect_channel(
         &self,
         id: &ChannelId,

@@ -56,8 +56,9 @@ pub struct ClaimedDelivery {
     pub event: Event,
     /// The webhook, as it is now.
     pub webhook: Webhook,
-    /// The event's job, as it is now (final states do not change, so as it was).
-    pub job: JobRecord,
+    /// A job event's job, as it is now (final states do not change, so as it was); `None`
+    /// for the events that carry their data.
+    pub job: Option<JobRecord>,
     /// Which attempt this is: 1 for the first.
     pub attempt: u32,
     /// Names this attempt in [`WebhookStore::record_deliveries`].

@@ -126,7 +126,7 @@ pub async fn event_list_in_id_order_after_position(store: Arc<dyn TestStore>) {
     let only_mine = |events: Vec<Event>| -> Vec<Event> {
         events
             .into_iter()
-            .filter(|event| mine.contains(&event.job_id))
+            .filter(|event| event.job_id().is_some_and(|id| mine.contains(id)))
             .collect()
     };
     let last = &written[4].id;

@@ -686,3 +686,218 @@ pub async fn channel_tokens_refresh_and_disconnect(store: Arc<dyn TestStore>) {
     assert_eq!(again.id, stored.id);
     assert_eq!(again.disconnected, None);
 }
+
+/// The events of the organization `org`, oldest first (the outbox is shared by every test).
+async fn events_of(store: &dyn TestStore, org: &OrganizationId) -> Vec<crate::model::Event> {
+    let mut all = Vec::new();
+    let mut after = None;
+    loop {
+        let page = store
+            .list_events(after.as_ref(), 1_000)
+            .await
+            .expect("events");
+        let Some(last) = page.last() else { break };
+        after = Some(last.id.clone());
+        all.extend(page.into_iter().filter(|e| &e.organization_id == org));
+    }
+    all
+}
+
+/// A post update writes its events with it: `media.post.published` or `media.post.failed`
+/// when the post reaches that state (once: storing the same state again writes nothing), and
+/// `media.completed` or `media.failed` when the item's last unfinished post finishes. Each
+/// carries its data as of the change; a change that reaches no such state writes none.
+pub async fn media_post_updates_write_their_events(store: Arc<dyn TestStore>) {
+    use crate::media::{Post, PostFailure};
+    use crate::model::{EventSubject, EventType};
+    let org = seed_organization(&*store, "Media events").await;
+    let mut item = media_item(
+        &org.id,
+        MediaKind::Video,
+        &[Platform::Youtube, Platform::Tiktok],
+        minutes(1),
+    );
+    for target in item.targets.values_mut() {
+        let account = target.accounts[0].clone();
+        target
+            .posts
+            .insert(account, Post::new(PlatformStatus::Pending));
+    }
+    item.scheduled_at = None;
+    item.settle(minutes(1));
+    store.insert_media(&item, &[]).await.unwrap();
+    let youtube = item.targets[&Platform::Youtube].accounts[0].clone();
+    let tiktok = item.targets[&Platform::Tiktok].accounts[0].clone();
+    let update = |platform, account: String, post: Post, at| {
+        let store = Arc::clone(&store);
+        let id = item.id.clone();
+        async move {
+            store
+                .update_post(&id, platform, &account, &post, at)
+                .await
+                .unwrap()
+                .expect("the post exists")
+        }
+    };
+
+    // Processing: no event.
+    let mut post = Post::new(PlatformStatus::Processing);
+    update(Platform::Youtube, youtube.clone(), post.clone(), minutes(2)).await;
+    assert_eq!(events_of(&*store, &org.id).await, vec![]);
+
+    // Published: one event, with the post and the item as it is now.
+    post.status = PlatformStatus::Published;
+    post.remote_id = Some("vid1".into());
+    post.url = Some("https://www.youtube.com/watch?v=vid1".into());
+    let after_publish = update(Platform::Youtube, youtube.clone(), post.clone(), minutes(3)).await;
+    // The same state again: nothing more.
+    update(Platform::Youtube, youtube.clone(), post.clone(), minutes(4)).await;
+    let events = events_of(&*store, &org.id).await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].event_type, EventType::MediaPostPublished);
+    assert_eq!(events[0].created_at, minutes(3));
+    let EventSubject::Snapshot(data) = &events[0].subject else {
+        panic!("a media event carries its data: {:?}", events[0]);
+    };
+    assert_eq!(
+        data["post"],
+        serde_json::json!({
+            "platform": "youtube", "accountId": youtube, "status": "published",
+            "postId": "vid1", "url": "https://www.youtube.com/watch?v=vid1", "error": null
+        })
+    );
+    assert_eq!(
+        data["media"],
+        serde_json::to_value(crate::media::api::MediaItemView::from(&after_publish)).unwrap()
+    );
+    assert_eq!(data["media"]["status"], "processing");
+
+    // The last post fails: its event, then the item's.
+    let mut failed = Post::new(PlatformStatus::Processing);
+    failed.fail(PostFailure::platform(
+        "spam_risk_too_many_posts",
+        "too many posts",
+    ));
+    let settled = update(Platform::Tiktok, tiktok.clone(), failed.clone(), minutes(5)).await;
+    assert_eq!(settled.status, MediaStatus::Failed);
+    update(Platform::Tiktok, tiktok.clone(), failed, minutes(6)).await;
+    let events = events_of(&*store, &org.id).await;
+    let types: Vec<EventType> = events.iter().map(|e| e.event_type).collect();
+    assert_eq!(
+        types,
+        [
+            EventType::MediaPostPublished,
+            EventType::MediaPostFailed,
+            EventType::MediaFailed
+        ]
+    );
+    assert!(events.windows(2).all(|pair| pair[0].id < pair[1].id));
+    let EventSubject::Snapshot(data) = &events[1].subject else {
+        panic!("a media event carries its data");
+    };
+    assert_eq!(
+        data["post"]["error"],
+        serde_json::json!({"source": "platform", "code": "spam_risk_too_many_posts", "message": "too many posts"})
+    );
+    assert_eq!(data["post"]["postId"], serde_json::Value::Null);
+    let EventSubject::Snapshot(data) = &events[2].subject else {
+        panic!("a media event carries its data");
+    };
+    assert_eq!(
+        data,
+        &serde_json::json!({"media": crate::media::api::MediaItemView::from(&settled)})
+    );
+
+    // An item whose posts all publish completes.
+    let mut single = media_item(
+        &org.id,
+        MediaKind::Image,
+        &[Platform::Pinterest],
+        minutes(7),
+    );
+    let account = single.targets[&Platform::Pinterest].accounts[0].clone();
+    single
+        .targets
+        .get_mut(&Platform::Pinterest)
+        .unwrap()
+        .posts
+        .insert(account.clone(), Post::new(PlatformStatus::Pending));
+    store.insert_media(&single, &[]).await.unwrap();
+    let mut pin = Post::new(PlatformStatus::Published);
+    pin.remote_id = Some("pin1".into());
+    store
+        .update_post(&single.id, Platform::Pinterest, &account, &pin, minutes(8))
+        .await
+        .unwrap()
+        .unwrap();
+    let types: Vec<EventType> = events_of(&*store, &org.id)
+        .await
+        .iter()
+        .skip(3)
+        .map(|e| e.event_type)
+        .collect();
+    assert_eq!(
+        types,
+        [EventType::MediaPostPublished, EventType::MediaCompleted]
+    );
+}
+
+/// Disconnecting a connected channel writes one `channel.disconnected` with it, naming the
+/// channel, the reason and how to reconnect; disconnecting it again writes nothing and keeps
+/// the first reason; once connected again, the next disconnection writes another.
+pub async fn channel_disconnection_writes_one_event(store: Arc<dyn TestStore>) {
+    use crate::model::{EventSubject, EventType};
+    let org = seed_organization(&*store, "Disconnections").await;
+    let stored = store
+        .put_channel(&channel(
+            &org.id,
+            Platform::Youtube,
+            "UC-disconnected",
+            minutes(1),
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    store
+        .disconnect_channel(&stored.id, "invalid_grant: revoked", minutes(2))
+        .await
+        .unwrap();
+    store
+        .disconnect_channel(&stored.id, "invalid_grant: again", minutes(3))
+        .await
+        .unwrap();
+    let now = store
+        .find_channel(&org.id, Platform::Youtube, "UC-disconnected")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(now.disconnected.as_deref(), Some("invalid_grant: revoked"));
+    let events = events_of(&*store, &org.id).await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].event_type, EventType::ChannelDisconnected);
+    assert_eq!(events[0].created_at, minutes(2));
+    let EventSubject::Snapshot(data) = &events[0].subject else {
+        panic!("a channel event carries its data");
+    };
+    assert_eq!(data["channel"]["id"], stored.id.as_str());
+    assert_eq!(data["channel"]["platform"], "youtube");
+    assert_eq!(data["channel"]["accountId"], "UC-disconnected");
+    assert_eq!(data["channel"]["reason"], "invalid_grant: revoked");
+    let reconnect = data["channel"]["reconnect"].as_str().unwrap();
+    assert!(reconnect.contains(stored.id.as_str()), "{reconnect}");
+
+    // Connected again, then revoked again: a second event.
+    store.put_channel(&stored).await.unwrap().unwrap();
+    store
+        .disconnect_channel(&stored.id, "invalid_grant: third", minutes(5))
+        .await
+        .unwrap();
+    let events = events_of(&*store, &org.id).await;
+    assert_eq!(events.len(), 2, "{events:?}");
+    // An unknown channel: nothing.
+    store
+        .disconnect_channel(&ChannelId::new(), "nobody", minutes(6))
+        .await
+        .unwrap();
+    assert_eq!(events_of(&*store, &org.id).await.len(), 2);
+}

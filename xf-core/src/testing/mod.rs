@@ -648,10 +648,10 @@ async fn assert_single_event(
         (
             &event.organization_id,
             event.event_type,
-            &event.job_id,
+            event.job_id(),
             event.created_at
         ),
-        (&job.organization_id, event_type, &job.id, at),
+        (&job.organization_id, event_type, Some(&job.id), at),
         "the event of job {}",
         job.id
     );
@@ -992,6 +992,8 @@ macro_rules! __with_conformance_behaviours {
             channel_put_reconnects_and_lists,
             media_insert_with_jobs_and_update_posts,
             channel_tokens_refresh_and_disconnect,
+            media_post_updates_write_their_events,
+            channel_disconnection_writes_one_event,
             upload_parts_append_once_per_offset,
             blob_keys_in_use_names_files_and_parts,
         }

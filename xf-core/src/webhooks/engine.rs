@@ -22,6 +22,7 @@ use super::schedule::next_retry;
 use super::secrets::SecretBox;
 use super::transport::{Reply, WebhookTransport};
 use super::{log_row, send, MessageData, WebhookMessage};
+use crate::model::EventSubject;
 use crate::runtime::{next_batch, write_with_retries, Signals};
 use crate::store::{ClaimedDelivery, DeliveryRecord, NextStep, WebhookStore};
 use crate::time::{Clock, Timestamp};
@@ -169,17 +170,22 @@ async fn claim(engine: &Arc<Engine>, now: Timestamp, first: OwnedSemaphorePermit
 /// Makes one attempt and hands its outcome to the recorder.
 async fn attempt(engine: Arc<Engine>, delivery: ClaimedDelivery, permit: OwnedSemaphorePermit) {
     let started_at = engine.delivery.clock.now();
-    // Stores write events only for jobs the API shows, so every event's job has a view.
-    let Some(job) = delivery.job.view() else {
-        tracing::error!(event_id = %delivery.event.id, "an event names an internal job; not delivered");
-        return;
+    // Stores write events only for jobs the API shows, so every job event's job has a view.
+    let job = delivery.job.as_ref().map(|job| job.view());
+    let data = match (&delivery.event.subject, &job) {
+        (EventSubject::Job(_), Some(Some(job))) => MessageData::Job { job },
+        (EventSubject::Snapshot(data), _) => MessageData::Snapshot(data),
+        (EventSubject::Job(_), _) => {
+            tracing::error!(event_id = %delivery.event.id, "a job event without a job the API shows; not delivered");
+            return;
+        }
     };
     let message = WebhookMessage {
         id: delivery.event.id.as_str(),
         event_type: delivery.event.event_type,
         created_at: delivery.event.created_at,
         test: false,
-        data: MessageData { job: &job },
+        data,
     };
     let sent = send(
         engine.delivery.transport.as_ref(),

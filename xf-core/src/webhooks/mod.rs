@@ -7,7 +7,8 @@
 //!   event outbox out to webhooks, claims due messages, posts them, and records each attempt
 //!   (see [`crate::store::WebhookStore`] for the rules the store keeps).
 //!
-//! A delivery is a `POST` of `{id, type, createdAt, test?, data: {job}}` with the headers
+//! A delivery is a `POST` of `{id, type, createdAt, test?, data}` (`data` is `{job}` for job
+//! events; docs/webhooks.md shows every event's) with the headers
 //! `webhook-id` (the event's id, the same for every attempt, for receivers to deduplicate
 //! on), `webhook-timestamp` (the attempt's time, in Unix seconds) and `webhook-signature`.
 
@@ -37,7 +38,6 @@ pub const USER_AGENT: &str = "xf-webhooks/1.0";
 
 /// The body of a delivery.
 #[derive(Debug, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct WebhookMessage<'a> {
     /// The event's id, also sent as `webhook-id`; the same for every attempt.
@@ -50,16 +50,29 @@ pub struct WebhookMessage<'a> {
     /// Present and true only on test deliveries.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub test: bool,
-    /// The job.
+    /// What it happened to.
     pub data: MessageData<'a>,
 }
 
 /// `data` of a delivery.
 #[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum MessageData<'a> {
+    /// A job event's: `{job}`, the job as `GET /jobs/{id}` shows it.
+    Job {
+        /// The job.
+        job: &'a Job,
+    },
+    /// Any other event's: its snapshot (see [`crate::media::events`]).
+    Snapshot(&'a serde_json::Value),
+}
+
+/// `data` of a job event.
+#[derive(Debug, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct MessageData<'a> {
+pub struct JobEventData {
     /// The job as `GET /jobs/{id}` shows it.
-    pub job: &'a Job,
+    pub job: Job,
 }
 
 impl WebhookMessage<'_> {

@@ -750,19 +750,18 @@ impl Xf {
         kind: MediaKind,
         query: &MediaListQuery,
     ) -> Result<MediaList> {
-        let number = |field: &str, value: &Option<String>, default: u64, max: u64| match value
-            .as_deref()
-            .map(str::trim)
-        {
-            None => Ok(default),
-            Some(text) => text
-                .parse::<u64>()
-                .ok()
-                .filter(|n| (1..=max).contains(n))
-                .ok_or_else(|| {
-                    Error::invalid(field, format!("must be a whole number from 1 to {max}"))
-                }),
-        };
+        let number =
+            |field: &str, value: &Option<String>, default: u64, max: u64| match value.as_deref() {
+                None => Ok(default),
+                // Digits only, as the document's integer: no sign, no spaces, no leading zero.
+                Some(text) => Some(text)
+                    .filter(|t| t.bytes().all(|b| b.is_ascii_digit()) && !t.starts_with('0'))
+                    .and_then(|t| t.parse::<u64>().ok())
+                    .filter(|n| (1..=max).contains(n))
+                    .ok_or_else(|| {
+                        Error::invalid(field, format!("must be a whole number from 1 to {max}"))
+                    }),
+            };
         let page = number("page", &query.page, 1, 1_000_000)?;
         let limit = number("limit", &query.limit, DEFAULT_LIMIT, MAX_LIMIT)?;
         let status = query
@@ -826,32 +825,8 @@ impl Xf {
     /// `GET /channels`: the organization's connected channels by platform, with the spec's
     /// fields of each.
     pub async fn list_channels(&self, caller: &Caller) -> Result<ChannelsView> {
-        let mut view = ChannelsView::default();
-        for channel in self.store().list_channels(&caller.organization.id).await? {
-            let shown = match channel.platform {
-                Platform::Youtube => json!({
-                    "id": channel.id, "channelId": channel.account_id,
-                    "title": channel.name, "thumbnail": channel.thumbnail,
-                }),
-                Platform::Linkedin => json!({
-                    "id": channel.id, "accountId": channel.account_id,
-                    "name": channel.name, "thumbnail": channel.thumbnail,
-                }),
-                _ => json!({
-                    "id": channel.id, "accountId": channel.account_id,
-                    "username": channel.name, "thumbnail": channel.thumbnail,
-                }),
-            };
-            let list = match channel.platform {
-                Platform::Youtube => &mut view.youtube,
-                Platform::Instagram => &mut view.instagram,
-                Platform::Tiktok => &mut view.tiktok,
-                Platform::Linkedin => &mut view.linkedin,
-                Platform::Pinterest => &mut view.pinterest,
-            };
-            list.push(shown);
-        }
-        Ok(view)
+        let channels = self.store().list_channels(&caller.organization.id).await?;
+        Ok(ChannelsView::of(channels))
     }
 
     /// `POST /admin/organizations/{orgId}/channels`: connects (or connects again) a social

@@ -31,7 +31,10 @@ impl Xf {
     ) -> Result<WebhookWithSecret> {
         let name = webhook_name(input.name);
         let url = self.webhook_url(input.url).await?;
-        let events = webhook_events(input.events.unwrap_or_else(|| EventType::ALL.to_vec()))?;
+        let events = match input.events {
+            Some(events) => webhook_events(caller, events)?,
+            None => receivable_events(caller),
+        };
         let too_many = || {
             Error::Conflict(format!(
                 "the organization already has its maximum of {MAX_WEBHOOKS} webhooks; delete one first"
@@ -105,7 +108,10 @@ impl Xf {
         let changes = WebhookChanges {
             name: patch.name.map(webhook_name),
             url,
-            events: patch.events.map(webhook_events).transpose()?,
+            events: patch
+                .events
+                .map(|events| webhook_events(caller, events))
+                .transpose()?,
             enabled: patch.enabled,
         };
         if changes == WebhookChanges::default() {
@@ -178,9 +184,10 @@ impl Xf {
         })
     }
 
-    /// `POST /webhooks/{id}/test`: one attempt now, with `test: true` and a synthetic job,
-    /// recorded in the log (it counts as no job and no quota). A test key gets a mock
-    /// delivery and nothing is sent.
+    /// `POST /webhooks/{id}/test`: one attempt now, with `test: true` and synthetic data (a
+    /// job, a media item, a channel), recorded in the log (it counts as no job and no
+    /// quota). The event defaults to the first the plan may receive; one it may not is a
+    /// 400. A test key gets a mock delivery and nothing is sent.
     pub async fn test_webhook(
         &self,
         caller: &Caller,
@@ -189,7 +196,16 @@ impl Xf {
         input: TestDeliveryRequest,
     ) -> Result<WebhookDelivery> {
         let webhook = self.owned_webhook(caller, id).await?;
-        let event = input.event.unwrap_or(EventType::JobCompleted);
+        let event = match input.event {
+            Some(event) => {
+                check_receivable(caller, event)?;
+                event
+            }
+            None => receivable_events(caller)
+                .first()
+                .copied()
+                .unwrap_or(EventType::JobCompleted),
+        };
         if caller.is_test() {
             return Ok(WebhookDelivery {
                 id: DeliveryId::derived(&self.mock_digest(caller, request, DeliveryId::PREFIX, 0)),
@@ -207,12 +223,17 @@ impl Xf {
         let now = self.now();
         let message_id = EventId::new();
         let job = self.synthetic_job(caller, event, now);
+        let sample = crate::media::events::sample_data(event, now);
+        let data = match &sample {
+            Some(sample) => MessageData::Snapshot(sample),
+            None => MessageData::Job { job: &job },
+        };
         let message = WebhookMessage {
             id: message_id.as_str(),
             event_type: event,
             created_at: now,
             test: true,
-            data: MessageData { job: &job },
+            data,
         };
         let (reply, took) = send(
             transport.as_ref(),
@@ -305,7 +326,7 @@ impl Xf {
                 Some("test delivery: the site could not be reached".to_owned()),
                 None,
             ),
-            EventType::JobCancelled => (JobStatus::Cancelled, None, None),
+            _ => (JobStatus::Cancelled, None, None),
         };
         let started = now.plus(chrono::Duration::seconds(-30));
         Job {
@@ -336,16 +357,61 @@ fn webhook_name(name: WebhookName) -> String {
     name.as_str().trim().to_owned()
 }
 
-/// The events, each once, in the spec's order; an empty list is a 400.
-fn webhook_events(events: Vec<EventType>) -> Result<Vec<EventType>> {
+/// The events the caller's plan may receive: those of the APIs it includes, in the order of
+/// [`EventType::ALL`].
+fn receivable_events(caller: &Caller) -> Vec<EventType> {
+    EventType::ALL
+        .into_iter()
+        .filter(|e| caller.plan.has(e.entitlement()))
+        .collect()
+}
+
+/// A 400 unless the caller's plan may receive `event`.
+fn check_receivable(caller: &Caller, event: EventType) -> Result<()> {
+    if caller.plan.has(event.entitlement()) {
+        return Ok(());
+    }
+    let api = match event.entitlement() {
+        crate::plans::Entitlement::DeveloperApi => "the SEO developer API",
+        _ => "the media publishing API",
+    };
+    Err(Error::invalid(
+        "events",
+        format!(
+            "{} is an event of {api}, which the organization's plan ({}) does not include; \
+             it may receive: {}",
+            event.as_str(),
+            caller.plan.name,
+            names(&receivable_events(caller))
+        ),
+    ))
+}
+
+/// The events, each once, in the order of [`EventType::ALL`]; an empty list, or an event of
+/// an API the plan lacks, is a 400.
+fn webhook_events(caller: &Caller, events: Vec<EventType>) -> Result<Vec<EventType>> {
     if events.is_empty() {
         return Err(Error::invalid(
             "events",
-            "must name at least one event: job.completed, job.failed or job.cancelled",
+            format!(
+                "must name at least one event: {}",
+                names(&receivable_events(caller))
+            ),
         ));
+    }
+    for event in &events {
+        check_receivable(caller, *event)?;
     }
     Ok(EventType::ALL
         .into_iter()
         .filter(|e| events.contains(e))
         .collect())
+}
+
+fn names(events: &[EventType]) -> String {
+    events
+        .iter()
+        .map(EventType::as_str)
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -18,7 +18,7 @@ use xf_core::{Error, Xf};
 
 use super::upload_form::UploadForm;
 use crate::envelope::{self, Answer, Api};
-use crate::extract::{bearer, FromSegment, PathParam, Query};
+use crate::extract::{api_key, FromSegment, PathParam, Query};
 use crate::idempotency;
 use crate::middleware::Guard;
 
@@ -70,15 +70,6 @@ impl IntoResponse for MediaError {
 }
 
 type Handled = Result<Response, MediaError>;
-
-/// The key of a media request: `X-API-Key`, else `Authorization: Bearer`.
-fn api_key(headers: &http::HeaderMap) -> Option<&str> {
-    headers
-        .get("x-api-key")
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .or_else(|| bearer(headers))
-}
 
 /// Authenticates (entitlement `mediaApi`, key in `X-API-Key` or bearer), counts the request
 /// against the rate limits, and adds the remaining-request headers, as the developer API does.
