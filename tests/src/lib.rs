@@ -361,3 +361,45 @@ pub fn assert_issue_item_shape(item: &Value) {
     expected.sort_unstable();
     assert_eq!(fields, expected, "{item}");
 }
+
+/// Checks values against the component schemas of an OpenAPI document (as JSON Schema 2020-12,
+/// which OpenAPI 3.1's schemas are), so a test can hold what the API sends to what its
+/// document says.
+#[derive(Debug)]
+pub struct Schemas {
+    components: Value,
+}
+
+impl Schemas {
+    /// The schemas of `document`.
+    pub fn of(document: &Value) -> Self {
+        Schemas {
+            components: document["components"].clone(),
+        }
+    }
+
+    /// Panics, naming every problem, unless `value` is valid against the component schema
+    /// `name`.
+    #[track_caller]
+    pub fn check(&self, name: &str, value: &Value) {
+        assert!(
+            self.components["schemas"][name].is_object(),
+            "the document has no schema {name}"
+        );
+        let root = serde_json::json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$ref": format!("#/components/schemas/{name}"),
+            "components": self.components,
+        });
+        let validator = jsonschema::validator_for(&root)
+            .unwrap_or_else(|error| panic!("the schema {name} does not compile: {error}"));
+        let problems: Vec<String> = validator
+            .iter_errors(value)
+            .map(|error| format!("{} at {}", error, error.instance_path()))
+            .collect();
+        assert!(
+            problems.is_empty(),
+            "not a valid {name}: {problems:#?}\n{value:#}"
+        );
+    }
+}

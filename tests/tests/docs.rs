@@ -171,11 +171,45 @@ async fn deliver_to_the_guide_receiver(
     (delivery, printed)
 }
 
+/// `docs/webhooks.md` shows an example body of every event, and each is exactly what xf's
+/// samples make (the data of test deliveries and the OpenAPI document's examples).
+#[test]
+fn the_webhooks_guide_shows_every_event_s_body() {
+    use xf_core::model::EventType;
+    use xf_core::webhooks::samples::{sample_body, EXAMPLE_TIME};
+    let guide = doc("docs/webhooks.md");
+    let at = xf_core::time::Timestamp::parse_rfc3339(EXAMPLE_TIME).unwrap();
+    for event in EventType::ALL {
+        let summary = format!("<summary><code>{}</code></summary>", event.as_str());
+        let start = guide
+            .find(&summary)
+            .unwrap_or_else(|| panic!("docs/webhooks.md shows no example of {}", event.as_str()));
+        let block = &guide[start..];
+        let block = &block[block.find("```json\n").expect("a json block") + 8..];
+        let block = &block[..block.find("\n```").expect("the block ends")];
+        let shown: serde_json::Value = serde_json::from_str(block)
+            .unwrap_or_else(|e| panic!("the example of {} is not JSON: {e}", event.as_str()));
+        let made = sample_body(event, at);
+        assert_eq!(
+            shown,
+            made,
+            "docs/webhooks.md's example of {} differs; it is:\n{}",
+            event.as_str(),
+            serde_json::to_string_pretty(&made).unwrap()
+        );
+        assert!(
+            guide.contains(&format!("| `{}` |", event.as_str())),
+            "the events table names {}",
+            event.as_str()
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_readme_receiver_verifies_a_real_delivery() {
     let (delivery, printed) = deliver_to_the_guide_receiver(None).await;
     assert_eq!(delivery["statusCode"], 204, "the receiver verified it");
-    assert!(printed.starts_with("job.completed job_"), "{printed}");
+    assert!(printed.starts_with("job.completed evt_"), "{printed}");
 
     // With another secret, the same receiver refuses the delivery.
     let other = xf_core::webhooks::secrets::SigningSecret::generate();

@@ -613,7 +613,9 @@ pub struct NewWebhook {
     /// metadata address.
     #[cfg_attr(feature = "openapi", schema(inline))]
     pub url: WebhookUrl,
-    /// The events to receive; all three when left out. Not empty.
+    /// The events to receive: not empty, and only events of the APIs the organization's plan
+    /// includes (job events: the developer API; media and channel events: the media API).
+    /// Left out: every event the plan may receive.
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(min_items = 1))]
     pub events: Option<Vec<EventType>>,
@@ -636,7 +638,7 @@ pub struct WebhookPatch {
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(inline))]
     pub url: Option<WebhookUrl>,
-    /// New events; not empty.
+    /// New events; not empty, and only events of the APIs the plan includes.
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(min_items = 1))]
     pub events: Option<Vec<EventType>>,
@@ -650,7 +652,8 @@ pub struct WebhookPatch {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct TestDeliveryRequest {
-    /// The event to simulate; `job.completed` when left out.
+    /// The event to simulate (one the plan may receive); left out, the first event the plan
+    /// may receive (`job.completed`, or `media.post.published` for a media-only plan).
     #[serde(default)]
     pub event: Option<EventType>,
 }
@@ -861,6 +864,7 @@ pub struct GscSyncResult {
 pub struct GscAccountLink {
     /// The Google OAuth refresh token (scope `webmasters.readonly`), from the host's consent
     /// flow. Stored sealed with the host's secret.
+    #[cfg_attr(feature = "openapi", schema(pattern = r"^\s*[!-~]{1,2048}\s*$"))]
     pub refresh_token: String,
     /// The Google account's address, for display.
     #[serde(default)]

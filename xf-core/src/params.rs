@@ -304,6 +304,59 @@ impl utoipa::PartialSchema for CrawlBudget {
 #[cfg(feature = "openapi")]
 impl utoipa::ToSchema for CrawlBudget {}
 
+/// The largest count an admin request may set or add (a limit override, a usage increment):
+/// far beyond any real figure, and safe in every store's integer columns.
+pub const MAX_ADMIN_COUNT: u64 = 1_000_000_000_000;
+
+/// `#[serde(deserialize_with)]` of the admin API's counts: an integer as JSON Schema defines
+/// one (`5` and `5.0` alike), from 0 to [`MAX_ADMIN_COUNT`].
+pub fn admin_count<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<u64, D::Error> {
+    let value = deserializer.deserialize_any(IntegerVisitor { text: false })?;
+    u64::try_from(value)
+        .ok()
+        .filter(|v| *v <= MAX_ADMIN_COUNT)
+        .ok_or_else(|| de::Error::custom(format!("must be an integer from 0 to {MAX_ADMIN_COUNT}")))
+}
+
+/// `#[serde(deserialize_with)]` of an optional `u64` read as JSON Schema defines an integer
+/// (`5` and `5.0` alike); `null` or left out is `None`. Any `u64` is taken: stored values are
+/// read with it too, and a request's bounds are checked where it is handled.
+pub fn optional_count<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Option<u64>, D::Error> {
+    struct Count(u64);
+    impl<'de> Deserialize<'de> for Count {
+        fn deserialize<D: Deserializer<'de>>(
+            deserializer: D,
+        ) -> std::result::Result<Self, D::Error> {
+            let value = deserializer.deserialize_any(IntegerVisitor { text: false })?;
+            u64::try_from(value)
+                .map(Count)
+                .map_err(|_| de::Error::custom("must be a whole number of at least 0"))
+        }
+    }
+    Ok(Option::<Count>::deserialize(deserializer)?.map(|count| count.0))
+}
+
+/// `#[serde(deserialize_with)]` of an optional object field: `null` or left out is `None`,
+/// an object is read as `T`, and anything else (serde would take an array as a struct's
+/// fields in order) is an error.
+pub fn optional_object<'de, D, T>(deserializer: D) -> std::result::Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    match serde_json::Value::deserialize(deserializer)? {
+        serde_json::Value::Null => Ok(None),
+        object @ serde_json::Value::Object(_) => serde_json::from_value(object)
+            .map(Some)
+            .map_err(de::Error::custom),
+        _ => Err(de::Error::custom("must be an object")),
+    }
+}
+
 /// Reads an integer the way JSON Schema defines one: a JSON number with no fractional part
 /// (so `5` and `5.0` alike), or, with `text` (query strings, where every value is text), its
 /// decimal digits. Anything else is an error that says an integer was expected.

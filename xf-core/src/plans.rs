@@ -55,22 +55,49 @@ pub struct Limits {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LimitOverrides {
     /// Overrides `readPerHour`.
+    #[serde(default, deserialize_with = "crate::params::optional_count")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000_000_u64))]
     pub read_per_hour: Option<u64>,
     /// Overrides `writePerHour`.
+    #[serde(default, deserialize_with = "crate::params::optional_count")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000_000_u64))]
     pub write_per_hour: Option<u64>,
     /// Overrides `orgWriteDaily`.
+    #[serde(default, deserialize_with = "crate::params::optional_count")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000_000_u64))]
     pub org_write_daily: Option<u64>,
     /// Overrides `maxActiveKeys`.
+    #[serde(default, deserialize_with = "crate::params::optional_count")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000_000_u64))]
     pub max_active_keys: Option<u64>,
     /// Overrides `scansPerMonth`.
+    #[serde(default, deserialize_with = "crate::params::optional_count")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000_000_u64))]
     pub scans_per_month: Option<u64>,
     /// Overrides `maxPages`.
+    #[serde(default, deserialize_with = "crate::params::optional_count")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000_000_u64))]
     pub max_pages: Option<u64>,
     /// Overrides `maxDepth`.
+    #[serde(default, deserialize_with = "crate::params::optional_count")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000_000_u64))]
     pub max_depth: Option<u64>,
 }
 
 impl LimitOverrides {
+    /// Each override by its name in the API.
+    pub fn named(&self) -> [(&'static str, Option<u64>); 7] {
+        [
+            ("readPerHour", self.read_per_hour),
+            ("writePerHour", self.write_per_hour),
+            ("orgWriteDaily", self.org_write_daily),
+            ("maxActiveKeys", self.max_active_keys),
+            ("scansPerMonth", self.scans_per_month),
+            ("maxPages", self.max_pages),
+            ("maxDepth", self.max_depth),
+        ]
+    }
+
     /// `self` with every value set in `newer` replaced.
     pub fn merged_with(&self, newer: &LimitOverrides) -> LimitOverrides {
         LimitOverrides {

@@ -6,10 +6,12 @@ use std::sync::Arc;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, patch, post, put};
 use axum::Router;
 use http::StatusCode;
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use xf_core::ids::{ApiKeyId, IssueId, OrganizationId, PropertyId};
 use xf_core::model::{Issue, KeyMode, Organization};
 use xf_core::{Error, NewOrganization, NewReport, OrganizationPatch, UsageDelta, Xf};
@@ -19,39 +21,55 @@ use crate::error::ApiError;
 use crate::extract::{bearer, Json, PathParam};
 use crate::middleware;
 
-#[derive(Debug, Deserialize)]
+/// Body of `POST /organizations/{orgId}/api-keys`.
+#[derive(Debug, Deserialize, ToSchema)]
 struct NewApiKey {
+    /// `live` or `test`.
+    #[schema(pattern = "^(live|test)$")]
     mode: String,
 }
 
-#[derive(Debug, Deserialize)]
+/// Body of `PUT /properties/{propertyId}/gsc`.
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct GscLink {
+    /// The Search Console site the property's data comes from (`https://example.com/` or
+    /// `sc-domain:example.com`), one the organization's Google account can see.
     site_url: String,
 }
 
-#[derive(Debug, Serialize)]
+/// `data` of the organization endpoints.
+#[derive(Debug, Serialize, ToSchema)]
 struct OrganizationData {
+    /// The organization as it is now.
     organization: Organization,
 }
 
-#[derive(Debug, Serialize)]
+/// `data` of the property endpoints.
+#[derive(Debug, Serialize, ToSchema)]
 struct PropertyData {
+    /// The property as the developer API shows it.
     property: xf_core::api::PropertyView,
 }
 
-#[derive(Debug, Serialize)]
+/// `data` of `POST /issues/{issueId}/fixed`.
+#[derive(Debug, Serialize, ToSchema)]
 struct IssueData {
+    /// The issue as it is now.
     issue: Issue,
 }
 
-#[derive(Debug, Serialize)]
+/// `data` of the report endpoints.
+#[derive(Debug, Serialize, ToSchema)]
 struct ReportData {
+    /// The report as the developer API shows it.
     report: xf_core::api::ReportItem,
 }
 
-#[derive(Debug, Serialize)]
+/// `data` of `POST /organizations/{orgId}/usage`.
+#[derive(Debug, Serialize, ToSchema)]
 struct UsageData {
+    /// This month's counters after the increments.
     usage: xf_core::model::UsageCounters,
 }
 
@@ -74,29 +92,39 @@ impl AdminService {
             xf,
             token: Arc::from(token.into()),
         };
-        let router = Router::new()
-            .route("/organizations", post(create_organization))
-            .route("/organizations/{org_id}", patch(update_organization))
-            .route("/organizations/{org_id}/api-keys", post(create_api_key))
-            .route("/organizations/{org_id}/usage", post(record_usage))
-            .route("/organizations/{org_id}/gsc", put(link_organization_gsc))
-            .route("/organizations/{org_id}/gsc/sites", get(list_gsc_sites))
-            .route("/organizations/{org_id}/channels", post(connect_channel))
-            .route(
-                "/organizations/{org_id}/connect-links",
-                post(create_connect_link),
-            )
-            .route("/api-keys/{key_id}", delete(revoke_api_key))
-            .route("/channels/{channel_id}", patch(update_channel))
-            .route("/properties/{property_id}/verify", post(verify_property))
-            .route("/properties/{property_id}/gsc", put(link_property_gsc))
-            .route("/issues/{issue_id}/fixed", post(mark_issue_fixed))
-            .route("/reports", post(create_report))
-            .route("/reports/{token}/views", post(record_report_view))
+        let (router, doc) = OpenApiRouter::with_openapi(crate::openapi::admin_base())
+            .routes(routes!(create_organization))
+            .routes(routes!(update_organization))
+            .routes(routes!(create_api_key))
+            .routes(routes!(record_usage))
+            .routes(routes!(link_organization_gsc))
+            .routes(routes!(list_gsc_sites))
+            .routes(routes!(connect_channel))
+            .routes(routes!(create_connect_link))
+            .routes(routes!(revoke_api_key))
+            .routes(routes!(update_channel))
+            .routes(routes!(verify_property))
+            .routes(routes!(link_property_gsc))
+            .routes(routes!(mark_issue_fixed))
+            .routes(routes!(create_report))
+            .routes(routes!(record_report_view))
             .route_layer(axum::middleware::from_fn_with_state(
                 state.clone(),
                 authenticate,
             ))
+            .split_for_parts();
+        // Serialized once; served without the token, like the APIs' documents.
+        let plans: Vec<&str> = state.xf.plans().names().collect();
+        let served = crate::openapi::finish_admin(doc, &plans)
+            .map(|doc| bytes::Bytes::from(doc.to_string()));
+        let router = router
+            .route(
+                "/openapi.json",
+                axum::routing::get(move || {
+                    let served = served.clone();
+                    async move { crate::openapi::respond(served) }
+                }),
+            )
             .method_not_allowed_fallback(middleware::method_not_allowed)
             .fallback(middleware::not_found)
             .with_state(state);
@@ -134,6 +162,12 @@ async fn authenticate(State(state): State<AdminState>, request: Request, next: N
 
 type Handled = std::result::Result<Response, ApiError>;
 
+/// Creates an organization on a plan, with a live and a test key (shown once).
+#[utoipa::path(post, path = "/organizations", tag = "organizations", request_body = NewOrganization,
+    responses(
+        (status = 201, description = "Created, with its keys", body = crate::routes::Envelope<xf_core::CreatedOrganization>),
+        (status = 400, description = "`validation_error`: a name, or a plan the catalog lacks"),
+    ))]
 async fn create_organization(
     State(s): State<AdminState>,
     Json(input): Json<NewOrganization>,
@@ -142,6 +176,13 @@ async fn create_organization(
     Ok(envelope::data(StatusCode::CREATED, &created))
 }
 
+/// Changes an organization's name, plan, shop domain or limit overrides.
+#[utoipa::path(patch, path = "/organizations/{orgId}", tag = "organizations", request_body = OrganizationPatch,
+    params(("orgId" = inline(OrganizationId), Path, description = "Organization id")),
+    responses(
+        (status = 200, description = "The organization as it is now", body = crate::routes::Envelope<OrganizationData>),
+        (status = 404, description = "`not_found`"),
+    ))]
 async fn update_organization(
     State(s): State<AdminState>,
     PathParam(org_id): PathParam<OrganizationId>,
@@ -154,6 +195,14 @@ async fn update_organization(
     ))
 }
 
+/// Issues a key (shown once).
+#[utoipa::path(post, path = "/organizations/{orgId}/api-keys", tag = "organizations", request_body = NewApiKey,
+    params(("orgId" = inline(OrganizationId), Path, description = "Organization id")),
+    responses(
+        (status = 201, description = "The key", body = crate::routes::Envelope<xf_core::CreatedApiKey>),
+        (status = 404, description = "`not_found`"),
+        (status = 409, description = "`conflict`: the organization has its plan's maximum of active keys"),
+    ))]
 async fn create_api_key(
     State(s): State<AdminState>,
     PathParam(org_id): PathParam<OrganizationId>,
@@ -165,6 +214,13 @@ async fn create_api_key(
     Ok(envelope::data(StatusCode::CREATED, &created))
 }
 
+/// Revokes a key at once (on every instance within the key cache's lifetime).
+#[utoipa::path(delete, path = "/api-keys/{keyId}", tag = "organizations",
+    params(("keyId" = inline(ApiKeyId), Path, description = "Key id")),
+    responses(
+        (status = 200, description = "Revoked", body = crate::routes::Envelope<xf_core::RevokedApiKey>),
+        (status = 404, description = "`not_found`"),
+    ))]
 async fn revoke_api_key(
     State(s): State<AdminState>,
     PathParam(key_id): PathParam<ApiKeyId>,
@@ -175,6 +231,13 @@ async fn revoke_api_key(
     ))
 }
 
+/// Marks a property verified.
+#[utoipa::path(post, path = "/properties/{propertyId}/verify", tag = "properties",
+    params(("propertyId" = inline(PropertyId), Path, description = "Property id")),
+    responses(
+        (status = 200, description = "The property", body = crate::routes::Envelope<PropertyData>),
+        (status = 404, description = "`not_found`"),
+    ))]
 async fn verify_property(
     State(s): State<AdminState>,
     PathParam(property_id): PathParam<PropertyId>,
@@ -183,6 +246,14 @@ async fn verify_property(
     Ok(envelope::data(StatusCode::OK, &PropertyData { property }))
 }
 
+/// Links a property to a Search Console site of its organization's Google account.
+#[utoipa::path(put, path = "/properties/{propertyId}/gsc", tag = "search-console", request_body = GscLink,
+    params(("propertyId" = inline(PropertyId), Path, description = "Property id")),
+    responses(
+        (status = 200, description = "The property", body = crate::routes::Envelope<PropertyData>),
+        (status = 400, description = "`validation_error` (a site URL of neither form), `gsc_not_linked` or `gsc_site_inaccessible`"),
+        (status = 404, description = "`not_found`"),
+    ))]
 async fn link_property_gsc(
     State(s): State<AdminState>,
     PathParam(property_id): PathParam<PropertyId>,
@@ -194,12 +265,22 @@ async fn link_property_gsc(
     Ok(envelope::data(StatusCode::OK, &PropertyData { property }))
 }
 
-#[derive(Debug, Serialize)]
+/// `data` of `PUT /organizations/{orgId}/gsc`.
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct GscAccountData {
+    /// The linked Google account.
     gsc_account: xf_core::api::GscAccountView,
 }
 
+/// Links (or replaces) the organization's Google account for Search Console.
+#[utoipa::path(put, path = "/organizations/{orgId}/gsc", tag = "search-console", request_body = xf_core::api::GscAccountLink,
+    params(("orgId" = inline(OrganizationId), Path, description = "Organization id")),
+    responses(
+        (status = 200, description = "The linked account", body = crate::routes::Envelope<GscAccountData>),
+        (status = 400, description = "`validation_error` or `gsc_not_configured`"),
+        (status = 404, description = "`not_found`"),
+    ))]
 async fn link_organization_gsc(
     State(s): State<AdminState>,
     PathParam(org_id): PathParam<OrganizationId>,
@@ -212,6 +293,15 @@ async fn link_organization_gsc(
     ))
 }
 
+/// The Search Console sites the organization's Google account can see.
+#[utoipa::path(get, path = "/organizations/{orgId}/gsc/sites", tag = "search-console",
+    params(("orgId" = inline(OrganizationId), Path, description = "Organization id")),
+    responses(
+        (status = 200, description = "The sites", body = crate::routes::Envelope<xf_core::gsc::GscSites>),
+        (status = 400, description = "`gsc_not_configured`, `gsc_not_linked` or `gsc_token_revoked`"),
+        (status = 404, description = "`not_found`"),
+        (status = 429, description = "`rate_limit`: Google's quota; try again later"),
+    ))]
 async fn list_gsc_sites(
     State(s): State<AdminState>,
     PathParam(org_id): PathParam<OrganizationId>,
@@ -220,11 +310,20 @@ async fn list_gsc_sites(
     Ok(envelope::data(StatusCode::OK, &sites))
 }
 
-#[derive(Debug, Serialize)]
+/// `data` of the channel endpoints.
+#[derive(Debug, Serialize, ToSchema)]
 struct ChannelData {
+    /// The channel (never its tokens).
     channel: xf_core::media::api::AdminChannelView,
 }
 
+/// Connects (or connects again) a social account by its tokens.
+#[utoipa::path(post, path = "/organizations/{orgId}/channels", tag = "channels", request_body = xf_core::media::api::NewChannel,
+    params(("orgId" = inline(OrganizationId), Path, description = "Organization id")),
+    responses(
+        (status = 201, description = "The channel", body = crate::routes::Envelope<ChannelData>),
+        (status = 404, description = "`not_found`"),
+    ))]
 async fn connect_channel(
     State(s): State<AdminState>,
     PathParam(org_id): PathParam<OrganizationId>,
@@ -237,12 +336,22 @@ async fn connect_channel(
     ))
 }
 
-#[derive(Debug, Serialize)]
+/// `data` of `POST /organizations/{orgId}/connect-links`.
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct ConnectLinkData {
+    /// The link to send the organization's user to.
     connect_link: xf_core::connect::ConnectLink,
 }
 
+/// A single-use link that connects the organization's account at a provider by OAuth.
+#[utoipa::path(post, path = "/organizations/{orgId}/connect-links", tag = "channels", request_body = xf_core::connect::NewConnectLink,
+    params(("orgId" = inline(OrganizationId), Path, description = "Organization id")),
+    responses(
+        (status = 201, description = "The link", body = crate::routes::Envelope<ConnectLinkData>),
+        (status = 400, description = "`validation_error`: a provider this server has no connector for, a channel of another provider, or a returnUrl on a host not allowed"),
+        (status = 404, description = "`not_found`: no such organization or channel"),
+    ))]
 async fn create_connect_link(
     State(s): State<AdminState>,
     PathParam(org_id): PathParam<OrganizationId>,
@@ -255,6 +364,13 @@ async fn create_connect_link(
     ))
 }
 
+/// Changes a channel's settings (a Pinterest channel's default board).
+#[utoipa::path(patch, path = "/channels/{channelId}", tag = "channels", request_body = xf_core::media::api::ChannelChanges,
+    params(("channelId" = inline(xf_core::ids::ChannelId), Path, description = "Channel id")),
+    responses(
+        (status = 200, description = "The channel", body = crate::routes::Envelope<ChannelData>),
+        (status = 404, description = "`not_found`"),
+    ))]
 async fn update_channel(
     State(s): State<AdminState>,
     PathParam(channel_id): PathParam<xf_core::ids::ChannelId>,
@@ -264,6 +380,13 @@ async fn update_channel(
     Ok(envelope::data(StatusCode::OK, &ChannelData { channel }))
 }
 
+/// Marks an issue fixed (detected again, it reopens).
+#[utoipa::path(post, path = "/issues/{issueId}/fixed", tag = "properties",
+    params(("issueId" = inline(IssueId), Path, description = "Issue id")),
+    responses(
+        (status = 200, description = "The issue", body = crate::routes::Envelope<IssueData>),
+        (status = 404, description = "`not_found`"),
+    ))]
 async fn mark_issue_fixed(
     State(s): State<AdminState>,
     PathParam(issue_id): PathParam<IssueId>,
@@ -272,16 +395,36 @@ async fn mark_issue_fixed(
     Ok(envelope::data(StatusCode::OK, &IssueData { issue }))
 }
 
+/// Shares a completed scan as a report with an expiry.
+#[utoipa::path(post, path = "/reports", tag = "reports", request_body = NewReport,
+    responses(
+        (status = 201, description = "The report", body = crate::routes::Envelope<ReportData>),
+        (status = 404, description = "`not_found`: no such property or completed scan"),
+    ))]
 async fn create_report(State(s): State<AdminState>, Json(input): Json<NewReport>) -> Handled {
     let report = s.xf.admin_create_report(input).await?;
     Ok(envelope::data(StatusCode::CREATED, &ReportData { report }))
 }
 
+/// Counts a view of a report's public page.
+#[utoipa::path(post, path = "/reports/{token}/views", tag = "reports",
+    params(("token" = String, Path, description = "Report token")),
+    responses(
+        (status = 200, description = "The report", body = crate::routes::Envelope<ReportData>),
+        (status = 404, description = "`not_found`"),
+    ))]
 async fn record_report_view(State(s): State<AdminState>, PathParam(token): PathParam) -> Handled {
     let report = s.xf.admin_record_report_view(&token).await?;
     Ok(envelope::data(StatusCode::OK, &ReportData { report }))
 }
 
+/// Adds to this month's counters that the host measures (AI tokens, redirects, images).
+#[utoipa::path(post, path = "/organizations/{orgId}/usage", tag = "organizations", request_body = UsageDelta,
+    params(("orgId" = inline(OrganizationId), Path, description = "Organization id")),
+    responses(
+        (status = 200, description = "The counters", body = crate::routes::Envelope<UsageData>),
+        (status = 404, description = "`not_found`"),
+    ))]
 async fn record_usage(
     State(s): State<AdminState>,
     PathParam(org_id): PathParam<OrganizationId>,

@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 use utoipa::OpenApi;
+use xf_core::model::EventType;
 use xf_core::Error;
 
 use crate::envelope::ErrorBody;
@@ -25,6 +26,10 @@ use crate::error::ApiError;
     servers((url = "/api/v1")),
     components(schemas(
         ErrorBody,
+        xf_core::webhooks::JobEventData,
+        xf_core::media::events::MediaPostEventData,
+        xf_core::media::events::MediaEventData,
+        xf_core::media::events::ChannelEventData,
         xf_core::error::FieldError,
         xf_core::media::api::MediaItemView,
         xf_core::media::api::UploadedItem,
@@ -33,9 +38,15 @@ use crate::error::ApiError;
         xf_core::ids::MediaId,
     )),
     tags(
-        (name = "health"), (name = "organization"), (name = "properties"),
-        (name = "search-console"), (name = "scans"), (name = "jobs"), (name = "reports"), (name = "webhooks"),
-        (name = "media")
+        (name = "health", description = "Whether the API and its storage answer"),
+        (name = "organization", description = "The organization of the key: overview, usage, limits and live rate-limit counters"),
+        (name = "properties", description = "Websites, and the issues their scans found"),
+        (name = "search-console", description = "Cached Google Search Console data of the properties"),
+        (name = "scans", description = "Site scans, run as background jobs"),
+        (name = "jobs", description = "Background jobs: status, progress, results, cancellation"),
+        (name = "reports", description = "Shared scan reports"),
+        (name = "webhooks", description = "Signed deliveries of job, media and channel events (see the document's `webhooks` section for each event's body)"),
+        (name = "media", description = "Video and image uploads (also resumable, with tus), per-platform settings and publishing state, connected channels")
     )
 )]
 struct BaseDoc;
@@ -43,6 +54,100 @@ struct BaseDoc;
 /// The document before the routes add their operations.
 pub fn base() -> utoipa::openapi::OpenApi {
     BaseDoc::openapi()
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "xf admin API",
+        version = "1.0.0",
+        description = "What the specification says happens in the host's web app: organizations and their keys, plans and limit overrides, verified properties, Search Console links, channels and connect links, fixed issues, shared reports, host-measured usage. \
+            Authenticated with the host's admin token as a bearer token. Paths are relative to the mount point, `/admin` on the standalone server."
+    ),
+    servers((url = "/admin")),
+    components(schemas(ErrorBody, xf_core::error::FieldError)),
+    tags(
+        (name = "organizations", description = "Organizations, their plans, limits, keys and host-measured usage"),
+        (name = "properties", description = "Verifying properties and marking issues fixed"),
+        (name = "search-console", description = "Linking Google accounts and Search Console sites"),
+        (name = "channels", description = "Social accounts: connect links, tokens, settings"),
+        (name = "reports", description = "Shared scan reports and their views")
+    )
+)]
+struct AdminDoc;
+
+/// The admin API's document before its routes add their operations.
+pub fn admin_base() -> utoipa::openapi::OpenApi {
+    AdminDoc::openapi()
+}
+
+/// The admin API's document, served at `/admin/openapi.json`: the routes' operations with
+/// the admin token's security, the shared errors and headers, and the envelope schemas.
+/// `plans` are the names of the host's plan catalog, which the organization bodies' `plan`
+/// must name.
+pub fn finish_admin(doc: utoipa::openapi::OpenApi, plans: &[&str]) -> Result<Value, String> {
+    let mut doc = serde_json::to_value(doc)
+        .map_err(|error| format!("the admin OpenAPI document does not serialize: {error}"))?;
+    for (schema, nullable) in [("NewOrganization", false), ("OrganizationPatch", true)] {
+        let plan = doc
+            .pointer_mut(&format!("/components/schemas/{schema}/properties/plan"))
+            .and_then(Value::as_object_mut)
+            .ok_or_else(|| format!("the admin OpenAPI document has no {schema}.plan"))?;
+        let mut names: Vec<Value> = plans.iter().map(|p| Value::from(*p)).collect();
+        if nullable {
+            names.push(Value::Null);
+        }
+        plan.insert("enum".into(), Value::Array(names));
+    }
+    add_envelopes(&mut doc)?;
+    doc.get_mut("components")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| "the admin OpenAPI document has no components".to_owned())?
+        .insert(
+            "securitySchemes".into(),
+            json!({"adminToken": {"type": "http", "scheme": "bearer", "description": "The host's admin token"}}),
+        );
+    let paths = doc
+        .get_mut("paths")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| "the admin OpenAPI document has no paths".to_owned())?;
+    decorate_paths(paths, Api::Admin)?;
+    add_links(paths, ADMIN_LINKS)?;
+    tidy(&mut doc);
+    Ok(doc)
+}
+
+/// Adds the error envelopes to the component schemas.
+fn add_envelopes(doc: &mut Value) -> Result<(), String> {
+    let schemas = doc
+        .pointer_mut("/components/schemas")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| "the OpenAPI document has no components.schemas".to_owned())?;
+    let meta = json!({"type": "object", "required": ["requestId"], "properties": {"requestId": {"type": "string"}}});
+    schemas.insert(
+        "MediaErrorEnvelope".into(),
+        json!({
+            "type": "object",
+            "required": ["success", "error", "meta"],
+            "properties": {
+                "success": {"type": "boolean", "const": false},
+                "error": {"$ref": "#/components/schemas/ErrorBody"},
+                "meta": meta
+            }
+        }),
+    );
+    schemas.insert(
+        "ErrorEnvelope".into(),
+        json!({
+            "type": "object",
+            "required": ["error", "meta"],
+            "properties": {
+                "error": {"$ref": "#/components/schemas/ErrorBody"},
+                "meta": meta
+            }
+        }),
+    );
+    Ok(())
 }
 
 const READ_HEADER: &str = xf_core::api::READ_REMAINING_HEADER;
@@ -104,33 +209,14 @@ pub fn finish(doc: utoipa::openapi::OpenApi) -> Result<Value, String> {
         for platform in xf_core::media::Platform::ALL {
             schemas.insert(
                 xf_core::media::settings::schema_name(platform).into(),
-                xf_core::media::settings::json_schema(platform),
+                xf_core::media::settings::json_schema(
+                    platform,
+                    xf_core::media::settings::SettingsSchema::Stored,
+                ),
             );
         }
-        schemas.insert(
-            "MediaErrorEnvelope".into(),
-            json!({
-                "type": "object",
-                "required": ["success", "error", "meta"],
-                "properties": {
-                    "success": {"type": "boolean", "const": false},
-                    "error": {"$ref": "#/components/schemas/ErrorBody"},
-                    "meta": {"type": "object", "required": ["requestId"], "properties": {"requestId": {"type": "string"}}}
-                }
-            }),
-        );
-        schemas.insert(
-            "ErrorEnvelope".into(),
-            json!({
-                "type": "object",
-                "required": ["error", "meta"],
-                "properties": {
-                    "error": {"$ref": "#/components/schemas/ErrorBody"},
-                    "meta": {"type": "object", "required": ["requestId"], "properties": {"requestId": {"type": "string"}}}
-                }
-            }),
-        );
     }
+    add_envelopes(&mut doc)?;
     doc.get_mut("components")
         .and_then(Value::as_object_mut)
         .ok_or_else(|| missing("components"))?
@@ -138,7 +224,8 @@ pub fn finish(doc: utoipa::openapi::OpenApi) -> Result<Value, String> {
             "securitySchemes".into(),
             json!({
                 "bearer": {"type": "http", "scheme": "bearer", "description": "xf_live_… or xf_test_… API key"},
-                "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key", "description": "The media API also takes the key in X-API-Key"}
+                "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key", "description": "The media API (and /webhooks) also take the key in X-API-Key"},
+                "webhookSignature": {"type": "apiKey", "in": "header", "name": "webhook-signature", "description": "Deliveries are signed as Standard Webhooks v1: verify `webhook-signature` against `webhook-id`, `webhook-timestamp` and the raw body with the webhook's secret"}
             }),
         );
     let paths = doc
@@ -151,8 +238,180 @@ pub fn finish(doc: utoipa::openapi::OpenApi) -> Result<Value, String> {
     let mut media = crate::openapi_media::paths();
     decorate_paths(&mut media, Api::Media)?;
     paths.extend(media);
-    add_links(paths)?;
+    add_links(paths, LINKS)?;
+    doc.as_object_mut()
+        .ok_or_else(|| missing("root object"))?
+        .insert("webhooks".into(), webhooks_section());
+    let events = events_schemas();
+    doc.pointer_mut("/components/schemas")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| missing("components.schemas"))?
+        .extend(events);
+    tidy(&mut doc);
     Ok(doc)
+}
+
+/// The name of the component schema of the body of a delivery of `event`.
+fn event_schema_name(event: EventType) -> String {
+    let mut name = String::new();
+    for part in event.as_str().split('.') {
+        let mut chars = part.chars();
+        if let Some(first) = chars.next() {
+            name.push(first.to_ascii_uppercase());
+            name.extend(chars);
+        }
+    }
+    name + "Event"
+}
+
+/// The schema of `data` of `event`'s deliveries.
+fn event_data_schema(event: EventType) -> &'static str {
+    match event {
+        EventType::JobCompleted | EventType::JobFailed | EventType::JobCancelled => "JobEventData",
+        EventType::MediaPostPublished | EventType::MediaPostFailed => "MediaPostEventData",
+        EventType::MediaCompleted | EventType::MediaFailed => "MediaEventData",
+        EventType::ChannelDisconnected => "ChannelEventData",
+    }
+}
+
+/// What each event announces, for the `webhooks` section.
+fn event_summary(event: EventType) -> &'static str {
+    match event {
+        EventType::JobCompleted => "A job completed (for scans, with its result)",
+        EventType::JobFailed => "A job failed for good (its attempts ran out)",
+        EventType::JobCancelled => "A job was cancelled",
+        EventType::MediaPostPublished => {
+            "A post (a media item on one account of one platform) is live"
+        }
+        EventType::MediaPostFailed => {
+            "A post failed for good, with the platform's (or xf's) code and message"
+        }
+        EventType::MediaCompleted => "Every post of a media item finished and none failed",
+        EventType::MediaFailed => "Every post of a media item finished and at least one failed",
+        EventType::ChannelDisconnected => {
+            "A channel's grant was revoked: it must be connected again"
+        }
+    }
+}
+
+/// The body schema of each event's deliveries.
+fn events_schemas() -> Map<String, Value> {
+    EventType::ALL
+        .into_iter()
+        .map(|event| {
+            let schema = json!({
+                "type": "object",
+                "description": format!("The body of a `{}` delivery", event.as_str()),
+                "required": ["id", "type", "createdAt", "data"],
+                "properties": {
+                    "id": {"type": "string", "pattern": "^evt_[0-9a-f]{32}$", "description": "The event's id, also sent as `webhook-id`: the same for every attempt, to deduplicate on"},
+                    "type": {"type": "string", "const": event.as_str()},
+                    "createdAt": {"$ref": "#/components/schemas/Timestamp", "description": "When it happened"},
+                    "test": {"type": "boolean", "const": true, "description": "Present only on test deliveries"},
+                    "data": {"$ref": format!("#/components/schemas/{}", event_data_schema(event))},
+                },
+            });
+            (event_schema_name(event), schema)
+        })
+        .collect()
+}
+
+/// The OpenAPI 3.1 `webhooks` section: what a receiver gets for each event, signed as
+/// Standard Webhooks v1, with an example body.
+fn webhooks_section() -> Value {
+    let example_time =
+        xf_core::time::Timestamp::parse_rfc3339(xf_core::webhooks::samples::EXAMPLE_TIME);
+    let header = |name: &str, description: &str, schema: Value| json!({"name": name, "in": "header", "required": true, "description": description, "schema": schema});
+    let parameters = json!([
+        header("webhook-id", "The event's id (`evt_…`), the same for every attempt", json!({"type": "string"})),
+        header("webhook-timestamp", "The attempt's time, in Unix seconds", json!({"type": "string", "pattern": "^[0-9]+$"})),
+        header("webhook-signature", "`v1,` and the base64 HMAC-SHA256 of `id.timestamp.body` under the secret (two, space-separated, during a rotation's overlap)", json!({"type": "string"})),
+    ]);
+    let mut section = Map::new();
+    for event in EventType::ALL {
+        let mut media = json!({"schema": {"$ref": format!("#/components/schemas/{}", event_schema_name(event))}});
+        if let Some(at) = example_time {
+            media["example"] = xf_core::webhooks::samples::sample_body(event, at);
+        }
+        let operation = json!({
+            "operationId": format!("event_{}", event.as_str().replace('.', "_")),
+            "summary": event_summary(event),
+            "tags": ["webhooks"],
+            "security": [{"webhookSignature": []}],
+            "parameters": parameters,
+            "requestBody": {"required": true, "content": {"application/json": media}},
+            "responses": {
+                "200": {"description": "Any 2xx acknowledges the delivery"},
+                "410": {"description": "Gone: disables the webhook"},
+                "default": {"description": "Anything else (or no answer within 15 s) is retried: after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h, honouring Retry-After"},
+            },
+        });
+        section.insert(event.as_str().to_owned(), json!({"post": operation}));
+    }
+    Value::Object(section)
+}
+
+/// Makes the document what linters and client generators expect: a `oneOf` of one schema
+/// (utoipa's way of giving a referenced schema its own description) becomes that schema,
+/// and component schemas nothing refers to (the inner types of generic envelopes, which
+/// utoipa inlines) are dropped.
+fn tidy(doc: &mut Value) {
+    flatten_single_one_of(doc);
+    loop {
+        let mut used = std::collections::BTreeSet::new();
+        collect_refs(doc, &mut used);
+        let Some(schemas) = doc
+            .pointer_mut("/components/schemas")
+            .and_then(Value::as_object_mut)
+        else {
+            return;
+        };
+        let before = schemas.len();
+        schemas.retain(|name, _| used.contains(&format!("#/components/schemas/{name}")));
+        if schemas.len() == before {
+            return;
+        }
+    }
+}
+
+fn flatten_single_one_of(value: &mut Value) {
+    match value {
+        Value::Object(object) => {
+            let single = object
+                .get("oneOf")
+                .and_then(Value::as_array)
+                .is_some_and(|branches| branches.len() == 1);
+            if single {
+                if let Some(Value::Array(mut branches)) = object.remove("oneOf") {
+                    if let Some(Value::Object(branch)) = branches.pop() {
+                        for (key, inner) in branch {
+                            // The outer description (the field's) wins over the type's.
+                            object.entry(key).or_insert(inner);
+                        }
+                    }
+                }
+            }
+            object.values_mut().for_each(flatten_single_one_of);
+        }
+        Value::Array(items) => items.iter_mut().for_each(flatten_single_one_of),
+        _ => {}
+    }
+}
+
+/// Every `$ref` in `value`, except those inside the component schemas that nothing else
+/// refers to: the references of a schema count once the schema itself is used, which the
+/// loop in [`tidy`] reaches by pruning until nothing changes.
+fn collect_refs(value: &Value, used: &mut std::collections::BTreeSet<String>) {
+    match value {
+        Value::Object(object) => {
+            if let Some(Value::String(target)) = object.get("$ref") {
+                used.insert(target.clone());
+            }
+            object.values().for_each(|v| collect_refs(v, used));
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_refs(v, used)),
+        _ => {}
+    }
 }
 
 /// Decorates every operation of `paths` as `api`'s; `/health` and `OPTIONS` are open.
@@ -164,6 +423,7 @@ fn decorate_paths(paths: &mut serde_json::Map<String, Value>, api: Api) -> Resul
         for (method, operation) in item.iter_mut() {
             let api = match (path.as_str(), method.as_str()) {
                 ("/health", _) | (_, "options") => Api::Open,
+                (webhooks, _) if webhooks.starts_with("/webhooks") => Api::Webhooks,
                 _ => api,
             };
             decorate(operation, method, api)?;
@@ -233,8 +493,43 @@ const LINKS: &[LinkGroup] = &[
     },
 ];
 
-fn add_links(paths: &mut Map<String, Value>) -> Result<(), String> {
-    for group in LINKS {
+/// The admin API's links, for its contract check's stateful phase and for clients: from a
+/// created organization to the operations on it, from a created key to its revocation, and
+/// from a connected channel to its changes.
+const ADMIN_LINKS: &[LinkGroup] = &[
+    LinkGroup {
+        from: &[("/organizations", "post")],
+        status: "201",
+        parameter: "orgId",
+        expression: "$response.body#/data/organization/id",
+        to: &[
+            ("UpdateOrganization", "update_organization"),
+            ("CreateApiKey", "create_api_key"),
+            ("RecordUsage", "record_usage"),
+            ("LinkOrganizationGsc", "link_organization_gsc"),
+            ("ListGscSites", "list_gsc_sites"),
+            ("ConnectChannel", "connect_channel"),
+            ("CreateConnectLink", "create_connect_link"),
+        ],
+    },
+    LinkGroup {
+        from: &[("/organizations/{orgId}/api-keys", "post")],
+        status: "201",
+        parameter: "keyId",
+        expression: "$response.body#/data/id",
+        to: &[("RevokeApiKey", "revoke_api_key")],
+    },
+    LinkGroup {
+        from: &[("/organizations/{orgId}/channels", "post")],
+        status: "201",
+        parameter: "channelId",
+        expression: "$response.body#/data/channel/id",
+        to: &[("UpdateChannel", "update_channel")],
+    },
+];
+
+fn add_links(paths: &mut Map<String, Value>, links: &[LinkGroup]) -> Result<(), String> {
+    for group in links {
         let status = group.status;
         for (path, method) in group.from {
             let response = paths
@@ -276,6 +571,10 @@ enum Api {
     Developer,
     /// The media API: `X-API-Key` or bearer, `{success: false, error, meta}`.
     Media,
+    /// `/webhooks`: either API's plan, `X-API-Key` or bearer, the developer API's envelope.
+    Webhooks,
+    /// The admin API: the host's admin token, `{error, meta}`, no plans or rate limits.
+    Admin,
 }
 
 fn decorate(operation: &mut Value, method: &str, api: Api) -> Result<(), String> {
@@ -292,7 +591,8 @@ fn decorate(operation: &mut Value, method: &str, api: Api) -> Result<(), String>
         "security".into(),
         match api {
             Api::Developer => json!([{"bearer": []}]),
-            Api::Media => json!([{"bearer": []}, {"apiKey": []}]),
+            Api::Media | Api::Webhooks => json!([{"bearer": []}, {"apiKey": []}]),
+            Api::Admin => json!([{"adminToken": []}]),
             Api::Open => json!([]),
         },
     );
@@ -314,7 +614,26 @@ fn decorate(operation: &mut Value, method: &str, api: Api) -> Result<(), String>
     let responses = object_entry(operation, "responses")?;
     let mut shared: Vec<(&str, Map<String, Value>)> =
         vec![("500", error_response(envelope, "`internal_error`", false))];
-    if authenticated {
+    if api == Api::Admin {
+        shared.extend([
+            (
+                "400",
+                error_response(envelope, "`validation_error`: bad input", false),
+            ),
+            (
+                "401",
+                error_response(
+                    envelope,
+                    "`admin_token_invalid`: missing or wrong admin token",
+                    false,
+                ),
+            ),
+            (
+                "503",
+                error_response(envelope, "`unavailable`: storage is unreachable", true),
+            ),
+        ]);
+    } else if authenticated {
         shared.extend([
             (
                 "400",
@@ -336,10 +655,10 @@ fn decorate(operation: &mut Value, method: &str, api: Api) -> Result<(), String>
                 "403",
                 error_response(
                     envelope,
-                    if api == Api::Media {
-                        "`plan_required`: the plan lacks the media API"
-                    } else {
-                        "`plan_required`: the plan lacks the developer API"
+                    match api {
+                        Api::Media => "`plan_required`: the plan lacks the media API",
+                        Api::Webhooks => "`plan_required`: the plan has neither API",
+                        _ => "`plan_required`: the plan lacks the developer API",
                     },
                     false,
                 ),
@@ -420,7 +739,8 @@ fn decorate(operation: &mut Value, method: &str, api: Api) -> Result<(), String>
                 json!({"type": "string"}),
             )
         });
-        if authenticated && !matches!(status.as_str(), "401" | "403" | "500" | "503") {
+        let counted = authenticated && api != Api::Admin;
+        if counted && !matches!(status.as_str(), "401" | "403" | "500" | "503") {
             headers.insert(
                 READ_HEADER.into(),
                 header(

@@ -83,7 +83,7 @@ fn form(video: bool) -> Value {
         json!({
             "type": "string",
             "contentMediaType": "application/json",
-            "contentSchema": schema(settings::schema_name(platform)),
+            "contentSchema": settings::json_schema(platform, settings::SettingsSchema::Form),
             "description": format!("JSON object of {}'s settings (see its schema); nested settings win over the flat fields", platform.label()),
         })
     };

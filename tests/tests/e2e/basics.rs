@@ -297,6 +297,33 @@ async fn admin_api_requires_its_token(app: TestApp) {
     )
     .await
     .expect_error(400, "validation_error");
+    let org_path = format!(
+        "/organizations/{}",
+        data["organization"]["id"].as_str().unwrap()
+    );
+    // Beyond the documented maximum, an array for the object, a fraction: refused. An integer
+    // written as JSON Schema allows (`5.0`) is an integer.
+    for limits in [
+        json!({"scansPerMonth": 1_000_000_000_001_u64}),
+        json!([null, null]),
+        json!({"maxPages": 2.5}),
+    ] {
+        let refused = app
+            .admin(Method::PATCH, &org_path, Some(json!({ "limits": limits })))
+            .await;
+        refused.expect_error(400, "validation_error");
+    }
+    let patched = app
+        .admin(
+            Method::PATCH,
+            &org_path,
+            Some(json!({"limits": {"maxPages": 500.0}})),
+        )
+        .await;
+    assert_eq!(
+        patched.expect(200)["organization"]["limits"]["maxPages"],
+        500
+    );
     app.admin(Method::GET, "/nowhere", None)
         .await
         .expect_error(404, "not_found");

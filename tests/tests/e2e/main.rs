@@ -53,6 +53,15 @@ pub struct Org {
     pub test: String,
 }
 
+/// The events a media-plan organization may receive, in the order webhooks list them.
+pub const MEDIA_EVENTS: [&str; 5] = [
+    "media.post.published",
+    "media.post.failed",
+    "media.completed",
+    "media.failed",
+    "channel.disconnected",
+];
+
 pub async fn org(app: &TestApp, name: &str) -> Org {
     let created = app.organization(name, "growth").await;
     Org {

@@ -61,23 +61,9 @@ async fn openapi_document_matches_the_router(app: TestApp) {
     let doc = reply.body;
     assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
     let paths = doc["paths"].as_object().unwrap();
-    let mut documented: Vec<String> = paths
-        .iter()
-        .flat_map(|(path, item)| {
-            item.as_object()
-                .unwrap()
-                .keys()
-                .filter(|m| {
-                    ["get", "post", "put", "patch", "delete", "head", "options"]
-                        .contains(&m.as_str())
-                })
-                .map(move |m| format!("{} {path}", m.to_uppercase()))
-        })
-        .collect();
-    documented.sort();
     let mut expected: Vec<String> = EXPECTED.iter().map(|s| s.to_string()).collect();
     expected.sort();
-    assert_eq!(documented, expected);
+    assert_eq!(operations(&doc), expected);
 
     // Each documented operation is routed: with a key it never falls through to the
     // router's 404 or 405, and authenticated operations answer 401 without one.
@@ -163,4 +149,157 @@ async fn openapi_document_matches_the_router(app: TestApp) {
     }
 }
 
-crate::backends!(openapi_document_matches_the_router);
+/// Every route of the admin API, as `METHOD path`.
+const ADMIN: &[&str] = &[
+    "POST /organizations",
+    "PATCH /organizations/{orgId}",
+    "POST /organizations/{orgId}/api-keys",
+    "POST /organizations/{orgId}/usage",
+    "PUT /organizations/{orgId}/gsc",
+    "GET /organizations/{orgId}/gsc/sites",
+    "POST /organizations/{orgId}/channels",
+    "POST /organizations/{orgId}/connect-links",
+    "DELETE /api-keys/{keyId}",
+    "PATCH /channels/{channelId}",
+    "POST /properties/{propertyId}/verify",
+    "PUT /properties/{propertyId}/gsc",
+    "POST /issues/{issueId}/fixed",
+    "POST /reports",
+    "POST /reports/{token}/views",
+];
+
+/// The operations of a document's paths, as `METHOD path`, sorted.
+fn operations(doc: &Value) -> Vec<String> {
+    let mut documented: Vec<String> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .flat_map(|(path, item)| {
+            item.as_object()
+                .unwrap()
+                .keys()
+                .filter(|m| {
+                    ["get", "post", "put", "patch", "delete", "head", "options"]
+                        .contains(&m.as_str())
+                })
+                .map(move |m| format!("{} {path}", m.to_uppercase()))
+        })
+        .collect();
+    documented.sort();
+    documented
+}
+
+/// The admin API serves its own document without the token: every route and only those, each
+/// with the admin token's security, the shared errors and the request id; the organization
+/// bodies' `plan` lists the host's catalog.
+async fn the_admin_document_matches_its_router(app: TestApp) {
+    let reply = app
+        .send_admin(request(Method::GET, "/openapi.json", None, None, &[]))
+        .await;
+    assert_eq!(reply.status, 200);
+    let doc = reply.body;
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
+    assert_eq!(doc["servers"][0]["url"], "/admin");
+    let mut expected: Vec<String> = ADMIN.iter().map(|s| s.to_string()).collect();
+    expected.sort();
+    assert_eq!(operations(&doc), expected);
+    for operation in ADMIN {
+        let (method, path) = operation.split_once(' ').unwrap();
+        let op = &doc["paths"][path][method.to_lowercase()];
+        assert_eq!(op["security"], json!([{"adminToken": []}]), "{operation}");
+        for status in ["401", "500", "503"] {
+            assert!(
+                op["responses"][status].is_object(),
+                "{operation} lacks {status}"
+            );
+        }
+        let concrete = path
+            .replace("{orgId}", "org_x")
+            .replace("{keyId}", "key_x")
+            .replace("{channelId}", "ch_x")
+            .replace("{propertyId}", "prop_x")
+            .replace("{issueId}", "iss_x")
+            .replace("{token}", "tok_x");
+        let method: Method = method.parse().unwrap();
+        let without = app
+            .send_admin(request(method.clone(), &concrete, None, None, &[]))
+            .await;
+        without.expect_error(401, "admin_token_invalid");
+        let with = app.admin(method, &concrete, Some(json!({}))).await;
+        assert!(
+            with.status != 404 || with.body["error"]["message"] != "route not found",
+            "{operation} is documented but not routed"
+        );
+    }
+    let plans = &doc["components"]["schemas"]["NewOrganization"]["properties"]["plan"]["enum"];
+    for plan in ["free", "starter", "growth", "plus", "pro"] {
+        assert!(plans.as_array().unwrap().contains(&json!(plan)), "{plans}");
+    }
+    // What the admin API answers matches the document.
+    let schemas = xf_tests::Schemas::of(&doc);
+    let created = app
+        .admin(
+            Method::POST,
+            "/organizations",
+            Some(json!({"name": "Documented", "plan": "pro"})),
+        )
+        .await;
+    created.expect(201);
+    schemas.check("Envelope_CreatedOrganization", &created.body);
+}
+
+/// The developer API's document has an OpenAPI 3.1 `webhooks` section: every event, signed,
+/// with its body's schema and an example that the schema accepts.
+async fn the_webhooks_section_describes_every_event(app: TestApp) {
+    let doc = app
+        .send(request(Method::GET, "/openapi.json", None, None, &[]))
+        .await
+        .body;
+    let schemas = xf_tests::Schemas::of(&doc);
+    let section = doc["webhooks"].as_object().expect("a webhooks section");
+    let mut names: Vec<&str> = section.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    let mut all: Vec<&str> = xf_core::model::EventType::ALL
+        .iter()
+        .map(|e| e.as_str())
+        .collect();
+    all.sort_unstable();
+    assert_eq!(names, all);
+    for (event, item) in section {
+        let post = &item["post"];
+        assert_eq!(
+            post["security"],
+            json!([{"webhookSignature": []}]),
+            "{event}"
+        );
+        let headers: Vec<&str> = post["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            headers,
+            ["webhook-id", "webhook-timestamp", "webhook-signature"]
+        );
+        let content = &post["requestBody"]["content"]["application/json"];
+        let target = content["schema"]["$ref"].as_str().unwrap();
+        let name = target.rsplit('/').next().unwrap();
+        assert_eq!(content["example"]["type"], event.as_str());
+        schemas.check(name, &content["example"]);
+        // A body of another event's type is refused.
+        let mut wrong = content["example"].clone();
+        wrong["type"] = json!("job.completed");
+        if event != "job.completed" {
+            let root = json!({"$ref": target, "components": doc["components"]});
+            let validator = jsonschema::validator_for(&root).unwrap();
+            assert!(!validator.is_valid(&wrong), "{event}");
+        }
+    }
+}
+
+crate::backends!(
+    openapi_document_matches_the_router,
+    the_admin_document_matches_its_router,
+    the_webhooks_section_describes_every_event,
+);

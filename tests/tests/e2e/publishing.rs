@@ -1189,12 +1189,24 @@ async fn a_worker_dying_on_the_last_attempt_fails_the_post(app: TestApp) {
     workers.shutdown(Duration::from_secs(5)).await;
 }
 
+/// The name of the document's schema of the body of event `event`: `media.post.published`
+/// is `MediaPostPublishedEvent`.
+fn event_schema(event: &str) -> String {
+    let mut name: String = event
+        .split('.')
+        .map(|part| part[..1].to_uppercase() + &part[1..])
+        .collect();
+    name.push_str("Event");
+    name
+}
+
 /// The deliveries of `receiver` from index `from`, once `n` more arrived, each verified with
 /// the `standardwebhooks` crate, as `(type, body)` sorted by type (deliveries run in
 /// parallel, so they may arrive in any order).
 async fn deliveries(
     receiver: &xf_tests::receiver::Receiver,
     secret: &str,
+    schemas: &xf_tests::Schemas,
     from: usize,
     n: usize,
 ) -> Vec<(String, Value)> {
@@ -1209,6 +1221,8 @@ async fn deliveries(
             let body = message.json();
             assert_eq!(body["id"], message.header("webhook-id"));
             assert_eq!(body.get("test"), None, "not a test delivery");
+            // The body is what the document's `webhooks` section says it is.
+            schemas.check(&event_schema(body["type"].as_str().unwrap()), &body);
             (body["type"].as_str().unwrap().to_owned(), body)
         })
         .collect();
@@ -1229,6 +1243,16 @@ async fn media_events_reach_the_webhooks_that_subscribe(app: TestApp) {
     platforms.grant(ACCESS, Some((REFRESH, "ya29.fresh")));
     let org = studio(&app).await;
     let receiver = Receiver::start(Answer::Status(204)).await;
+    let document = app
+        .send(xf_tests::request(
+            Method::GET,
+            "/openapi.json",
+            None,
+            None,
+            &[],
+        ))
+        .await;
+    let schemas = xf_tests::Schemas::of(&document.body);
 
     // Job events are not the plan's: a clear 400, for a subscription and a test delivery.
     let refused = app
@@ -1254,16 +1278,7 @@ async fn media_events_reach_the_webhooks_that_subscribe(app: TestApp) {
         )
         .await;
     let created = created.expect(201).clone();
-    assert_eq!(
-        created["webhook"]["events"],
-        json!([
-            "media.post.published",
-            "media.post.failed",
-            "media.completed",
-            "media.failed",
-            "channel.disconnected"
-        ])
-    );
+    assert_eq!(created["webhook"]["events"], json!(crate::MEDIA_EVENTS));
     let secret = created["secret"].as_str().unwrap().to_owned();
     let hook = created["webhook"]["id"].as_str().unwrap().to_owned();
     let test_job = app
@@ -1280,7 +1295,7 @@ async fn media_events_reach_the_webhooks_that_subscribe(app: TestApp) {
     // One post refused, the other published: both posts' events, then the item's.
     let (mixed, shown) = refused_on_youtube_published_on_instagram(&app, &platforms, &org).await;
     let clip = video("mp4", 640, 360, 4, false, 0);
-    let got = deliveries(&receiver, &secret, 0, 3).await;
+    let got = deliveries(&receiver, &secret, &schemas, 0, 3).await;
     let types: Vec<&str> = got.iter().map(|(t, _)| t.as_str()).collect();
     assert_eq!(
         types,
@@ -1317,7 +1332,8 @@ async fn media_events_reach_the_webhooks_that_subscribe(app: TestApp) {
     // Published everywhere: the post's event and `media.completed`.
     let single = post_video(&app, &org, &clip, &[("platforms", r#"["youtube"]"#)]).await;
     let shown = wait_for(&app, &org.key, &single, |i| i["status"] == "completed").await;
-    let got = deliveries(&receiver, &secret, 3, 2).await;
+    schemas.check("MediaItemView", &shown);
+    let got = deliveries(&receiver, &secret, &schemas, 3, 2).await;
     assert_eq!(got[0].0, "media.completed");
     assert_eq!(got[0].1["data"]["media"]["youtube"], shown["youtube"]);
     assert_eq!(got[1].0, "media.post.published");
@@ -1331,7 +1347,7 @@ async fn media_events_reach_the_webhooks_that_subscribe(app: TestApp) {
     platforms.expire(ACCESS);
     let doomed = post_video(&app, &org, &clip, &[("platforms", r#"["youtube"]"#)]).await;
     wait_for(&app, &org.key, &doomed, |i| i["status"] == "failed").await;
-    let got = deliveries(&receiver, &secret, 5, 3).await;
+    let got = deliveries(&receiver, &secret, &schemas, 5, 3).await;
     let types: Vec<&str> = got.iter().map(|(t, _)| t.as_str()).collect();
     assert_eq!(
         types,

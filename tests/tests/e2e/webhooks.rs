@@ -740,7 +740,79 @@ async fn the_delivery_log_pages_newest_first(app: TestApp) {
     assert_eq!(small.expect(200)["deliveries"].as_array().unwrap().len(), 3);
 }
 
+/// Which events an organization may receive follows its plan: a developer-API plan gets the
+/// job events and may not subscribe to media events (nor have one sent as a test), a
+/// media-API plan the media events (its key also read from `X-API-Key`), and a plan with
+/// neither API may not manage webhooks at all.
+async fn the_plan_decides_which_events_a_webhook_may_receive(app: TestApp) {
+    let seo = org(&app, "SEO only").await;
+    let refused = app
+        .post(
+            "/webhooks",
+            &seo.live,
+            json!({"name": "media", "url": "https://hooks.example.com/m", "events": ["job.failed", "media.post.published"]}),
+        )
+        .await;
+    refused.expect_error(400, "validation_error");
+    assert_eq!(refused.body["error"]["details"][0]["field"], "events");
+    let message = refused.body["error"]["details"][0]["message"]
+        .as_str()
+        .unwrap();
+    assert!(
+        message.contains("media.post.published") && message.contains("growth"),
+        "{message}"
+    );
+    let id = created_id(
+        &app,
+        &seo.live,
+        json!({"name": "jobs", "url": "https://hooks.example.com/j"}),
+    )
+    .await;
+    let patched = app
+        .send(request(
+            Method::PATCH,
+            &format!("/webhooks/{id}"),
+            Some(&seo.live),
+            Some(json!({"events": ["channel.disconnected"]}).to_string()),
+            &[],
+        ))
+        .await;
+    patched.expect_error(400, "validation_error");
+    let tested = app
+        .post(
+            &format!("/webhooks/{id}/test"),
+            &seo.live,
+            json!({"event": "media.completed"}),
+        )
+        .await;
+    tested.expect_error(400, "validation_error");
+
+    let media = app.organization("Media only", "pro").await;
+    let created = app
+        .send(request(
+            Method::POST,
+            "/webhooks",
+            None,
+            Some(json!({"name": "media", "url": "https://hooks.example.com/m"}).to_string()),
+            &[("X-API-Key", media.live_key.as_str())],
+        ))
+        .await;
+    assert_eq!(
+        created.expect(201)["webhook"]["events"],
+        json!(crate::MEDIA_EVENTS)
+    );
+    let listed = app.get("/webhooks", &media.live_key).await;
+    assert_eq!(listed.expect(200)["webhooks"].as_array().unwrap().len(), 1);
+
+    let neither = app.organization("Free", "free").await;
+    let reply = app.get("/webhooks", &neither.live_key).await;
+    reply.expect_error(403, "plan_required");
+    let message = reply.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("developerApi or mediaApi"), "{message}");
+}
+
 crate::backends!(
+    the_plan_decides_which_events_a_webhook_may_receive,
     webhook_lifecycle_and_shapes,
     bad_webhooks_are_refused_naming_the_field,
     an_organization_has_at_most_ten_webhooks,

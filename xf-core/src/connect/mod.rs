@@ -224,6 +224,7 @@ pub fn code_challenge(verifier: &str) -> String {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewConnectLink {
     /// `google`, `youtube`, `instagram`, `tiktok`, `linkedin` or `pinterest`.
+    #[cfg_attr(feature = "openapi", schema(value_type = Provider))]
     pub provider: String,
     /// Where the user is sent back, with `status=connected` or `status=error&code=…`: an
     /// absolute `http(s)` URL on a host the host application allows (by default the public

@@ -423,6 +423,7 @@ impl ChannelsView {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewChannel {
     /// `youtube`, `instagram`, `tiktok`, `linkedin` or `pinterest`.
+    #[cfg_attr(feature = "openapi", schema(value_type = Platform))]
     pub platform: String,
     /// The platform's account id (`accountId`; `channelId` is accepted for YouTube).
     #[serde(default)]
@@ -502,5 +503,6 @@ impl From<super::Channel> for AdminChannelView {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ChannelChanges {
     /// The board a Pinterest channel's pins go on when an upload names none; `null` clears it.
+    #[cfg_attr(feature = "openapi", schema(pattern = "^[!-~]{1,64}$"))]
     pub default_board: Option<String>,
 }

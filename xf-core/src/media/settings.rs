@@ -450,52 +450,69 @@ pub fn schema_name(platform: Platform) -> &'static str {
     }
 }
 
-/// A JSON Schema of `platform`'s settings: the JSON object of the upload form's field named
-/// after the platform, and `settings` of an item on it (which leaves the account list out).
-/// Made from the table the forms are checked with, so the document says what is checked;
-/// `null` stands for a setting not given.
-pub fn json_schema(platform: Platform) -> Value {
+/// What a settings schema describes (see [`json_schema`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettingsSchema {
+    /// The JSON object of the upload form's field named after the platform: every setting,
+    /// the account list included, each may be `null` (as if not given).
+    Form,
+    /// `settings` of an item on the platform, as stored: the settings given, without nulls
+    /// and without the account list (which is the platform's `accounts`).
+    Stored,
+}
+
+/// A JSON Schema of `platform`'s settings, made from the table the forms are checked with,
+/// so the document says what is checked.
+pub fn json_schema(platform: Platform, of: SettingsSchema) -> Value {
+    let form = of == SettingsSchema::Form;
+    let typed = |name: &str| -> Value {
+        if form {
+            serde_json::json!([name, "null"])
+        } else {
+            Value::from(name)
+        }
+    };
     let mut properties = Map::new();
     for setting in settings_of(platform) {
-        let schema = match setting.kind {
-            Kind::Text(max) => serde_json::json!({"type": ["string", "null"], "maxLength": max}),
-            Kind::Bool => serde_json::json!({"type": ["boolean", "null"]}),
+        let mut schema = match setting.kind {
+            Kind::Accounts if !form => continue,
+            Kind::Text(max) => serde_json::json!({"type": typed("string"), "maxLength": max}),
+            Kind::Bool => serde_json::json!({"type": typed("boolean")}),
             Kind::Select(allowed) => {
                 let mut values: Vec<Value> = allowed.iter().map(|v| Value::from(*v)).collect();
-                values.push(Value::Null);
-                serde_json::json!({"type": ["string", "null"], "enum": values})
+                if form {
+                    values.push(Value::Null);
+                }
+                serde_json::json!({"type": typed("string"), "enum": values})
             }
             Kind::Accounts => serde_json::json!({
-                "type": ["array", "null"],
+                "type": typed("array"),
                 "items": {"type": "string"},
                 "maxItems": MAX_ACCOUNTS,
+                "description": "The accounts to post to (default: every connected one)",
             }),
         };
-        let described = match (schema, setting.kind) {
-            (Value::Object(mut schema), kind) => {
-                let what = match kind {
-                    Kind::Accounts => "The accounts to post to (default: every connected one)",
-                    Kind::Bool if setting.nested == "autoPublish" => {
-                        "Publish automatically (default true); false leaves the post for a person"
-                    }
-                    _ => "",
-                };
-                if !what.is_empty() {
-                    schema.insert("description".into(), what.into());
-                }
-                schema.insert(
-                    "x-flat-field".into(),
-                    Value::from(format!("also given as the form field {}", setting.flat)),
-                );
-                Value::Object(schema)
-            }
-            (other, _) => other,
-        };
-        properties.insert(setting.nested.to_owned(), described);
+        if setting.nested == "autoPublish" {
+            schema["description"] =
+                "Publish automatically (default true); false leaves the post for a person".into();
+        }
+        if form {
+            schema["x-flat-field"] = Value::from(setting.flat);
+        }
+        properties.insert(setting.nested.to_owned(), schema);
     }
+    let description = if form {
+        format!(
+            "{}'s settings; each may also be given as its own form field (`x-flat-field`), which \
+             the nested value wins over",
+            platform.label()
+        )
+    } else {
+        format!("{}'s settings, as given with the upload", platform.label())
+    };
     serde_json::json!({
         "type": "object",
-        "description": format!("{}'s settings; each may also be given as its own form field", platform.label()),
+        "description": description,
         "properties": properties,
         "additionalProperties": false,
     })

@@ -13,6 +13,7 @@
 //! on), `webhook-timestamp` (the attempt's time, in Unix seconds) and `webhook-signature`.
 
 pub(crate) mod engine;
+pub mod samples;
 pub mod schedule;
 pub mod secrets;
 pub mod transport;

@@ -27,9 +27,13 @@ pub const MEDIA_DEMO_ORGANIZATION_NAME: &str = "Demo media organization";
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct NewOrganization {
-    /// Display name.
+    /// Display name: 1 to 200 characters once trimmed.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 1, max_length = 200, pattern = r"\S")
+    )]
     pub name: String,
-    /// A plan of the catalog.
+    /// A plan of the catalog (the served document lists the host's).
     pub plan: String,
     /// Shown on jobs as `shopDomain`.
     #[serde(default)]
@@ -58,7 +62,7 @@ pub struct OrganizationPatch {
     #[serde(default)]
     pub plan: Option<String>,
     /// Overrides to set; fields left out keep their current override.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::params::optional_object")]
     pub limits: Option<LimitOverrides>,
 }
 
@@ -101,16 +105,20 @@ pub struct NewReport {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UsageDelta {
     /// AI input tokens used.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::params::admin_count")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000_000_u64))]
     pub ai_input_tokens: u64,
     /// AI output tokens used.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::params::admin_count")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000_000_u64))]
     pub ai_output_tokens: u64,
     /// Redirects created.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::params::admin_count")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000_000_u64))]
     pub redirects_created: u64,
     /// Images optimized.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::params::admin_count")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000_000_u64))]
     pub images_optimized: u64,
 }
 
@@ -137,6 +145,15 @@ impl Xf {
             .ok_or(Error::NotFound("organization"))?;
         if let Some(plan) = &patch.plan {
             self.check_plan(plan)?;
+        }
+        let max = crate::params::MAX_ADMIN_COUNT;
+        for (name, value) in patch.limits.iter().flat_map(LimitOverrides::named) {
+            if value.is_some_and(|v| v > max) {
+                return Err(Error::invalid(
+                    format!("limits.{name}"),
+                    format!("must be at most {max}"),
+                ));
+            }
         }
         let limits = patch.limits.map(|l| current.limits.merged_with(&l));
         let updated = self

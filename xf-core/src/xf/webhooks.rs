@@ -6,12 +6,11 @@ use crate::api::{
     WebhookWithSecret,
 };
 use crate::error::{Error, Result, StoreError};
-use crate::ids::{DeliveryId, EventId, Id, JobId, PropertyId, WebhookId};
-use crate::model::{
-    EventType, Job, JobStatus, Webhook, WebhookDelivery, WebhookSecrets, TENANT_TYPE,
-};
+use crate::ids::{DeliveryId, EventId, Id, WebhookId};
+use crate::model::{EventType, Webhook, WebhookDelivery, WebhookSecrets};
 use crate::params::{WebhookName, WebhookUrl};
 use crate::store::{After, SecretRotation, WebhookChanges};
+use crate::webhooks::samples::sample_job;
 use crate::webhooks::secrets::{SigningSecret, SECRET_BYTES};
 use crate::webhooks::{log_row, send, MessageData, WebhookMessage, MAX_WEBHOOKS, ROTATION_OVERLAP};
 
@@ -222,7 +221,12 @@ impl Xf {
         })?;
         let now = self.now();
         let message_id = EventId::new();
-        let job = self.synthetic_job(caller, event, now);
+        let job = sample_job(
+            event,
+            now,
+            &caller.organization.name,
+            caller.organization.shop_domain.as_deref(),
+        );
         let sample = crate::media::events::sample_data(event, now);
         let data = match &sample {
             Some(sample) => MessageData::Snapshot(sample),
@@ -311,44 +315,6 @@ impl Xf {
         let mut bytes = [0u8; SECRET_BYTES];
         bytes.copy_from_slice(&digest[..SECRET_BYTES]);
         SigningSecret::from_bytes(&bytes)
-    }
-
-    /// The job of a test delivery: a scan in the state the event names, of no real property.
-    fn synthetic_job(&self, caller: &Caller, event: EventType, now: crate::time::Timestamp) -> Job {
-        let (status, error, result) = match event {
-            EventType::JobCompleted => (
-                JobStatus::Completed,
-                None,
-                Some(serde_json::json!({"score": 87, "pagesScanned": 42, "issuesCount": 5})),
-            ),
-            EventType::JobFailed => (
-                JobStatus::Failed,
-                Some("test delivery: the site could not be reached".to_owned()),
-                None,
-            ),
-            _ => (JobStatus::Cancelled, None, None),
-        };
-        let started = now.plus(chrono::Duration::seconds(-30));
-        Job {
-            id: JobId::derived(&[0u8; 16]),
-            job_type: crate::model::SEO_SCAN.to_owned(),
-            status,
-            progress: if status == JobStatus::Completed {
-                100
-            } else {
-                40
-            },
-            property_id: PropertyId::derived(&[0u8; 16]),
-            property_name: "Test property".to_owned(),
-            tenant_type: TENANT_TYPE,
-            tenant_label: caller.organization.name.clone(),
-            shop_domain: caller.organization.shop_domain.clone(),
-            created_at: now.plus(chrono::Duration::seconds(-60)),
-            started_at: Some(started),
-            completed_at: Some(now),
-            error,
-            result,
-        }
     }
 }
 
