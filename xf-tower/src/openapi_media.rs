@@ -88,7 +88,9 @@ fn form(video: bool) -> Value {
         })
     };
     let mut properties = json!({
-        "file": {"type": "string", "format": "binary", "description": if video { "The video: .mp4 or .mov (content checked)" } else { "The image: .jpg, .png or .webp (content checked)" }},
+        // Binary both ways: OpenAPI 3.1's `contentMediaType` and 3.0's `format: binary`, which
+        // generators still read.
+        "file": {"type": "string", "format": "binary", "contentMediaType": "application/octet-stream", "description": if video { "The video: .mp4 or .mov (content checked)" } else { "The image: .jpg, .png or .webp (content checked)" }},
         "fileId": {"type": "string", "pattern": "^upl_[0-9a-f]{32}$", "description": "A finished resumable upload to use instead of a file"},
         "title": text(MAX_TITLE, "Internal title"),
         "description": text(MAX_DESCRIPTION, "Internal description (default caption)"),
@@ -138,7 +140,10 @@ fn form(video: bool) -> Value {
     json!({
         "required": true,
         "description": "A multipart form; nested platform settings win over flat ones. Each post (platform and account) is published by a background job at scheduledAt (drafts never); GET the item to follow each platform's status",
-        "content": {"multipart/form-data": {"schema": schema}}
+        "content": {"multipart/form-data": {
+            "schema": schema,
+            "encoding": {"file": {"contentType": if video { "video/mp4, video/quicktime" } else { "image/jpeg, image/png, image/webp" }}}
+        }}
     })
 }
 

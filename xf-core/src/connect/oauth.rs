@@ -3,9 +3,9 @@
 
 #[cfg(feature = "publishing")]
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
 
 use super::{ConnectFailure, Grant};
+use crate::net::token::{refusal_message, TokenReply};
 use crate::net::{exchange, Answer};
 
 /// Google's authorization endpoint (YouTube and Search Console).
@@ -171,52 +171,21 @@ pub(crate) fn google_flow<'a>(
 
 /// A token endpoint's answer (RFC 6749 §5.1 and §5.2) as a grant or the failure it is.
 pub(crate) fn token_answer(answer: &Answer) -> Result<Grant, ConnectFailure> {
-    #[derive(Deserialize)]
-    struct TokenAnswer {
-        access_token: Option<String>,
-        refresh_token: Option<String>,
-        expires_in: Option<u64>,
-        open_id: Option<String>,
-        /// RFC 6749's code, or Meta's `{"message", "type", "code"}`.
-        error: Option<serde_json::Value>,
-        error_description: Option<String>,
-        message: Option<String>,
-    }
-    let parsed: Option<TokenAnswer> = serde_json::from_slice(&answer.body).ok();
-    match parsed {
-        Some(TokenAnswer {
-            access_token: Some(access_token),
+    match TokenReply::read(answer.status, &answer.body) {
+        TokenReply::Granted {
+            access_token,
             refresh_token,
             expires_in,
-            open_id,
-            error: None,
-            ..
-        }) if answer.is_success() && !access_token.is_empty() => Ok(Grant {
+            subject,
+        } => Ok(Grant {
             access_token,
-            refresh_token: refresh_token.filter(|t| !t.trim().is_empty()),
-            expires_in: expires_in.map(std::time::Duration::from_secs),
-            subject: open_id,
+            refresh_token,
+            expires_in,
+            subject,
         }),
-        Some(refused) if answer.status < 500 => {
-            let (code, meta_message) = match refused.error {
-                Some(serde_json::Value::String(code)) => (code, None),
-                Some(object) => (
-                    object["type"].as_str().unwrap_or("error").to_owned(),
-                    object["message"].as_str().map(str::to_owned),
-                ),
-                None => (format!("HTTP {}", answer.status), None),
-            };
-            Err(ConnectFailure::Exchange(
-                match refused
-                    .error_description
-                    .or(refused.message)
-                    .or(meta_message)
-                {
-                    Some(description) => format!("{code}: {description}"),
-                    None => code,
-                },
-            ))
-        }
+        TokenReply::Refused { code, description } if answer.status < 500 => Err(
+            ConnectFailure::Exchange(refusal_message(&code, description.as_deref())),
+        ),
         _ => Err(ConnectFailure::Unavailable(format!(
             "the token endpoint answered HTTP {} without a token",
             answer.status

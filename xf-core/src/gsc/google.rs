@@ -11,6 +11,7 @@ use super::client::{
     AccessToken, AnalyticsQuery, AnalyticsRow, GoogleError, SearchConsole, SiteEntry,
 };
 use crate::connect::{oauth, Account, ConnectFailure, Grant, Provider};
+use crate::net::token::TokenReply;
 
 /// Google's OAuth 2.0 token endpoint.
 pub const GOOGLE_TOKEN_URL: &str = "https://oauth2.googleapis.com/token";
@@ -106,15 +107,6 @@ fn encode_segment(text: &str) -> String {
     out
 }
 
-/// The token endpoint's answer, success or error.
-#[derive(Deserialize)]
-struct TokenAnswer {
-    access_token: Option<String>,
-    expires_in: Option<u64>,
-    error: Option<String>,
-    error_description: Option<String>,
-}
-
 #[derive(Deserialize)]
 struct QueryAnswer {
     #[serde(default)]
@@ -203,26 +195,25 @@ impl SearchConsole for GoogleSearchConsole {
             .header("content-type", "application/x-www-form-urlencoded")
             .body(form);
         let Answer { status, wait, body } = exchange(request).await?;
-        let answer: Option<TokenAnswer> = serde_json::from_slice(&body).ok();
-        if (200..300).contains(&status) {
-            return match answer {
-                Some(TokenAnswer {
-                    access_token: Some(token),
-                    expires_in: Some(expires_in),
-                    ..
-                }) if !token.is_empty() => Ok(AccessToken {
-                    token,
-                    expires_in: Duration::from_secs(expires_in),
-                }),
-                _ => Err(GoogleError::Unavailable(
+        let (code, description) = match TokenReply::read(status, &body) {
+            TokenReply::Granted {
+                access_token,
+                expires_in: Some(expires_in),
+                ..
+            } => {
+                return Ok(AccessToken {
+                    token: access_token,
+                    expires_in,
+                })
+            }
+            TokenReply::Granted { .. } | TokenReply::Unreadable => {
+                return Err(GoogleError::Unavailable(
                     "the token endpoint's answer has no access_token and expires_in".into(),
-                )),
-            };
-        }
-        let (code, description) = answer
-            .map(|a| (a.error.unwrap_or_default(), a.error_description))
-            .unwrap_or_default();
-        let message = description.unwrap_or_else(|| format!("HTTP {status} {code}"));
+                ))
+            }
+            TokenReply::Refused { code, description } => (code, description),
+        };
+        let message = description.unwrap_or_else(|| code.clone());
         Err(match (status, code.as_str()) {
             (_, "invalid_grant") => GoogleError::InvalidGrant(message),
             (_, "invalid_client" | "unauthorized_client") => GoogleError::ClientRejected(message),

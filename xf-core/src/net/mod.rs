@@ -27,6 +27,8 @@ use url::Url;
 #[cfg(feature = "net")]
 mod services;
 #[cfg(feature = "net")]
+pub(crate) mod token;
+#[cfg(feature = "net")]
 pub(crate) use services::*;
 
 /// Whether scans may reach this address: not loopback, private (RFC 1918, unique local),

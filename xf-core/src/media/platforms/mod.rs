@@ -9,10 +9,9 @@ pub mod youtube;
 
 use std::time::Duration;
 
-use serde::Deserialize;
-
 use super::inspect::RangeRead;
 use super::publish::{PublishError, TokenGrant};
+use crate::net::token::{refusal_message, TokenReply};
 use crate::net::{exchange, Answer, ExchangeError};
 
 /// A host's app registration on a platform: what refreshes its channels' tokens.
@@ -104,48 +103,30 @@ pub(crate) fn json<T: serde::de::DeserializeOwned>(
     })
 }
 
-/// The answer of an OAuth 2.0 token endpoint (RFC 6749 §5), success or error.
-#[derive(Deserialize)]
-struct TokenAnswer {
-    access_token: Option<String>,
-    expires_in: Option<u64>,
-    refresh_token: Option<String>,
-    error: Option<String>,
-    error_description: Option<String>,
-}
-
 /// A refresh-token grant's answer: a fresh token, or the error it is.
 /// `invalid_grant` (revoked or expired) disconnects the channel.
 pub(crate) fn token_grant(answer: &Answer) -> Result<TokenGrant, PublishError> {
-    let parsed: Option<TokenAnswer> = serde_json::from_slice(&answer.body).ok();
-    // TikTok has been seen answering `200` with an error body: an `error` is one whatever the
-    // status.
-    let refused = parsed.as_ref().is_some_and(|a| a.error.is_some());
-    if answer.is_success() && !refused {
-        if let Some(TokenAnswer {
-            access_token: Some(access_token),
-            expires_in,
+    let (code, description) = match TokenReply::read(answer.status, &answer.body) {
+        TokenReply::Granted {
+            access_token,
             refresh_token,
+            expires_in,
             ..
-        }) = parsed.filter(|a| a.access_token.as_deref().is_some_and(|t| !t.is_empty()))
-        {
+        } => {
             return Ok(TokenGrant {
                 access_token,
-                expires_in: expires_in.map(Duration::from_secs),
-                refresh_token: refresh_token.filter(|t| !t.trim().is_empty()),
-            });
+                expires_in,
+                refresh_token,
+            })
         }
-        return Err(PublishError::Unavailable(
-            "the token endpoint's answer has no access_token".into(),
-        ));
-    }
-    let (code, description) = parsed
-        .map(|a| (a.error.unwrap_or_default(), a.error_description))
-        .unwrap_or_default();
-    let message = match description {
-        Some(description) => format!("{code}: {description}"),
-        None => format!("HTTP {} {code}", answer.status),
+        TokenReply::Unreadable => {
+            return Err(PublishError::Unavailable(
+                "the token endpoint's answer has no access_token".into(),
+            ))
+        }
+        TokenReply::Refused { code, description } => (code, description),
     };
+    let message = refusal_message(&code, description.as_deref());
     // A refusal answered with a success status is judged as a 400.
     let status = if answer.is_success() {
         400
