@@ -1,4 +1,4 @@
-//! Webhooks: signed deliveries of job outcomes to the organization's endpoints.
+//! Webhooks: signed deliveries of job, media and channel events to the organization's endpoints.
 //!
 //! - [`secrets`]: the signing secrets, sealed at rest, and the Standard Webhooks signature.
 //! - [`transport`]: the network seam, and the HTTP transport with its SSRF guard.

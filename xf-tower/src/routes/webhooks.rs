@@ -66,7 +66,9 @@ async fn list_webhooks(State(xf): State<Xf>, Authed(caller): Authed) -> Result<R
     Ok(envelope::data(StatusCode::OK, &WebhookList { webhooks }))
 }
 
-/// Registers an endpoint for job outcomes. The signing secret is in this answer only.
+/// Registers an endpoint for the events the plan may receive (job outcomes; publishing
+/// outcomes and channel disconnections for the media API). The signing secret is in this
+/// answer only.
 #[utoipa::path(post, path = "/webhooks", tag = "webhooks", request_body = NewWebhook,
     responses(
         (status = 201, description = "Created, with its secret", body = Envelope<WebhookWithSecret>),
