@@ -368,6 +368,7 @@ pub fn assert_issue_item_shape(item: &Value) {
 #[derive(Debug)]
 pub struct Schemas {
     components: Value,
+    webhooks: Value,
 }
 
 impl Schemas {
@@ -375,7 +376,21 @@ impl Schemas {
     pub fn of(document: &Value) -> Self {
         Schemas {
             components: document["components"].clone(),
+            webhooks: document["webhooks"].clone(),
         }
+    }
+
+    /// Panics unless `body` is valid against the schema the document's `webhooks` section
+    /// names for the body of its event (`body.type`).
+    #[track_caller]
+    pub fn check_webhook(&self, body: &Value) {
+        let event = body["type"].as_str().expect("a delivery names its event");
+        let target = self.webhooks[event]["post"]["requestBody"]["content"]["application/json"]
+            ["schema"]["$ref"]
+            .as_str()
+            .unwrap_or_else(|| panic!("the document's webhooks section has no {event}"));
+        let name = target.rsplit('/').next().unwrap_or(target);
+        self.check(name, body);
     }
 
     /// Panics, naming every problem, unless `value` is valid against the component schema

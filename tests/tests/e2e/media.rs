@@ -968,9 +968,13 @@ async fn lists_page_and_filter_newest_first(app: TestApp) {
         ok(&images, 200),
         &json!({"images": [], "pagination": {"total": 0, "page": 1, "limit": 10, "pages": 0}})
     );
+    // Digits only, as the document's integers: no sign, no spaces, no leading zero.
     for bad in [
         "page=0",
         "page=x",
+        "page=%2B1",
+        "page=%201",
+        "limit=05",
         "limit=0",
         "limit=101",
         "status=published",

@@ -115,24 +115,24 @@ pub fn post_events(
     } else {
         None
     };
-    let view = || MediaItemView::from(after);
+    let item_event = (after.is_settled() && !before.is_settled()).then_some(match after.status {
+        crate::model::media::MediaStatus::Failed => EventType::MediaFailed,
+        _ => EventType::MediaCompleted,
+    });
+    if post_event.is_none() && item_event.is_none() {
+        return events;
+    }
+    // The item as it is now, built once for every event of the change.
+    let media = MediaItemView::from(after);
     if let Some(event_type) = post_event {
         let data = MediaPostEventData {
             post: outcome(platform, account, new),
-            media: view(),
+            media: media.clone(),
         };
         events.push(new_event(after, event_type, &data));
     }
-    if after.is_settled() && !before.is_settled() {
-        let event_type = match after.status {
-            crate::model::media::MediaStatus::Failed => EventType::MediaFailed,
-            _ => EventType::MediaCompleted,
-        };
-        events.push(new_event(
-            after,
-            event_type,
-            &MediaEventData { media: view() },
-        ));
+    if let Some(event_type) = item_event {
+        events.push(new_event(after, event_type, &MediaEventData { media }));
     }
     events
 }
