@@ -7,13 +7,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::ids::{JobId, OrganizationId, WebhookId};
 use crate::model::{
-    EventType, Issue, IssueStatus, IssueSummary, Job, JobCounts, JobStatus, Property, ScanKind,
-    UsageCounters, Webhook,
+    ChangeCounts, EventType, Issue, IssueChange, IssueStatus, IssueSummary, Job, JobCounts,
+    JobStatus, Property, ScanKind, Severity, SeverityCounts, UsageCounters, Webhook,
 };
 pub use crate::params::Includes;
 use crate::params::{
-    CrawlBudget, Cursor, JobTypeName, PageSize, PropertyId, PropertyName, PropertyUrl, WebhookName,
-    WebhookUrl,
+    CheckIdList, CrawlBudget, Cursor, JobTypeName, PageSize, PropertyId, PropertyName, PropertyUrl,
+    UrlPrefix, WebhookName, WebhookUrl,
 };
 use crate::time::Timestamp;
 
@@ -397,6 +397,110 @@ pub struct IssueListQuery {
     /// Only issues in this state.
     #[cfg_attr(feature = "openapi", param(inline))]
     pub status: Option<IssueStatus>,
+    /// Only issues of these checks: ids of the catalogue, comma-separated (beyond the spec).
+    #[cfg_attr(feature = "openapi", param(inline, rename = "type"))]
+    #[serde(rename = "type")]
+    pub types: Option<CheckIdList>,
+    /// Only issues of this severity (beyond the spec).
+    #[cfg_attr(feature = "openapi", param(inline))]
+    pub severity: Option<Severity>,
+    /// Only page issues whose address starts with this (beyond the spec).
+    #[cfg_attr(feature = "openapi", param(inline))]
+    pub url: Option<UrlPrefix>,
+}
+
+/// One scan of a property in its history (`GET /properties/{propertyId}/scans`, beyond the
+/// spec). The figures are null until the scan completes; `bySeverity` and `changes` are null
+/// for scans completed before history was kept.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ScanHistoryItem {
+    /// The scan's job, `job_…`.
+    pub job_id: JobId,
+    /// The job's state.
+    pub status: JobStatus,
+    /// When it was queued.
+    pub created_at: Timestamp,
+    /// When a worker picked it up.
+    pub started_at: Option<Timestamp>,
+    /// When it reached a final state.
+    pub completed_at: Option<Timestamp>,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// The site's score, 0 to 100.
+    pub score: Option<u32>,
+    /// Pages audited.
+    pub pages_scanned: Option<u64>,
+    /// Findings.
+    pub issues_count: Option<u64>,
+    /// Findings by severity.
+    pub by_severity: Option<SeverityCounts>,
+    /// Issues the scan opened, resolved and reopened.
+    pub changes: Option<ChangeCounts>,
+}
+
+/// Query of `GET /properties/{propertyId}/scans/{jobId}/changes`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", into_params(parameter_in = Query))]
+#[serde(rename_all = "camelCase")]
+pub struct ChangesQuery {
+    /// An earlier completed scan of the property to compare with; the scan before it when
+    /// absent.
+    #[cfg_attr(feature = "openapi", param(inline))]
+    pub against: Option<JobId>,
+}
+
+/// How one check's findings moved between two scans.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct CheckDelta {
+    /// The check's id.
+    #[serde(rename = "type")]
+    pub issue_type: String,
+    /// Its findings in the earlier scan (0 when there is none).
+    pub before: u64,
+    /// Its findings in the later scan.
+    pub after: u64,
+    /// `after - before`.
+    pub delta: i64,
+    /// Its issues opened between the two.
+    pub opened: u64,
+    /// Its issues resolved between the two.
+    pub resolved: u64,
+    /// Its issues reopened between the two.
+    pub reopened: u64,
+}
+
+/// One issue that changed between two scans.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct IssueChangeItem {
+    /// What happened to it between the two scans.
+    pub change: IssueChange,
+    /// The issue as it is now.
+    pub issue: Issue,
+}
+
+/// `data` of `GET /properties/{propertyId}/scans/{jobId}/changes`: the net changes between
+/// an earlier scan (`against`) and this one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ScanComparison {
+    /// The later scan.
+    pub scan: ScanHistoryItem,
+    /// The earlier scan; null when the later one is the property's first recorded scan.
+    pub against: Option<ScanHistoryItem>,
+    /// The changes counted over all pages.
+    pub totals: ChangeCounts,
+    /// Per check, for every check with findings in either scan or a change between them,
+    /// sorted by id.
+    pub checks: Vec<CheckDelta>,
+    /// A page of the changed issues, sorted by issue id.
+    pub changes: Vec<IssueChangeItem>,
 }
 
 /// A page of issues with the property's lifecycle summary.

@@ -25,6 +25,7 @@ pub mod connect;
 pub mod crawl;
 pub mod cursor;
 pub mod error;
+pub mod export;
 pub mod gsc;
 pub mod ids;
 pub mod media;

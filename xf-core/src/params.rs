@@ -130,6 +130,8 @@ macro_rules! checked_string {
 static IDEMPOTENCY_KEY: Rule = rule!(r"^[!-~]+$");
 static CURSOR: Rule = rule!(r"^[A-Za-z0-9_.-]+$");
 static JOB_TYPE: Rule = rule!(r"^[a-z0-9]+(-[a-z0-9]+)*$");
+static CHECK_IDS: Rule = rule!(r"^[a-z0-9_]+(,[a-z0-9_]+)*$");
+static URL_PREFIX: Rule = rule!(r"^[!-~]+$");
 static REPORT_TOKEN: Rule = rule!(r"^[A-Za-z0-9]{32}$");
 static INCLUDE: Rule = rule!(r"^(gsc|lastScan)(,(gsc|lastScan))*$");
 static PROPERTY_NAME: Rule = rule!(r"^[^\x00-\x1f\x7f]*$");
@@ -181,6 +183,17 @@ checked_string!(
 checked_string!(
     /// The `type` filter of `GET /jobs`: a job type such as `seo-scan`.
     JobTypeName, JOB_TYPE, max = 64, expects = "a job type such as seo-scan: lower-case letters, digits and single hyphens"
+);
+
+checked_string!(
+    /// The `type` filter of the issue list: check ids, comma-separated (each must name a check
+    /// of the catalogue, which the use case checks).
+    CheckIdList, CHECK_IDS, max = 2048, expects = "check ids of the catalogue, comma-separated, such as title_missing,h1_missing"
+);
+
+checked_string!(
+    /// The `url` filter of the issue list: the start of the pages' addresses.
+    UrlPrefix, URL_PREFIX, max = 2048, expects = "the start of a page address: 1 to 2048 characters of visible ASCII"
 );
 
 checked_string!(
@@ -475,6 +488,8 @@ mod tests {
             &IDEMPOTENCY_KEY,
             &CURSOR,
             &JOB_TYPE,
+            &CHECK_IDS,
+            &URL_PREFIX,
             &REPORT_TOKEN,
             &INCLUDE,
             &PROPERTY_NAME,

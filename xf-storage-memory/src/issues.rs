@@ -4,9 +4,11 @@ use async_trait::async_trait;
 use std::collections::HashSet;
 
 use serde_json::Value;
-use xf_core::ids::{IssueId, PropertyId};
+use xf_core::ids::{IssueId, JobId, PropertyId};
 use xf_core::model::JobStatus;
-use xf_core::model::{Issue, IssueStatus, IssueSummary};
+use xf_core::model::{
+    ChangeCounts, Issue, IssueChange, IssueChangeRecord, IssueStatus, IssueSummary, ScanRecord,
+};
 use xf_core::store::{
     subject_is_address, Attempt, AttemptOutcome, Finish, IssueFilter, IssueStore, PageRequest,
     ScanFindings, StoreResult,
@@ -53,9 +55,57 @@ impl IssueStore for MemoryStore {
         if state.finish(&finish, scan.now) != Some(JobStatus::Completed) {
             return Ok(false);
         }
-        state.apply_findings(scan);
+        let changes = state.apply_findings(scan);
+        state.record_scan(scan, changes);
         state.record_scan_pages(&scan.property_id, &scan.job_id, &scan.pages);
         Ok(true)
+    }
+
+    async fn issues_by_ids(&self, ids: &[IssueId]) -> StoreResult<Vec<Issue>> {
+        let state = self.read();
+        Ok(ids
+            .iter()
+            .filter_map(|id| state.issues.get(id.as_str()))
+            .collect())
+    }
+
+    async fn scan_records(&self, job_ids: &[JobId]) -> StoreResult<Vec<ScanRecord>> {
+        let state = self.read();
+        Ok(job_ids
+            .iter()
+            .filter_map(|id| state.scan_records.get(id.as_str()).cloned())
+            .collect())
+    }
+
+    async fn recent_scan_records(
+        &self,
+        property_id: &PropertyId,
+        before: Option<&ScanRecord>,
+        limit: usize,
+    ) -> StoreResult<Vec<ScanRecord>> {
+        let state = self.read();
+        Ok(state
+            .scans_of(property_id, None, before)
+            .rev()
+            .take(limit)
+            .map(|job| state.scan_records[job].clone())
+            .collect())
+    }
+
+    async fn issue_changes(
+        &self,
+        property_id: &PropertyId,
+        after: Option<&ScanRecord>,
+        upto: &ScanRecord,
+    ) -> StoreResult<Vec<IssueChangeRecord>> {
+        let state = self.read();
+        Ok(state
+            .scans_of(property_id, after, Some(upto))
+            .chain(std::iter::once(upto.job_id.as_str()))
+            .filter_map(|job| state.issue_changes.get(job))
+            .flatten()
+            .cloned()
+            .collect())
     }
 
     async fn get_issue(&self, id: &IssueId) -> StoreResult<Option<Issue>> {
@@ -76,10 +126,9 @@ impl IssueStore for MemoryStore {
         page: &PageRequest,
     ) -> StoreResult<Vec<Issue>> {
         let state = self.read();
-        state.issues.page(property_id.as_str(), page, |i| {
-            filter.scan_kind.is_none_or(|k| i.scan_kind == k)
-                && filter.status.is_none_or(|s| i.status == s)
-        })
+        state
+            .issues
+            .page(property_id.as_str(), page, |issue| filter.matches(issue))
     }
 
     async fn issue_summary(&self, property_id: &PropertyId) -> StoreResult<IssueSummary> {
@@ -127,10 +176,67 @@ fn issue_key(issue: &Issue) -> (String, String, String) {
 }
 
 impl State {
-    /// The findings' lifecycle of [`IssueStore::complete_scan`], under the caller's lock.
-    fn apply_findings(&mut self, scan: &ScanFindings) {
+    /// The job ids of the property's history records strictly between `after` and `before`
+    /// (either end open when `None`), oldest first.
+    fn scans_of<'a>(
+        &'a self,
+        property_id: &PropertyId,
+        after: Option<&ScanRecord>,
+        before: Option<&ScanRecord>,
+    ) -> impl DoubleEndedIterator<Item = &'a str> + 'a {
+        let property = property_id.to_string();
+        let key = |record: &ScanRecord| {
+            (
+                property.clone(),
+                record.completed_at,
+                record.job_id.to_string(),
+            )
+        };
+        let low = match after {
+            Some(record) => std::ops::Bound::Excluded(key(record)),
+            None => std::ops::Bound::Included((property.clone(), Timestamp::MIN, String::new())),
+        };
+        let high = match before {
+            Some(record) => std::ops::Bound::Excluded(key(record)),
+            None => std::ops::Bound::Included((property.clone(), Timestamp::MAX, String::new())),
+        };
+        self.scan_order
+            .range((low, high))
+            .map(|(_, _, job)| job.as_str())
+    }
+
+    /// Keeps a completed scan's history record and its issue changes.
+    fn record_scan(&mut self, scan: &ScanFindings, mut changes: Vec<IssueChangeRecord>) {
+        let mut counts = ChangeCounts::default();
+        for change in &changes {
+            counts.add(change.change);
+        }
+        changes.sort_by(|a, b| a.issue_id.as_str().cmp(b.issue_id.as_str()));
+        let record = scan.record(counts);
+        let job = record.job_id.to_string();
+        self.scan_order.insert((
+            record.property_id.to_string(),
+            record.completed_at,
+            job.clone(),
+        ));
+        self.scan_records.insert(job.clone(), record);
+        self.issue_changes.insert(job, changes);
+    }
+
+    /// The findings' lifecycle of [`IssueStore::complete_scan`], under the caller's lock;
+    /// returns what it changed.
+    fn apply_findings(&mut self, scan: &ScanFindings) -> Vec<IssueChangeRecord> {
         let property = scan.property_id.as_str();
         let mut found = HashSet::new();
+        let mut changes = Vec::new();
+        let mut change = |issue_id: &str, issue_type: &str, change: IssueChange| {
+            changes.push(IssueChangeRecord {
+                job_id: scan.job_id.clone(),
+                issue_id: IssueId::from_trusted(issue_id.to_owned()),
+                issue_type: issue_type.to_owned(),
+                change,
+            });
+        };
         for finding in &scan.findings {
             let key = (
                 property.to_owned(),
@@ -140,6 +246,12 @@ impl State {
             let existing = self.issue_keys.get(&key).cloned();
             let id = match existing {
                 Some(id) => {
+                    let before = self.issues.get(&id).map(|issue| issue.status);
+                    if let Some(made) =
+                        before.and_then(|status| IssueChange::of_finding(Some(status)))
+                    {
+                        change(&id, &finding.issue_type, made);
+                    }
                     self.issues.update(&id, |issue| {
                         issue.job_id = scan.job_id.clone();
                         issue.last_seen_at = scan.now;
@@ -175,6 +287,7 @@ impl State {
                         fixed_at: None,
                     };
                     let id = issue.id.to_string();
+                    change(&id, &finding.issue_type, IssueChange::Opened);
                     self.issues.insert(property, scan.now, &id, &issue);
                     self.issue_keys.insert(key, id.clone());
                     id
@@ -183,7 +296,7 @@ impl State {
             found.insert(id);
         }
         let reached: HashSet<&str> = scan.reached.iter().map(String::as_str).collect();
-        let to_resolve: Vec<String> = self
+        let to_resolve: Vec<(String, String)> = self
             .issues
             .values()
             .filter(|issue| {
@@ -193,13 +306,15 @@ impl State {
                     && (!subject_is_address(&issue.subject)
                         || reached.contains(issue.subject.as_str()))
             })
-            .map(|issue| issue.id.to_string())
+            .map(|issue| (issue.id.to_string(), issue.issue_type.clone()))
             .collect();
-        for id in to_resolve {
+        for (id, issue_type) in to_resolve {
+            change(&id, &issue_type, IssueChange::Resolved);
             self.issues.update(&id, |issue| {
                 issue.status = IssueStatus::Resolved;
                 issue.resolved_at = Some(scan.now);
             });
         }
+        changes
     }
 }

@@ -75,6 +75,12 @@ struct State {
     issues: Indexed<Issue>,
     /// Issue ids by (property, type, subject): one issue per check and subject.
     issue_keys: HashMap<(String, String, String), String>,
+    /// Scan history records by job id.
+    scan_records: HashMap<String, xf_core::model::ScanRecord>,
+    /// The history records in order: (property, completed at, job id).
+    scan_order: BTreeSet<(String, Timestamp, String)>,
+    /// Each recorded scan's issue changes, by job id, ordered by issue id.
+    issue_changes: HashMap<String, Vec<xf_core::model::IssueChangeRecord>>,
     /// Indexed by organization; keyed by token.
     reports: Indexed<Report>,
     usage: BTreeMap<(String, String), UsageCounters>,
@@ -345,6 +351,11 @@ impl xf_core::testing::Dump for MemoryStore {
             properties: state.properties.values().cloned().collect(),
             jobs: state.jobs.values().map(|j| j.record.clone()).collect(),
             issues: state.issues.values().cloned().collect(),
+            scan_records: {
+                let mut records: Vec<_> = state.scan_records.values().cloned().collect();
+                records.sort_by(|a, b| a.job_id.as_str().cmp(b.job_id.as_str()));
+                records
+            },
             reports: state.reports.values().cloned().collect(),
             usage: state
                 .usage

@@ -325,6 +325,23 @@ pub(crate) fn list_issues_query<'a>(
     if let Some(status) = filter.status {
         builder.push(" AND status = ").push_bind(status.as_str());
     }
+    if !filter.types.is_empty() {
+        builder
+            .push(" AND issue_type = ANY(")
+            .push_bind(filter.types.clone())
+            .push(")");
+    }
+    if let Some(severity) = filter.severity {
+        builder
+            .push(" AND severity = ")
+            .push_bind(severity.as_str());
+    }
+    if let Some(prefix) = &filter.url_prefix {
+        builder
+            .push(" AND starts_with(url, ")
+            .push_bind(prefix.clone())
+            .push(")");
+    }
     push_page(builder, "id", page);
 }
 
@@ -406,6 +423,10 @@ impl xf_core::testing::Dump for PgStore {
         ));
         let jobs = fetch!(format!("SELECT {JOB_COLUMNS} FROM jobs ORDER BY id"));
         let issues = fetch!(format!("SELECT {ISSUE_COLUMNS} FROM issues ORDER BY id"));
+        let scan_records = fetch!(format!(
+            "SELECT {} FROM scan_history ORDER BY job_id",
+            rows::SCAN_HISTORY_COLUMNS
+        ));
         let reports = fetch!(format!(
             "SELECT {REPORT_COLUMNS} FROM reports ORDER BY token"
         ));
@@ -425,6 +446,7 @@ impl xf_core::testing::Dump for PgStore {
             properties: all(properties, rows::property)?,
             jobs: all(jobs, rows::job)?,
             issues: all(issues, rows::issue)?,
+            scan_records: all(scan_records, rows::scan_record)?,
             reports: all(reports, rows::report)?,
             usage: all(usage, |row| {
                 Ok((
@@ -478,7 +500,7 @@ impl Store for PgStore {
 #[cfg(all(test, feature = "testing"))]
 mod tests {
     use sqlx::Connection;
-    use xf_core::model::{IssueStatus, JobStatus, ScanKind};
+    use xf_core::model::{IssueStatus, JobStatus, ScanKind, Severity};
     use xf_core::store::After;
 
     use super::*;
@@ -565,15 +587,26 @@ mod tests {
             IssueFilter::default(),
             IssueFilter {
                 status: Some(IssueStatus::Open),
-                scan_kind: None,
+                ..IssueFilter::default()
             },
             IssueFilter {
-                status: None,
                 scan_kind: Some(ScanKind::Site),
+                ..IssueFilter::default()
             },
             IssueFilter {
                 status: Some(IssueStatus::Fixed),
                 scan_kind: Some(ScanKind::Page),
+                ..IssueFilter::default()
+            },
+            IssueFilter {
+                severity: Some(Severity::High),
+                ..IssueFilter::default()
+            },
+            IssueFilter {
+                types: vec!["h1_missing".to_owned(), "title_missing".to_owned()],
+                severity: Some(Severity::Critical),
+                url_prefix: Some("https://example.com/blog/".to_owned()),
+                ..IssueFilter::default()
             },
         ];
         let now = Timestamp::from_unix_millis(1_795_342_530_123).expect("in range");

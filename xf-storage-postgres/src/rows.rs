@@ -6,9 +6,10 @@ use sqlx::types::Json;
 use sqlx::{Decode, Postgres, Row, Type};
 use xf_core::ids::{Id, JobId};
 use xf_core::model::{
-    ApiKey, Event, EventSubject, EventType, Issue, IssueStatus, JobRecord, JobStatus, JobSubject,
-    KeyMode, Organization, Property, Report, ScanKind, Severity, UsageCounters, Webhook,
-    WebhookDelivery, WebhookSecrets,
+    ApiKey, ChangeCounts, Event, EventSubject, EventType, Issue, IssueChange, IssueChangeRecord,
+    IssueStatus, JobRecord, JobStatus, JobSubject, KeyMode, Organization, Property, Report,
+    ScanKind, ScanRecord, Severity, SeverityCounts, UsageCounters, Webhook, WebhookDelivery,
+    WebhookSecrets,
 };
 use xf_core::plans::LimitOverrides;
 use xf_core::store::StoreResult;
@@ -286,6 +287,48 @@ pub(crate) fn issue(row: &PgRow) -> StoreResult<Issue> {
         last_seen_at: row.timestamp("last_seen_at")?,
         resolved_at: row.timestamp_opt("resolved_at")?,
         fixed_at: row.timestamp_opt("fixed_at")?,
+    })
+}
+
+/// The columns of [`scan_record`].
+pub(crate) const SCAN_HISTORY_COLUMNS: &str = "job_id, organization_id, property_id, \
+    completed_at, score, pages_scanned, issues_count, critical, high, medium, low, by_check, \
+    opened, resolved, reopened";
+
+/// A `scan_history` row.
+pub(crate) fn scan_record(row: &PgRow) -> StoreResult<ScanRecord> {
+    let score: i32 = row.col("score")?;
+    let by_check: Json<std::collections::BTreeMap<String, u64>> = row.col("by_check")?;
+    Ok(ScanRecord {
+        job_id: row.id("job_id")?,
+        organization_id: row.id("organization_id")?,
+        property_id: row.id("property_id")?,
+        completed_at: row.timestamp("completed_at")?,
+        score: u32::try_from(score).unwrap_or(0),
+        pages_scanned: row.count("pages_scanned")?,
+        issues_count: row.count("issues_count")?,
+        by_severity: SeverityCounts {
+            critical: row.count("critical")?,
+            high: row.count("high")?,
+            medium: row.count("medium")?,
+            low: row.count("low")?,
+        },
+        by_check: by_check.0,
+        changes: ChangeCounts {
+            opened: row.count("opened")?,
+            resolved: row.count("resolved")?,
+            reopened: row.count("reopened")?,
+        },
+    })
+}
+
+/// An `issue_changes` row.
+pub(crate) fn issue_change(row: &PgRow) -> StoreResult<IssueChangeRecord> {
+    Ok(IssueChangeRecord {
+        job_id: row.id("job_id")?,
+        issue_id: row.id("issue_id")?,
+        issue_type: row.col("issue_type")?,
+        change: parsed(row.col("change")?, IssueChange::parse, "issue change")?,
     })
 }
 

@@ -103,6 +103,24 @@ impl<S: Send + Sync, T: FromSegment> FromRequestParts<S> for PathParam<T> {
     }
 }
 
+/// Two path segments, each parsed as [`PathParam`] parses one (the first's 404 first).
+#[derive(Debug)]
+pub struct PathParams<A, B>(pub A, pub B);
+
+impl<S: Send + Sync, A: FromSegment, B: FromSegment> FromRequestParts<S> for PathParams<A, B> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let axum::extract::Path((first, second)) =
+            axum::extract::Path::<(String, String)>::from_request_parts(parts, state)
+                .await
+                .map_err(|rejection| ApiError(Error::invalid("path", rejection.body_text())))?;
+        let first = A::from_segment(first).map_err(ApiError)?;
+        let second = B::from_segment(second).map_err(ApiError)?;
+        Ok(PathParams(first, second))
+    }
+}
+
 /// Query parameters parsed into `T`, whose `IntoParams` derive documents the same fields: the
 /// struct is the one statement of the parameters' names and rules. Unknown parameters are
 /// ignored; a known one with a bad value (an empty one included) is a 400 naming it, and so

@@ -36,6 +36,7 @@
 mod admin;
 mod body_rate;
 mod connect;
+mod csv;
 mod envelope;
 mod error;
 mod extract;

@@ -362,6 +362,8 @@ async fn complete_scan_with_pages(
         property_id,
         job_id: xf_core::ids::JobId::parse_str(&job_id).unwrap(),
         now: app.xf.now(),
+        score: 90,
+        pages_scanned: 1,
         findings: findings
             .iter()
             .map(|(check, url)| NewFinding {

@@ -112,8 +112,9 @@ impl JobHandler for ScanHandler {
             .iter()
             .filter(|page| !not_audited.contains(page.url.as_str()))
             .count();
+        let score = score(&findings, audited);
         let result = json!({
-            "score": score(&findings, audited),
+            "score": score,
             "pagesScanned": audited,
             "issuesCount": findings.len(),
         });
@@ -124,6 +125,8 @@ impl JobHandler for ScanHandler {
             property_id: property.id.clone(),
             job_id: record.id.clone(),
             now: self.clock.now(),
+            score,
+            pages_scanned: audited as u64,
             findings: findings.iter().map(NewFinding::from).collect(),
             reached,
             pages: fetched_pages(&crawl),

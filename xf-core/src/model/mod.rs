@@ -4,7 +4,12 @@
 //! lease that the API's [`Job`] never shows, so the two are separate types.
 
 pub mod gsc;
+pub mod history;
 pub mod media;
+
+pub use history::{
+    net_changes, ChangeCounts, IssueChange, IssueChangeRecord, ScanRecord, SeverityCounts,
+};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -4,7 +4,10 @@ use async_trait::async_trait;
 
 use super::{Attempt, PageRequest, StoreResult};
 use crate::ids::{IssueId, JobId, OrganizationId, PropertyId};
-use crate::model::{Issue, IssueStatus, IssueSummary, ScanKind, Severity};
+use crate::model::{
+    ChangeCounts, Issue, IssueChangeRecord, IssueStatus, IssueSummary, ScanKind, ScanRecord,
+    Severity, SeverityCounts,
+};
 use crate::time::Timestamp;
 
 /// One finding of a completed scan, for [`IssueStore::complete_scan`].
@@ -39,6 +42,10 @@ pub struct ScanFindings {
     pub job_id: JobId,
     /// When the scan completed.
     pub now: Timestamp,
+    /// The site's score, 0 to 100.
+    pub score: u32,
+    /// The pages audited.
+    pub pages_scanned: u64,
     /// Everything it found; at most one per (check, subject).
     pub findings: Vec<NewFinding>,
     /// The addresses the scan reached (fetched, or read from its sitemaps and robots.txt): an
@@ -47,6 +54,31 @@ pub struct ScanFindings {
     /// The pages it fetched, each address once: they replace the property's pages of its
     /// previous completed scan (Search Console's crawl correlation reads them).
     pub pages: Vec<FetchedPage>,
+}
+
+impl ScanFindings {
+    /// The scan's history record, with what it changed: its figures, and its findings counted
+    /// by severity and by check.
+    pub fn record(&self, changes: ChangeCounts) -> ScanRecord {
+        let mut by_severity = SeverityCounts::default();
+        let mut by_check = std::collections::BTreeMap::new();
+        for finding in &self.findings {
+            by_severity.add(finding.severity);
+            *by_check.entry(finding.issue_type.clone()).or_insert(0) += 1;
+        }
+        ScanRecord {
+            job_id: self.job_id.clone(),
+            organization_id: self.organization_id.clone(),
+            property_id: self.property_id.clone(),
+            completed_at: self.now,
+            score: self.score,
+            pages_scanned: self.pages_scanned,
+            issues_count: self.findings.len() as u64,
+            by_severity,
+            by_check,
+            changes,
+        }
+    }
 }
 
 /// A page a scan fetched.
@@ -70,6 +102,30 @@ pub struct IssueFilter {
     pub scan_kind: Option<ScanKind>,
     /// Only issues in this state.
     pub status: Option<IssueStatus>,
+    /// Only issues of these checks (any of them); empty for all.
+    pub types: Vec<String>,
+    /// Only issues of this severity.
+    pub severity: Option<Severity>,
+    /// Only page issues whose address starts with this (compared byte for byte).
+    pub url_prefix: Option<String>,
+}
+
+impl IssueFilter {
+    /// Whether `issue` passes the filter.
+    pub fn matches(&self, issue: &Issue) -> bool {
+        self.scan_kind.is_none_or(|kind| issue.scan_kind == kind)
+            && self.status.is_none_or(|status| issue.status == status)
+            && (self.types.is_empty() || self.types.contains(&issue.issue_type))
+            && self
+                .severity
+                .is_none_or(|severity| issue.severity == severity)
+            && self.url_prefix.as_deref().is_none_or(|prefix| {
+                issue
+                    .url
+                    .as_deref()
+                    .is_some_and(|url| url.starts_with(prefix))
+            })
+    }
 }
 
 /// Issues.
@@ -105,6 +161,32 @@ pub trait IssueStore: Send + Sync {
         at: Timestamp,
     ) -> StoreResult<Vec<Issue>>;
 
+    /// The issues with these ids, in no particular order (unknown ids are left out).
+    async fn issues_by_ids(&self, ids: &[IssueId]) -> StoreResult<Vec<Issue>>;
+
+    /// The history records of these scans, in no particular order (scans without one, not
+    /// completed or completed before history was kept, are left out).
+    async fn scan_records(&self, job_ids: &[JobId]) -> StoreResult<Vec<ScanRecord>>;
+
+    /// Up to `limit` of the property's history records, newest first (by completion time,
+    /// then job id), strictly before `before` in that order when given.
+    async fn recent_scan_records(
+        &self,
+        property_id: &PropertyId,
+        before: Option<&ScanRecord>,
+        limit: usize,
+    ) -> StoreResult<Vec<ScanRecord>>;
+
+    /// The issue changes of the property's scans after `after` (all earlier ones when
+    /// `None`) up to and including `upto`, in the order of [`Self::recent_scan_records`]
+    /// reversed (oldest scan first), each scan's by issue id.
+    async fn issue_changes(
+        &self,
+        property_id: &PropertyId,
+        after: Option<&ScanRecord>,
+        upto: &ScanRecord,
+    ) -> StoreResult<Vec<IssueChangeRecord>>;
+
     /// Completes a scan job and applies its findings to the property's issues, in one
     /// transaction, if `attempt` is the job's current, running attempt: the job completes with
     /// `result` (progress 100, `completedAt` = `scan.now`, and its `job.completed` event) and
@@ -114,7 +196,10 @@ pub trait IssueStore: Send + Sync {
     /// finding without one becomes a new open issue. Then each open issue of the property that
     /// the scan did not find is resolved at `now` if the scan reached its subject (see
     /// [`ScanFindings::reached`]; a subject that is not an address is always reached).
-    /// Resolved and fixed issues not found stay as they are. `true`.
+    /// Resolved and fixed issues not found stay as they are. Each issue opened, reopened or
+    /// resolved gets an [`IssueChangeRecord`], and the scan its [`ScanRecord`]
+    /// ([`ScanFindings::record`] with those changes counted). Completions of one property's
+    /// scans are serialised, so each sees the issues as the one before left them. `true`.
     ///
     /// If the attempt is not current (the job was cancelled, or its lease lost) nothing is
     /// written; `false`. So a cancelled or failed scan never changes an issue.

@@ -240,6 +240,34 @@ impl IssueStore for Counting {
         self.count("issues_seen_at");
         self.inner.issues_seen_at(property_id, at).await
     }
+    async fn issues_by_ids(&self, ids: &[IssueId]) -> StoreResult<Vec<Issue>> {
+        self.count("issues_by_ids");
+        self.inner.issues_by_ids(ids).await
+    }
+    async fn scan_records(&self, job_ids: &[JobId]) -> StoreResult<Vec<ScanRecord>> {
+        self.count("scan_records");
+        self.inner.scan_records(job_ids).await
+    }
+    async fn recent_scan_records(
+        &self,
+        property_id: &PropertyId,
+        before: Option<&ScanRecord>,
+        limit: usize,
+    ) -> StoreResult<Vec<ScanRecord>> {
+        self.count("recent_scan_records");
+        self.inner
+            .recent_scan_records(property_id, before, limit)
+            .await
+    }
+    async fn issue_changes(
+        &self,
+        property_id: &PropertyId,
+        after: Option<&ScanRecord>,
+        upto: &ScanRecord,
+    ) -> StoreResult<Vec<IssueChangeRecord>> {
+        self.count("issue_changes");
+        self.inner.issue_changes(property_id, after, upto).await
+    }
     async fn complete_scan(
         &self,
         scan: &ScanFindings,

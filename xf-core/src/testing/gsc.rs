@@ -330,6 +330,8 @@ pub async fn gsc_latest_scan_pages_with_open_issues(store: Arc<dyn TestStore>) {
         property_id: site.id.clone(),
         job_id: first_run.job.id.clone(),
         now: minutes(5),
+        score: 90,
+        pages_scanned: 1,
         findings: vec![
             finding("check_a", ScanKind::Page, &about, "a"),
             finding("check_b", ScanKind::Page, &about, "b"),
@@ -362,6 +364,8 @@ pub async fn gsc_latest_scan_pages_with_open_issues(store: Arc<dyn TestStore>) {
     let second = ScanFindings {
         job_id: second_run.job.id.clone(),
         now: minutes(9),
+        score: 90,
+        pages_scanned: 1,
         findings: vec![finding("check_a", ScanKind::Page, &about, "a")],
         pages: vec![page(&about, Some(404)), page(&home, Some(200))],
         ..first

@@ -115,7 +115,11 @@ pub async fn issue_list_with_filters(store: Arc<dyn TestStore>) {
             store
                 .list_issues(
                     &property_id,
-                    &IssueFilter { scan_kind, status },
+                    &IssueFilter {
+                        scan_kind,
+                        status,
+                        ..IssueFilter::default()
+                    },
                     &first_page(100),
                 )
                 .await
@@ -216,7 +220,7 @@ pub async fn issue_list_pages_with_keyset(store: Arc<dyn TestStore>) {
 
     let page_only = IssueFilter {
         scan_kind: Some(ScanKind::Page),
-        status: None,
+        ..IssueFilter::default()
     };
     let filter_ref = &page_only;
     let pages = walk_pages(
@@ -499,6 +503,8 @@ pub async fn issue_scans_apply_the_lifecycle(store: Arc<dyn TestStore>) {
         property_id: site.id.clone(),
         job_id: runs[n - 1].job.id.clone(),
         now: minutes(10 * n as i64),
+        score: 90,
+        pages_scanned: 1,
         findings: Vec::new(),
         reached: Vec::new(),
         pages: Vec::new(),
@@ -667,6 +673,8 @@ pub async fn issue_scan_completes_with_its_findings_or_not_at_all(store: Arc<dyn
         property_id: property.id.clone(),
         job_id: job_id.clone(),
         now: minutes(30),
+        score: 90,
+        pages_scanned: 1,
         findings: vec![finding("check_a", ScanKind::Page, &page, "found")],
         reached: vec![page.clone()],
         pages: vec![crate::store::FetchedPage {

@@ -65,6 +65,7 @@ mod counting;
 mod events;
 mod gsc;
 mod guards;
+mod history;
 mod issues;
 mod jobs;
 mod media;
@@ -79,6 +80,7 @@ pub use counting::Counting;
 pub use events::*;
 pub use gsc::*;
 pub use guards::*;
+pub use history::*;
 pub use issues::*;
 pub use jobs::*;
 pub use media::*;
@@ -363,6 +365,8 @@ pub struct StoreDump {
     pub jobs: Vec<JobRecord>,
     /// Every issue.
     pub issues: Vec<Issue>,
+    /// Every scan history record, by job id.
+    pub scan_records: Vec<crate::model::ScanRecord>,
     /// Every report, expired or not.
     pub reports: Vec<Report>,
     /// Every recorded usage row: organization id, month (`YYYY-MM`) and its counters.
@@ -949,6 +953,10 @@ macro_rules! __with_conformance_behaviours {
             issue_seen_at_a_scan_time,
             issue_scans_apply_the_lifecycle,
             issue_scan_completes_with_its_findings_or_not_at_all,
+            // Scan history.
+            history_records_each_completed_scan,
+            history_concurrent_completions_count_each_change_once,
+            history_issue_list_filters_by_check_severity_and_url,
             // Reports.
             report_insert_get_and_duplicate_token,
             report_list_live_excludes_expired_and_pages,

@@ -28,6 +28,7 @@ mod account;
 mod admin;
 mod connect;
 mod gsc;
+mod history;
 mod key_cache;
 mod media;
 mod properties;
