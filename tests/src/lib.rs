@@ -192,6 +192,16 @@ impl TestApp {
         decode(response).await
     }
 
+    /// Sends a request and gives back the response as it is, its body unread (to read a
+    /// streamed body frame by frame).
+    pub async fn send_raw(&self, request: Request<Full<Bytes>>) -> http::Response<xf_tower::Body> {
+        self.service
+            .clone()
+            .oneshot(request)
+            .await
+            .unwrap_or_else(|never| match never {})
+    }
+
     /// Sends a request through the admin service.
     pub async fn send_admin(&self, request: Request<Full<Bytes>>) -> Reply {
         let response = self

@@ -1894,6 +1894,157 @@ async fn a_second_scan_resolves_opens_reopens_and_keeps_issues() {
     assert_eq!(far_view["status"], "open");
     assert_eq!(far_view["lastSeenAt"], t1.to_string());
     assert_eq!(far_view["jobId"], first_job.as_str());
+
+    // The history names both scans, newest first, with what each changed.
+    let history = app
+        .get(&format!("/properties/{property}/scans"), &owner.key)
+        .await;
+    let scans = history.expect(200)["scans"]
+        .as_array()
+        .expect("scans")
+        .clone();
+    let summary = |scan: &Value| {
+        json!({
+            "jobId": scan["jobId"], "status": scan["status"], "score": scan["score"].is_u64(),
+            "pagesScanned": scan["pagesScanned"], "issuesCount": scan["issuesCount"],
+            "changes": scan["changes"], "completedAt": scan["completedAt"],
+        })
+    };
+    assert_eq!(
+        scans.iter().map(summary).collect::<Vec<_>>(),
+        vec![
+            json!({"jobId": second_job, "status": "completed", "score": true,
+                   "pagesScanned": 5, "issuesCount": 3, "completedAt": t2.to_string(),
+                   "changes": {"opened": 1, "resolved": 2, "reopened": 1}}),
+            json!({"jobId": first_job, "status": "completed", "score": true,
+                   "pagesScanned": 6, "issuesCount": 5, "completedAt": t1.to_string(),
+                   "changes": {"opened": 5, "resolved": 0, "reopened": 0}}),
+        ]
+    );
+    // Findings by severity add up to the scan's count.
+    for scan in &scans {
+        let by_severity = scan["bySeverity"].as_object().expect("bySeverity");
+        let total: u64 = by_severity.values().filter_map(Value::as_u64).sum();
+        assert_eq!(Some(total), scan["issuesCount"].as_u64(), "{scan}");
+    }
+
+    // The comparison of the two scans follows the lifecycle above, issue by issue.
+    let (app_ref, key) = (&app, owner.key.as_str());
+    let changes_of = |job: &str, query: &str| {
+        let path = format!("/properties/{property}/scans/{job}/changes{query}");
+        async move { app_ref.get(&path, key).await }
+    };
+    let comparison = changes_of(&second_job, "").await.expect(200).clone();
+    assert_eq!(comparison["scan"]["jobId"], second_job.as_str());
+    assert_eq!(comparison["against"]["jobId"], first_job.as_str());
+    assert_eq!(
+        comparison["totals"],
+        json!({"opened": 1, "resolved": 2, "reopened": 1})
+    );
+    let changed: BTreeMap<String, String> = comparison["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .map(|c| {
+            (
+                c["issue"]["id"].as_str().unwrap_or_default().to_owned(),
+                c["change"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    let expected_changes: BTreeMap<String, String> = [
+        (&viewport.id, "opened"),
+        (&thin.id, "resolved"),
+        (&no_sitemap.id, "resolved"),
+        (&reopened.id, "reopened"),
+    ]
+    .into_iter()
+    .map(|(id, change)| (id.to_string(), change.to_owned()))
+    .collect();
+    assert_eq!(changed, expected_changes);
+    let delta = |check: &Check| {
+        comparison["checks"]
+            .as_array()
+            .expect("checks")
+            .iter()
+            .find(|c| c["type"] == check.id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no delta for {}", check.id))
+    };
+    let row = |before: u64, after: u64, opened: u64, resolved: u64, reopened: u64| {
+        json!({"before": before, "after": after, "delta": after as i64 - before as i64,
+               "opened": opened, "resolved": resolved, "reopened": reopened})
+    };
+    for (check, expected) in [
+        (&checks::THIN_CONTENT, row(1, 0, 0, 1, 0)),
+        (&checks::TITLE_MISSING, row(1, 1, 0, 0, 0)),
+        (&checks::H1_MISSING, row(1, 1, 0, 0, 1)),
+        (&checks::VIEWPORT_MISSING, row(0, 1, 1, 0, 0)),
+        (&checks::SITEMAP_MISSING, row(1, 0, 0, 1, 0)),
+        // Not reached by the second scan: no finding, and no change either.
+        (&checks::IMAGE_ALT_MISSING, row(1, 0, 0, 0, 0)),
+    ] {
+        let mut got = delta(check);
+        got.as_object_mut().expect("delta").remove("type");
+        assert_eq!(got, expected, "{}", check.id);
+    }
+    // The same comparison, asked for explicitly, a page of two at a time.
+    let page_one = changes_of(&second_job, &format!("?against={first_job}&limit=2")).await;
+    assert_eq!(page_one.body["meta"]["hasMore"], true);
+    let cursor = page_one.body["meta"]["nextCursor"]
+        .as_str()
+        .expect("cursor")
+        .to_owned();
+    let page_two = changes_of(
+        &second_job,
+        &format!("?against={first_job}&limit=2&cursor={cursor}"),
+    )
+    .await;
+    assert_eq!(page_two.body["meta"]["hasMore"], false);
+    let paged: BTreeMap<String, String> = [&page_one, &page_two]
+        .iter()
+        .flat_map(|reply| {
+            reply.expect(200)["changes"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .map(|c| {
+            (
+                c["issue"]["id"].as_str().unwrap_or_default().to_owned(),
+                c["change"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(paged, expected_changes);
+    assert_eq!(page_two.expect(200)["totals"], comparison["totals"]);
+    // A cursor is bound to its comparison.
+    changes_of(&second_job, &format!("?cursor={cursor}&limit=2"))
+        .await
+        .expect(200);
+    changes_of(&first_job, &format!("?cursor={cursor}"))
+        .await
+        .expect_error(400, "validation_error");
+    // The first scan compares with nothing: everything it found opened.
+    let first_comparison = changes_of(&first_job, "").await.expect(200).clone();
+    assert_eq!(first_comparison["against"], Value::Null);
+    assert_eq!(
+        first_comparison["totals"],
+        json!({"opened": 5, "resolved": 0, "reopened": 0})
+    );
+    // `against` must be an earlier completed scan of the property.
+    changes_of(&first_job, &format!("?against={second_job}"))
+        .await
+        .expect_error(400, "validation_error");
+    changes_of(&second_job, &format!("?against={second_job}"))
+        .await
+        .expect_error(400, "validation_error");
+    changes_of(&second_job, "?against=job_nope")
+        .await
+        .expect_error(400, "validation_error");
+    changes_of("job_nope", "")
+        .await
+        .expect_error(404, "not_found");
     workers.shutdown(Duration::from_secs(5)).await;
 }
 

@@ -6,6 +6,7 @@ mod basics;
 mod builder;
 mod contract;
 mod gsc;
+mod history;
 mod idempotency;
 mod jobs;
 mod media;

@@ -289,7 +289,7 @@ async fn list_parameters_are_validated(app: TestApp) {
     assert_eq!(jobs.expect(200)["jobs"], json!([]));
 }
 
-fn issue(
+pub(crate) fn issue(
     org_id: &OrganizationId,
     property_id: &str,
     job_id: &str,
