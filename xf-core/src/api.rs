@@ -440,6 +440,99 @@ pub struct ScanHistoryItem {
     pub changes: Option<ChangeCounts>,
 }
 
+/// Body of `PUT /properties/{propertyId}/schedule` (beyond the spec).
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(examples(json!({"frequency": "weekly", "time": "06:30", "timezone": "Europe/Berlin", "dayOfWeek": "monday", "maxPages": 200}))))]
+pub struct ScheduleRequest {
+    /// How often.
+    pub frequency: crate::model::schedule::Frequency,
+    /// The local time of day, `HH:MM` on a 24-hour clock.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(pattern = "^([01][0-9]|2[0-3]):[0-5][0-9]$", example = "06:30")
+    )]
+    pub time: String,
+    /// An IANA time zone name, such as `Europe/Berlin` or `UTC`.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(max_length = 64, example = "Europe/Berlin")
+    )]
+    pub timezone: String,
+    /// The day of weekly schedules (required for them, refused for the others).
+    #[serde(default)]
+    pub day_of_week: Option<crate::model::schedule::Weekday>,
+    /// The day of monthly schedules, 1 to 31 (the month's last day when it is shorter;
+    /// required for them, refused for the others).
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 31))]
+    pub day_of_month: Option<u8>,
+    /// Page budget of each scan; clamped to the plan's when the scan is queued.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(inline))]
+    pub max_pages: Option<CrawlBudget>,
+    /// Depth budget of each scan; clamped to the plan's.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(inline))]
+    pub max_depth: Option<CrawlBudget>,
+}
+
+/// A property's scan schedule (beyond the spec).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ScheduleView {
+    /// The property.
+    pub property_id: crate::ids::PropertyId,
+    /// How often.
+    pub frequency: crate::model::schedule::Frequency,
+    /// The local time, `HH:MM`.
+    pub time: String,
+    /// The IANA time zone.
+    pub timezone: String,
+    /// The day of weekly schedules.
+    pub day_of_week: Option<crate::model::schedule::Weekday>,
+    /// The day of monthly schedules.
+    pub day_of_month: Option<u8>,
+    /// Page budget of each scan; null for the plan's.
+    pub max_pages: Option<u32>,
+    /// Depth budget of each scan; null for the plan's.
+    pub max_depth: Option<u32>,
+    /// The next slot.
+    pub next_run_at: Timestamp,
+    /// When it was first set.
+    pub created_at: Timestamp,
+    /// When it was last set.
+    pub updated_at: Timestamp,
+    /// The latest slots claimed (up to 10, newest first), with what each did.
+    pub runs: Vec<crate::model::schedule::ScheduleRun>,
+}
+
+/// `200` of `DELETE /properties/{propertyId}/schedule`.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct DeletedSchedule {
+    /// The property.
+    pub property_id: crate::ids::PropertyId,
+    /// Always `true`.
+    pub deleted: bool,
+}
+
+/// What one pass of the scheduler did ([`crate::Xf::run_due_schedules`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScheduleTick {
+    /// Slots that queued a scan.
+    pub queued: usize,
+    /// Slots skipped because a scan of the property was pending or running.
+    pub skipped_busy: usize,
+    /// Slots that queued nothing for want of quota.
+    pub quota_exceeded: usize,
+    /// Due slots another instance claimed first.
+    pub lost: usize,
+}
+
 /// Query of `GET /properties/{propertyId}/scans/{jobId}/changes`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]

@@ -31,6 +31,7 @@ mod media;
 mod organizations;
 mod properties;
 mod reports;
+mod schedules;
 mod usage;
 mod webhooks;
 
@@ -79,6 +80,10 @@ struct State {
     scan_records: HashMap<String, xf_core::model::ScanRecord>,
     /// The history records in order: (property, completed at, job id).
     scan_order: BTreeSet<(String, Timestamp, String)>,
+    /// Scan schedules by property.
+    schedules: HashMap<String, xf_core::model::schedule::ScanSchedule>,
+    /// Claimed schedule slots by (property, slot).
+    schedule_runs: BTreeMap<(String, Timestamp), xf_core::model::schedule::ScheduleRun>,
     /// Each recorded scan's issue changes, by job id, ordered by issue id.
     issue_changes: HashMap<String, Vec<xf_core::model::IssueChangeRecord>>,
     /// Indexed by organization; keyed by token.

@@ -64,23 +64,7 @@ impl JobStore for PgStore {
             .execute(&mut *tx)
             .await
             .map_err(store_error)?;
-        // Raises the meter only while it is below the limit. The upsert locks the meter row, so
-        // concurrent scans of the organization (from any instance) queue here and each sees
-        // the count the previous one committed. No row back: the quota is spent.
-        let counted = sqlx::query(
-            "INSERT INTO usage_counters AS u (organization_id, month, scans) \
-             SELECT $1, $2, 1 WHERE $3 > 0 \
-             ON CONFLICT (organization_id, month) \
-             DO UPDATE SET scans = u.scans + 1 WHERE u.scans < $3 \
-             RETURNING u.scans",
-        )
-        .bind(job.organization_id.as_str())
-        .bind(month)
-        .bind(big(scans_limit))
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(store_error)?;
-        if counted.is_none() {
+        if !count_scan(&mut tx, &job.organization_id, month, scans_limit).await? {
             tx.rollback().await.map_err(store_error)?;
             return Err(StoreError::LimitReached("scansPerMonth"));
         }
@@ -237,4 +221,30 @@ impl JobStore for PgStore {
             ))
         })
     }
+}
+
+/// Counts a scan in the organization's `scans` meter of `month` unless it already reached
+/// `scans_limit`; whether it counted. The upsert locks the meter row, so concurrent scans of
+/// the organization (from any instance) queue here and each sees the count the previous one
+/// committed.
+pub(crate) async fn count_scan(
+    tx: &mut sqlx::PgConnection,
+    organization_id: &OrganizationId,
+    month: &str,
+    scans_limit: u64,
+) -> StoreResult<bool> {
+    let counted = sqlx::query(
+        "INSERT INTO usage_counters AS u (organization_id, month, scans) \
+         SELECT $1, $2, 1 WHERE $3 > 0 \
+         ON CONFLICT (organization_id, month) \
+         DO UPDATE SET scans = u.scans + 1 WHERE u.scans < $3 \
+         RETURNING u.scans",
+    )
+    .bind(organization_id.as_str())
+    .bind(month)
+    .bind(big(scans_limit))
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(store_error)?;
+    Ok(counted.is_some())
 }

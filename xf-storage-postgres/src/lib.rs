@@ -113,6 +113,7 @@ mod properties;
 mod queue;
 mod reports;
 mod rows;
+mod schedules;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod usage;

@@ -517,7 +517,7 @@ fn upload_row(row: &PgRow) -> StoreResult<Upload> {
 
 /// Writes events that carry their data to the outbox, in the caller's transaction (the insert
 /// wakes the delivery engines when it commits).
-async fn insert_events(
+pub(crate) async fn insert_events(
     tx: &mut sqlx::Transaction<'_, Postgres>,
     events: &[NewEvent],
     now: Timestamp,

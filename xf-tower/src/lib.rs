@@ -126,6 +126,7 @@ impl XfService {
             .merge(routes::properties::router())
             .merge(routes::gsc::router())
             .merge(routes::scans::router())
+            .merge(routes::schedules::router())
             .merge(routes::jobs::router())
             .merge(routes::reports::router())
             .route_layer(middleware::developer_api(xf.clone()));

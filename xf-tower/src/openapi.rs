@@ -30,6 +30,7 @@ use crate::error::ApiError;
         xf_core::media::events::MediaPostEventData,
         xf_core::media::events::MediaEventData,
         xf_core::media::events::ChannelEventData,
+        xf_core::model::schedule::ScheduleEventData,
         xf_core::error::FieldError,
         xf_core::media::api::MediaItemView,
         xf_core::media::api::UploadedItem,
@@ -271,6 +272,7 @@ fn event_data_schema(event: EventType) -> &'static str {
         EventType::MediaPostPublished | EventType::MediaPostFailed => "MediaPostEventData",
         EventType::MediaCompleted | EventType::MediaFailed => "MediaEventData",
         EventType::ChannelDisconnected => "ChannelEventData",
+        EventType::ScanScheduleFailed => "ScheduleEventData",
     }
 }
 
@@ -290,6 +292,9 @@ fn event_summary(event: EventType) -> &'static str {
         EventType::MediaFailed => "Every post of a media item finished and at least one failed",
         EventType::ChannelDisconnected => {
             "A channel's grant was revoked: it must be connected again"
+        }
+        EventType::ScanScheduleFailed => {
+            "A slot of a property's scan schedule queued no scan: the organization's scansPerMonth is spent"
         }
     }
 }

@@ -285,6 +285,17 @@ pub fn sample_data(event_type: EventType, now: Timestamp) -> Option<Value> {
                 .data,
             );
         }
+        EventType::ScanScheduleFailed => {
+            serde_json::to_value(crate::model::schedule::ScheduleEventData {
+                schedule: crate::model::schedule::ScheduleFailure {
+                    property_id: crate::ids::PropertyId::derived(&[0u8; 16]),
+                    property_name: "example.com".to_owned(),
+                    slot: now,
+                    code: "quota_exceeded".to_owned(),
+                    message: "The organization's scansPerMonth (100) is spent until the month ends; the next slot tries again.".to_owned(),
+                },
+            })
+        }
         EventType::JobCompleted | EventType::JobFailed | EventType::JobCancelled => return None,
     };
     Some(data.expect("event data serializes"))

@@ -6,6 +6,7 @@
 pub mod gsc;
 pub mod history;
 pub mod media;
+pub mod schedule;
 
 pub use history::{
     net_changes, ChangeCounts, IssueChange, IssueChangeRecord, ScanRecord, SeverityCounts,
@@ -402,14 +403,19 @@ pub enum EventType {
     /// `channel.disconnected`: a channel's grant was revoked; it must be connected again.
     #[serde(rename = "channel.disconnected")]
     ChannelDisconnected,
+    /// `scan.schedule.failed`: a slot of a property's scan schedule queued no scan (the
+    /// organization's `scansPerMonth` was spent). Beyond the spec.
+    #[serde(rename = "scan.schedule.failed")]
+    ScanScheduleFailed,
 }
 
 impl EventType {
-    /// Every event: the spec's three job events, then the media API's.
-    pub const ALL: [EventType; 8] = [
+    /// Every event: the spec's three job events, the scan schedules', then the media API's.
+    pub const ALL: [EventType; 9] = [
         EventType::JobCompleted,
         EventType::JobFailed,
         EventType::JobCancelled,
+        EventType::ScanScheduleFailed,
         EventType::MediaPostPublished,
         EventType::MediaPostFailed,
         EventType::MediaCompleted,
@@ -428,6 +434,7 @@ impl EventType {
             EventType::MediaCompleted => "media.completed",
             EventType::MediaFailed => "media.failed",
             EventType::ChannelDisconnected => "channel.disconnected",
+            EventType::ScanScheduleFailed => "scan.schedule.failed",
         }
     }
 
@@ -446,13 +453,14 @@ impl EventType {
         }
     }
 
-    /// The API whose entitlement receiving the event needs: the developer API for job
-    /// events, the media API for the others.
+    /// The API whose entitlement receiving the event needs: the developer API for job and
+    /// schedule events, the media API for the others.
     pub fn entitlement(&self) -> crate::plans::Entitlement {
         match self {
-            EventType::JobCompleted | EventType::JobFailed | EventType::JobCancelled => {
-                crate::plans::Entitlement::DeveloperApi
-            }
+            EventType::JobCompleted
+            | EventType::JobFailed
+            | EventType::JobCancelled
+            | EventType::ScanScheduleFailed => crate::plans::Entitlement::DeveloperApi,
             _ => crate::plans::Entitlement::MediaApi,
         }
     }

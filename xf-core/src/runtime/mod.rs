@@ -130,6 +130,7 @@ pub struct WorkerOptions {
     rescue_interval: Duration,
     purge_interval: Duration,
     pub(crate) blob_sweep_interval: Duration,
+    pub(crate) schedule_interval: Duration,
     retry_backoff: Duration,
     pub(crate) run_jobs: bool,
     pub(crate) webhook_concurrency: usize,
@@ -144,7 +145,8 @@ impl Default for WorkerOptions {
 impl WorkerOptions {
     /// No handlers; 8 slots; claims of up to 8; a 30 s lease renewed every second; polls
     /// every second; rescues every 5 s; purges every 10 minutes; sweeps blobs every hour;
-    /// retries after 5 s, doubling; 64 webhook deliveries at once.
+    /// looks for due scheduled scans every 30 s; retries after 5 s, doubling; 64 webhook
+    /// deliveries at once.
     pub fn new() -> Self {
         WorkerOptions {
             handlers: BTreeMap::new(),
@@ -156,6 +158,7 @@ impl WorkerOptions {
             rescue_interval: Duration::from_secs(5),
             purge_interval: Duration::from_secs(600),
             blob_sweep_interval: Duration::from_secs(3600),
+            schedule_interval: Duration::from_secs(30),
             retry_backoff: Duration::from_secs(5),
             run_jobs: true,
             webhook_concurrency: 64,
@@ -226,6 +229,13 @@ impl WorkerOptions {
     /// first pass, then once this long has passed since the last sweep).
     pub fn blob_sweep_interval(mut self, interval: Duration) -> Self {
         self.blob_sweep_interval = interval;
+        self
+    }
+
+    /// How often the runtime looks for scheduled scans whose slot is due (a slot runs at
+    /// most this late). Every instance looks; the store lets one claim each slot.
+    pub fn schedule_interval(mut self, interval: Duration) -> Self {
+        self.schedule_interval = interval.max(Duration::from_millis(10));
         self
     }
 

@@ -21,6 +21,7 @@ mod organizations;
 mod properties;
 mod queue;
 mod reports;
+mod schedules;
 mod usage;
 mod webhooks;
 
@@ -46,6 +47,7 @@ pub use queue::{
     ClaimedJob, Finish, QueueListener, QueueSignal, QueueStore, RescueReport, LEASE_EXPIRED_ERROR,
 };
 pub use reports::ReportStore;
+pub use schedules::{ScheduleStore, SlotClaim};
 pub use usage::UsageStore;
 pub use webhooks::{
     ClaimedDelivery, DeliveryRecord, NextStep, SecretRotation, WebhookChanges, WebhookStore,
@@ -56,7 +58,7 @@ pub use webhooks::{
 pub mod prelude {
     pub use super::{
         EventStore, GscStore, GuardStore, IssueStore, JobStore, MediaStore, OrganizationStore,
-        PropertyStore, QueueStore, ReportStore, Store, UsageStore, WebhookStore,
+        PropertyStore, QueueStore, ReportStore, ScheduleStore, Store, UsageStore, WebhookStore,
     };
 }
 
@@ -101,6 +103,7 @@ pub trait Store:
     + WebhookStore
     + GscStore
     + MediaStore
+    + ScheduleStore
     + std::fmt::Debug
 {
     /// Checks that the backend answers.

@@ -727,3 +727,48 @@ impl WebhookStore for Counting {
         self.inner.purge_deliveries(before).await
     }
 }
+
+#[async_trait]
+impl ScheduleStore for Counting {
+    async fn put_schedule(
+        &self,
+        schedule: &crate::model::schedule::ScanSchedule,
+    ) -> StoreResult<crate::model::schedule::ScanSchedule> {
+        self.count("put_schedule");
+        self.inner.put_schedule(schedule).await
+    }
+    async fn get_schedule(
+        &self,
+        property_id: &PropertyId,
+    ) -> StoreResult<Option<crate::model::schedule::ScanSchedule>> {
+        self.count("get_schedule");
+        self.inner.get_schedule(property_id).await
+    }
+    async fn delete_schedule(&self, property_id: &PropertyId) -> StoreResult<bool> {
+        self.count("delete_schedule");
+        self.inner.delete_schedule(property_id).await
+    }
+    async fn due_schedules(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<crate::model::schedule::ScanSchedule>> {
+        self.count("due_schedules");
+        self.inner.due_schedules(now, limit).await
+    }
+    async fn claim_schedule_slot(
+        &self,
+        claim: &SlotClaim,
+    ) -> StoreResult<Option<crate::model::schedule::ScheduleRun>> {
+        self.count("claim_schedule_slot");
+        self.inner.claim_schedule_slot(claim).await
+    }
+    async fn schedule_runs(
+        &self,
+        property_id: &PropertyId,
+        limit: usize,
+    ) -> StoreResult<Vec<crate::model::schedule::ScheduleRun>> {
+        self.count("schedule_runs");
+        self.inner.schedule_runs(property_id, limit).await
+    }
+}

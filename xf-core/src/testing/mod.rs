@@ -73,6 +73,7 @@ mod organizations;
 mod properties;
 mod queue;
 mod reports;
+mod schedules;
 mod usage;
 mod webhooks;
 
@@ -88,6 +89,7 @@ pub use organizations::*;
 pub use properties::*;
 pub use queue::*;
 pub use reports::*;
+pub use schedules::*;
 pub use usage::*;
 pub use webhooks::*;
 
@@ -957,6 +959,11 @@ macro_rules! __with_conformance_behaviours {
             history_records_each_completed_scan,
             history_concurrent_completions_count_each_change_once,
             history_issue_list_filters_by_check_severity_and_url,
+            // Scan schedules.
+            schedule_put_get_replace_delete,
+            schedule_slot_is_claimed_once_by_concurrent_claimers,
+            schedule_slot_is_skipped_while_busy_and_recorded_over_quota,
+            schedule_slots_cross_daylight_saving_changes_in_berlin,
             // Reports.
             report_insert_get_and_duplicate_token,
             report_list_live_excludes_expired_and_pages,

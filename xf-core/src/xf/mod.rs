@@ -36,6 +36,7 @@ mod publishing;
 mod report_page;
 mod reports;
 mod scans;
+mod schedules;
 mod uploads;
 mod webhooks;
 mod workers;

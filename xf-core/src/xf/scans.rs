@@ -7,8 +7,11 @@ use crate::api::{
 };
 use crate::error::{Error, Result, StoreError};
 use crate::ids::{Id, JobId, PropertyId};
-use crate::model::{Job, JobRecord, JobStatus, JobSubject, Property, ScanPayload, SEO_SCAN};
+use crate::model::{
+    Job, JobRecord, JobStatus, JobSubject, Organization, Property, ScanPayload, SEO_SCAN,
+};
 use crate::params::CrawlBudget;
+use crate::plans::Limits;
 use crate::store::{After, CancelOutcome, JobFilter};
 
 /// Most items in one batch.
@@ -21,7 +24,7 @@ struct Budget {
 }
 
 /// Clamps requested budgets (already checked to be 1 or more) to the plan's.
-fn budget(caller: &Caller, options: &ScanOptions) -> Budget {
+fn budget(limits: &Limits, options: &ScanOptions) -> Budget {
     let mut clamped = false;
     let mut pick = |requested: Option<CrawlBudget>, max: u64| match requested {
         None => max,
@@ -31,8 +34,8 @@ fn budget(caller: &Caller, options: &ScanOptions) -> Budget {
         }
         Some(value) => value.get(),
     };
-    let max_pages = pick(options.max_pages, caller.limits.max_pages);
-    let max_depth = pick(options.max_depth, caller.limits.max_depth);
+    let max_pages = pick(options.max_pages, limits.max_pages);
+    let max_depth = pick(options.max_depth, limits.max_depth);
     Budget {
         limits: CrawlLimits {
             max_pages,
@@ -52,7 +55,7 @@ impl Xf {
         options: ScanOptions,
         endpoint: ScanEndpoint,
     ) -> Result<ScanQueued> {
-        let budget = budget(caller, &options);
+        let budget = budget(&caller.limits, &options);
         let property = self.owned_property(caller, property_id).await?;
         let job = self
             .queue_job(caller, request, &property, &budget, 0)
@@ -103,7 +106,7 @@ impl Xf {
                 max_depth: item.max_depth,
             };
             let outcome = async {
-                let budget = budget(caller, &options);
+                let budget = budget(&caller.limits, &options);
                 // Each item stands alone: an id of the wrong form is that item's 404.
                 let property_id = PropertyId::parse(item.property_id.as_str())
                     .map_err(|_| Error::NotFound("property"))?;
@@ -147,23 +150,7 @@ impl Xf {
         } else {
             self.now()
         };
-        let payload = ScanPayload {
-            max_pages: u32::try_from(budget.limits.max_pages).unwrap_or(u32::MAX),
-            max_depth: u32::try_from(budget.limits.max_depth).unwrap_or(u32::MAX),
-        };
-        let subject = JobSubject {
-            property_id: property.id.clone(),
-            property_name: property.name.clone(),
-            tenant_label: caller.organization.name.clone(),
-            shop_domain: caller.organization.shop_domain.clone(),
-        };
-        let mut job = JobRecord::new(
-            caller.organization.id.clone(),
-            SEO_SCAN,
-            serde_json::to_value(payload).map_err(|e| Error::Internal(e.to_string()))?,
-            subject,
-            now,
-        );
+        let mut job = scan_job(&caller.organization, property, &budget.limits, now)?;
         if caller.is_test() {
             job.id = JobId::derived(&self.mock_digest(caller, request, JobId::PREFIX, index));
             return Ok(job);
@@ -264,4 +251,35 @@ impl Xf {
             message,
         })
     }
+}
+
+/// A pending `seo-scan` job of `property` with `limits` as its budgets.
+pub(super) fn scan_job(
+    organization: &Organization,
+    property: &Property,
+    limits: &CrawlLimits,
+    now: crate::time::Timestamp,
+) -> Result<JobRecord> {
+    let payload = ScanPayload {
+        max_pages: u32::try_from(limits.max_pages).unwrap_or(u32::MAX),
+        max_depth: u32::try_from(limits.max_depth).unwrap_or(u32::MAX),
+    };
+    let subject = JobSubject {
+        property_id: property.id.clone(),
+        property_name: property.name.clone(),
+        tenant_label: organization.name.clone(),
+        shop_domain: organization.shop_domain.clone(),
+    };
+    Ok(JobRecord::new(
+        organization.id.clone(),
+        SEO_SCAN,
+        serde_json::to_value(payload).map_err(|e| Error::Internal(e.to_string()))?,
+        subject,
+        now,
+    ))
+}
+
+/// The budgets of a scan asking for `options` under `limits`, clamped to them.
+pub(super) fn scan_budget(limits: &Limits, options: &ScanOptions) -> CrawlLimits {
+    budget(limits, options).limits
 }

@@ -78,6 +78,15 @@ impl Xf {
                 webhook_engine::spawn(delivery, engine, signals)
             }));
         }
+        let scheduler = self.clone();
+        let every = options.schedule_interval;
+        services.push(Box::new(move |signals: Signals| {
+            vec![tokio::spawn(schedule_loop(
+                scheduler,
+                every,
+                signals.stopped,
+            ))]
+        }));
         let upkeep = Purges {
             xf: self.clone(),
             blob_sweep_interval: options.blob_sweep_interval,
@@ -103,6 +112,28 @@ impl Xf {
             .runtime_stopped
             .lock()
             .unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Runs the scheduler pass every `every` until the runtime stops.
+async fn schedule_loop(xf: Xf, every: Duration, mut stopped: tokio::sync::watch::Receiver<bool>) {
+    loop {
+        if *stopped.borrow() {
+            return;
+        }
+        match xf.run_due_schedules().await {
+            Ok(tick) if tick == crate::api::ScheduleTick::default() => {}
+            Ok(tick) => tracing::info!(?tick, "claimed due scheduled scans"),
+            Err(error) => tracing::warn!(%error, "the scheduler pass failed"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            changed = stopped.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+            }
+        }
     }
 }
 

@@ -9,6 +9,7 @@ pub mod media;
 pub mod properties;
 pub mod reports;
 pub mod scans;
+pub mod schedules;
 mod upload_form;
 pub mod uploads;
 pub mod webhooks;
