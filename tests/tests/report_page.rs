@@ -7,6 +7,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,22 +36,39 @@ const HOSTILE_TITLE: &str = "&lt;script&gt;alert(&quot;title&quot;)&lt;/script&g
 const HOSTILE_TITLE_TEXT: &str = "<script>alert(\"title\")</script>";
 
 /// Serves the hostile site on a loopback port: a start page with the hostile title and a
-/// link whose target carries markup, and a page without a title.
-async fn hostile_site() -> SocketAddr {
-    let start = page(
-        HOSTILE_TITLE,
-        "<h1>Home</h1><p>Welcome.</p>\
-         <a href=\"/about\">About</a> \
-         <a href=\"/x&quot;&gt;&lt;img src=x onerror=alert(1)&gt;\">broken</a>",
-    );
+/// link whose target carries markup, and a page without a title. While `legacy` holds, the
+/// start page also links to an old page with more problems (a site getting better between
+/// scans, for the report's trend).
+async fn hostile_site(legacy: Arc<AtomicBool>) -> SocketAddr {
+    let start = move || {
+        let old = if legacy.load(Ordering::SeqCst) {
+            "<a href=\"/legacy\">Legacy</a> "
+        } else {
+            ""
+        };
+        page(
+            HOSTILE_TITLE,
+            &format!(
+                "<h1>Home</h1><p>Welcome.</p>\
+                 <a href=\"/about\">About</a> {old}\
+                 <a href=\"/x&quot;&gt;&lt;img src=x onerror=alert(1)&gt;\">broken</a>"
+            ),
+        )
+    };
     let about = "<!doctype html><html><head></head><body><p>No title here.</p></body></html>";
+    let legacy_page = "<!doctype html><html><head></head><body><p>Old.</p>\
+        <img src=\"/old.png\"><a href=\"/gone\">gone</a></body></html>";
     let app = axum::Router::new()
         .route(
             "/",
             axum::routing::get(move || {
-                let start = start.clone();
+                let start = start();
                 async move { axum::response::Html(start) }
             }),
+        )
+        .route(
+            "/legacy",
+            axum::routing::get(move || async move { axum::response::Html(legacy_page) }),
         )
         .route(
             "/about",
@@ -67,7 +85,14 @@ async fn hostile_site() -> SocketAddr {
 /// An app that may crawl loopback, a completed real scan of the hostile site, and a report
 /// of it expiring in 7 days: the app and the report's token.
 async fn shared_scan(store: Arc<dyn TestStore>) -> (TestApp, String, String) {
-    let site = hostile_site().await;
+    shared_scans(store, 1).await
+}
+
+/// The same after `scans` scans a day apart (the site fixes its legacy page after the first
+/// of several), the report showing the last.
+async fn shared_scans(store: Arc<dyn TestStore>, scans: usize) -> (TestApp, String, String) {
+    let legacy = Arc::new(AtomicBool::new(scans > 1));
+    let site = hostile_site(Arc::clone(&legacy)).await;
     let app = TestApp::configured(store, |b| b.allow_private_targets(true));
     let owner = app.organization("Owner", "growth").await;
     let created = app
@@ -81,33 +106,40 @@ async fn shared_scan(store: Arc<dyn TestStore>) -> (TestApp, String, String) {
         .as_str()
         .unwrap()
         .to_owned();
-    let queued = app
-        .post(
-            &format!("/properties/{property_id}/scans"),
-            &owner.live_key,
-            json!({}),
-        )
-        .await;
-    let job_id = queued.expect(202)["job"]["id"].as_str().unwrap().to_owned();
     let workers = app
         .xf
         .spawn_workers(WorkerOptions::new().poll_interval(Duration::from_millis(50)));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let job = app.get(&format!("/jobs/{job_id}"), &owner.live_key).await;
-        let status = job.expect(200)["job"]["status"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        if status == "completed" {
-            break;
+    let mut job_id = String::new();
+    for scan in 0..scans {
+        if scan > 0 {
+            app.clock.advance(chrono::Duration::days(1));
+            legacy.store(false, Ordering::SeqCst);
         }
-        assert!(
-            status != "failed" && Instant::now() < deadline,
-            "{}",
-            job.body
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        let queued = app
+            .post(
+                &format!("/properties/{property_id}/scans"),
+                &owner.live_key,
+                json!({}),
+            )
+            .await;
+        job_id = queued.expect(202)["job"]["id"].as_str().unwrap().to_owned();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let job = app.get(&format!("/jobs/{job_id}"), &owner.live_key).await;
+            let status = job.expect(200)["job"]["status"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            if status == "completed" {
+                break;
+            }
+            assert!(
+                status != "failed" && Instant::now() < deadline,
+                "{}",
+                job.body
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
     workers.shutdown(Duration::from_secs(5)).await;
     let report = app
@@ -350,7 +382,7 @@ fn screenshot_dir() -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chromium_renders_the_page_at_phone_and_desktop_widths() {
-    let (app, token, _) = shared_scan(Arc::new(xf_storage_memory::MemoryStore::new())).await;
+    let (app, token, _) = shared_scans(Arc::new(xf_storage_memory::MemoryStore::new()), 3).await;
     // The page service on a real socket, mounted at /r as a host would.
     let router =
         axum::Router::new().nest_service("/r", xf_tower::ReportPageService::new(app.xf.clone()));
@@ -401,7 +433,51 @@ async fn chromium_renders_the_page_at_phone_and_desktop_widths() {
             "{name}: the screenshot has {distinct} colours: blank"
         );
     }
-    // Two GETs by the browser, two views.
+    // The trend as the browser built it: the chart of the three scans, the site better after
+    // the first (its legacy page gone), and what the last scan changed.
+    let dom_url = url.clone();
+    let dom = tokio::task::spawn_blocking(move || {
+        let output = Command::new(chromium())
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--dump-dom",
+                &dom_url,
+            ])
+            .output()
+            .expect("run chromium");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    })
+    .await
+    .unwrap();
+    let label_start = dom
+        .find("aria-label=\"Score of the last 3 scans, oldest first: ")
+        .unwrap_or_else(|| panic!("no trend chart in the DOM: {dom}"));
+    let label = &dom[label_start..];
+    let label = &label[..label[12..].find('"').unwrap() + 13];
+    let scores: Vec<u32> = label
+        .trim_end_matches('"')
+        .rsplit(": ")
+        .next()
+        .unwrap()
+        .split(", ")
+        .map(|s| s.parse().unwrap())
+        .collect();
+    assert_eq!(scores.len(), 3, "{label}");
+    assert!(scores[0] < scores[1], "the site got better: {scores:?}");
+    assert_eq!(scores[1], scores[2], "{scores:?}");
+    assert_eq!(dom.matches("class=\"trend-point").count(), 3);
+    assert!(dom.contains("<polyline class=\"trend-line\""), "{dom}");
+    assert!(dom.contains("Since the previous scan"));
+    // The chart sits in the first screenful of the desktop screenshot, above the findings.
+    assert!(dom.find("trend-title").unwrap() < dom.find("findings-title").unwrap_or(usize::MAX));
+    // Three GETs by the browser, three views.
     let report = app.xf.store().get_report(&token).await.unwrap().unwrap();
-    assert_eq!(report.view_count, 2);
+    assert_eq!(report.view_count, 3);
 }

@@ -16,6 +16,7 @@ mod publishing;
 mod reports;
 mod runtime;
 mod scans;
+mod schedules;
 mod test_mode;
 mod tus;
 mod webhooks;

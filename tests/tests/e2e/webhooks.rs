@@ -101,7 +101,12 @@ async fn webhook_lifecycle_and_shapes(app: TestApp) {
     assert_eq!(webhook["url"], "https://hooks.example.com/xf");
     assert_eq!(
         webhook["events"],
-        json!(["job.completed", "job.failed", "job.cancelled"])
+        json!([
+            "job.completed",
+            "job.failed",
+            "job.cancelled",
+            "scan.schedule.failed"
+        ])
     );
     assert_eq!(webhook["enabled"], true);
     assert_eq!(webhook["lastDeliveryAt"], Value::Null);

@@ -77,7 +77,9 @@ pub use admin::{
 };
 pub use media::{BodyError, ChunkSource, MediaLimits, RequestLimits, StagedFile};
 pub use properties::normalize_property_url;
-pub use report_page::{Audit, CheckFindings, ReportPage, MAX_LISTED_FINDINGS};
+pub use report_page::{
+    Audit, CheckFindings, ReportPage, TrendPoint, MAX_LISTED_FINDINGS, TREND_SCANS,
+};
 pub use scans::MAX_BATCH;
 pub use uploads::SweepReport;
 pub use uploads::UPLOAD_LIFETIME_HOURS;

@@ -4,11 +4,14 @@ use std::collections::BTreeMap;
 
 use super::Xf;
 use crate::error::{Error, Result};
-use crate::model::{ScanKind, Severity};
+use crate::model::{ChangeCounts, ScanKind, Severity};
 use crate::time::Timestamp;
 
 /// The most findings a check lists on the page; the rest are counted.
 pub const MAX_LISTED_FINDINGS: usize = 100;
+
+/// The most scans the page's score trend shows (the report's scan and those before it).
+pub const TREND_SCANS: usize = 12;
 
 /// What `GET /r/{token}` shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +46,20 @@ pub struct Audit {
     pub counts: Vec<(Severity, u64)>,
     /// The findings grouped by check: most serious first, then most findings, then by id.
     pub checks: Vec<CheckFindings>,
+    /// The scores of the property's recorded scans up to this one, oldest first (at most
+    /// [`TREND_SCANS`]); empty when this scan completed before history was kept.
+    pub trend: Vec<TrendPoint>,
+    /// What this scan changed since the one before it; `None` when it has no record.
+    pub changes: Option<ChangeCounts>,
+}
+
+/// One scan of a report's trend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrendPoint {
+    /// When it completed.
+    pub completed_at: Timestamp,
+    /// Its score.
+    pub score: u32,
 }
 
 /// The findings of one check.
@@ -99,6 +116,30 @@ impl Xf {
             .store()
             .issues_seen_at(&property.id, scanned_at)
             .await?;
+        let record = self
+            .store()
+            .scan_records(std::slice::from_ref(&job.id))
+            .await?
+            .pop();
+        let (trend, changes) = match &record {
+            Some(record) => {
+                let mut earlier = self
+                    .store()
+                    .recent_scan_records(&property.id, Some(record), TREND_SCANS - 1)
+                    .await?;
+                earlier.reverse();
+                earlier.push(record.clone());
+                let trend = earlier
+                    .iter()
+                    .map(|r| TrendPoint {
+                        completed_at: r.completed_at,
+                        score: r.score,
+                    })
+                    .collect();
+                (trend, Some(record.changes))
+            }
+            None => (Vec::new(), None),
+        };
         if count_view {
             self.store().increment_report_views(token).await?;
         }
@@ -139,6 +180,8 @@ impl Xf {
             pages_scanned: result.pages_scanned,
             counts: Severity::ALL.iter().map(|s| (*s, counts[s])).collect(),
             checks,
+            trend,
+            changes,
         })))
     }
 }

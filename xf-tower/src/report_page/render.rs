@@ -105,6 +105,17 @@ code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"Liberation Mono",mo
 .empty h2{color:var(--good)}
 .notice{text-align:center;padding:32px 16px;margin-top:10vh}
 .site-footer{color:var(--muted);font-size:.875rem;text-align:center;padding:8px 0 16px}
+.trend-chart{display:block;width:100%;max-width:560px;height:auto;margin:0 0 12px}
+.trend-grid{stroke:var(--line);stroke-width:1}
+.trend-axis{fill:var(--muted);font-size:8px}
+.trend-line{fill:none;stroke:var(--link);stroke-width:2.5;stroke-linejoin:round;stroke-linecap:round}
+.trend-point{fill:var(--card);stroke:var(--link);stroke-width:2}
+.trend-point.latest{fill:var(--link)}
+.changes{list-style:none;margin:8px 0 0;padding:0;display:flex;flex-wrap:wrap;gap:8px 24px}
+.change-count{font-size:1.25rem;font-weight:700;margin-right:4px}
+.change-opened .change-count{color:var(--critical)}
+.change-resolved .change-count{color:var(--good)}
+.change-reopened .change-count{color:var(--high)}
 @media (min-width:640px){.page{padding:32px 24px}h1{font-size:2rem}.card{padding:24px}.tiles{grid-template-columns:repeat(4,minmax(0,1fr))}}
 @media print{
 @page{margin:15mm}
@@ -127,7 +138,7 @@ const LINK_REL: &str = "nofollow noopener noreferrer";
 pub(crate) fn audit_page(audit: &Audit) -> String {
     let body = html! {
         (audit_header(audit))
-        main { "\n" (overview(audit)) (findings_section(audit)) } "\n"
+        main { "\n" (overview(audit)) (trend_section(audit)) (findings_section(audit)) } "\n"
         (site_footer())
     };
     document(&format!("SEO audit of {}", audit.property_name), body)
@@ -305,6 +316,101 @@ fn gauge(score: u32) -> Markup {
                 transform="rotate(-90 60 60)" {}
             text.gauge-number x="60" y="60" text-anchor="middle" dominant-baseline="central"
                 font-size="36" font-weight="700" { (shown) }
+        } "\n"
+    }
+}
+
+/// The trend card: the score over the property's recorded scans up to this one, and what
+/// this scan changed since the one before. Nothing for a scan without a record.
+fn trend_section(audit: &Audit) -> Markup {
+    let Some(changes) = audit.changes else {
+        return html! {};
+    };
+    let previous = audit
+        .trend
+        .len()
+        .checked_sub(2)
+        .and_then(|index| audit.trend.get(index));
+    html! {
+        section.card aria-labelledby="trend-title" {
+            "\n"
+            h2 #trend-title { "Trend" } "\n"
+            @if audit.trend.len() >= 2 { (trend_chart(&audit.trend)) }
+            @if let Some(previous) = previous {
+                p.since {
+                    "Since the previous scan (" (time_element(previous.completed_at)) "): score "
+                    (previous.score) " → " (audit.score) " ("
+                    (signed(i64::from(audit.score) - i64::from(previous.score))) ")."
+                } "\n"
+                ul.changes aria-label="Changes since the previous scan" {
+                    "\n"
+                    li.change-opened { span.change-count { (group_digits(changes.opened)) } (noun(changes.opened, "new issue", "new issues")) } "\n"
+                    li.change-resolved { span.change-count { (group_digits(changes.resolved)) } "resolved" } "\n"
+                    li.change-reopened { span.change-count { (group_digits(changes.reopened)) } "reopened" } "\n"
+                } "\n"
+            } @else {
+                p.since { "The first recorded scan of this property: everything it found is new." } "\n"
+            }
+        } "\n"
+    }
+}
+
+/// `+n`, `-n` or `±0`.
+fn signed(delta: i64) -> String {
+    match delta {
+        0 => "±0".to_owned(),
+        d if d > 0 => format!("+{d}"),
+        d => format!("−{}", d.unsigned_abs()),
+    }
+}
+
+/// The chart's view box: 320 × 90, the plot inside the margins.
+const CHART: (f64, f64) = (320.0, 90.0);
+const PLOT_LEFT: f64 = 26.0;
+const PLOT_RIGHT: f64 = 312.0;
+const PLOT_TOP: f64 = 6.0;
+const PLOT_BOTTOM: f64 = 82.0;
+
+/// The scores as a line over a 0 to 100 scale, one point per scan (oldest left), each with a
+/// tooltip; an inline SVG drawn with presentation attributes and classes only, so the page
+/// stays without script and its CSP holds. Needs at least two points.
+fn trend_chart(points: &[xf_core::TrendPoint]) -> Markup {
+    let step = (PLOT_RIGHT - PLOT_LEFT) / (points.len().saturating_sub(1).max(1)) as f64;
+    let y = |score: u32| PLOT_BOTTOM - (PLOT_BOTTOM - PLOT_TOP) * f64::from(score.min(100)) / 100.0;
+    let placed: Vec<(f64, f64, &xf_core::TrendPoint)> = points
+        .iter()
+        .enumerate()
+        .map(|(index, point)| (PLOT_LEFT + step * index as f64, y(point.score), point))
+        .collect();
+    let line: Vec<String> = placed
+        .iter()
+        .map(|(x, y, _)| format!("{x:.1},{y:.1}"))
+        .collect();
+    let scores: Vec<String> = points.iter().map(|p| p.score.to_string()).collect();
+    let label = format!(
+        "Score of the last {} scans, oldest first: {}",
+        points.len(),
+        scores.join(", ")
+    );
+    html! {
+        svg.trend-chart viewBox=(format_args!("0 0 {} {}", CHART.0, CHART.1)) role="img"
+            aria-label=(label) {
+            @for score in [0_u32, 50, 90, 100] {
+                line.trend-grid x1=(PLOT_LEFT) x2=(PLOT_RIGHT) y1=(y(score)) y2=(y(score))
+                    stroke="#d9dde3" {}
+            }
+            @for score in [0_u32, 50, 100] {
+                text.trend-axis x=(PLOT_LEFT - 5.0) y=(y(score)) text-anchor="end"
+                    dominant-baseline="central" font-size="8" { (score) }
+            }
+            polyline.trend-line points=(line.join(" ")) fill="none" stroke="#1a56db"
+                stroke-width="2.5" {}
+            @for (index, (x, y, point)) in placed.iter().enumerate() {
+                circle.trend-point.latest[index + 1 == placed.len()] cx=(format_args!("{x:.1}"))
+                    cy=(format_args!("{y:.1}")) r="4" fill="#fff" stroke="#1a56db" stroke-width="2" {
+                    title { (human_time(point.completed_at)) ": " (point.score) }
+                }
+            }
         } "\n"
     }
 }
@@ -565,6 +671,25 @@ mod tests {
                     vec![(None, "sitemap.xml returned 404".into())],
                 ),
             ],
+            trend: vec![
+                xf_core::TrendPoint {
+                    completed_at: at("2026-11-09T19:20:45Z"),
+                    score: 71,
+                },
+                xf_core::TrendPoint {
+                    completed_at: at("2026-11-16T19:20:45Z"),
+                    score: 92,
+                },
+                xf_core::TrendPoint {
+                    completed_at: at("2026-11-23T19:20:45Z"),
+                    score: 87,
+                },
+            ],
+            changes: Some(xf_core::model::ChangeCounts {
+                opened: 2,
+                resolved: 1,
+                reopened: 1,
+            }),
         }
     }
 
@@ -605,6 +730,15 @@ mod tests {
                     vec![(None, "</li></ul></details><script>alert(5)</script>".into())],
                 ),
             ],
+            trend: vec![xf_core::TrendPoint {
+                completed_at: at("2026-11-23T19:20:00Z"),
+                score: 10,
+            }],
+            changes: Some(xf_core::model::ChangeCounts {
+                opened: 3,
+                resolved: 0,
+                reopened: 0,
+            }),
         }
     }
 
@@ -767,6 +901,37 @@ mod tests {
         assert!(html.contains("<span class=\"site-wide\">Whole site</span>"));
         assert!(!html.contains("No issues found"));
         assert!(!html.contains(" more</p>"));
+    }
+
+    #[test]
+    fn the_trend_shows_the_scores_and_the_changes_since_the_previous_scan() {
+        let html = audit_page(&sample());
+        assert!(html.contains("<h2 id=\"trend-title\">Trend</h2>"));
+        assert!(html.contains("aria-label=\"Score of the last 3 scans, oldest first: 71, 92, 87\""));
+        // Three points, left to right, higher scores higher up; the latest marked.
+        assert!(
+            html.contains("points=\"26.0,28.0 169.0,12.1 312.0,15.9\""),
+            "{html}"
+        );
+        assert_eq!(html.matches("class=\"trend-point").count(), 3);
+        assert_eq!(html.matches("class=\"trend-point latest\"").count(), 1);
+        assert!(html.contains("<title>16 November 2026, 19:20 UTC: 92</title>"));
+        assert!(html.contains("score 92 → 87 (−5)."));
+        assert!(html.contains("2</span>new issues</li>"));
+        assert!(html.contains("1</span>resolved</li>"));
+        assert!(html.contains("1</span>reopened</li>"));
+
+        // The first recorded scan: no chart, no comparison.
+        let first = audit_page(&hostile());
+        assert!(first.contains("The first recorded scan of this property"));
+        assert!(!first.contains("<svg class=\"trend-chart\""));
+        // A scan from before history was kept: no trend card at all.
+        let older = audit_page(&Audit {
+            trend: Vec::new(),
+            changes: None,
+            ..sample()
+        });
+        assert!(!older.contains("id=\"trend-title\""));
     }
 
     #[test]
