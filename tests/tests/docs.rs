@@ -529,6 +529,7 @@ async fn every_guide_s_commands_run_as_written() {
     let guides: &[(&str, &[&str])] = &[
         ("docs/api-behaviour.md", &[]),
         ("docs/search-console.md", &[]),
+        ("docs/audits-over-time.md", &[]),
         ("docs/webhooks.md", &["--allow-private-targets"]),
         ("docs/media.md", &[]),
     ];

@@ -217,6 +217,8 @@ pub fn finish(doc: utoipa::openapi::OpenApi) -> Result<Value, String> {
             );
         }
     }
+    #[cfg(feature = "crawler")]
+    name_the_catalogue(&mut doc);
     add_envelopes(&mut doc)?;
     doc.get_mut("components")
         .and_then(Value::as_object_mut)
@@ -263,6 +265,34 @@ fn event_schema_name(event: EventType) -> String {
         }
     }
     name + "Event"
+}
+
+/// The issue list's `type` filter accepts the catalogue's check ids only: its pattern names
+/// them, so that what the document allows is exactly what the list accepts.
+#[cfg(feature = "crawler")]
+fn name_the_catalogue(doc: &mut Value) {
+    let ids: Vec<&str> = xf_core::crawl::checks::CATALOGUE
+        .iter()
+        .map(|check| check.id)
+        .collect();
+    let one = format!("({})", ids.join("|"));
+    let pattern = format!("^{one}(,{one})*$");
+    for path in [
+        "/properties/{propertyId}/issues",
+        "/properties/{propertyId}/issues.csv",
+    ] {
+        let parameters = doc
+            .pointer_mut(&format!(
+                "/paths/{}/get/parameters",
+                path.replace('/', "~1")
+            ))
+            .and_then(Value::as_array_mut);
+        for parameter in parameters.into_iter().flatten() {
+            if parameter["name"] == "type" {
+                parameter["schema"]["pattern"] = Value::from(pattern.clone());
+            }
+        }
+    }
 }
 
 /// The schema of `data` of `event`'s deliveries.

@@ -14,16 +14,7 @@ use crate::model::media::{Channel, MediaItem, Platform, PlatformStatus, Post, Po
 use crate::model::EventType;
 use crate::time::Timestamp;
 
-/// An event a change makes, before the store gives it an id and a time.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewEvent {
-    /// Whose event it is.
-    pub organization_id: OrganizationId,
-    /// What happened.
-    pub event_type: EventType,
-    /// The delivery's `data`.
-    pub data: Value,
-}
+pub use crate::model::NewEvent;
 
 /// `data` of `media.post.published` and `media.post.failed`.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -466,6 +466,18 @@ impl EventType {
     }
 }
 
+/// An event a change makes (a snapshot event: media, channels, schedules), before the store
+/// gives it an id and a time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewEvent {
+    /// Whose event it is.
+    pub organization_id: OrganizationId,
+    /// What happened.
+    pub event_type: EventType,
+    /// The delivery's `data`.
+    pub data: Value,
+}
+
 /// What an event is about, and where its delivery's `data` comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EventSubject {

@@ -4,9 +4,8 @@ use async_trait::async_trait;
 
 use super::StoreResult;
 use crate::ids::PropertyId;
-use crate::media::events::NewEvent;
 use crate::model::schedule::{ScanSchedule, ScheduleRun};
-use crate::model::JobRecord;
+use crate::model::{JobRecord, NewEvent};
 use crate::time::Timestamp;
 
 /// A claim of a schedule's due slot, for [`ScheduleStore::claim_schedule_slot`].

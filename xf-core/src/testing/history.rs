@@ -150,13 +150,13 @@ pub async fn history_records_each_completed_scan(store: Arc<dyn TestStore>) {
 
     // The change rows of scans 2 and 3, oldest scan first, each scan's by issue id.
     let rows = store.issue_changes(&site.id, Some(r1), r3).await.unwrap();
-    let mut scan_two = vec![
+    let mut scan_two = [
         (id_a2.clone(), IssueChange::Opened),
         (id_b.clone(), IssueChange::Resolved),
         (id_c.clone(), IssueChange::Resolved),
     ];
     scan_two.sort_by(|x, y| x.0.as_str().cmp(y.0.as_str()));
-    let mut scan_three = vec![
+    let mut scan_three = [
         (id_a.clone(), IssueChange::Reopened),
         (id_b.clone(), IssueChange::Reopened),
         (id_a2.clone(), IssueChange::Resolved),

@@ -238,30 +238,6 @@ impl Xf {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn normalized(raw: &str) -> String {
-        normalize_property_url(&PropertyUrl::parse(raw).unwrap())
-            .unwrap()
-            .0
-    }
-
-    #[test]
-    fn normalises_urls() {
-        let url = PropertyUrl::parse("HTTPS://Example.COM:443/Shop?q=1#top").unwrap();
-        let (url, host) = normalize_property_url(&url).unwrap();
-        assert_eq!(url, "https://example.com/Shop?q=1");
-        assert_eq!(host, "example.com");
-        assert_eq!(normalized("http://example.com:80"), "http://example.com/");
-        assert_eq!(
-            normalized("http://example.com:8080/"),
-            "http://example.com:8080/"
-        );
-    }
-}
-
 /// The store's filter of the issue list's query; an unknown check id is a `400` naming it.
 fn issue_filter(query: &IssueListQuery) -> Result<IssueFilter> {
     let mut types: Vec<String> = Vec::new();
@@ -314,4 +290,28 @@ fn is_check_id(id: &str) -> bool {
     return crate::crawl::checks::Check::by_id(id).is_some();
     #[cfg(not(feature = "crawler"))]
     return !id.is_empty();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn normalized(raw: &str) -> String {
+        normalize_property_url(&PropertyUrl::parse(raw).unwrap())
+            .unwrap()
+            .0
+    }
+
+    #[test]
+    fn normalises_urls() {
+        let url = PropertyUrl::parse("HTTPS://Example.COM:443/Shop?q=1#top").unwrap();
+        let (url, host) = normalize_property_url(&url).unwrap();
+        assert_eq!(url, "https://example.com/Shop?q=1");
+        assert_eq!(host, "example.com");
+        assert_eq!(normalized("http://example.com:80"), "http://example.com/");
+        assert_eq!(
+            normalized("http://example.com:8080/"),
+            "http://example.com:8080/"
+        );
+    }
 }
