@@ -7,8 +7,8 @@ it uses must type-check against the generated code. At run time, every parsed re
 walked: a field the document does not name (it lands in a model's `additional_properties`)
 or a JSON object or array left as a plain `dict` fails the check, so nothing arrives untyped.
 
-Flows: the SEO API (a property, a scan of a slow local site, the job, its cancellation,
-webhooks with a test delivery to a local receiver, parsed with the `webhooks` section's
+Flows: the SEO API (a property, a scan of a slow local site, the job, its cancellation, the
+property's scan history and a weekly scan schedule, webhooks with a test delivery to a local receiver, parsed with the `webhooks` section's
 model), the admin API (a media organization and a channel), and the media API (an upload of
 an ffmpeg-made video, read back with its per-platform objects, the list with integer
 paging, the channels).
@@ -44,17 +44,25 @@ from xf_client.api.health import health
 from xf_client.api.jobs import cancel_job, get_job
 from xf_client.api.media import get_video, list_channels, list_videos, upload_video
 from xf_client.api.properties import create_property, get_property
-from xf_client.api.scans import queue_scan
+from xf_client.api.scans import (
+    delete_schedule,
+    get_schedule,
+    list_scans,
+    put_schedule,
+    queue_scan,
+)
 from xf_client.api.webhooks import create_webhook, delete_webhook, list_deliveries
 from xf_client.api.webhooks import test_webhook, update_webhook
 from xf_client.models import (
     EnvelopeCancelledJob,
+    EnvelopeDeletedSchedule,
     EnvelopeDeletedWebhook,
     EnvelopeHealth,
     EnvelopeJobDetail,
     EnvelopePropertyCreated,
     EnvelopePropertyView,
     EnvelopeScanQueued,
+    EnvelopeScheduleData,
     EnvelopeTestDelivery,
     EnvelopeWebhookData,
     EnvelopeWebhookWithSecret,
@@ -68,6 +76,7 @@ from xf_client.models import (
     NewProperty,
     NewWebhook,
     PageEnvelopeDeliveryList,
+    PageEnvelopeScanHistory,
     PlatformStatus,
     ScanOptions,
     TestDeliveryRequest,
@@ -75,6 +84,8 @@ from xf_client.models import (
     UploadVideoResponse201,
     VideoFileView,
     WebhookPatch,
+    Weekday,
+    WeeklySchedule,
     YoutubeSettings,
     YoutubeSettingsPrivacy,
 )
@@ -179,6 +190,28 @@ def seo_flow(client: xf_client.AuthenticatedClient, local: str) -> None:
     check(job.data.job.status in (JobStatus.PENDING, JobStatus.PROCESSING), "the scan waits or runs")
     cancelled = parsed(cancel_job.sync_detailed(job_id, client=client), EnvelopeCancelledJob, 200)
     check(cancelled.data.job.status == JobStatus.CANCELLED, "the scan is cancelled")
+
+    history = parsed(
+        list_scans.sync_detailed(property_id, client=client, limit=10), PageEnvelopeScanHistory, 200
+    )
+    scans = history.data.scans
+    check(
+        [scan.job_id for scan in scans] == [job_id] and scans[0].status == JobStatus.CANCELLED,
+        "the history lists the cancelled scan",
+    )
+    weekly = WeeklySchedule(
+        frequency="weekly", time="06:30", timezone="Europe/Berlin", day_of_week=Weekday.MONDAY
+    )
+    schedule = parsed(
+        put_schedule.sync_detailed(property_id, client=client, body=weekly), EnvelopeScheduleData, 200
+    )
+    check(
+        schedule.data.schedule.day_of_week == Weekday.MONDAY and schedule.data.schedule.runs == [],
+        "the schedule is set",
+    )
+    read = parsed(get_schedule.sync_detailed(property_id, client=client), EnvelopeScheduleData, 200)
+    check(read.data.schedule.next_run_at == schedule.data.schedule.next_run_at, "it reads back")
+    parsed(delete_schedule.sync_detailed(property_id, client=client), EnvelopeDeletedSchedule, 200)
 
     made = parsed(
         create_webhook.sync_detailed(client=client, body=NewWebhook(name="Generated", url=f"{local}/hook")),

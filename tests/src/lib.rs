@@ -403,10 +403,25 @@ impl Schemas {
         self.check(name, body);
     }
 
+    /// Whether `value` is valid against the component schema `name`.
+    pub fn accepts(&self, name: &str, value: &Value) -> bool {
+        self.problems(name, value).is_empty()
+    }
+
     /// Panics, naming every problem, unless `value` is valid against the component schema
     /// `name`.
     #[track_caller]
     pub fn check(&self, name: &str, value: &Value) {
+        let problems = self.problems(name, value);
+        assert!(
+            problems.is_empty(),
+            "not a valid {name}: {problems:#?}\n{value:#}"
+        );
+    }
+
+    /// What makes `value` invalid against the component schema `name`.
+    #[track_caller]
+    fn problems(&self, name: &str, value: &Value) -> Vec<String> {
         assert!(
             self.components["schemas"][name].is_object(),
             "the document has no schema {name}"
@@ -418,13 +433,9 @@ impl Schemas {
         });
         let validator = jsonschema::validator_for(&root)
             .unwrap_or_else(|error| panic!("the schema {name} does not compile: {error}"));
-        let problems: Vec<String> = validator
+        validator
             .iter_errors(value)
             .map(|error| format!("{} at {}", error, error.instance_path()))
-            .collect();
-        assert!(
-            problems.is_empty(),
-            "not a valid {name}: {problems:#?}\n{value:#}"
-        );
+            .collect()
     }
 }

@@ -466,8 +466,8 @@ pub struct ScheduleRequest {
     /// The day of monthly schedules, 1 to 31 (the month's last day when it is shorter;
     /// required for them, refused for the others).
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 31))]
-    pub day_of_month: Option<u8>,
+    #[cfg_attr(feature = "openapi", schema(inline))]
+    pub day_of_month: Option<crate::params::DayOfMonth>,
     /// Page budget of each scan; clamped to the plan's when the scan is queued.
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(inline))]

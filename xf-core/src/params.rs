@@ -317,6 +317,52 @@ impl utoipa::PartialSchema for CrawlBudget {
 #[cfg(feature = "openapi")]
 impl utoipa::ToSchema for CrawlBudget {}
 
+/// `dayOfMonth` of a monthly scan schedule: 1 to 31, read as JSON Schema reads an integer
+/// (`1.0` is one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DayOfMonth(u8);
+
+impl DayOfMonth {
+    const EXPECTS: &'static str = "must be an integer from 1 to 31";
+
+    /// `value` if it lies in 1..=31.
+    pub fn new(value: u64) -> Option<Self> {
+        u8::try_from(value)
+            .ok()
+            .filter(|day| (1..=31).contains(day))
+            .map(DayOfMonth)
+    }
+
+    /// The day.
+    pub fn get(self) -> u8 {
+        self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for DayOfMonth {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        let value = deserializer.deserialize_any(IntegerVisitor { text: false })?;
+        u64::try_from(value)
+            .ok()
+            .and_then(Self::new)
+            .ok_or_else(|| de::Error::custom(Self::EXPECTS))
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for DayOfMonth {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .minimum(Some(1))
+            .maximum(Some(31))
+            .into()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for DayOfMonth {}
+
 /// The largest count an admin request may set or add (a limit override, a usage increment):
 /// far beyond any real figure, and safe in every store's integer columns.
 pub const MAX_ADMIN_COUNT: u64 = 1_000_000_000_000;

@@ -219,6 +219,7 @@ pub fn finish(doc: utoipa::openapi::OpenApi) -> Result<Value, String> {
     }
     #[cfg(feature = "crawler")]
     name_the_catalogue(&mut doc);
+    schedule_request_by_frequency(&mut doc)?;
     add_envelopes(&mut doc)?;
     doc.get_mut("components")
         .and_then(Value::as_object_mut)
@@ -293,6 +294,73 @@ fn name_the_catalogue(doc: &mut Value) {
             }
         }
     }
+}
+
+/// A schedule's day belongs to its frequency, and its zone is one of the database's: the body
+/// of `PUT .../schedule` is one of three shapes (daily, weekly with `dayOfWeek`, monthly with
+/// `dayOfMonth`), each with `timezone` a pattern naming the zones, so that what the document
+/// allows is exactly what the endpoint accepts.
+fn schedule_request_by_frequency(doc: &mut Value) -> Result<(), String> {
+    let schema = doc
+        .pointer_mut("/components/schemas/ScheduleRequest")
+        .ok_or_else(|| "the OpenAPI document has no ScheduleRequest".to_owned())?;
+    let mut common = schema["properties"]
+        .as_object()
+        .cloned()
+        .ok_or_else(|| "ScheduleRequest has no properties".to_owned())?;
+    for day in ["frequency", "dayOfWeek", "dayOfMonth"] {
+        common.remove(day);
+    }
+    // A pattern rather than an enum: client generators make an enum a type of its own, and
+    // some names (`Etc/GMT+0`, `Etc/GMT-0`, `Etc/GMT0`) collide once turned into identifiers.
+    let zones: Vec<String> = xf_core::model::schedule::timezone_names()
+        .map(|name| name.replace('+', "\\+").replace('.', "\\."))
+        .collect();
+    common["timezone"]["pattern"] = Value::from(format!("^({})$", zones.join("|")));
+    let branch = |frequency: &str, day: Option<(&str, Value)>, not: &[&str]| {
+        let mut properties = common.clone();
+        properties.insert(
+            "frequency".into(),
+            json!({"type": "string", "const": frequency}),
+        );
+        let mut required = vec!["frequency", "time", "timezone"];
+        if let Some((name, day_schema)) = day {
+            properties.insert(name.into(), day_schema);
+            required.push(name);
+        }
+        for other in not {
+            properties.insert(
+                (*other).into(),
+                json!({"type": "null", "description": "Only for the other frequencies"}),
+            );
+        }
+        json!({
+            "type": "object",
+            "title": format!("{frequency} schedule"),
+            "additionalProperties": false,
+            "required": required,
+            "properties": properties,
+        })
+    };
+    let weekday =
+        json!({"$ref": "#/components/schemas/Weekday", "description": "The day of the week"});
+    let day_of_month = json!({"type": "integer", "minimum": 1, "maximum": 31,
+        "description": "The day of the month, 1 to 31 (the month's last day when it is shorter)"});
+    let shapes = json!([
+        branch("daily", None, &["dayOfWeek", "dayOfMonth"]),
+        branch("weekly", Some(("dayOfWeek", weekday)), &["dayOfMonth"]),
+        branch(
+            "monthly",
+            Some(("dayOfMonth", day_of_month)),
+            &["dayOfWeek"]
+        ),
+    ]);
+    *schema = json!({
+        "description": schema["description"].clone(),
+        "examples": schema["examples"].clone(),
+        "oneOf": shapes,
+    });
+    Ok(())
 }
 
 /// The schema of `data` of `event`'s deliveries.

@@ -69,6 +69,14 @@ async fn a_schedule_is_set_read_and_deleted(app: TestApp) {
     let reply = put(&app, &org.live, &pid, weekly.clone()).await;
     schemas.check("Envelope_ScheduleData", &reply.body);
     let schedule = reply.expect(200)["schedule"].clone();
+    for accepted in [
+        &weekly,
+        &json!({"frequency": "daily", "time": "00:00", "timezone": "UTC", "dayOfWeek": null}),
+        &json!({"frequency": "monthly", "time": "23:59", "timezone": "America/New_York", "dayOfMonth": 31, "maxDepth": 3}),
+        &json!({"frequency": "monthly", "time": "23:59", "timezone": "UTC", "dayOfMonth": 1.0}),
+    ] {
+        assert!(schemas.accepts("ScheduleRequest", accepted), "{accepted}");
+    }
     assert_eq!(
         schedule,
         json!({
@@ -86,6 +94,13 @@ async fn a_schedule_is_set_read_and_deleted(app: TestApp) {
         schedule
     );
 
+    // `1.0` is an integer to JSON Schema, and so to the endpoint.
+    let float_day =
+        json!({"frequency": "monthly", "time": "23:00", "timezone": "UTC", "dayOfMonth": 1.0});
+    assert_eq!(
+        put(&app, &org.test, &pid, float_day).await.expect(200)["schedule"]["dayOfMonth"],
+        1
+    );
     app.clock.advance(chrono::Duration::hours(1));
     let monthly =
         json!({"frequency": "monthly", "time": "23:00", "timezone": "UTC", "dayOfMonth": 31});
@@ -137,6 +152,8 @@ async fn a_schedule_is_set_read_and_deleted(app: TestApp) {
         ),
         (json!({"frequency": "daily", "timezone": "UTC"}), "time"),
     ] {
+        // The document says so too: none of these is a ScheduleRequest.
+        assert!(!schemas.accepts("ScheduleRequest", &body), "{body}");
         let reply = put(&app, &org.live, &pid, body.clone()).await;
         reply.expect_error(400, "validation_error");
         let named = reply.body["error"]["message"]

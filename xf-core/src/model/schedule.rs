@@ -284,6 +284,11 @@ fn parse_time(text: &str) -> Option<u16> {
     (hours < 24 && minutes < 60).then_some(hours * 60 + minutes)
 }
 
+/// Every time zone name a schedule accepts: the IANA database's, as compiled in.
+pub fn timezone_names() -> impl Iterator<Item = &'static str> {
+    chrono_tz::TZ_VARIANTS.iter().map(|zone| zone.name())
+}
+
 /// A property's scan schedule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScanSchedule {

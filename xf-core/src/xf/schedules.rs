@@ -35,7 +35,7 @@ impl Xf {
             &request.time,
             &request.timezone,
             request.day_of_week,
-            request.day_of_month,
+            request.day_of_month.map(crate::params::DayOfMonth::get),
         )
         .map_err(|error| Error::invalid(error.field, error.message))?;
         let now = if caller.is_test() {
