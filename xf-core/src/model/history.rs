@@ -180,12 +180,18 @@ pub fn net_changes(records: &[IssueChangeRecord]) -> Vec<(IssueId, String, Issue
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::Id;
     use proptest::prelude::*;
 
-    fn record(issue: &str, change: IssueChange) -> IssueChangeRecord {
+    /// The id of issue `n`: ids of greater `n` sort later.
+    fn issue_id(n: u8) -> IssueId {
+        IssueId::derived(&[n; 16])
+    }
+
+    fn record(issue: u8, change: IssueChange) -> IssueChangeRecord {
         IssueChangeRecord {
-            job_id: JobId::from_trusted("job_x".into()),
-            issue_id: IssueId::from_trusted(issue.into()),
+            job_id: JobId::new(),
+            issue_id: issue_id(issue),
             issue_type: "title_missing".into(),
             change,
         }
@@ -195,26 +201,26 @@ mod tests {
     fn a_run_nets_each_issue_s_first_and_last_change() {
         use IssueChange::*;
         let records = [
-            record("iss_a", Opened),
-            record("iss_b", Resolved),
-            record("iss_c", Resolved),
-            record("iss_a", Resolved),
-            record("iss_c", Reopened),
-            record("iss_d", Reopened),
-            record("iss_e", Opened),
-            record("iss_e", Resolved),
-            record("iss_e", Reopened),
+            record(1, Opened),
+            record(2, Resolved),
+            record(3, Resolved),
+            record(1, Resolved),
+            record(3, Reopened),
+            record(4, Reopened),
+            record(5, Opened),
+            record(5, Resolved),
+            record(5, Reopened),
         ];
-        let net: Vec<(String, IssueChange)> = net_changes(&records)
+        let net: Vec<(IssueId, IssueChange)> = net_changes(&records)
             .into_iter()
-            .map(|(id, _, change)| (id.to_string(), change))
+            .map(|(id, _, change)| (id, change))
             .collect();
         assert_eq!(
             net,
             [
-                ("iss_b".to_owned(), Resolved),
-                ("iss_d".to_owned(), Reopened),
-                ("iss_e".to_owned(), Opened),
+                (issue_id(2), Resolved),
+                (issue_id(4), Reopened),
+                (issue_id(5), Opened),
             ]
         );
     }
@@ -243,7 +249,7 @@ mod tests {
                 };
                 if let Some(change) = change {
                     state = if change == IssueChange::Resolved { State::Closed } else { State::Open };
-                    records.push(record("iss_p", change));
+                    records.push(record(7, change));
                 }
             }
             // Any suffix of the run starts from the state its first record implies.

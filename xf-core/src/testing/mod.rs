@@ -962,7 +962,7 @@ macro_rules! __with_conformance_behaviours {
             // Scan schedules.
             schedule_put_get_replace_delete,
             schedule_slot_is_claimed_once_by_concurrent_claimers,
-            schedule_slot_is_skipped_while_busy_and_recorded_over_quota,
+            schedule_slot_skipped_while_busy_or_over_quota,
             schedule_slots_cross_daylight_saving_changes_in_berlin,
             // Reports.
             report_insert_get_and_duplicate_token,
@@ -1075,6 +1075,7 @@ mod tests {
         ("events.rs", include_str!("events.rs")),
         ("gsc.rs", include_str!("gsc.rs")),
         ("guards.rs", include_str!("guards.rs")),
+        ("history.rs", include_str!("history.rs")),
         ("issues.rs", include_str!("issues.rs")),
         ("jobs.rs", include_str!("jobs.rs")),
         ("media.rs", include_str!("media.rs")),
@@ -1082,6 +1083,7 @@ mod tests {
         ("properties.rs", include_str!("properties.rs")),
         ("queue.rs", include_str!("queue.rs")),
         ("reports.rs", include_str!("reports.rs")),
+        ("schedules.rs", include_str!("schedules.rs")),
         ("usage.rs", include_str!("usage.rs")),
         ("webhooks.rs", include_str!("webhooks.rs")),
     ];

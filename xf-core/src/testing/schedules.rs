@@ -183,9 +183,7 @@ pub async fn schedule_slot_is_claimed_once_by_concurrent_claimers(store: Arc<dyn
 /// A slot that finds a scan of the property pending is skipped and recorded, queueing
 /// nothing; a slot that finds the quota spent queues nothing, is recorded, and writes its
 /// `scan.schedule.failed` event. Either way the schedule moves on.
-pub async fn schedule_slot_is_skipped_while_busy_and_recorded_over_quota(
-    store: Arc<dyn TestStore>,
-) {
+pub async fn schedule_slot_skipped_while_busy_or_over_quota(store: Arc<dyn TestStore>) {
     let org = seed_organization(&*store, "Schedule skips").await;
     let site = seed_property(&*store, &org, at("2026-11-01T00:00:00.000Z")).await;
     let slots = [
