@@ -292,25 +292,40 @@ impl CrawlBudget {
     }
 }
 
+/// A JSON body's integer (as JSON Schema reads one: `1.0` is one, `"5"` is a string) that
+/// `new` accepts; anything else is an error saying what `expects`.
+fn body_integer<'de, D: Deserializer<'de>, T>(
+    deserializer: D,
+    new: impl FnOnce(u64) -> Option<T>,
+    expects: impl fmt::Display,
+) -> std::result::Result<T, D::Error> {
+    let value = deserializer.deserialize_any(IntegerVisitor { text: false })?;
+    u64::try_from(value)
+        .ok()
+        .and_then(new)
+        .ok_or_else(|| de::Error::custom(expects))
+}
+
+/// The schema of an integer from `min` to `max`.
+#[cfg(feature = "openapi")]
+fn integer_schema(min: u64, max: u64) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(min))
+        .maximum(Some(max))
+        .into()
+}
+
 impl<'de> Deserialize<'de> for CrawlBudget {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
-        // A JSON body: `"5"` is a string, not an integer.
-        let value = deserializer.deserialize_any(IntegerVisitor { text: false })?;
-        u64::try_from(value)
-            .ok()
-            .and_then(Self::new)
-            .ok_or_else(|| de::Error::custom(Self::EXPECTS))
+        body_integer(deserializer, Self::new, Self::EXPECTS)
     }
 }
 
 #[cfg(feature = "openapi")]
 impl utoipa::PartialSchema for CrawlBudget {
     fn schema() -> RefOr<Schema> {
-        ObjectBuilder::new()
-            .schema_type(Type::Integer)
-            .minimum(Some(1))
-            .maximum(Some(Self::MAX))
-            .into()
+        integer_schema(1, Self::MAX)
     }
 }
 
@@ -341,22 +356,14 @@ impl DayOfMonth {
 
 impl<'de> Deserialize<'de> for DayOfMonth {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
-        let value = deserializer.deserialize_any(IntegerVisitor { text: false })?;
-        u64::try_from(value)
-            .ok()
-            .and_then(Self::new)
-            .ok_or_else(|| de::Error::custom(Self::EXPECTS))
+        body_integer(deserializer, Self::new, Self::EXPECTS)
     }
 }
 
 #[cfg(feature = "openapi")]
 impl utoipa::PartialSchema for DayOfMonth {
     fn schema() -> RefOr<Schema> {
-        ObjectBuilder::new()
-            .schema_type(Type::Integer)
-            .minimum(Some(1))
-            .maximum(Some(31))
-            .into()
+        integer_schema(1, 31)
     }
 }
 
@@ -372,11 +379,11 @@ pub const MAX_ADMIN_COUNT: u64 = 1_000_000_000_000;
 pub fn admin_count<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> std::result::Result<u64, D::Error> {
-    let value = deserializer.deserialize_any(IntegerVisitor { text: false })?;
-    u64::try_from(value)
-        .ok()
-        .filter(|v| *v <= MAX_ADMIN_COUNT)
-        .ok_or_else(|| de::Error::custom(format!("must be an integer from 0 to {MAX_ADMIN_COUNT}")))
+    body_integer(
+        deserializer,
+        |v| (v <= MAX_ADMIN_COUNT).then_some(v),
+        format_args!("must be an integer from 0 to {MAX_ADMIN_COUNT}"),
+    )
 }
 
 /// `#[serde(deserialize_with)]` of an optional `u64` read as JSON Schema defines an integer

@@ -7,7 +7,7 @@ use serde_json::Value;
 use xf_core::ids::{IssueId, JobId, PropertyId};
 use xf_core::model::JobStatus;
 use xf_core::model::{
-    ChangeCounts, Issue, IssueChange, IssueChangeRecord, IssueStatus, IssueSummary, ScanRecord,
+    Issue, IssueChange, IssueChangeRecord, IssueStatus, IssueSummary, ScanRecord,
 };
 use xf_core::store::{
     subject_is_address, Attempt, AttemptOutcome, Finish, IssueFilter, IssueStore, PageRequest,
@@ -207,12 +207,8 @@ impl State {
 
     /// Keeps a completed scan's history record and its issue changes.
     fn record_scan(&mut self, scan: &ScanFindings, mut changes: Vec<IssueChangeRecord>) {
-        let mut counts = ChangeCounts::default();
-        for change in &changes {
-            counts.add(change.change);
-        }
         changes.sort_by(|a, b| a.issue_id.as_str().cmp(b.issue_id.as_str()));
-        let record = scan.record(counts);
+        let record = scan.record(&changes);
         let job = record.job_id.to_string();
         self.scan_order.insert((
             record.property_id.to_string(),

@@ -57,6 +57,28 @@ impl State {
         Ok(())
     }
 
+    /// Inserts a pending job and counts it in its organization's `scans` meter of `month`,
+    /// unless the meter reached `scans_limit`: then nothing is written (`false`). A job id
+    /// already taken is a duplicate, whatever the meter.
+    pub(crate) fn insert_counted(
+        &mut self,
+        job: &JobRecord,
+        month: &str,
+        scans_limit: u64,
+    ) -> StoreResult<bool> {
+        if self.jobs.contains(job.id.as_str()) {
+            return Err(StoreError::Duplicate("job id"));
+        }
+        let usage_key = (job.organization_id.to_string(), month.to_owned());
+        let used = self.usage.get(&usage_key).map_or(0, |u| u.scans);
+        if used >= scans_limit {
+            return Ok(false);
+        }
+        self.insert_job(job)?;
+        self.usage.entry(usage_key).or_default().scans = used + 1;
+        Ok(true)
+    }
+
     /// Checks that `jobs` can all be inserted (each pending, ids new and distinct) before
     /// any is, so that an insert is all or nothing.
     pub(crate) fn check_new_jobs(&self, jobs: &[JobRecord]) -> StoreResult<()> {
@@ -188,18 +210,8 @@ impl JobStore for MemoryStore {
         month: &str,
         scans_limit: u64,
     ) -> StoreResult<()> {
-        {
-            let mut state = self.write();
-            if state.jobs.contains(job.id.as_str()) {
-                return Err(StoreError::Duplicate("job id"));
-            }
-            let usage_key = (job.organization_id.to_string(), month.to_owned());
-            let used = state.usage.get(&usage_key).map_or(0, |u| u.scans);
-            if used >= scans_limit {
-                return Err(StoreError::LimitReached("scansPerMonth"));
-            }
-            state.insert_job(job)?;
-            state.usage.entry(usage_key).or_default().scans = used + 1;
+        if !self.write().insert_counted(job, month, scans_limit)? {
+            return Err(StoreError::LimitReached("scansPerMonth"));
         }
         self.signal(QueueSignal::JobsReady);
         Ok(())

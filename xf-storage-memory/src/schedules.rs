@@ -69,17 +69,13 @@ impl ScheduleStore for MemoryStore {
                     && job.record.status.is_active()
                     && job.record.property_id() == Some(&claim.property_id)
             });
-            let usage_key = (claim.job.organization_id.to_string(), claim.month.clone());
-            let used = state.usage.get(&usage_key).map_or(0, |u| u.scans);
             let (outcome, job_id) = if busy {
                 (SlotOutcome::SkippedBusy, None)
-            } else if used >= claim.scans_limit {
+            } else if state.insert_counted(&claim.job, &claim.month, claim.scans_limit)? {
+                (SlotOutcome::Queued, Some(claim.job.id.clone()))
+            } else {
                 state.record_snapshot_event(claim.quota_event.clone(), claim.now);
                 (SlotOutcome::QuotaExceeded, None)
-            } else {
-                state.insert_job(&claim.job)?;
-                state.usage.entry(usage_key).or_default().scans = used + 1;
-                (SlotOutcome::Queued, Some(claim.job.id.clone()))
             };
             let run = ScheduleRun {
                 property_id: claim.property_id.clone(),

@@ -7,8 +7,7 @@ use std::collections::HashMap;
 
 use xf_core::ids::{IssueId, JobId, PropertyId};
 use xf_core::model::{
-    ChangeCounts, Issue, IssueChange, IssueChangeRecord, IssueStatus, IssueSummary, JobStatus,
-    ScanRecord,
+    Issue, IssueChange, IssueChangeRecord, IssueStatus, IssueSummary, JobStatus, ScanRecord,
 };
 use xf_core::store::{
     Attempt, AttemptOutcome, Finish, IssueFilter, IssueStore, NewFinding, PageRequest,
@@ -355,11 +354,7 @@ async fn record_scan(
     scan: &ScanFindings,
     changes: &[IssueChangeRecord],
 ) -> StoreResult<()> {
-    let mut counts = ChangeCounts::default();
-    for change in changes {
-        counts.add(change.change);
-    }
-    let record = scan.record(counts);
+    let record = scan.record(changes);
     let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
     sqlx::query(
         "INSERT INTO scan_history (job_id, organization_id, property_id, completed_at, score, \

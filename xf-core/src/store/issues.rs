@@ -57,9 +57,13 @@ pub struct ScanFindings {
 }
 
 impl ScanFindings {
-    /// The scan's history record, with what it changed: its figures, and its findings counted
-    /// by severity and by check.
-    pub fn record(&self, changes: ChangeCounts) -> ScanRecord {
+    /// The scan's history record: its figures, its findings counted by severity and by check,
+    /// and `changes` (what it did to the property's issues) counted.
+    pub fn record(&self, changes: &[IssueChangeRecord]) -> ScanRecord {
+        let mut counts = ChangeCounts::default();
+        for change in changes {
+            counts.add(change.change);
+        }
         let mut by_severity = SeverityCounts::default();
         let mut by_check = std::collections::BTreeMap::new();
         for finding in &self.findings {
@@ -76,7 +80,7 @@ impl ScanFindings {
             issues_count: self.findings.len() as u64,
             by_severity,
             by_check,
-            changes,
+            changes: counts,
         }
     }
 }

@@ -57,11 +57,11 @@ impl Xf {
             created_at: now,
             updated_at: now,
         };
-        if caller.is_test() {
-            let runs = self.store().schedule_runs(&property.id, RUNS_SHOWN).await?;
-            return Ok(view(&schedule, runs));
-        }
-        let stored = self.store().put_schedule(&schedule).await?;
+        let stored = if caller.is_test() {
+            schedule
+        } else {
+            self.store().put_schedule(&schedule).await?
+        };
         let runs = self.store().schedule_runs(&property.id, RUNS_SHOWN).await?;
         Ok(view(&stored, runs))
     }
