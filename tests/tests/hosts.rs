@@ -193,7 +193,7 @@ where
     };
     let serving = serve(
         listener,
-        Mounts::new(xf.clone()).admin(ADMIN_TOKEN),
+        Mounts::new(xf.clone()).admin(ADMIN_TOKEN).metrics(),
         shutdown,
     );
     let task = tokio::spawn(serving);
@@ -471,6 +471,20 @@ async fn check_whole_host(host: Host) {
     let unprefixed = get(address, "/channels", None).await;
     unprefixed.error(401, "api_key_invalid");
     assert_eq!(unprefixed.json()["success"], false);
+
+    // The operator's scrape: what the host served, by route template.
+    let metrics = get(address, "/metrics", None).await;
+    assert_eq!(metrics.status, StatusCode::OK);
+    assert!(metrics
+        .header("content-type")
+        .starts_with("text/plain; version=0.0.4"));
+    let health_requests = r#"xf_http_request_duration_seconds_count{service="api",route="/health",method="GET",status="2xx"}"#;
+    assert!(metrics.text.contains(health_requests), "{}", metrics.text);
+    assert!(
+        metrics.text.contains(r#"route="/jobs/{jobId}""#),
+        "{}",
+        metrics.text
+    );
 
     let live_probe = get(address, "/livez", None).await;
     assert_eq!(live_probe.status, StatusCode::OK);

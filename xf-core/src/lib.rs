@@ -29,6 +29,7 @@ pub mod export;
 pub mod gsc;
 pub mod ids;
 pub mod media;
+pub mod metrics;
 pub mod model;
 pub mod net;
 pub mod params;

@@ -23,9 +23,9 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     ("the storage seam", &["store"]),
     (
-        "the API's shapes, cursors, exports, the job engine with its handler contract, and the \
-         connect flow's contract (connectors, sealed links and states)",
-        &["api", "cursor", "runtime", "connect", "export"],
+        "the API's shapes, cursors, exports, the job engine with its handler contract, the \
+         connect flow's contract (connectors, sealed links and states), and the metrics",
+        &["api", "cursor", "runtime", "connect", "export", "metrics"],
     ),
     (
         "the domains: parsing, rules, clients, and each one's job handler",

@@ -42,7 +42,8 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use async_trait::async_trait;
 use tokio::sync::broadcast;
 use xf_core::model::{
-    ApiKey, Event, Issue, Organization, Property, Report, UsageCounters, Webhook, WebhookDelivery,
+    ApiKey, Event, Issue, JobStatus, Organization, Property, Report, UsageCounters, Webhook,
+    WebhookDelivery,
 };
 use xf_core::store::{
     After, AttemptToken, PageRequest, QueueSignal, Store, StoreResult, StoredResponse,
@@ -342,6 +343,32 @@ impl<T: Clone> Indexed<T> {
 impl Store for MemoryStore {
     async fn ping(&self) -> StoreResult<()> {
         Ok(())
+    }
+
+    async fn gauges(&self) -> StoreResult<xf_core::store::StoreGauges> {
+        let state = self.read();
+        let mut jobs = BTreeMap::<&str, xf_core::store::JobGauge>::new();
+        let unfinished = state.pending.iter().chain(&state.leases);
+        for job in unfinished.filter_map(|(_, id)| state.jobs.rows.get(id)) {
+            let job = &job.record;
+            let gauge = jobs.entry(&job.job_type).or_default();
+            match job.status {
+                JobStatus::Processing => gauge.running += 1,
+                _ if job.attempts == 0 => gauge.queued += 1,
+                _ => gauge.retrying += 1,
+            }
+        }
+        Ok(xf_core::store::StoreGauges {
+            jobs: jobs
+                .into_iter()
+                .map(|(job_type, gauge)| xf_core::store::JobGauge {
+                    job_type: job_type.to_owned(),
+                    ..gauge
+                })
+                .collect(),
+            webhook_messages_waiting: state.messages.len() as u64,
+            uploads_open: state.uploads.len() as u64,
+        })
     }
 }
 

@@ -1,5 +1,7 @@
 //! The one place where database errors become [`StoreError`]s.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use xf_core::StoreError;
 
 /// Maps an sqlx error to the store's error kinds:
@@ -14,6 +16,19 @@ use xf_core::StoreError;
 ///   going down or still starting);
 /// * everything else is [`StoreError::Internal`]: a bug or corrupt data.
 pub(crate) fn store_error(error: sqlx::Error) -> StoreError {
+    let mapped = map_error(error);
+    if !matches!(mapped, StoreError::Duplicate(_)) {
+        STATEMENT_ERRORS.fetch_add(1, Ordering::Relaxed);
+    }
+    mapped
+}
+
+/// Statements of this process's PostgreSQL stores that failed for another reason than a
+/// unique violation (which is an answer, not a failure): the `statement_errors` of
+/// [`xf_core::store::PoolStatus`].
+pub(crate) static STATEMENT_ERRORS: AtomicU64 = AtomicU64::new(0);
+
+fn map_error(error: sqlx::Error) -> StoreError {
     match &error {
         sqlx::Error::Database(database) => {
             let code = database.code().unwrap_or_default();

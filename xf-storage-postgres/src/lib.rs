@@ -463,6 +463,55 @@ impl xf_core::testing::Dump for PgStore {
 
 #[async_trait]
 impl Store for PgStore {
+    /// One statement: the unfinished jobs through the partial indexes of pending and
+    /// processing jobs, the waiting webhook messages and the open uploads.
+    async fn gauges(&self) -> StoreResult<xf_core::store::StoreGauges> {
+        use sqlx::Row;
+        let rows = sqlx::query(
+            "SELECT 'job' AS kind, job_type,
+                    count(*) FILTER (WHERE status = 'pending' AND attempts = 0) AS queued,
+                    count(*) FILTER (WHERE status = 'processing') AS running,
+                    count(*) FILTER (WHERE status = 'pending' AND attempts > 0) AS retrying
+               FROM jobs WHERE status IN ('pending', 'processing') GROUP BY job_type
+             UNION ALL
+             SELECT 'messages', '', count(*), 0, 0 FROM webhook_messages
+             UNION ALL
+             SELECT 'uploads', '', count(*), 0, 0 FROM media_uploads",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(store_error)?;
+        let mut gauges = xf_core::store::StoreGauges::default();
+        for row in &rows {
+            let count = |column: &str| -> StoreResult<u64> {
+                let n: i64 = row.try_get(column).map_err(store_error)?;
+                Ok(u64::try_from(n).unwrap_or_default())
+            };
+            let kind: &str = row.try_get("kind").map_err(store_error)?;
+            match kind {
+                "messages" => gauges.webhook_messages_waiting = count("queued")?,
+                "uploads" => gauges.uploads_open = count("queued")?,
+                _ => gauges.jobs.push(xf_core::store::JobGauge {
+                    job_type: row.try_get("job_type").map_err(store_error)?,
+                    queued: count("queued")?,
+                    running: count("running")?,
+                    retrying: count("retrying")?,
+                }),
+            }
+        }
+        gauges.jobs.sort_by(|a, b| a.job_type.cmp(&b.job_type));
+        Ok(gauges)
+    }
+
+    fn pool_status(&self) -> Option<xf_core::store::PoolStatus> {
+        Some(xf_core::store::PoolStatus {
+            size: self.pool.size(),
+            idle: u32::try_from(self.pool.num_idle()).unwrap_or(u32::MAX),
+            max: self.pool.options().get_max_connections(),
+            statement_errors: error::STATEMENT_ERRORS.load(std::sync::atomic::Ordering::Relaxed),
+        })
+    }
+
     async fn ping(&self) -> StoreResult<()> {
         sqlx::query("SELECT 1")
             .execute(&self.pool)

@@ -115,6 +115,7 @@ impl AdminService {
             .split_for_parts();
         // Serialized once; served without the token, like the APIs' documents.
         let plans: Vec<&str> = state.xf.plans().names().collect();
+        let metrics = state.xf.metrics().clone();
         let served = crate::openapi::finish_admin(doc, &plans)
             .map(|doc| bytes::Bytes::from(doc.to_string()));
         let router = router
@@ -129,7 +130,11 @@ impl AdminService {
             .fallback(middleware::not_found)
             .with_state(state);
         Self {
-            router: crate::with_common_layers(router, crate::request_id::Service::Admin),
+            router: crate::with_common_layers(
+                router,
+                crate::request_id::Service::Admin,
+                Some(metrics),
+            ),
         }
     }
 

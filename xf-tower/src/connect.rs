@@ -31,6 +31,7 @@ pub struct ConnectService {
 impl ConnectService {
     /// The service over `xf`.
     pub fn new(xf: Xf) -> Self {
+        let metrics = Some(xf.metrics().clone());
         let router = Router::new()
             .route("/callback", get(callback))
             .route("/{token}", get(open))
@@ -39,6 +40,7 @@ impl ConnectService {
             .layer(request_id::Layer {
                 service: request_id::Service::Connect,
                 panic: Some(crate::middleware::panic_response),
+                metrics,
             });
         Self { router }
     }

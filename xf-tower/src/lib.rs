@@ -42,11 +42,15 @@ mod error;
 mod extract;
 mod idempotency;
 mod media_file;
+mod metrics;
 mod middleware;
 mod mount;
 mod multipart;
 mod openapi;
 mod openapi_media;
+#[cfg(feature = "otlp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "otlp")))]
+pub mod otlp;
 mod probes;
 mod report_page;
 mod request_id;
@@ -71,6 +75,7 @@ pub use body_rate::BodyTooSlow;
 pub use connect::ConnectService;
 pub use error::status_of;
 pub use media_file::MediaFileService;
+pub use metrics::{MetricsService, METRICS_PATH};
 pub use mount::{
     strip_prefix, Mounts, StripPrefix, ADMIN_PREFIX, API_PREFIX, CONNECT_PREFIX, MEDIA_FILE_PREFIX,
     REPORT_PREFIX,
@@ -144,6 +149,7 @@ impl XfService {
             .map(|doc| Bytes::from(doc.to_string()))
             .map_err(Clone::clone);
         let limits = xf.request_limits();
+        let metrics = xf.metrics().clone();
         let router = router
             .merge(routes::media::router(xf.clone()))
             .route(
@@ -158,7 +164,7 @@ impl XfService {
             .with_state(xf);
         let router = body_rate::layer(router, limits);
         Self {
-            router: with_common_layers(router, request_id::Service::Api),
+            router: with_common_layers(router, request_id::Service::Api, Some(metrics)),
             openapi: Arc::new(openapi),
         }
     }
@@ -188,12 +194,13 @@ impl MediaService {
     /// The service over `xf`.
     pub fn new(xf: Xf) -> Self {
         let limits = xf.request_limits();
+        let metrics = xf.metrics().clone();
         let router = routes::media::router(xf.clone())
             .fallback(middleware::not_found)
             .with_state(xf);
         let router = body_rate::layer(router, limits);
         Self {
-            router: with_common_layers(router, request_id::Service::Api),
+            router: with_common_layers(router, request_id::Service::Api, Some(metrics)),
         }
     }
 
@@ -212,16 +219,22 @@ pub fn not_found_service() -> Router {
     with_common_layers(
         Router::new().fallback(middleware::not_found),
         request_id::Service::None,
+        None,
     )
 }
 
 /// The layer every service of the APIs shares (see [`request_id::Layer`]): request ids and
 /// the request log; a panic becomes a `500` envelope (and a log line with the request id)
-/// instead of a dropped connection.
-fn with_common_layers(router: Router, service: request_id::Service) -> Router {
+/// instead of a dropped connection. Requests are recorded in `metrics`, if given.
+fn with_common_layers(
+    router: Router,
+    service: request_id::Service,
+    metrics: Option<xf_core::metrics::Metrics>,
+) -> Router {
     router.layer(request_id::Layer {
         service,
         panic: Some(middleware::panic_response),
+        metrics,
     })
 }
 
@@ -266,7 +279,7 @@ mod tests {
     async fn a_panicking_handler_answers_500_without_its_detail() {
         let router =
             Router::new().route("/boom", get(|| async { panic!("secret detail") as &str }));
-        let response = with_common_layers(router, request_id::Service::Api)
+        let response = with_common_layers(router, request_id::Service::Api, None)
             .oneshot(http::Request::get("/boom").body(Body::empty()).unwrap())
             .await
             .unwrap();
@@ -359,6 +372,7 @@ mod tests {
                 }),
             ),
             request_id::Service::Api,
+            None,
         );
         let all = tracing_subscriber::registry();
         let guard = tracing::subscriber::set_default(all);

@@ -33,6 +33,7 @@ pub struct MediaFileService {
 impl MediaFileService {
     /// The service over `xf`.
     pub fn new(xf: Xf) -> Self {
+        let metrics = Some(xf.metrics().clone());
         let router = Router::new()
             .route("/{token}", get(file).fallback(method_not_allowed))
             .fallback(not_found)
@@ -40,6 +41,7 @@ impl MediaFileService {
             .layer(request_id::Layer {
                 service: request_id::Service::MediaFile,
                 panic: Some(crate::middleware::panic_response),
+                metrics,
             });
         Self { router }
     }

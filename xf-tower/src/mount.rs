@@ -20,8 +20,8 @@ use bytes::Bytes;
 use xf_core::Xf;
 
 use crate::{
-    AdminService, Body, BoxError, ConnectService, MediaFileService, MediaService, ProbeService,
-    ReportPageService, ResponseFuture, XfService,
+    AdminService, Body, BoxError, ConnectService, MediaFileService, MediaService, MetricsService,
+    ProbeService, ReportPageService, ResponseFuture, XfService,
 };
 
 /// When the request's path is `prefix` (which becomes `/`) or lies below it, takes `prefix`
@@ -129,6 +129,7 @@ pub const CONNECT_PREFIX: &str = xf_core::connect::CONNECT_PREFIX;
 /// | `/connect/…` | [`ConnectService`]: connect links and the providers' OAuth callback |
 /// | `/admin/…` | [`AdminService`], with [`Mounts::admin`] |
 /// | `/livez`, `/readyz` | [`ProbeService`]: liveness and readiness probes for orchestrators |
+/// | `/metrics` | [`MetricsService`], with [`Mounts::metrics`] |
 /// | anything else | [`MediaService`]: the media API without the prefix (its alternative base URL), and the API's JSON `404` |
 ///
 /// The links xf makes (`publicUrl`, media URLs) start with the `public_base_url` given to
@@ -179,6 +180,8 @@ pub struct Mounts {
     xf: Xf,
     mounts: Arc<[(&'static str, Router)]>,
     probes: Router,
+    /// `GET /metrics`, with [`Mounts::metrics`].
+    metrics: Option<Router>,
     root: Router,
 }
 
@@ -204,6 +207,7 @@ impl Mounts {
         Mounts {
             root: MediaService::new(xf.clone()).into_router(),
             probes: ProbeService::new(xf.clone()).into_router(),
+            metrics: None,
             mounts: mounts.into(),
             xf,
         }
@@ -213,6 +217,16 @@ impl Mounts {
     /// [`Xf::spawn_workers`].
     pub fn xf(&self) -> &Xf {
         &self.xf
+    }
+
+    /// Also `GET /metrics` ([`MetricsService`]): every metric family in the Prometheus text
+    /// format, without a key. Mount it only where the scraper, not the public, reaches it, or
+    /// serve a [`MetricsService`] on a listener of its own instead.
+    pub fn metrics(self) -> Self {
+        Mounts {
+            metrics: Some(MetricsService::new(self.xf.clone()).into_router()),
+            ..self
+        }
     }
 
     /// Also the admin API at `/admin`, behind the bearer `token`.
@@ -245,6 +259,11 @@ where
         let mut request = request.map(Body::new);
         if ProbeService::serves(request.uri().path()) {
             return ResponseFuture::routed(self.probes.clone().call(request));
+        }
+        if let Some(metrics) = &self.metrics {
+            if request.uri().path() == crate::METRICS_PATH {
+                return ResponseFuture::routed(metrics.clone().call(request));
+            }
         }
         for (prefix, router) in self.mounts.iter() {
             if strip_prefix(&mut request, prefix) {

@@ -144,13 +144,15 @@ fn sent_uri(request: &Request) -> http::Uri {
 /// rest of the stack and its own future again on every request. Applied with
 /// [`Router::layer`](axum::Router::layer) it runs after routing, so the request already
 /// carries the route template it matched.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Layer {
     /// Which service answers, for the log.
     pub service: Service,
     /// The answer to a handler's panic (logged, `500`); `None` leaves panics to a layer
     /// inside.
     pub panic: Option<fn(Box<dyn Any + Send + 'static>) -> Response>,
+    /// Where each request is counted and timed (`xf_http_request_duration_seconds`).
+    pub metrics: Option<xf_core::metrics::Metrics>,
 }
 
 impl<S> tower::Layer<S> for Layer {
@@ -159,7 +161,7 @@ impl<S> tower::Layer<S> for Layer {
     fn layer(&self, inner: S) -> Common<S> {
         Common {
             inner,
-            layer: *self,
+            layer: self.clone(),
         }
     }
 }
@@ -185,7 +187,12 @@ where
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        let Layer { service, panic } = self.layer;
+        let Layer {
+            service,
+            panic,
+            ref metrics,
+        } = self.layer;
+        let metrics = metrics.clone();
         let id = request
             .headers()
             .get(HEADER_NAME)
@@ -247,6 +254,14 @@ where
                 mount: &path[..mount],
                 matched: matched.as_ref().map(MatchedPath::as_str),
             };
+            let latency = started.elapsed();
+            if let Some(metrics) = &metrics {
+                // The template as axum matched it (a nested router's includes its prefix):
+                // one label value per route, whatever the path held.
+                let template = route.matched.unwrap_or("-");
+                let status = response.status().as_u16();
+                metrics.request(service.as_str(), template, method.as_str(), status, latency);
+            }
             // The line carries every field itself, so it reads alone in any log format; the
             // span gives the request id to whatever else the request logs.
             tracing::info!(
@@ -257,7 +272,7 @@ where
                 %route,
                 status = response.status().as_u16(),
                 // Whole microseconds, in milliseconds: `0.264`, not float noise.
-                latency_ms = started.elapsed().as_micros() as f64 / 1000.0,
+                latency_ms = latency.as_micros() as f64 / 1000.0,
                 "request"
             );
             response.headers_mut().insert(HEADER_NAME, id);

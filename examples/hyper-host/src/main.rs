@@ -19,7 +19,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .public_base_url("http://127.0.0.1:3000")
         .build()?;
     let demo = xf.ensure_demo_organization(None, None).await?;
-    let mut mounts = Mounts::new(xf);
+    // `GET /metrics` for the operator's Prometheus (docs/observability.md).
+    let mut mounts = Mounts::new(xf).metrics();
     if let Some(token) = std::env::var("XF_ADMIN_TOKEN")
         .ok()
         .filter(|t| !t.trim().is_empty())
@@ -28,7 +29,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
     println!(
-        "hyper host on http://127.0.0.1:3000: xf under /api/v1, /r, /m, /admin, /livez, /readyz"
+        "hyper host on http://127.0.0.1:3000: xf under /api/v1, /r, /m, /admin, /livez, /readyz, /metrics"
     );
     println!("demo organization {}", demo.organization.id);
     println!("  live key: {}", demo.live_key);

@@ -126,6 +126,19 @@ pub struct Config {
     #[arg(long, env = "XF_HEALTH_LISTEN")]
     pub health_listen: Option<SocketAddr>,
 
+    /// Serve `GET /metrics` (the Prometheus text format) on this address only, rather than
+    /// on `--listen`: where the scraper reaches it and the public does not. A `--role
+    /// workers` process is scraped here.
+    #[arg(long, env = "XF_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
+
+    /// Export spans over OTLP/HTTP to this traces URL (such as
+    /// `http://collector:4318/v1/traces`): each job attempt, webhook delivery and publish step,
+    /// and each request. Needs a build with the `otlp` feature (`cargo build -p xf-server
+    /// --features otlp`).
+    #[arg(long, env = "XF_OTLP_ENDPOINT")]
+    pub otlp_endpoint: Option<String>,
+
     /// Jobs the background runtime runs at once.
     #[arg(long, env = "XF_WORKERS", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
     pub workers: u16,
@@ -378,6 +391,9 @@ impl fmt::Debug for Config {
             .field("admin_token", &redacted(&self.admin_token))
             .field("log_format", &self.log_format)
             .field("role", &self.role)
+            .field("health_listen", &self.health_listen)
+            .field("metrics_listen", &self.metrics_listen)
+            .field("otlp_endpoint", &self.otlp_endpoint)
             .field("workers", &self.workers)
             .field("shutdown_grace", &self.shutdown_grace)
             .field("allow_private_targets", &self.allow_private_targets)
@@ -576,8 +592,12 @@ pub struct App {
 /// Sets up logging on stderr (stdout is kept for the demo keys): the format of
 /// `--log-format`, filtered by `RUST_LOG` (default `info`). Every request is logged by
 /// xf-tower inside a `request` span carrying `request_id`, method and path; both formats show
-/// it.
-pub fn init_logging(format: LogFormat) -> Result<LogWriter, StartError> {
+/// it. With `otlp_endpoint` (`--otlp-endpoint`, feature `otlp`), spans are also exported there.
+pub fn init_logging(
+    format: LogFormat,
+    otlp_endpoint: Option<&str>,
+) -> Result<LogWriter, StartError> {
+    let (otlp, exporter) = otlp_layer(otlp_endpoint)?;
     let (targets, env_filter) = log_filter(std::env::var("RUST_LOG").ok().as_deref())?;
     // Events are captured where they happen and formatted and written by a thread of their
     // own, so a request neither formats its line nor waits for stderr (see `log_lines` and
@@ -607,11 +627,65 @@ pub fn init_logging(format: LogFormat) -> Result<LogWriter, StartError> {
         .with(targets)
         .with(env_filter)
         .with(no_request_span)
+        .with(otlp)
         .with(layer)
         .try_init()
         .map_err(|error| StartError::Logging(error.to_string()))?;
-    Ok(LogWriter(queue))
+    Ok(LogWriter {
+        _queue: queue,
+        otlp: exporter,
+    })
 }
+
+/// The OTLP layer of `--otlp-endpoint`, and its exporter.
+#[cfg(feature = "otlp")]
+fn otlp_layer<S>(
+    endpoint: Option<&str>,
+) -> Result<
+    (
+        Option<impl tracing_subscriber::Layer<S>>,
+        Option<OtlpExporter>,
+    ),
+    StartError,
+>
+where
+    S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
+{
+    let Some(endpoint) = endpoint else {
+        return Ok((None, None));
+    };
+    let (layer, exporter) = xf_tower::otlp::layer(endpoint, "xf-server")
+        .map_err(|error| StartError::Logging(error.to_string()))?;
+    Ok((Some(layer), Some(exporter)))
+}
+
+/// Without the `otlp` feature, `--otlp-endpoint` is refused rather than ignored.
+#[cfg(not(feature = "otlp"))]
+fn otlp_layer(
+    endpoint: Option<&str>,
+) -> Result<
+    (
+        Option<tracing_subscriber::layer::Identity>,
+        Option<OtlpExporter>,
+    ),
+    StartError,
+> {
+    match endpoint {
+        Some(_) => Err(StartError::Logging(
+            "--otlp-endpoint needs xf-server built with the otlp feature \
+             (cargo build -p xf-server --features otlp)"
+                .to_owned(),
+        )),
+        None => Ok((None, None)),
+    }
+}
+
+#[cfg(feature = "otlp")]
+type OtlpExporter = xf_tower::otlp::Exporter;
+/// Nothing to keep without the `otlp` feature.
+#[cfg(not(feature = "otlp"))]
+#[derive(Debug)]
+enum OtlpExporter {}
 
 /// The filter of `RUST_LOG` (unset or empty: `info`). Target-and-level directives, the usual
 /// kind (`info`, `xf_tower=debug,info`), are matched by `Targets`, which decides once per
@@ -634,10 +708,35 @@ fn log_filter(
     Ok((None, Some(env_filter)))
 }
 
-/// The log's writer thread: keep it until the process ends; dropping it writes out what is
-/// queued.
+/// The log's writer thread, and the OTLP exporter with `--otlp-endpoint`: keep it until the
+/// process ends; dropping it writes out what is queued and sends the spans still waiting.
 #[derive(Debug)]
-pub struct LogWriter(#[allow(dead_code)] log_queue::LogQueue<log_lines::Record>);
+pub struct LogWriter {
+    _queue: log_queue::LogQueue<log_lines::Record>,
+    otlp: Option<OtlpExporter>,
+}
+
+impl Drop for LogWriter {
+    fn drop(&mut self) {
+        #[cfg(feature = "otlp")]
+        if let Some(exporter) = self.otlp.take() {
+            // The last batch is posted by a task of the runtime: on a multi-threaded one the
+            // wait lets the runtime's other threads run it.
+            let multi_thread = tokio::runtime::Handle::try_current().is_ok_and(|runtime| {
+                runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+            });
+            if multi_thread {
+                tokio::task::block_in_place(|| exporter.shutdown());
+            } else {
+                exporter.shutdown();
+            }
+        }
+        #[cfg(not(feature = "otlp"))]
+        if let Some(never) = self.otlp.take() {
+            match never {}
+        }
+    }
+}
 
 /// Opens the store (migrating PostgreSQL), builds the facade, sets up the demo organization
 /// with `--demo`, and mounts the services.
@@ -733,6 +832,9 @@ pub async fn build_app(config: &Config) -> Result<App, StartError> {
     };
 
     let mut service = Mounts::new(xf.clone());
+    if config.metrics_listen.is_none() {
+        service = service.metrics();
+    }
     if let Some(token) = &config.admin_token {
         service = service.admin(token.clone());
     }
@@ -837,6 +939,16 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         ),
         None => None,
     };
+    let metrics = match config.metrics_listen {
+        Some(address) => {
+            let listener = TcpListener::bind(address)
+                .await
+                .map_err(|source| StartError::Bind { address, source })?;
+            Some(tokio::spawn(serve_metrics(listener, app.xf.clone())))
+        }
+        None => None,
+    };
+    let _metrics = AbortOnDrop(metrics);
     let grace = Duration::from_secs(config.shutdown_grace);
     if !config.role.serves_api() {
         tracing::info!(store = ?config.store, "xf-server running workers only");
@@ -902,6 +1014,25 @@ pub async fn run_workers(
             }
         }
         None => Ok(()),
+    }
+}
+
+/// Serves `GET /metrics` of `xf` on `listener` (see `xf_tower::MetricsService`).
+async fn serve_metrics(listener: TcpListener, xf: Xf) -> std::io::Result<()> {
+    if let Ok(address) = listener.local_addr() {
+        tracing::info!(%address, "metrics listening");
+    }
+    axum::serve(listener, xf_tower::MetricsService::new(xf).into_router()).await
+}
+
+/// Stops a server task when the process's main server returns.
+struct AbortOnDrop(Option<tokio::task::JoinHandle<std::io::Result<()>>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some(task) = &self.0 {
+            task.abort();
+        }
     }
 }
 

@@ -14,7 +14,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 async fn main() -> ExitCode {
     let config = xf_server::Config::parse();
     // Held to the end: dropping it writes out the queued log lines.
-    let started = match xf_server::init_logging(config.log_format) {
+    let started = match xf_server::init_logging(config.log_format, config.otlp_endpoint.as_deref())
+    {
         Ok(_log) => xf_server::run(config).await,
         Err(error) => Err(error),
     };

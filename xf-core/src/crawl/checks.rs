@@ -385,6 +385,8 @@ pub struct PageRecord {
     pub status: Option<u16>,
     /// Why the request failed.
     pub error: Option<String>,
+    /// What kind of failure `error` is (`timeout`, `network`, `body`, …), for the metrics.
+    pub error_kind: Option<&'static str>,
     /// The final address (after redirects).
     pub final_url: String,
     /// Milliseconds from the first request to the last byte.
@@ -406,6 +408,26 @@ pub struct PageRecord {
 }
 
 impl PageRecord {
+    /// Why fetching the page failed, as a metric label: the request's failure, a redirect
+    /// loop, a server error (`status_5xx`), a client error (`status_4xx`) or the crawler's
+    /// own failure (`crawler`); `None` for a page that was read.
+    pub fn failure_kind(&self) -> Option<&'static str> {
+        if self.crawler_failure.is_some() {
+            return Some("crawler");
+        }
+        if self.error_kind.is_some() {
+            return self.error_kind;
+        }
+        if self.redirect_loop {
+            return Some("redirect_loop");
+        }
+        match self.status {
+            Some(500..) => Some("status_5xx"),
+            Some(400..=499) => Some("status_4xx"),
+            _ => None,
+        }
+    }
+
     /// Answered 2xx after any redirects.
     pub fn is_ok(&self) -> bool {
         self.status.is_some_and(|s| (200..300).contains(&s)) && !self.redirect_loop

@@ -339,6 +339,7 @@ impl Crawler {
             let answer = match self.get(&current).await {
                 Ok(answer) => answer,
                 Err(error) => {
+                    page.error_kind = Some(error.kind());
                     page.error = Some(error.to_string());
                     break;
                 }
@@ -370,6 +371,7 @@ impl Crawler {
                     if next.is_none() {
                         page.facts = Some(facts);
                         page.body_bytes = bytes;
+                        page.error_kind = error.as_ref().map(|_| "body");
                         page.error = error;
                     }
                 }
@@ -388,6 +390,7 @@ impl Crawler {
                 break;
             }
             if page.redirects.len() > self.options.max_redirects {
+                page.error_kind = Some("too_many_redirects");
                 page.error = Some(format!(
                     "more than {} redirects",
                     self.options.max_redirects

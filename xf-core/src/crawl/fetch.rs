@@ -24,6 +24,17 @@ pub enum FetchError {
     Network(String),
 }
 
+impl FetchError {
+    /// The failure as a metric label: `forbidden`, `timeout` or `network`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            FetchError::Forbidden(_) => "forbidden",
+            FetchError::Timeout => "timeout",
+            FetchError::Network(_) => "network",
+        }
+    }
+}
+
 /// The body of an answer, read chunk by chunk.
 #[async_trait]
 pub trait BodyStream: Send {

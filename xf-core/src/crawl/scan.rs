@@ -11,6 +11,7 @@ use url::Url;
 use super::checks::{analyse, not_audited, score, Finding};
 use super::crawler::{reached, CrawlOptions, Crawler};
 use super::fetch::{FetchError, PageFetcher};
+use crate::metrics::Metrics;
 use crate::runtime::{JobContext, JobError, JobHandler};
 use crate::store::{FetchedPage, NewFinding, ScanFindings, Store};
 
@@ -22,6 +23,7 @@ pub struct ScanHandler {
     fetcher: Arc<dyn PageFetcher>,
     clock: Arc<dyn crate::time::Clock>,
     options: CrawlOptions,
+    metrics: Metrics,
 }
 
 impl ScanHandler {
@@ -32,12 +34,14 @@ impl ScanHandler {
         fetcher: Arc<dyn PageFetcher>,
         clock: Arc<dyn crate::time::Clock>,
         options: CrawlOptions,
+        metrics: Metrics,
     ) -> Self {
         ScanHandler {
             store,
             fetcher,
             clock,
             options,
+            metrics,
         }
     }
 }
@@ -87,7 +91,11 @@ impl JobHandler for ScanHandler {
                 ..self.options.clone()
             },
         );
-        let crawl = match crawler.crawl(&start, &|p| job.set_progress(p)).await {
+        let crawled = crawler.crawl(&start, &|p| job.set_progress(p)).await;
+        if let Err(error) = &crawled {
+            self.metrics.crawl_fetch_failed(error.kind());
+        }
+        let crawl = match crawled {
             Ok(crawl) => crawl,
             Err(forbidden @ FetchError::Forbidden(_)) => {
                 return Err(JobError::Fail(format!(
@@ -103,6 +111,14 @@ impl JobHandler for ScanHandler {
                 )))
             }
         };
+        for page in &crawl.pages {
+            if page.status.is_some() {
+                self.metrics.crawl_page_fetched(page.body_bytes);
+            }
+            if let Some(kind) = page.failure_kind() {
+                self.metrics.crawl_fetch_failed(kind);
+            }
+        }
         let findings = analyse(&crawl);
         // Pages whose checks did not run are fetched but not audited: they are not counted,
         // and what was found on them before keeps its state.
@@ -138,6 +154,7 @@ impl JobHandler for ScanHandler {
             .await
             .map_err(store_failure)?;
         job.settle();
+        self.metrics.scan_finished(audited as u64);
         Ok(result)
     }
 }

@@ -43,6 +43,51 @@ pub trait BlobStore: Send + Sync + std::fmt::Debug {
     }
 }
 
+/// A [`BlobStore`] that counts the failures of the one it wraps in the metrics
+/// (`xf_blob_errors`, by operation); the facade wraps whichever store the host gave it.
+#[derive(Debug)]
+pub(crate) struct Observed {
+    pub inner: Arc<dyn BlobStore>,
+    pub metrics: crate::metrics::Metrics,
+}
+
+impl Observed {
+    /// `result`, counted when it failed; a blob that is not there is an answer (a link to a
+    /// deleted item), not a failure of the store.
+    fn counted<T>(&self, operation: &'static str, result: io::Result<T>) -> io::Result<T> {
+        if result
+            .as_ref()
+            .is_err_and(|e| e.kind() != io::ErrorKind::NotFound)
+        {
+            self.metrics.blob_error(operation);
+        }
+        result
+    }
+}
+
+#[async_trait]
+impl BlobStore for Observed {
+    async fn create(&self, key: &str) -> io::Result<Box<dyn BlobWriter>> {
+        self.counted("create", self.inner.create(key).await)
+    }
+
+    async fn open(&self, key: &str) -> io::Result<Box<dyn RangeRead>> {
+        self.counted("open", self.inner.open(key).await)
+    }
+
+    async fn delete(&self, key: &str) -> io::Result<()> {
+        self.counted("delete", self.inner.delete(key).await)
+    }
+
+    async fn list(&self, folder: &str) -> io::Result<BlobListing> {
+        self.counted("list", self.inner.list(folder).await)
+    }
+
+    async fn clean_partials(&self) -> io::Result<usize> {
+        self.counted("clean_partials", self.inner.clean_partials().await)
+    }
+}
+
 /// One level of a [`BlobStore`]'s folders.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BlobListing {

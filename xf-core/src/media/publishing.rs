@@ -27,6 +27,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
+use tracing::Instrument;
 
 use super::blob::BlobStore;
 use super::file_url::MediaUrls;
@@ -34,8 +35,8 @@ use super::publish::{
     CheckpointSink, Outcome, PollOutcome, PostContext, PublishError, Published, Publisher,
 };
 use super::{
-    Channel, MediaItem, MediaKind, MediaStatus, Platform, PlatformStatus, Post, PostFailure,
-    PostStage,
+    Channel, FailureSource, MediaItem, MediaKind, MediaStatus, Platform, PlatformStatus, Post,
+    PostFailure, PostStage,
 };
 use crate::ids::MediaId;
 use crate::model::media::channel_owner;
@@ -83,8 +84,9 @@ struct PublishPayload {
 /// Why an attempt stops short of a final post.
 #[derive(Debug)]
 enum Halt {
-    /// Try again later, not before `after` if given.
-    Retry(String, Option<Duration>),
+    /// Try again later, not before `after` if given; the last field is the error's class
+    /// for the metrics (`rate_limited`, `unavailable`, …).
+    Retry(String, Option<Duration>, &'static str),
     /// The post failed for good.
     Fail(PostFailure),
 }
@@ -98,14 +100,16 @@ impl From<PublishError> for Halt {
             } => Halt::Retry(
                 format!("rate limited by the platform: {message}"),
                 retry_after,
+                "rate_limited",
             ),
-            PublishError::Unavailable(message) => Halt::Retry(message, None),
+            PublishError::Unavailable(message) => Halt::Retry(message, None, "unavailable"),
             PublishError::OutcomeUnknown(message) => Halt::Retry(
                 format!(
                     "the outcome of publishing is not known ({message}); the platform is \
                      checked for the post before anything else is sent"
                 ),
                 None,
+                "outcome_unknown",
             ),
             PublishError::Rejected { code, message } => {
                 Halt::Fail(PostFailure::platform(code, message))
@@ -141,6 +145,7 @@ impl Default for PublishOptions {
 /// What publishing needs: the store, the clock, the files and the platforms' clients, the
 /// sealer of the channels' tokens, and the signer of the URLs platforms pull media from.
 pub(crate) struct Publishing {
+    pub metrics: crate::metrics::Metrics,
     pub store: Arc<dyn MediaStore>,
     pub clock: Arc<dyn Clock>,
     pub blobs: Arc<dyn BlobStore>,
@@ -179,6 +184,7 @@ impl Publishing {
     /// Marks the channel disconnected and fails the posts on it that have not finished,
     /// with a message naming the reason.
     pub(crate) async fn disconnect(&self, channel: &Channel, reason: &str) {
+        self.metrics.disconnection(channel.platform.as_str());
         let now = self.clock.now();
         if let Err(error) = self
             .store
@@ -234,6 +240,26 @@ impl Publishing {
             }
         }
     }
+}
+
+/// A final failure as a metric label: `rejected` when the platform refused the post, xf's
+/// failure code otherwise.
+fn failure_class(failure: &PostFailure) -> &'static str {
+    use failure_codes::*;
+    if failure.source == FailureSource::Platform {
+        return "rejected";
+    }
+    [
+        CHANNEL_DISCONNECTED,
+        CHANNEL_NOT_CONNECTED,
+        UNAUTHORIZED,
+        TOKEN_UNREADABLE,
+        PLATFORM_NOT_CONFIGURED,
+        ATTEMPTS_EXHAUSTED,
+    ]
+    .into_iter()
+    .find(|code| *code == failure.code)
+    .unwrap_or("other")
 }
 
 /// The failure of a post on a disconnected channel.
@@ -383,11 +409,19 @@ impl JobHandler for PublishHandler {
             );
             let failure = PostFailure::xf(failure_codes::ATTEMPTS_EXHAUSTED, error.clone());
             let _ = record.update(|post| post.fail(failure)).await;
+            let platform = payload.platform.as_str();
+            (self.publishing.metrics).publish_attempt(platform, "failed", "attempts_exhausted");
             return Err(JobError::Fail(error));
         }
+        let platform = payload.platform.as_str();
+        let metrics = &self.publishing.metrics;
         match self.publish(&job, &item, &record).await {
-            Ok(()) => Ok(summary(&record)),
-            Err(Halt::Retry(error, after)) if !last_attempt => {
+            Ok(()) => {
+                metrics.publish_attempt(platform, "published", "none");
+                Ok(summary(&record))
+            }
+            Err(Halt::Retry(error, after, class)) if !last_attempt => {
+                metrics.publish_attempt(platform, "retrying", class);
                 let noted = error.clone();
                 let _ = record
                     .update(|post| post.error = Some(format!("will try again: {noted}")))
@@ -399,11 +433,12 @@ impl JobHandler for PublishHandler {
             }
             Err(halt) => {
                 let failure = match halt {
-                    Halt::Retry(error, _) => {
+                    Halt::Retry(error, _, _) => {
                         PostFailure::xf(failure_codes::ATTEMPTS_EXHAUSTED, error)
                     }
                     Halt::Fail(failure) => failure,
                 };
+                metrics.publish_attempt(platform, "failed", failure_class(&failure));
                 let error = failure.text();
                 let _ = record.update(|post| post.fail(failure)).await;
                 Err(JobError::Fail(error))
@@ -438,7 +473,7 @@ impl PublishHandler {
             .store
             .find_channel(&item.organization_id, platform, account)
             .await
-            .map_err(|e| Halt::Retry(format!("the store failed: {e}"), None))?
+            .map_err(|e| Halt::Retry(format!("the store failed: {e}"), None, "store"))?
             .ok_or_else(|| {
                 Halt::Fail(PostFailure::xf(
                     failure_codes::CHANNEL_NOT_CONNECTED,
@@ -451,11 +486,9 @@ impl PublishHandler {
         if let Some(reason) = &channel.disconnected {
             return Err(Halt::Fail(disconnected(&channel, reason)));
         }
-        let file = publishing
-            .blobs
-            .open(&item.file.key)
-            .await
-            .map_err(|e| Halt::Retry(format!("the media file cannot be read: {e}"), None))?;
+        let file = publishing.blobs.open(&item.file.key).await.map_err(|e| {
+            Halt::Retry(format!("the media file cannot be read: {e}"), None, "blob")
+        })?;
         let media_url = publishing.media_urls.url(
             &item.id,
             publishing
@@ -491,7 +524,15 @@ impl PublishHandler {
                 media_url: &media_url,
                 checkpoints: record,
             };
-            let error = match self.step(publisher.as_ref(), &context, record).await {
+            let step = tracing::info_span!(
+                "publish_step",
+                platform = platform.as_str(),
+                media_id = %item.id,
+                account,
+                stage = ?record.get().stage,
+            );
+            let stepped = self.step(publisher.as_ref(), &context, record);
+            let error = match stepped.instrument(step).await {
                 Ok(Step::Done) => return Ok(()),
                 Ok(Step::Next) => continue,
                 Ok(Step::Wait(wait)) => {
@@ -499,6 +540,7 @@ impl PublishHandler {
                         return Err(Halt::Retry(
                             format!("{} is still processing the post", platform.label()),
                             Some(wait),
+                            "processing",
                         ));
                     }
                     job.set_progress(50);
@@ -685,7 +727,15 @@ impl PublishHandler {
                     "the channel's refresh token cannot be opened; connect it again",
                 ))
             })?;
-        let grant = match publisher.refresh(&refresh_token).await {
+        let platform = channel.platform.as_str();
+        let refreshed = publisher.refresh(&refresh_token).await;
+        let outcome = if refreshed.is_ok() {
+            "refreshed"
+        } else {
+            "failed"
+        };
+        publishing.metrics.token_refresh(platform, outcome);
+        let grant = match refreshed {
             Ok(grant) => grant,
             Err(PublishError::Disconnected(reason) | PublishError::Unauthorized(reason)) => {
                 // Platforms that rotate refresh tokens (TikTok, Pinterest) refuse the old one
@@ -699,7 +749,7 @@ impl PublishHandler {
                         &channel.account_id,
                     )
                     .await
-                    .map_err(|e| Halt::Retry(format!("the store failed: {e}"), None))?;
+                    .map_err(|e| Halt::Retry(format!("the store failed: {e}"), None, "store"))?;
                 if let Some(stored) = stored.filter(|s| {
                     s.disconnected.is_none()
                         && s.sealed_refresh_token != channel.sealed_refresh_token
@@ -737,7 +787,7 @@ impl PublishHandler {
                 now,
             )
             .await
-            .map_err(|e| Halt::Retry(format!("storing a refreshed token: {e}"), None))?;
+            .map_err(|e| Halt::Retry(format!("storing a refreshed token: {e}"), None, "store"))?;
         channel.sealed_access_token = sealed_access;
         if let Some(sealed) = sealed_refresh {
             channel.sealed_refresh_token = Some(sealed);

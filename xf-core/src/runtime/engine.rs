@@ -11,7 +11,10 @@ use tokio::task::JoinHandle;
 
 use super::job::Stop;
 use super::{JobContext, JobError, Parts, ShutdownReport, Signals, Upkeep, WorkerOptions};
+use tracing::Instrument;
+
 use crate::ids::JobId;
+use crate::metrics::{JobOutcome, Metrics};
 use crate::store::{
     Attempt, AttemptOutcome, AttemptState, ClaimRequest, ClaimedJob, Finish, QueueSignal,
     QueueStore, StoreResult,
@@ -35,6 +38,7 @@ struct Shared {
     queue: Arc<dyn QueueStore>,
     clock: Arc<dyn Clock>,
     upkeep: Box<dyn Upkeep>,
+    metrics: Metrics,
     options: WorkerOptions,
     slots: Arc<Semaphore>,
     running: Mutex<HashMap<JobId, watch::Sender<Option<Stop>>>>,
@@ -94,6 +98,7 @@ pub(crate) fn start(parts: Parts, options: WorkerOptions) -> WorkerHandle {
         clock,
         upkeep,
         services,
+        metrics,
     } = parts;
     let (stop, stopped) = watch::channel(false);
     let (finish_tx, finish_rx) = mpsc::unbounded_channel();
@@ -101,6 +106,7 @@ pub(crate) fn start(parts: Parts, options: WorkerOptions) -> WorkerHandle {
         queue,
         clock,
         upkeep,
+        metrics,
         slots: Arc::new(Semaphore::new(options.concurrency)),
         options,
         running: Mutex::new(HashMap::new()),
@@ -305,6 +311,17 @@ async fn run_attempt(
     let progress = Arc::new(AtomicU8::new(job.progress));
     let settled = Arc::new(AtomicBool::new(false));
     let attempts = job.attempts;
+    let last_attempt = attempts >= job.max_attempts;
+    let job_type = job.job_type.clone();
+    // Whatever the handler logs (and a tracing backend shows) belongs to this attempt.
+    let span = tracing::info_span!(
+        "job_attempt",
+        job_id = %job.id,
+        job_type = %job.job_type,
+        attempt = attempts,
+        organization_id = %job.organization_id,
+    );
+    let started = std::time::Instant::now();
     let context = JobContext {
         job,
         attempt: attempt.clone(),
@@ -312,7 +329,7 @@ async fn run_attempt(
         stop: stop.clone(),
         settled: Arc::clone(&settled),
     };
-    let mut task = tokio::spawn(async move { handler.run(context).await });
+    let mut task = tokio::spawn(async move { handler.run(context).await }.instrument(span));
     let mut beat = tokio::time::interval(shared.options.heartbeat_interval);
     beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     beat.tick().await;
@@ -350,6 +367,13 @@ async fn run_attempt(
         }
     };
     shared.running().remove(&attempt.job_id);
+    let ran = match &outcome {
+        Some(AttemptOutcome::Completed(_)) => JobOutcome::Completed,
+        Some(AttemptOutcome::Retry { .. }) if !last_attempt => JobOutcome::Retrying,
+        Some(_) => JobOutcome::Failed,
+        None => JobOutcome::Stopped,
+    };
+    shared.metrics.job_run(&job_type, ran, started.elapsed());
     let outcome = outcome.filter(|_| !settled.load(Ordering::Acquire));
     if let Some(outcome) = outcome {
         let sender = shared
@@ -531,6 +555,7 @@ async fn rescue_loop(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
     loop {
         match shared.queue.rescue_expired(shared.now()).await {
             Ok(report) if report.requeued + report.failed > 0 => {
+                shared.metrics.jobs_rescued(report.requeued, report.failed);
                 tracing::info!(
                     requeued = report.requeued,
                     failed = report.failed,

@@ -116,6 +116,8 @@ pub(crate) struct Parts {
     pub upkeep: Box<dyn Upkeep>,
     /// Started with the runtime.
     pub services: Vec<Service>,
+    /// What job attempts and rescues are recorded in.
+    pub metrics: crate::metrics::Metrics,
 }
 
 /// The runtime's settings. [`WorkerOptions::new`] has the defaults.

@@ -114,4 +114,54 @@ pub trait Store:
     async fn schema_is_current(&self) -> StoreResult<bool> {
         Ok(true)
     }
+
+    /// What the queues hold now, for the metrics a scrape reports: the unfinished jobs by type
+    /// and state, the webhook messages waiting to be delivered and the resumable uploads
+    /// open. One cheap read (on PostgreSQL, one statement over the partial indexes of the
+    /// unfinished rows); a scrape caches it for a few seconds.
+    async fn gauges(&self) -> StoreResult<StoreGauges>;
+
+    /// The backend's connection pool and statement errors, if it has them (PostgreSQL does;
+    /// the memory store has neither, the default).
+    fn pool_status(&self) -> Option<PoolStatus> {
+        None
+    }
+}
+
+/// What [`Store::gauges`] reads.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoreGauges {
+    /// The unfinished jobs of each type that has any, sorted by type.
+    pub jobs: Vec<JobGauge>,
+    /// Webhook messages not yet delivered (waiting, retrying or in flight).
+    pub webhook_messages_waiting: u64,
+    /// Resumable uploads created and not yet finished or expired-and-purged.
+    pub uploads_open: u64,
+}
+
+/// The unfinished jobs of one type.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobGauge {
+    /// The job type (`seo-scan`, `media-publish`, a host's own).
+    pub job_type: String,
+    /// Pending jobs no attempt has started.
+    pub queued: u64,
+    /// Jobs an attempt is running (`processing`).
+    pub running: u64,
+    /// Pending jobs waiting for another attempt after one failed or was given back.
+    pub retrying: u64,
+}
+
+/// A backend's connection pool, and how many of its statements failed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolStatus {
+    /// Connections open (idle and in use).
+    pub size: u32,
+    /// Connections open and idle.
+    pub idle: u32,
+    /// The pool's upper bound.
+    pub max: u32,
+    /// Statements that failed for any reason but a unique violation (an outage, a bug), since
+    /// the store was made.
+    pub statement_errors: u64,
 }

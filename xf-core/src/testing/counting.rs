@@ -470,6 +470,13 @@ impl Store for Counting {
         self.count("schema_is_current");
         self.inner.schema_is_current().await
     }
+    async fn gauges(&self) -> StoreResult<StoreGauges> {
+        self.count("gauges");
+        self.inner.gauges().await
+    }
+    fn pool_status(&self) -> Option<PoolStatus> {
+        self.inner.pool_status()
+    }
 }
 
 #[async_trait]

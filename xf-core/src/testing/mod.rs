@@ -943,6 +943,7 @@ macro_rules! __with_conformance_behaviours {
             queue_rescue_fails_job_when_attempts_used_up,
             queue_stale_attempt_rejected_after_rescue,
             queue_listen_hears_jobs_ready,
+            queue_gauges_count_unfinished_jobs_by_state,
             // The event outbox.
             event_list_in_id_order_after_position,
             event_one_per_final_transition,

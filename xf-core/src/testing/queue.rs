@@ -17,7 +17,7 @@ use crate::ids::JobId;
 use crate::model::{EventType, JobRecord, JobStatus};
 use crate::store::{
     lease_expired_error, Attempt, AttemptOutcome, AttemptState, AttemptToken, ClaimRequest,
-    ClaimedJob, Finish, QueueSignal, Store,
+    ClaimedJob, Finish, JobGauge, QueueSignal, Store,
 };
 use crate::time::Timestamp;
 
@@ -970,4 +970,67 @@ pub async fn queue_listen_hears_jobs_ready(store: Arc<dyn TestStore>) {
         .await
         .unwrap();
     wait_for_signal(&mut *listener, &QueueSignal::JobsReady).await;
+}
+
+/// `gauges` counts each type's unfinished jobs by state: pending ones no attempt started
+/// (`queued`), processing ones (`running`), pending ones after an attempt (`retrying`);
+/// finished jobs are not counted, and a type with none unfinished is absent. Behaviours share
+/// the store, so only this behaviour's own types are looked at.
+pub async fn queue_gauges_count_unfinished_jobs_by_state(store: Arc<dyn TestStore>) {
+    let org = seed_organization(&*store, "Gauged").await;
+    let site = seed_property(&*store, &org, minutes(0)).await;
+    let s = &*store;
+    let kind = unique_job_type("gauged");
+    let finished_kind = unique_job_type("gauged-finished");
+    let jobs: Vec<JobRecord> = (1..=4)
+        .map(|minute| typed_job(&org, &site, minutes(minute), &kind))
+        .collect();
+    store.insert_jobs(&jobs).await.unwrap();
+    let finished = typed_job(&org, &site, minutes(1), &finished_kind);
+    store
+        .insert_jobs(std::slice::from_ref(&finished))
+        .await
+        .unwrap();
+    let _running = claim_one(s, &jobs[0], seconds(minutes(1), 1), kept_lease()).await;
+    let retried = claim_one(s, &jobs[1], seconds(minutes(2), 1), kept_lease()).await;
+    let retry = AttemptOutcome::Retry {
+        error: "timeout".to_owned(),
+        run_at: minutes(30),
+    };
+    let now = seconds(minutes(2), 2);
+    assert_eq!(
+        finish(s, &retried.attempt, retry, now).await,
+        Some(JobStatus::Pending)
+    );
+    let done = claim_one(s, &finished, seconds(minutes(1), 1), kept_lease()).await;
+    assert_eq!(
+        finish(s, &done.attempt, completed(), now).await,
+        Some(JobStatus::Completed)
+    );
+
+    let gauges = store.gauges().await.expect("gauges");
+    let ours: Vec<_> = gauges
+        .jobs
+        .iter()
+        .filter(|gauge| gauge.job_type == kind || gauge.job_type == finished_kind)
+        .cloned()
+        .collect();
+    assert_eq!(
+        ours,
+        vec![JobGauge {
+            job_type: kind.clone(),
+            queued: 2,
+            running: 1,
+            retrying: 1,
+        }]
+    );
+    let mut types: Vec<&str> = gauges.jobs.iter().map(|g| g.job_type.as_str()).collect();
+    let sorted = {
+        let mut sorted = types.clone();
+        sorted.sort_unstable();
+        sorted
+    };
+    assert_eq!(types, sorted, "sorted by type");
+    types.dedup();
+    assert_eq!(types.len(), gauges.jobs.len(), "each type once");
 }

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 
 use super::schedule::next_retry;
 use super::secrets::SecretBox;
@@ -55,6 +56,8 @@ pub(crate) struct Delivery {
     pub secrets: SecretBox,
     /// Posts the messages.
     pub transport: Arc<dyn WebhookTransport>,
+    /// What attempts are recorded in.
+    pub metrics: crate::metrics::Metrics,
 }
 
 struct Engine {
@@ -162,7 +165,16 @@ async fn claim(engine: &Arc<Engine>, now: Timestamp, first: OwnedSemaphorePermit
     };
     let drained = claimed.len() < wanted;
     for (delivery, permit) in claimed.into_iter().zip(permits) {
-        tokio::spawn(attempt(Arc::clone(engine), delivery, permit));
+        // The attempt's log lines (and a tracing backend's span) name the webhook, the event
+        // and the attempt.
+        let span = tracing::info_span!(
+            "webhook_delivery",
+            webhook_id = %delivery.webhook.id,
+            event_id = %delivery.event.id,
+            attempt = delivery.attempt,
+            organization_id = %delivery.webhook.organization_id,
+        );
+        tokio::spawn(attempt(Arc::clone(engine), delivery, permit).instrument(span));
     }
     drained
 }
@@ -203,6 +215,24 @@ async fn attempt(engine: Arc<Engine>, delivery: ClaimedDelivery, permit: OwnedSe
         tracing::info!(webhook_id = %delivery.webhook.id, event_id = %delivery.event.id, attempt = delivery.attempt, reason, "webhook delivery got no answer");
     }
     let next = next_step(delivery.attempt, &reply, engine.delivery.clock.now());
+    let (outcome, status) = match (&reply, &next) {
+        (Reply::Answered { status, .. }, NextStep::Done) if (200..300).contains(status) => {
+            ("delivered", Some(*status))
+        }
+        (Reply::Answered { status, .. }, NextStep::Disable) => ("disabled", Some(*status)),
+        (reply, next) => {
+            let status = match reply {
+                Reply::Answered { status, .. } => Some(*status),
+                Reply::NoAnswer(_) => None,
+            };
+            let retries = matches!(next, NextStep::RetryAt(_));
+            (if retries { "retrying" } else { "failed" }, status)
+        }
+    };
+    engine
+        .delivery
+        .metrics
+        .webhook_delivery(outcome, status, took);
     let record = DeliveryRecord {
         event_id: delivery.event.id.clone(),
         webhook_id: delivery.webhook.id.clone(),

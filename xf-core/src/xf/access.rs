@@ -235,6 +235,13 @@ impl Xf {
             .iter()
             .map(|&index| now.seconds_until(windows[index].reset_at).max(1))
             .max();
+        if retry_after_secs.is_some() {
+            let kind = match kind {
+                RequestKind::Read => "read",
+                RequestKind::Write => "write",
+            };
+            self.metrics().rate_limit_refused(kind);
+        }
         let [read, write, org_write] = windows;
         Ok(RateCheck {
             read_remaining: read.remaining,
@@ -274,7 +281,10 @@ impl Xf {
             .await?;
         match claim {
             IdempotencyClaim::Acquired => Ok(IdempotencyStart::Proceed(ticket)),
-            IdempotencyClaim::Replay(response) => Ok(IdempotencyStart::Replay(response)),
+            IdempotencyClaim::Replay(response) => {
+                self.metrics().idempotency_replayed();
+                Ok(IdempotencyStart::Replay(response))
+            }
             IdempotencyClaim::InUse => Err(Error::IdempotencyKeyInUse),
             IdempotencyClaim::Mismatch => Err(Error::IdempotencyKeyReused),
         }

@@ -355,6 +355,7 @@ impl Xf {
             .write_blob(key, body, limit, ("file", "the upload was dropped"))
             .await?
             .ok_or_else(|| Error::invalid("file", "is empty"))?;
+        self.metrics().upload_bytes("multipart", size);
         Ok(StagedFile {
             blob,
             name: file_name.to_owned(),
@@ -391,8 +392,11 @@ impl Xf {
                     if size > limit {
                         Some(Error::PayloadTooLarge { limit_bytes: limit })
                     } else {
-                        writer.write(chunk).await.err().map(|e| Error::Unavailable {
-                            cause: format!("writing to the blob store: {e}"),
+                        writer.write(chunk).await.err().map(|e| {
+                            self.metrics().blob_error("write");
+                            Error::Unavailable {
+                                cause: format!("writing to the blob store: {e}"),
+                            }
                         })
                     }
                 }
@@ -407,9 +411,13 @@ impl Xf {
             return Ok(None);
         }
         let blob = OwnedBlob::new(key, blobs);
+        let metrics = self.metrics().clone();
         to_the_end("finishing a blob", async move {
-            writer.finish().await.map_err(|e| Error::Unavailable {
-                cause: format!("finishing a blob: {e}"),
+            writer.finish().await.map_err(|e| {
+                metrics.blob_error("finish");
+                Error::Unavailable {
+                    cause: format!("finishing a blob: {e}"),
+                }
             })?;
             Ok(Some((blob, size)))
         })

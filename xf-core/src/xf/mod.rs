@@ -59,6 +59,7 @@ use crate::gsc::sync::TokenCache;
 use crate::gsc::SearchConsole;
 use crate::ids::ApiKeyId;
 use crate::media::blob::{BlobStore, LocalBlobStore};
+use crate::metrics::Metrics;
 use crate::model::{KeyMode, Organization};
 use crate::params::PageSize;
 use crate::plans::{Limits, Plan, PlanCatalog};
@@ -215,6 +216,8 @@ struct Inner {
     connect_return_hosts: Vec<String>,
     /// Turns true when the runtime this facade started stops (see [`Xf::readiness`]).
     runtime_stopped: std::sync::Mutex<Option<tokio::sync::watch::Receiver<bool>>>,
+    /// What the facade records for the operator's scrapes.
+    metrics: Metrics,
 }
 
 /// Builds an [`Xf`]. The secret key and the public base URL are required.
@@ -472,6 +475,7 @@ impl XfBuilder {
             self.connect_return_hosts
         };
         let token_sealer = Sealer::new(&config.secret_key, b"xf/google-refresh-tokens/v1");
+        let metrics = Metrics::new(self.store.clone());
         let blobs = match self.blobs {
             Some(blobs) => blobs,
             None => {
@@ -483,7 +487,12 @@ impl XfBuilder {
                 Arc::new(local) as Arc<dyn BlobStore>
             }
         };
+        let blobs: Arc<dyn BlobStore> = Arc::new(crate::media::blob::Observed {
+            inner: blobs,
+            metrics: metrics.clone(),
+        });
         let publishing = Arc::new(Publishing {
+            metrics: metrics.clone(),
             store: self.store.clone(),
             clock: Arc::clone(&self.clock),
             blobs: Arc::clone(&blobs),
@@ -523,6 +532,7 @@ impl XfBuilder {
                 connect_tokens,
                 connectors: self.connectors,
                 connect_return_hosts,
+                metrics,
             }),
         })
     }
@@ -636,6 +646,27 @@ impl Xf {
         &self.inner.store
     }
 
+    /// What this facade records for the operator: every metric family of xf (see
+    /// [`crate::metrics`]). A host with a Prometheus registry of its own registers them into it
+    /// with [`Metrics::register`].
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
+    /// Reads the store's gauges (jobs, waiting webhook messages, open uploads) for the next
+    /// scrape, unless they were read less than
+    /// [`STORE_READ_INTERVAL`](crate::metrics::STORE_READ_INTERVAL) ago.
+    pub async fn refresh_metrics(&self) {
+        self.inner.metrics.refresh().await;
+    }
+
+    /// [`refresh_metrics`](Self::refresh_metrics), then every family in the Prometheus text
+    /// format: the body of a `/metrics` answer.
+    pub async fn metrics_text(&self) -> String {
+        self.refresh_metrics().await;
+        self.inner.metrics.encode()
+    }
+
     /// The `seo-scan` handler over this facade's store, clock and fetcher; `None` when there
     /// is no fetcher.
     #[cfg(feature = "crawler")]
@@ -646,6 +677,7 @@ impl Xf {
             fetcher,
             Arc::clone(&self.inner.clock),
             self.inner.crawl_options.clone(),
+            self.inner.metrics.clone(),
         ))
     }
 

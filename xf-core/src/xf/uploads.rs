@@ -182,6 +182,7 @@ impl Xf {
         else {
             return Ok(upload);
         };
+        self.metrics().upload_bytes("resumable", received);
         if expected.is_some_and(|digest| hashed.hasher.finalize().as_slice() != digest) {
             blob.discard().await;
             return Err(Error::ChecksumMismatch);

@@ -69,6 +69,7 @@ impl Xf {
                 clock: Arc::clone(&self.inner.clock),
                 secrets: self.secret_box().clone(),
                 transport: Arc::clone(transport),
+                metrics: self.metrics().clone(),
             };
             let engine = EngineOptions {
                 concurrency: options.webhook_concurrency,
@@ -97,6 +98,7 @@ impl Xf {
             clock: Arc::clone(&self.inner.clock),
             upkeep: Box::new(upkeep),
             services,
+            metrics: self.metrics().clone(),
         };
         let handle = runtime::start(parts, options);
         *self.runtime_stopped() = Some(handle.stopped());

@@ -49,6 +49,7 @@ pub struct ReportPageService {
 impl ReportPageService {
     /// The page service over `xf`.
     pub fn new(xf: Xf) -> Self {
+        let metrics = Some(xf.metrics().clone());
         let router = Router::new()
             .route("/{token}", get(page).fallback(method_not_allowed))
             .fallback(not_found)
@@ -59,6 +60,7 @@ impl ReportPageService {
                 service: request_id::Service::Report,
                 // Inside the security headers, so a panic's answer has them too.
                 panic: None,
+                metrics,
             });
         Self { router }
     }
