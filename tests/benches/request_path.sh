@@ -7,9 +7,9 @@
 #   xf-pg       xf-server on PostgreSQL
 #   bare-sqlx   bare axum + sqlx: the same JSON from one SELECT by primary key
 #
-# and prints each one's median requests per second over the rounds, the ratios xf/bare, and
-# the peak resident memory (VmHWM) of the xf servers. The baselines are the `xf-baseline`
-# binary of the tests crate.
+# (every other round runs them in the reverse order) and prints each one's median requests per
+# second over the rounds, the ratios xf/bare, and the peak resident memory (VmHWM) of the xf
+# servers. The baselines are the `xf-baseline` binary of the tests crate.
 #
 # Beside the rates it prints each server's CPU time per request (user and system time of its
 # process over a run, from /proc, divided by the requests answered), median over the rounds:
@@ -20,9 +20,16 @@
 # a property with a URL of its own, and on xf carries an `Idempotency-Key` of its own; the
 # bare baselines insert the row (into the map, or with one INSERT) and nothing more.
 #
+# With BEFORE=<git revision>, xf-server as built at that revision runs in the rounds too, on
+# the memory store (`xf-before`), and the report gives today's xf-memory against it: what a
+# change to the request path (the metrics it records, say) costs, measured side by side.
+#
 # Run with: `bash tests/benches/request_path.sh` (needs wrk: `apt-get install wrk`; and
 # PostgreSQL as for the tests: DATABASE_URL, or postgres@127.0.0.1:5432). ROUNDS (default 5)
 # and SECONDS_PER_RUN (default 5) size it; WRK_THREADS and WRK_CONNECTIONS default to 1 and 32.
+# `BEFORE=62aaa30~1 bash tests/benches/request_path.sh` compares with the build before metrics;
+# ONLY="xf-before xf-memory" and GET_ONLY=1 narrow the rounds to those servers and to the read
+# (`BEFORE=62aaa30~1 ONLY="xf-before xf-memory" GET_ONLY=1 ROUNDS=11 bash tests/benches/request_path.sh`).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
@@ -35,9 +42,22 @@ say() { printf 'request_path: %s\n' "$*" >&2; }
 
 command -v wrk >/dev/null || { say "wrk is missing: apt-get install wrk"; exit 1; }
 
+before="${BEFORE:-}"
+target="${CARGO_TARGET_DIR:-$PWD/target}"
+logs="$(mktemp -d "${TMPDIR:-/tmp}/request-path.XXXXXX")"
+if [ -n "$before" ]; then
+  # Built in a worktree of that revision, into the same target directory (the dependencies'
+  # builds are shared), and copied out before today's build replaces it.
+  say "building xf-server at $before (release)"
+  tree="$logs/before-tree"
+  git worktree add --quiet --detach "$tree" "$before"
+  (cd "$tree" && CARGO_TARGET_DIR="$target" cargo build --quiet --release -p xf-server --bin xf-server)
+  cp "$target/release/xf-server" "$logs/xf-server-before"
+  git worktree remove --force "$tree"
+fi
 say "building xf-server and xf-baseline (release)"
 cargo build --quiet --release -p xf-server -p xf-tests --bin xf-server --bin xf-baseline
-bin="${CARGO_TARGET_DIR:-target}/release"
+bin="$target/release"
 
 # A fresh database for this run, on the same server as the tests use.
 database="xf_bench_request_path"
@@ -50,7 +70,6 @@ token="bench-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 secret="$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 pids=()
-logs="$(mktemp -d "${TMPDIR:-/tmp}/request-path.XXXXXX")"
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
 
@@ -62,10 +81,10 @@ wait_ready() { # port
   say "nothing listens on $1; logs in $logs"; exit 1
 }
 
-start_xf() { # name store
+start_xf() { # name store [binary]
   local port; port="$(free_port)"
   XF_DEMO_LIVE_KEY="$key" XF_ADMIN_TOKEN="$token" \
-    "$bin/xf-server" --demo --listen "127.0.0.1:$port" --store "$2" --secret-key "$secret" \
+    "${3:-$bin/xf-server}" --demo --listen "127.0.0.1:$port" --store "$2" --secret-key "$secret" \
     >"$logs/$1.out" 2>"$logs/$1.err" &
   echo "$port $!"
 }
@@ -119,6 +138,18 @@ declare -A urls=(
 )
 declare -A server_pids=([xf-memory]="$xf_mem_pid" [bare]="$bare_pid" [xf-pg]="$xf_pg_pid" [bare-sqlx]="$sqlx_pid")
 order=(xf-memory bare xf-pg bare-sqlx)
+if [ -n "$before" ]; then
+  read -r before_port before_pid < <(start_xf xf-before memory "$logs/xf-server-before")
+  pids+=("$before_pid")
+  wait_ready "$before_port"
+  before_id="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["id"])' "$(prepare "$before_port")")"
+  urls[xf-before]="http://127.0.0.1:$before_port/api/v1/properties/$before_id"
+  server_pids[xf-before]="$before_pid"
+  order=(xf-before xf-memory bare xf-pg bare-sqlx)
+fi
+if [ -n "${ONLY:-}" ]; then
+  read -r -a order <<<"$ONLY"
+fi
 for name in "${order[@]}"; do
   status="$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $key" "${urls[$name]}")"
   [ "$status" = 200 ] || { say "$name answers $status, not 200"; exit 1; }
@@ -160,14 +191,22 @@ measure() { # label pid wrk-arguments...
   say "round $round: $label $rps req/s, $cpu µs of CPU per request"
 }
 for round in $(seq 1 "$rounds"); do
-  for name in "${order[@]}"; do
+  # Every other round runs the servers in the reverse order: none always runs first.
+  this_round=("${order[@]}")
+  if [ $((round % 2)) -eq 0 ]; then
+    this_round=()
+    for ((i = ${#order[@]} - 1; i >= 0; i--)); do this_round+=("${order[$i]}"); done
+  fi
+  for name in "${this_round[@]}"; do
     measure "$name" "${server_pids[$name]}" -H "Authorization: Bearer $key" "${urls[$name]}"
-    measure "$name-POST" "${server_pids[$name]}" -s "$logs/post.lua" "${urls[$name]%/*}"
+    if [ -z "${GET_ONLY:-}" ]; then
+      measure "$name-POST" "${server_pids[$name]}" -s "$logs/post.lua" "${urls[$name]%/*}"
+    fi
   done
 done
 
 peak() { awk '/VmHWM/ {printf "%.1f MiB", $2/1024}' "/proc/$1/status"; }
-python3 - "$results" "$(peak "$xf_mem_pid")" "$(peak "$xf_pg_pid")" <<'PY'
+python3 - "$results" "$(peak "$xf_mem_pid")" "$(peak "$xf_pg_pid")" "$before" <<'PY'
 import statistics, sys
 from collections import defaultdict
 rates, costs = defaultdict(list), defaultdict(list)
@@ -183,9 +222,24 @@ print("|---|---|---|---|---|---|---|")
 for suffix, request in [("", "GET /properties/{id}"), ("-POST", "POST /properties")]:
     for name, bare in [("xf-memory", "bare"), ("bare", None), ("xf-pg", "bare-sqlx"), ("bare-sqlx", None)]:
         key, base = name + suffix, (bare + suffix if bare else None)
+        if key not in rate or (base and base not in rate):
+            continue
         runs = ", ".join(f"{v:,.0f}" for v in rates[key])
         ratio = f"{rate[key] / rate[base]:.2f} of {bare}" if base else ""
         cpu_ratio = f"{cost[key] / cost[base]:.2f}x {bare}" if base else ""
         print(f"| {name} | {request} | {rate[key]:,.0f} | {runs} | {ratio} | {cost[key]:.1f} µs | {cpu_ratio} |")
 print(f"peak RSS of the xf servers: memory {peaks['xf-memory']}, PostgreSQL {peaks['xf-pg']}")
+if "xf-before" in rate:
+    print(f"\nxf-memory today against xf-server at {sys.argv[4]} (xf-before), memory store:\n")
+    print("| request | xf-before req/s | today req/s | rate ratio | CPU per request, before / today | CPU ratio | CPU ratio, median of rounds |")
+    print("|---|---|---|---|---|---|---|")
+    for suffix, request in [("", "GET /properties/{id}"), ("-POST", "POST /properties")]:
+        old, new = "xf-before" + suffix, "xf-memory" + suffix
+        if old not in rate:
+            continue
+        # The two run one after the other in each round: a round's ratio is the least touched
+        # by the machine's drift.
+        paired = statistics.median(n / o for o, n in zip(costs[old], costs[new]))
+        print(f"| {request} | {rate[old]:,.0f} | {rate[new]:,.0f} | {rate[new] / rate[old]:.3f} "
+              f"| {cost[old]:.2f} / {cost[new]:.2f} µs | {cost[new] / cost[old]:.3f} | {paired:.3f} |")
 PY

@@ -27,6 +27,7 @@ pub mod cursor;
 pub mod error;
 pub mod export;
 pub mod gsc;
+pub mod hash;
 pub mod ids;
 pub mod media;
 pub mod metrics;

@@ -17,13 +17,16 @@
 //! and say what every instance sharing the store sees. `docs/observability.md` lists every
 //! family with its labels.
 //!
-//! Recording is a hash lookup under a read lock and an atomic add (a histogram's, a short
-//! mutex): `tests/benches/request_path.sh` measures what it adds to a request.
+//! Recording is a hash lookup and an add under a short lock; a request's, on the hot path,
+//! takes a lock of its own thread's shard (see [`RequestRecorder`]). `tests/benches/request_path.sh`
+//! (with `BEFORE=`) measures what recording adds to a request.
 
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
-use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric, NoLabelSet};
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::ConstGauge;
@@ -31,6 +34,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
+use crate::hash::TrustedHash;
 use crate::store::{PoolStatus, Store, StoreGauges};
 
 /// The `prometheus-client` crate the families are made with: a host that registers them into
@@ -63,15 +67,6 @@ type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
 /// A family of histograms made by `constructor`.
 fn histograms<L: Clone + std::hash::Hash + Eq>(constructor: fn() -> Histogram) -> Histograms<L> {
     Family::new_with_constructor(constructor)
-}
-
-/// A request's labels: the service, the route template, the method, the status class.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RequestLabels {
-    service: &'static str,
-    route: String,
-    method: &'static str,
-    status: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -128,7 +123,8 @@ pub enum JobOutcome {
     Retrying,
     /// The job failed for good.
     Failed,
-    /// The job was cancelled while it ran, or its attempt lost its lease.
+    /// The attempt stopped before its handler finished: the job was cancelled, the attempt
+    /// lost its lease, or the runtime shut down and gave the job back to the queue.
     Stopped,
 }
 
@@ -181,7 +177,8 @@ impl std::fmt::Debug for Metrics {
 
 struct Families {
     registry: Registry,
-    requests: Histograms<RequestLabels>,
+    /// This facade's requests in [`REQUESTS`].
+    requests: RequestRecorder,
     rate_limit_refusals: Family<KindLabels, Counter>,
     idempotency_replays: Counter,
     job_runs: Histograms<JobLabels>,
@@ -209,7 +206,9 @@ impl Metrics {
         });
         let mut families = Families {
             registry: Registry::default(),
-            requests: histograms(|| Histogram::new(REQUEST_BUCKETS)),
+            requests: RequestRecorder {
+                instance: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
+            },
             rate_limit_refusals: Family::default(),
             idempotency_replays: Counter::default(),
             job_runs: histograms(|| Histogram::new(JOB_BUCKETS)),
@@ -258,8 +257,7 @@ impl Metrics {
         self.inner.store.refresh().await;
     }
 
-    /// A request answered: `service` (`api`, `admin`, …), its route `template` (`-` when
-    /// none matched), method, status and latency.
+    /// A request answered: see [`RequestRecorder::record`].
     pub fn request(
         &self,
         service: &'static str,
@@ -268,16 +266,13 @@ impl Metrics {
         status: u16,
         latency: Duration,
     ) {
-        let labels = RequestLabels {
-            service,
-            route: template.to_owned(),
-            method: method_label(method),
-            status: status_class(Some(status)),
-        };
-        self.inner
-            .requests
-            .get_or_create(&labels)
-            .observe(latency.as_secs_f64());
+        (self.inner.requests).record(service, template, method, status, latency);
+    }
+
+    /// What records requests into these metrics: a `Copy` handle for the request path, which
+    /// holds it without cloning (or counting references to) the metrics on every request.
+    pub fn requests(&self) -> RequestRecorder {
+        self.inner.requests
     }
 
     /// A request refused for its rate limit (`read` or `write`).
@@ -389,12 +384,7 @@ impl Metrics {
 
 impl Families {
     fn register_into(&self, registry: &mut Registry) {
-        registry.register(
-            "xf_http_request_duration_seconds",
-            "Requests answered, by service, route template, method and status class, and how \
-             long each took (its _count is the request count)",
-            self.requests.clone(),
-        );
+        registry.register_collector(Box::new(self.requests));
         registry.register(
             "xf_rate_limit_refusals",
             "Requests refused with 429 for their rate limit, by kind (read, write)",
@@ -470,6 +460,171 @@ impl Families {
             self.blob_errors.clone(),
         );
         registry.register_collector(Box::new(Arc::clone(&self.store)));
+    }
+}
+
+impl Drop for Families {
+    fn drop(&mut self) {
+        REQUESTS.forget(self.requests.instance);
+    }
+}
+
+/// Records requests into one [`Metrics`]' `xf_http_request_duration_seconds`. `Copy`: the
+/// request path holds it without touching a reference count shared between threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestRecorder {
+    instance: u32,
+}
+
+impl RequestRecorder {
+    /// A request answered: `service` (`api`, `admin`, …), its route `template` (`-` when
+    /// none matched), method, status and latency.
+    pub fn record(
+        self,
+        service: &'static str,
+        template: &str,
+        method: &str,
+        status: u16,
+        latency: Duration,
+    ) {
+        let key = (
+            self.instance,
+            service,
+            method_label(method),
+            status_class(Some(status)),
+        );
+        REQUESTS.observe(key, template, latency.as_secs_f64());
+    }
+}
+
+impl prometheus_client::collector::Collector for RequestRecorder {
+    fn encode(&self, encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        REQUESTS.encode(self.instance, encoder)
+    }
+}
+
+/// The instance number of the next [`Metrics`].
+static NEXT_INSTANCE: AtomicU32 = AtomicU32::new(0);
+
+/// The request histograms of every [`Metrics`] of the process, by instance.
+static REQUESTS: LazyLock<RequestStats> = LazyLock::new(RequestStats::new);
+
+/// Request histograms, sharded by thread: a request locks a shard that its own thread is
+/// almost alone to use, so the threads serving requests do not pass one lock (or one
+/// histogram's) back and forth between their cores on every request. A scrape adds the
+/// shards up.
+#[derive(Debug)]
+struct RequestStats {
+    shards: Box<[Shard]>,
+}
+
+/// One shard, on a cache line (two, for adjacent-line prefetching) of its own. Its keys are
+/// xf's own (fixed names and the route templates axum matched), hashed with [`TrustedHash`].
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Shard(Mutex<HashMap<RequestKey, Routes, TrustedHash>>);
+
+/// The observations of one [`RequestKey`], by route template.
+type Routes = HashMap<Box<str>, Observations, TrustedHash>;
+
+/// A request's labels but its route (service, method and status class), after the instance
+/// of [`Metrics`] it is recorded in.
+type RequestKey = (u32, &'static str, &'static str, &'static str);
+
+/// One histogram: the count in each bucket of [`REQUEST_BUCKETS`] and past the last.
+#[derive(Debug, Clone, Copy, Default)]
+struct Observations {
+    buckets: [u64; REQUEST_BUCKETS.len() + 1],
+    sum: f64,
+}
+
+impl RequestStats {
+    fn new() -> Self {
+        let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
+        let shards = (threads * 4).next_power_of_two();
+        RequestStats {
+            shards: (0..shards).map(|_| Shard::default()).collect(),
+        }
+    }
+
+    /// The shard of the calling thread: threads take slots in turn the first time they ask.
+    fn shard(&self) -> &Shard {
+        static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
+        thread_local! {
+            static SLOT: usize = NEXT_SLOT.fetch_add(1, Ordering::Relaxed);
+        }
+        let slot = SLOT.with(|slot| *slot);
+        &self.shards[slot % self.shards.len()]
+    }
+
+    fn observe(&self, key: RequestKey, route: &str, seconds: f64) {
+        let mut shard = self.shard().0.lock().unwrap_or_else(|p| p.into_inner());
+        let routes = shard.entry(key).or_default();
+        // The route is copied once per shard, the first time it is seen there.
+        let observations = match routes.get_mut(route) {
+            Some(observations) => observations,
+            None => routes.entry(route.into()).or_default(),
+        };
+        let bucket = REQUEST_BUCKETS
+            .iter()
+            .position(|upper| seconds <= *upper)
+            .unwrap_or(REQUEST_BUCKETS.len());
+        observations.buckets[bucket] += 1;
+        observations.sum += seconds;
+    }
+
+    /// Every shard's observations of `instance` added up, by labels.
+    fn totals(&self, instance: u32) -> BTreeMap<(RequestKey, Box<str>), Observations> {
+        let mut totals: BTreeMap<(RequestKey, Box<str>), Observations> = BTreeMap::new();
+        for shard in &self.shards {
+            let shard = shard.0.lock().unwrap_or_else(|p| p.into_inner());
+            let of_instance = shard.iter().filter(|(key, _)| key.0 == instance);
+            for (key, routes) in of_instance {
+                for (route, observations) in routes {
+                    let total = totals.entry((*key, route.clone())).or_default();
+                    for (sum, n) in total.buckets.iter_mut().zip(observations.buckets) {
+                        *sum += n;
+                    }
+                    total.sum += observations.sum;
+                }
+            }
+        }
+        totals
+    }
+}
+
+impl RequestStats {
+    /// Drops what `instance` recorded (its [`Metrics`] is gone).
+    fn forget(&self, instance: u32) {
+        for shard in &self.shards {
+            let mut shard = shard.0.lock().unwrap_or_else(|p| p.into_inner());
+            shard.retain(|key, _| key.0 != instance);
+        }
+    }
+
+    fn encode(&self, instance: u32, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let mut metric = encoder.encode_descriptor(
+            "xf_http_request_duration_seconds",
+            "Requests answered, by service, route template, method and status class, and how \
+             long each took (its _count is the request count)",
+            None,
+            MetricType::Histogram,
+        )?;
+        for (((_, service, method, status), route), observations) in self.totals(instance) {
+            let labels = [
+                ("service", service),
+                ("route", &*route),
+                ("method", method),
+                ("status", status),
+            ];
+            let bounds = REQUEST_BUCKETS.iter().copied().chain([f64::INFINITY]);
+            let buckets: Vec<(f64, u64)> = bounds.zip(observations.buckets).collect();
+            let count = observations.buckets.iter().sum();
+            metric
+                .encode_family(&labels)?
+                .encode_histogram::<NoLabelSet>(observations.sum, count, &buckets, None)?;
+        }
+        Ok(())
     }
 }
 

@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, &[&str])] = &[
     (
         "foundation: values and helpers that know nothing of the domain",
-        &["error", "ids", "time", "text", "secret", "net", "plans"],
+        &[
+            "error", "ids", "time", "text", "secret", "net", "plans", "hash",
+        ],
     ),
     (
         "records and request values, the media and Search Console ones included",

@@ -1,11 +1,12 @@
 //! Rate-limit counters and idempotency records.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use smallvec::SmallVec;
+use xf_core::hash::{TrustedHash, TrustedHasher};
 use xf_core::store::{
     GuardStore, IdempotencyClaim, IdempotencyRequest, RateBucket, RateOutcome, StoreResult,
     StoredResponse,
@@ -124,48 +125,7 @@ pub(crate) struct RateCounters {
 }
 
 /// One shard: bucket name, then its windows and their counts.
-type Shard = HashMap<Arc<str>, Vec<(Timestamp, u64)>, BuildHasherDefault<NameHasher>>;
-
-/// A multiply-and-rotate hash taking eight bytes a step (the scheme of rustc's `FxHasher`):
-/// the counter names are built by xf from ids it issued (`key:key_…:read`), so no client
-/// chooses them, and a hash resistant to chosen collisions would only cost time on every
-/// request. A name is hashed several times a request; byte-at-a-time FNV cost a tenth of the
-/// rate-limit check.
-#[derive(Debug, Default)]
-struct NameHasher(u64);
-
-impl NameHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
-impl Hasher for NameHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut words = bytes.chunks_exact(8);
-        for chunk in &mut words {
-            let mut word = [0; 8];
-            word.copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(word));
-        }
-        let rest = words.remainder();
-        if !rest.is_empty() {
-            let mut word = [0; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(word));
-        }
-    }
-
-    fn write_u8(&mut self, byte: u8) {
-        self.add(u64::from(byte));
-    }
-
-    fn finish(&self) -> u64 {
-        // The last multiply leaves its entropy in the high bits; the map places keys by the
-        // low ones.
-        self.0.rotate_left(26)
-    }
-}
+type Shard = HashMap<Arc<str>, Vec<(Timestamp, u64)>, TrustedHash>;
 
 /// Shard `index` among those a request locked.
 fn locked_shard<'a>(
@@ -180,7 +140,7 @@ fn locked_shard<'a>(
 }
 
 fn shard_of(name: &str) -> usize {
-    let mut hasher = NameHasher::default();
+    let mut hasher = TrustedHasher::default();
     name.hash(&mut hasher);
     // Mixed (Fibonacci hashing) so that the shard is not a slice of the bits the shard's own
     // map places its keys by.
@@ -296,7 +256,7 @@ mod tests {
             per_shard.iter().all(|n| (50..200).contains(n)),
             "{per_shard:?}"
         );
-        let hasher = BuildHasherDefault::<NameHasher>::default();
+        let hasher = TrustedHash::default();
         let hashes: HashSet<u64> = names.iter().map(|n| hasher.hash_one(n.as_str())).collect();
         assert_eq!(hashes.len(), names.len());
         // The map's own bits (the low ones place a key, the top seven tell keys apart in a

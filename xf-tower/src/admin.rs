@@ -115,7 +115,7 @@ impl AdminService {
             .split_for_parts();
         // Serialized once; served without the token, like the APIs' documents.
         let plans: Vec<&str> = state.xf.plans().names().collect();
-        let metrics = state.xf.metrics().clone();
+        let metrics = state.xf.metrics().requests();
         let served = crate::openapi::finish_admin(doc, &plans)
             .map(|doc| bytes::Bytes::from(doc.to_string()));
         let router = router

@@ -31,7 +31,7 @@ pub struct ConnectService {
 impl ConnectService {
     /// The service over `xf`.
     pub fn new(xf: Xf) -> Self {
-        let metrics = Some(xf.metrics().clone());
+        let metrics = Some(xf.metrics().requests());
         let router = Router::new()
             .route("/callback", get(callback))
             .route("/{token}", get(open))

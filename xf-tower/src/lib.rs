@@ -149,7 +149,7 @@ impl XfService {
             .map(|doc| Bytes::from(doc.to_string()))
             .map_err(Clone::clone);
         let limits = xf.request_limits();
-        let metrics = xf.metrics().clone();
+        let metrics = xf.metrics().requests();
         let router = router
             .merge(routes::media::router(xf.clone()))
             .route(
@@ -194,7 +194,7 @@ impl MediaService {
     /// The service over `xf`.
     pub fn new(xf: Xf) -> Self {
         let limits = xf.request_limits();
-        let metrics = xf.metrics().clone();
+        let metrics = xf.metrics().requests();
         let router = routes::media::router(xf.clone())
             .fallback(middleware::not_found)
             .with_state(xf);
@@ -229,7 +229,7 @@ pub fn not_found_service() -> Router {
 fn with_common_layers(
     router: Router,
     service: request_id::Service,
-    metrics: Option<xf_core::metrics::Metrics>,
+    metrics: Option<xf_core::metrics::RequestRecorder>,
 ) -> Router {
     router.layer(request_id::Layer {
         service,

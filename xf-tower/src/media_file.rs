@@ -33,7 +33,7 @@ pub struct MediaFileService {
 impl MediaFileService {
     /// The service over `xf`.
     pub fn new(xf: Xf) -> Self {
-        let metrics = Some(xf.metrics().clone());
+        let metrics = Some(xf.metrics().requests());
         let router = Router::new()
             .route("/{token}", get(file).fallback(method_not_allowed))
             .fallback(not_found)

@@ -144,7 +144,7 @@ fn sent_uri(request: &Request) -> http::Uri {
 /// rest of the stack and its own future again on every request. Applied with
 /// [`Router::layer`](axum::Router::layer) it runs after routing, so the request already
 /// carries the route template it matched.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Layer {
     /// Which service answers, for the log.
     pub service: Service,
@@ -152,7 +152,7 @@ pub(crate) struct Layer {
     /// inside.
     pub panic: Option<fn(Box<dyn Any + Send + 'static>) -> Response>,
     /// Where each request is counted and timed (`xf_http_request_duration_seconds`).
-    pub metrics: Option<xf_core::metrics::Metrics>,
+    pub metrics: Option<xf_core::metrics::RequestRecorder>,
 }
 
 impl<S> tower::Layer<S> for Layer {
@@ -161,7 +161,7 @@ impl<S> tower::Layer<S> for Layer {
     fn layer(&self, inner: S) -> Common<S> {
         Common {
             inner,
-            layer: self.clone(),
+            layer: *self,
         }
     }
 }
@@ -190,9 +190,8 @@ where
         let Layer {
             service,
             panic,
-            ref metrics,
+            metrics,
         } = self.layer;
-        let metrics = metrics.clone();
         let id = request
             .headers()
             .get(HEADER_NAME)
@@ -255,12 +254,12 @@ where
                 matched: matched.as_ref().map(MatchedPath::as_str),
             };
             let latency = started.elapsed();
-            if let Some(metrics) = &metrics {
+            if let Some(requests) = metrics {
                 // The template as axum matched it (a nested router's includes its prefix):
                 // one label value per route, whatever the path held.
                 let template = route.matched.unwrap_or("-");
                 let status = response.status().as_u16();
-                metrics.request(service.as_str(), template, method.as_str(), status, latency);
+                requests.record(service.as_str(), template, method.as_str(), status, latency);
             }
             // The line carries every field itself, so it reads alone in any log format; the
             // span gives the request id to whatever else the request logs.

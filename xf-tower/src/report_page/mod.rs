@@ -49,7 +49,7 @@ pub struct ReportPageService {
 impl ReportPageService {
     /// The page service over `xf`.
     pub fn new(xf: Xf) -> Self {
-        let metrics = Some(xf.metrics().clone());
+        let metrics = Some(xf.metrics().requests());
         let router = Router::new()
             .route("/{token}", get(page).fallback(method_not_allowed))
             .fallback(not_found)
