@@ -18,6 +18,7 @@
 //!
 //! Run with: `cargo bench -p xf-tests --bench corpus` (`XF_BENCH_RUNS`, default 5;
 //! `XF_BENCH_CRAWLER_ONLY=1` runs xf's crawler alone, `XF_BENCH_RUNS` times, for a profiler).
+//! `XF_BENCH_SMOKE=1` makes one small run that checks the benchmark works (`xf_tests::bench`).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};

@@ -9,11 +9,12 @@
 //! an earlier one left with the allocator. Memory is that process's peak resident set during
 //! the scan (reset first through `/proc/self/clear_refs`) minus its resident set before it:
 //! the crawler, the analysis, the store and the runtime, without the site's server.
+//! `XF_BENCH_SMOKE=1` makes one small run that checks the benchmark works (`xf_tests::bench`).
 
 use std::fmt::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use xf_tests::bench::{env_number, median, runs};
+use xf_tests::bench::{median, runs, size};
 
 use axum::extract::{Path, State};
 use axum::response::{Html, IntoResponse};
@@ -163,7 +164,7 @@ async fn main() {
         return std::future::pending().await;
     }
     let runs = runs();
-    let pages = env_number("XF_BENCH_PAGES", 10_000).max(2);
+    let pages = size("XF_BENCH_PAGES", 10_000, 200).max(2);
     if std::env::var_os("XF_BENCH_ONE").is_some() {
         let figures = run(pages).await;
         println!(

@@ -14,11 +14,12 @@
 //! Run with: `cargo bench -p xf-tests --bench ingest` (needs ffmpeg, as the tests do).
 //! `XF_BENCH_DIR` (default: the system's temporary directory) picks the disk, `XF_BENCH_MIB`
 //! (default 1024) the size and `XF_BENCH_RUNS` (default 5) the rounds; medians are reported.
+//! `XF_BENCH_SMOKE=1` makes one small run that checks the benchmark works (`xf_tests::bench`).
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use xf_tests::bench::{env_number, median, organization, runs};
+use xf_tests::bench::{median, organization, runs, size};
 
 use bytes::Bytes;
 use clap::Parser;
@@ -154,7 +155,7 @@ async fn upload(address: std::net::SocketAddr, key: &str, path: &Path) -> Durati
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let runs = runs();
-    let mib = env_number("XF_BENCH_MIB", 1024) as u64;
+    let mib = size("XF_BENCH_MIB", 1024, 8) as u64;
     let root: PathBuf = std::env::var_os("XF_BENCH_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(std::env::temp_dir)

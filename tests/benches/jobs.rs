@@ -5,10 +5,11 @@
 //! Run with: `cargo bench -p xf-tests --bench jobs` (PostgreSQL as for the tests:
 //! `DATABASE_URL`, or 127.0.0.1:5432). `XF_BENCH_RUNS` (default 5) sets the runs per figure
 //! and `XF_BENCH_JOBS` (default 20000) the jobs per run; the median is reported.
+//! `XF_BENCH_SMOKE=1` makes one small run that checks the benchmark works (`xf_tests::bench`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use xf_tests::bench::{env_number, median, organization, runs};
+use xf_tests::bench::{median, organization, runs, size};
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
@@ -121,7 +122,7 @@ async fn run(shape: &Shape, jobs: usize) -> f64 {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let runs = runs();
-    let jobs = env_number("XF_BENCH_JOBS", 20_000).max(1);
+    let jobs = size("XF_BENCH_JOBS", 20_000, 200).max(1);
     println!("{jobs} no-op jobs per run, {runs} runs per shape, PostgreSQL");
     for shape in &SHAPES {
         let mut figures = Vec::with_capacity(runs);

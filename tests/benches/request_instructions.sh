@@ -12,11 +12,17 @@
 # Run with: `bash tests/benches/request_instructions.sh [BINARY...]` (default: today's
 # release build of xf-server). BEFORE=<git revision> builds xf-server at that revision in a
 # worktree and counts it first (`BEFORE=62aaa30~1 bash tests/benches/request_instructions.sh`).
-# Needs valgrind (`apt-get install valgrind`).
+# Needs valgrind (`apt-get install valgrind`). XF_BENCH_SMOKE=1 counts 50 requests on a debug
+# build: it checks that the benchmark still runs (.ci/test does so), no figure to quote.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
-requests="${REQUESTS:-4000}"
+smoke="${XF_BENCH_SMOKE:-0}"
+[ "$smoke" = 0 ] && smoke=""
+requests="${REQUESTS:-${smoke:+50}}"; requests="${requests:-4000}"
+profile=release
+[ -n "$smoke" ] && profile=debug
+profile_flag=(--profile "$([ "$profile" = debug ] && echo dev || echo release)")
 say() { printf 'request_instructions: %s\n' "$*" >&2; }
 command -v valgrind >/dev/null || { say "valgrind is missing: apt-get install valgrind"; exit 1; }
 
@@ -25,16 +31,16 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/request-instructions.XXXXXX")"
 binaries=("$@")
 if [ ${#binaries[@]} -eq 0 ]; then
   if [ -n "${BEFORE:-}" ]; then
-    say "building xf-server at $BEFORE (release)"
+    say "building xf-server at $BEFORE ($profile)"
     git worktree add --quiet --detach "$work/tree" "$BEFORE"
-    (cd "$work/tree" && CARGO_TARGET_DIR="$target" cargo build --quiet --release -p xf-server --bin xf-server)
-    cp "$target/release/xf-server" "$work/xf-server-before"
+    (cd "$work/tree" && CARGO_TARGET_DIR="$target" cargo build --quiet "${profile_flag[@]}" -p xf-server --bin xf-server)
+    cp "$target/$profile/xf-server" "$work/xf-server-before"
     git worktree remove --force "$work/tree"
     binaries+=("$work/xf-server-before")
   fi
-  say "building xf-server (release)"
-  cargo build --quiet --release -p xf-server --bin xf-server
-  binaries+=("$target/release/xf-server")
+  say "building xf-server ($profile)"
+  cargo build --quiet "${profile_flag[@]}" -p xf-server --bin xf-server
+  binaries+=("$target/$profile/xf-server")
 fi
 
 key="xf_live_bench$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
@@ -84,6 +90,7 @@ PY
     count="$(awk '/^totals:/ {print $2}' "$file" | tail -1)"
     total=$((total + ${count:-0}))
   done
+  [ "$total" -gt 0 ] || { say "callgrind counted nothing for $binary; logs in $work"; exit 1; }
   printf '%s: %s instructions per request (%s requests)\n' \
     "$binary" "$((total / requests))" "$requests"
 done

@@ -2,12 +2,13 @@
 //! ratio. Not a test: it asserts nothing about speed and reports figures to quote.
 //!
 //! Run with: `cargo bench -p xf-tests --bench throughput` (PostgreSQL as for the tests:
-//! `DATABASE_URL`, or 127.0.0.1:5432). `XF_BENCH_RUNS` (default 5) sets the runs per figure;
-//! the median is reported.
+//! `DATABASE_URL`, or 127.0.0.1:5432). `XF_BENCH_RUNS` (default 5) sets the runs per figure,
+//! `XF_BENCH_READS` and `XF_BENCH_WRITES` (4000, 1000) the requests per run; the median is
+//! reported. `XF_BENCH_SMOKE=1` makes one small run (see `xf_tests::bench`).
 
 use std::sync::Arc;
 use std::time::Instant;
-use xf_tests::bench::{median, runs};
+use xf_tests::bench::{median, runs, size};
 
 use http::Method;
 use serde_json::json;
@@ -16,9 +17,13 @@ use xf_tests::{request, TestApp};
 
 /// Requests in flight at once.
 const CONCURRENCY: usize = 16;
-/// Requests per run.
-const READS: usize = 4_000;
-const WRITES: usize = 1_000;
+/// Requests per run: reads and writes (`XF_BENCH_READS`, `XF_BENCH_WRITES`).
+fn sizes() -> (usize, usize) {
+    (
+        size("XF_BENCH_READS", 4_000, 100),
+        size("XF_BENCH_WRITES", 1_000, 50),
+    )
+}
 
 struct Figures {
     get_rps: f64,
@@ -83,17 +88,18 @@ async fn drive(
 async fn measure(app: TestApp, runs: usize, label: &str) -> Figures {
     let (key, id) = prepare(&app).await;
     let path = format!("/properties/{id}");
+    let (reads, writes) = sizes();
     // One warm-up run of each, not counted.
     let mut gets = Vec::new();
     let mut posts = Vec::new();
     for run in 0..=runs {
         let (get_path, get_key) = (path.clone(), key.clone());
-        let get = drive(&app, READS, move |_| {
+        let get = drive(&app, reads, move |_| {
             request(Method::GET, &get_path, Some(&get_key), None, &[])
         })
         .await;
         let post_key = key.clone();
-        let post = drive(&app, WRITES, move |i| {
+        let post = drive(&app, writes, move |i| {
             let body = json!({"url": format!("https://r{run}-{i}.bench.example")}).to_string();
             request(
                 Method::POST,
@@ -123,7 +129,8 @@ fn main() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        println!("{CONCURRENCY} requests in flight; {READS} GETs and {WRITES} POSTs per run; median of {runs} runs");
+        let (reads, writes) = sizes();
+        println!("{CONCURRENCY} requests in flight; {reads} GETs and {writes} POSTs per run; median of {runs} runs");
         let memory = measure(TestApp::memory().await, runs, "memory").await;
         let postgres = measure(TestApp::postgres().await, runs, "postgres").await;
         println!();

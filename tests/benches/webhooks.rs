@@ -7,10 +7,11 @@
 //! Run with: `cargo bench -p xf-tests --bench webhooks` (PostgreSQL as for the tests:
 //! `DATABASE_URL`, or 127.0.0.1:5432). `XF_BENCH_RUNS` (default 5) sets the runs per store
 //! and `XF_BENCH_EVENTS` (default 10000) the events per run; the median is reported.
+//! `XF_BENCH_SMOKE=1` makes one small run that checks the benchmark works (`xf_tests::bench`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use xf_tests::bench::{env_number, median, organization, runs};
+use xf_tests::bench::{median, organization, runs, size};
 
 use serde_json::json;
 use xf_core::model::{JobRecord, JobSubject};
@@ -144,7 +145,7 @@ async fn count_log(store: &Arc<dyn Store>, webhook: &xf_core::ids::WebhookId) ->
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let runs = runs();
-    let events = env_number("XF_BENCH_EVENTS", 10_000).max(1);
+    let events = size("XF_BENCH_EVENTS", 10_000, 100).max(1);
     println!("{events} events per run, {runs} runs per store, one local receiver");
     for name in ["memory", "postgres"] {
         let mut figures = Vec::with_capacity(runs);

@@ -1,5 +1,10 @@
-//! What the benchmarks (`tests/benches/`) share: their settings from the environment and the
-//! median they report.
+//! What the benchmarks (`tests/benches/`) share: their settings from the environment, the
+//! smoke mode, and the median they report.
+//!
+//! With `XF_BENCH_SMOKE=1` a benchmark makes one small run: it shows the benchmark still works
+//! end to end (its own checks of what it measured included) and gives no figure to quote.
+//! `.ci/test` runs every benchmark so, as `cargo test -p xf-tests --bench '*'` (the test
+//! profile, whose build the tests share), so that one that no longer runs fails CI.
 
 /// The number in the environment variable `name`, or `default` when it is unset or not a
 /// number.
@@ -10,9 +15,20 @@ pub fn env_number(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// The runs per figure: `XF_BENCH_RUNS`, default 5, at least 1.
+/// Whether this is a smoke run (`XF_BENCH_SMOKE` set and not `0`).
+pub fn smoke() -> bool {
+    std::env::var("XF_BENCH_SMOKE").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// A size the environment variable `name` may set: `default` for a measuring run, `small`
+/// for a smoke run.
+pub fn size(name: &str, default: usize, small: usize) -> usize {
+    env_number(name, if smoke() { small } else { default })
+}
+
+/// The runs per figure: `XF_BENCH_RUNS`, default 5 (1 in a smoke run), at least 1.
 pub fn runs() -> usize {
-    env_number("XF_BENCH_RUNS", 5).max(1)
+    size("XF_BENCH_RUNS", 5, 1).max(1)
 }
 
 /// The median of `values` (the upper one of an even count); `values` must not be empty.
