@@ -14,7 +14,10 @@
 # Beside the rates it prints each server's CPU time per request (user and system time of its
 # process over a run, from /proc, divided by the requests answered), median over the rounds:
 # on a shared machine whose speed varies from minute to minute, that cost moves less than the
-# rate does, and it is what a faster request path lowers.
+# rate does, and it is what a faster request path lowers. For the PostgreSQL servers it adds
+# the database's CPU time per request (its client backends serving the run's databases, from
+# /proc, so only where PostgreSQL runs on this machine), the other half of what a request
+# costs when the database runs beside the server.
 #
 # Beside it, the same for `POST /api/v1/properties` (the write path): every request creates
 # a property with a URL of its own, and on xf carries an `Idempotency-Key` of its own; the
@@ -22,7 +25,9 @@
 #
 # With BEFORE=<git revision>, xf-server as built at that revision runs in the rounds too, on
 # the memory store (`xf-before`), and the report gives today's xf-memory against it: what a
-# change to the request path (the metrics it records, say) costs, measured side by side.
+# change to the request path (the metrics it records, say) costs, measured side by side. With
+# BEFORE_STORE=postgres as well, xf-before runs on PostgreSQL (a database of its own) and is
+# compared with today's xf-pg.
 #
 # Run with: `bash tests/benches/request_path.sh` (needs wrk: `apt-get install wrk`; and
 # PostgreSQL as for the tests: DATABASE_URL, or postgres@127.0.0.1:5432). ROUNDS (default 5)
@@ -30,11 +35,18 @@
 # `BEFORE=62aaa30~1 bash tests/benches/request_path.sh` compares with the build before metrics;
 # ONLY="xf-before xf-memory" and GET_ONLY=1 narrow the rounds to those servers and to the read
 # (`BEFORE=62aaa30~1 ONLY="xf-before xf-memory" GET_ONLY=1 ROUNDS=11 bash tests/benches/request_path.sh`).
+# XF_BENCH_SMOKE=1 makes one round of one second per server on debug builds: it checks that
+# the benchmark still runs (.ci/test does so) and gives no figure to quote.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
-rounds="${ROUNDS:-5}"
-seconds="${SECONDS_PER_RUN:-5}"
+smoke="${XF_BENCH_SMOKE:-0}"
+[ "$smoke" = 0 ] && smoke=""
+rounds="${ROUNDS:-${smoke:+1}}"; rounds="${rounds:-5}"
+seconds="${SECONDS_PER_RUN:-${smoke:+1}}"; seconds="${seconds:-5}"
+profile=release
+[ -n "$smoke" ] && profile=debug
+profile_flag=(--profile "$([ "$profile" = debug ] && echo dev || echo release)")
 threads="${WRK_THREADS:-1}"
 connections="${WRK_CONNECTIONS:-32}"
 server_url="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}"
@@ -48,16 +60,16 @@ logs="$(mktemp -d "${TMPDIR:-/tmp}/request-path.XXXXXX")"
 if [ -n "$before" ]; then
   # Built in a worktree of that revision, into the same target directory (the dependencies'
   # builds are shared), and copied out before today's build replaces it.
-  say "building xf-server at $before (release)"
+  say "building xf-server at $before ($profile)"
   tree="$logs/before-tree"
   git worktree add --quiet --detach "$tree" "$before"
-  (cd "$tree" && CARGO_TARGET_DIR="$target" cargo build --quiet --release -p xf-server --bin xf-server)
-  cp "$target/release/xf-server" "$logs/xf-server-before"
+  (cd "$tree" && CARGO_TARGET_DIR="$target" cargo build --quiet "${profile_flag[@]}" -p xf-server --bin xf-server)
+  cp "$target/$profile/xf-server" "$logs/xf-server-before"
   git worktree remove --force "$tree"
 fi
-say "building xf-server and xf-baseline (release)"
-cargo build --quiet --release -p xf-server -p xf-tests --bin xf-server --bin xf-baseline
-bin="$target/release"
+say "building xf-server and xf-baseline ($profile)"
+cargo build --quiet "${profile_flag[@]}" -p xf-server -p xf-tests --bin xf-server --bin xf-baseline
+bin="$target/$profile"
 
 # A fresh database for this run, on the same server as the tests use.
 database="xf_bench_request_path"
@@ -138,8 +150,15 @@ declare -A urls=(
 )
 declare -A server_pids=([xf-memory]="$xf_mem_pid" [bare]="$bare_pid" [xf-pg]="$xf_pg_pid" [bare-sqlx]="$sqlx_pid")
 order=(xf-memory bare xf-pg bare-sqlx)
+before_store="${BEFORE_STORE:-memory}"
 if [ -n "$before" ]; then
-  read -r before_port before_pid < <(start_xf xf-before memory "$logs/xf-server-before")
+  before_target=memory
+  if [ "$before_store" = postgres ]; then
+    psql -q "$admin_url" -c "DROP DATABASE IF EXISTS ${database}_before WITH (FORCE)" \
+      -c "CREATE DATABASE ${database}_before"
+    before_target="${server_url%/*}/${database}_before"
+  fi
+  read -r before_port before_pid < <(start_xf xf-before "$before_target" "$logs/xf-server-before")
   pids+=("$before_pid")
   wait_ready "$before_port"
   before_id="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["id"])' "$(prepare "$before_port")")"
@@ -176,19 +195,38 @@ results="$logs/results"
 say "$rounds interleaved rounds of ${seconds}s per server, wrk -t$threads -c$connections"
 # CPU ticks (user + system) a process has used.
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-# One wrk run against a server: appends "<label> <req/s> <CPU µs per request>" to the results.
+# CPU ticks of the database's client backends serving this run's databases, when PostgreSQL
+# runs on this machine (0 otherwise): the database's share of a request, which the server's
+# own CPU time leaves out. (Every `postgres` process would count autovacuum workers too, whose
+# ticks vanish from /proc when they exit.)
+db_ticks() {
+  local pid total=0
+  for pid in $(psql -At "$admin_url" -c "SELECT pid FROM pg_stat_activity \
+      WHERE datname LIKE '${database}%' AND backend_type = 'client backend'" 2>/dev/null); do
+    total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$total"
+}
+per_request() { # ticks-before ticks-after requests
+  python3 -c 'import sys; b, a, n, hz = map(float, sys.argv[1:]); print(f"{(a - b) / hz * 1e6 / max(n, 1):.2f}")' \
+    "$1" "$2" "$3" "$(getconf CLK_TCK)"
+}
+# One wrk run against a server: appends "<label> <req/s> <CPU µs per request> <database CPU
+# µs per request>" to the results.
 measure() { # label pid wrk-arguments...
-  local label="$1" pid="$2" before after out rps requests cpu
+  local label="$1" pid="$2" before after db_before db_after out rps requests cpu db
   shift 2
   before="$(ticks "$pid")"
+  db_before="$(db_ticks)"
   out="$(wrk -t"$threads" -c"$connections" -d"${seconds}s" "$@")"
   after="$(ticks "$pid")"
+  db_after="$(db_ticks)"
   rps="$(awk '/Requests\/sec:/ {print $2}' <<<"$out")"
   requests="$(awk '/requests in/ {print $1}' <<<"$out")"
-  cpu="$(python3 -c 'import sys; b, a, n, hz = map(float, sys.argv[1:]); print(f"{(a - b) / hz * 1e6 / max(n, 1):.2f}")' \
-    "$before" "$after" "$requests" "$(getconf CLK_TCK)")"
-  echo "$label $rps $cpu" >>"$results"
-  say "round $round: $label $rps req/s, $cpu µs of CPU per request"
+  cpu="$(per_request "$before" "$after" "$requests")"
+  db="$(per_request "$db_before" "$db_after" "$requests")"
+  echo "$label $rps $cpu $db" >>"$results"
+  say "round $round: $label $rps req/s, $cpu µs of CPU per request (database: $db µs)"
 }
 for round in $(seq 1 "$rounds"); do
   # Every other round runs the servers in the reverse order: none always runs first.
@@ -206,19 +244,23 @@ for round in $(seq 1 "$rounds"); do
 done
 
 peak() { awk '/VmHWM/ {printf "%.1f MiB", $2/1024}' "/proc/$1/status"; }
-python3 - "$results" "$(peak "$xf_mem_pid")" "$(peak "$xf_pg_pid")" "$before" <<'PY'
+today="xf-memory"
+[ "$before_store" = postgres ] && today="xf-pg"
+python3 - "$results" "$(peak "$xf_mem_pid")" "$(peak "$xf_pg_pid")" "$before" "$today" <<'PY'
 import statistics, sys
 from collections import defaultdict
-rates, costs = defaultdict(list), defaultdict(list)
+rates, costs, db_costs = defaultdict(list), defaultdict(list), defaultdict(list)
 for line in open(sys.argv[1]):
-    name, rps, cpu = line.split()
+    name, rps, cpu, db = line.split()
     rates[name].append(float(rps))
     costs[name].append(float(cpu))
+    db_costs[name].append(float(db))
 rate = {name: statistics.median(values) for name, values in rates.items()}
 cost = {name: statistics.median(values) for name, values in costs.items()}
+db_cost = {name: statistics.median(values) for name, values in db_costs.items()}
 peaks = {"xf-memory": sys.argv[2], "xf-pg": sys.argv[3]}
-print("| server | request | median req/s | runs | ratio | CPU per request | CPU ratio |")
-print("|---|---|---|---|---|---|---|")
+print("| server | request | median req/s | runs | ratio | CPU per request | CPU ratio | database CPU per request |")
+print("|---|---|---|---|---|---|---|---|")
 for suffix, request in [("", "GET /properties/{id}"), ("-POST", "POST /properties")]:
     for name, bare in [("xf-memory", "bare"), ("bare", None), ("xf-pg", "bare-sqlx"), ("bare-sqlx", None)]:
         key, base = name + suffix, (bare + suffix if bare else None)
@@ -227,14 +269,16 @@ for suffix, request in [("", "GET /properties/{id}"), ("-POST", "POST /propertie
         runs = ", ".join(f"{v:,.0f}" for v in rates[key])
         ratio = f"{rate[key] / rate[base]:.2f} of {bare}" if base else ""
         cpu_ratio = f"{cost[key] / cost[base]:.2f}x {bare}" if base else ""
-        print(f"| {name} | {request} | {rate[key]:,.0f} | {runs} | {ratio} | {cost[key]:.1f} µs | {cpu_ratio} |")
+        db = f"{db_cost[key]:.1f} µs" if name in ("xf-pg", "bare-sqlx") else ""
+        print(f"| {name} | {request} | {rate[key]:,.0f} | {runs} | {ratio} | {cost[key]:.1f} µs | {cpu_ratio} | {db} |")
 print(f"peak RSS of the xf servers: memory {peaks['xf-memory']}, PostgreSQL {peaks['xf-pg']}")
 if "xf-before" in rate:
-    print(f"\nxf-memory today against xf-server at {sys.argv[4]} (xf-before), memory store:\n")
+    today = sys.argv[5]
+    print(f"\n{today} today against xf-server at {sys.argv[4]} (xf-before), the same store:\n")
     print("| request | xf-before req/s | today req/s | rate ratio | CPU per request, before / today | CPU ratio | CPU ratio, median of rounds |")
     print("|---|---|---|---|---|---|---|")
     for suffix, request in [("", "GET /properties/{id}"), ("-POST", "POST /properties")]:
-        old, new = "xf-before" + suffix, "xf-memory" + suffix
+        old, new = "xf-before" + suffix, today + suffix
         if old not in rate:
             continue
         # The two run one after the other in each round: a round's ratio is the least touched

@@ -1,11 +1,8 @@
 //! Rate-limit counters and idempotency records.
 
-use std::time::Duration;
-
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
-use tokio::sync::{mpsc, oneshot};
 use xf_core::store::{
     GuardStore, IdempotencyClaim, IdempotencyRequest, RateBucket, RateOutcome, StoreResult,
     StoredResponse,
@@ -13,77 +10,54 @@ use xf_core::store::{
 use xf_core::time::Timestamp;
 use xf_core::StoreError;
 
+use crate::batch::{BatchFuture, Batcher};
 use crate::error::store_error;
 use crate::rows::{self, at, big, RowExt};
 use crate::PgStore;
 
-/// A request waiting to be counted, and where its answer goes.
-pub(crate) type PendingHit = (Vec<RateBucket>, oneshot::Sender<StoreResult<RateOutcome>>);
+/// The batches of the request path's guards (see [`crate::batch`]): rate-limit counts,
+/// idempotency claims and completions. One per store and its clones.
+pub(crate) struct GuardBatches {
+    rates: Batcher<Vec<RateBucket>, RateOutcome>,
+    claims: Batcher<IdempotencyRequest, IdempotencyClaim>,
+    completions: Batcher<Completion, ()>,
+}
 
-/// The most requests one batch counts.
-const MAX_BATCH: usize = 256;
-
-/// Counts waiting requests, gathered into batches: whatever is waiting when the previous
-/// batch returns goes in one call of `xf_hit_rate_limits_many` (migrations 0006 and 0009),
-/// which counts each exactly as alone with three statements per batch; a lone request takes
-/// `xf_hit_rate_limits` (0002). So a busy instance makes one round trip for many requests,
-/// and an idle one answers at once.
-///
-/// When the database cannot be reached, a batch waits out the pool's acquire time-out; the
-/// requests that queued behind it are then answered `Unavailable` at once, as are those that
-/// arrive within [`OUTAGE_FAST_FAIL`] of it, so that no request waits for two time-outs in a
-/// row (docs/limits.md's bound on answers during an outage).
-async fn count_batches(pool: PgPool, mut waiting: mpsc::UnboundedReceiver<PendingHit>) {
-    let mut down: Option<(tokio::time::Instant, StoreError)> = None;
-    while let Some(first) = waiting.recv().await {
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match waiting.try_recv() {
-                Ok(next) => batch.push(next),
-                Err(_) => break,
-            }
-        }
-        if let Some((since, error)) = &down {
-            if since.elapsed() < OUTAGE_FAST_FAIL {
-                for (_, reply) in batch {
-                    let _ = reply.send(Err(error.clone()));
-                }
-                continue;
-            }
-            down = None;
-        }
-        let outcomes = if batch.len() == 1 {
-            hit_one(&pool, &batch[0].0)
-                .await
-                .map(|outcome| vec![outcome])
-        } else {
-            hit_many(&pool, &batch).await
-        };
-        match outcomes {
-            Ok(outcomes) => {
-                for ((_, reply), outcome) in batch.into_iter().zip(outcomes) {
-                    let _ = reply.send(Ok(outcome));
-                }
-            }
-            Err(error) => {
-                if matches!(error, StoreError::Unavailable(_)) {
-                    down = Some((tokio::time::Instant::now(), error.clone()));
-                    // Whoever queued while this batch waited has waited long enough.
-                    while let Ok((_, reply)) = waiting.try_recv() {
-                        let _ = reply.send(Err(error.clone()));
-                    }
-                }
-                for (_, reply) in batch {
-                    let _ = reply.send(Err(error.clone()));
-                }
-            }
+impl GuardBatches {
+    pub(crate) const fn new() -> Self {
+        Self {
+            rates: Batcher::new(count),
+            claims: Batcher::new(claim),
+            completions: Batcher::new(complete),
         }
     }
 }
 
-/// How long after a batch found the database unreachable new requests are answered
-/// `Unavailable` without trying.
-const OUTAGE_FAST_FAIL: Duration = Duration::from_millis(500);
+impl std::fmt::Debug for GuardBatches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("GuardBatches")
+    }
+}
+
+/// A response to keep for a claimed key.
+#[derive(Clone)]
+struct Completion {
+    scope: String,
+    fingerprint: String,
+    response: StoredResponse,
+}
+
+/// Counts a batch of requests: a lone request takes `xf_hit_rate_limits` (0002), several one
+/// call of `xf_hit_rate_limits_many` (migrations 0006 and 0009), which counts each exactly as
+/// alone with three statements per batch.
+fn count(pool: PgPool, batch: Vec<Vec<RateBucket>>) -> BatchFuture<RateOutcome> {
+    Box::pin(async move {
+        match batch.as_slice() {
+            [one] => hit_one(&pool, one).await.map(|outcome| vec![outcome]),
+            _ => hit_many(&pool, &batch).await,
+        }
+    })
+}
 
 /// One request, one call of `xf_hit_rate_limits` (migration 0002): see its comment for how
 /// it stays exact and all-or-nothing across instances.
@@ -107,13 +81,13 @@ async fn hit_one(pool: &PgPool, buckets: &[RateBucket]) -> StoreResult<RateOutco
 }
 
 /// Several requests, one call of `xf_hit_rate_limits_many`; the outcomes in request order.
-async fn hit_many(pool: &PgPool, batch: &[PendingHit]) -> StoreResult<Vec<RateOutcome>> {
+async fn hit_many(pool: &PgPool, batch: &[Vec<RateBucket>]) -> StoreResult<Vec<RateOutcome>> {
     let mut requests = Vec::new();
     let mut names = Vec::new();
     let mut windows = Vec::new();
     let mut limits = Vec::new();
     let mut consume = Vec::new();
-    for (index, (buckets, _)) in batch.iter().enumerate() {
+    for (index, buckets) in batch.iter().enumerate() {
         let request = i32::try_from(index).unwrap_or(i32::MAX);
         for bucket in buckets {
             requests.push(request);
@@ -154,6 +128,107 @@ async fn hit_many(pool: &PgPool, batch: &[PendingHit]) -> StoreResult<Vec<RateOu
         .collect()
 }
 
+/// Claims a batch of keys with one call of `xf_claim_idempotency_keys` (migration 0018),
+/// which decides each claim as [`GuardStore::claim_idempotency_key`] says, one after the
+/// other, in the order of their scopes.
+fn claim(pool: PgPool, batch: Vec<IdempotencyRequest>) -> BatchFuture<IdempotencyClaim> {
+    Box::pin(async move {
+        let scopes: Vec<&str> = batch.iter().map(|r| r.scope.as_str()).collect();
+        let fingerprints: Vec<&str> = batch.iter().map(|r| r.fingerprint.as_str()).collect();
+        let nows: Vec<DateTime<Utc>> = batch.iter().map(|r| at(r.now)).collect();
+        let expired: Vec<DateTime<Utc>> = batch.iter().map(|r| at(r.expired_before)).collect();
+        let stale: Vec<DateTime<Utc>> = batch.iter().map(|r| at(r.stale_before)).collect();
+        let found = sqlx::query(
+            "SELECT request, acquired, held_fingerprint, held_status, held_body \
+             FROM xf_claim_idempotency_keys($1::text[], $2::text[], $3::timestamptz[], \
+             $4::timestamptz[], $5::timestamptz[])",
+        )
+        .bind(&scopes)
+        .bind(&fingerprints)
+        .bind(&nows)
+        .bind(&expired)
+        .bind(&stale)
+        .fetch_all(&pool)
+        .await
+        .map_err(store_error)?;
+        let mut claims: Vec<Option<IdempotencyClaim>> = vec![None; batch.len()];
+        for row in &found {
+            let request: i32 = row.col("request")?;
+            let index = usize::try_from(request)
+                .ok()
+                .and_then(|number| number.checked_sub(1))
+                .filter(|&index| index < batch.len())
+                .ok_or_else(|| {
+                    StoreError::Internal(format!("unknown request {request} in a claim batch"))
+                })?;
+            let decided = if row.col::<bool>("acquired")? {
+                IdempotencyClaim::Acquired
+            } else {
+                declined(
+                    &batch[index].fingerprint,
+                    row.col("held_fingerprint")?,
+                    row.col("held_status")?,
+                    row.col("held_body")?,
+                )?
+            };
+            claims[index] = Some(decided);
+        }
+        claims
+            .into_iter()
+            .map(|claim| {
+                claim.ok_or_else(|| StoreError::Internal("a claim batch skipped a request".into()))
+            })
+            .collect()
+    })
+}
+
+/// Why a claim declined, from the record that made it: another fingerprint's, a finished one
+/// to replay, or one still running.
+fn declined(
+    fingerprint: &str,
+    held_fingerprint: Option<String>,
+    status: Option<i32>,
+    body: Option<String>,
+) -> StoreResult<IdempotencyClaim> {
+    let held = held_fingerprint.ok_or_else(|| {
+        StoreError::Internal("idempotency record vanished while locked".to_owned())
+    })?;
+    if held != fingerprint {
+        return Ok(IdempotencyClaim::Mismatch);
+    }
+    match (status, body) {
+        (Some(status), Some(body)) => Ok(IdempotencyClaim::Replay(StoredResponse {
+            status: u16::try_from(status).map_err(|_| {
+                StoreError::Internal(format!("stored status out of range: {status}"))
+            })?,
+            body,
+        })),
+        _ => Ok(IdempotencyClaim::InUse),
+    }
+}
+
+/// Keeps a batch of responses with one call of `xf_complete_idempotency_keys` (0018).
+fn complete(pool: PgPool, batch: Vec<Completion>) -> BatchFuture<()> {
+    Box::pin(async move {
+        let scopes: Vec<&str> = batch.iter().map(|c| c.scope.as_str()).collect();
+        let fingerprints: Vec<&str> = batch.iter().map(|c| c.fingerprint.as_str()).collect();
+        let statuses: Vec<i32> = batch.iter().map(|c| i32::from(c.response.status)).collect();
+        let bodies: Vec<&str> = batch.iter().map(|c| c.response.body.as_str()).collect();
+        sqlx::query(
+            "SELECT xf_complete_idempotency_keys($1::text[], $2::text[], $3::integer[], \
+             $4::text[])",
+        )
+        .bind(&scopes)
+        .bind(&fingerprints)
+        .bind(&statuses)
+        .bind(&bodies)
+        .execute(&pool)
+        .await
+        .map_err(store_error)?;
+        Ok(vec![(); batch.len()])
+    })
+}
+
 /// A request's outcome from the functions' arrays.
 fn outcome(counts: Vec<i64>, exceeded: Vec<i32>) -> StoreResult<RateOutcome> {
     Ok(RateOutcome {
@@ -175,85 +250,14 @@ fn outcome(counts: Vec<i64>, exceeded: Vec<i32>) -> StoreResult<RateOutcome> {
 #[async_trait]
 impl GuardStore for PgStore {
     async fn hit_rate_limits(&self, buckets: &[RateBucket]) -> StoreResult<RateOutcome> {
-        let sender = self.rates.get_or_init(|| {
-            let (sender, receiver) = mpsc::unbounded_channel();
-            tokio::spawn(count_batches(self.pool.clone(), receiver));
-            sender
-        });
-        let (reply, answer) = oneshot::channel();
-        if sender.send((buckets.to_vec(), reply)).is_ok() {
-            if let Ok(outcome) = answer.await {
-                return outcome;
-            }
-        }
-        // The batching task is gone (its runtime ended): count this request alone.
-        hit_one(&self.pool, buckets).await
+        self.guards.rates.submit(&self.pool, buckets.to_vec()).await
     }
 
     async fn claim_idempotency_key(
         &self,
         request: &IdempotencyRequest,
     ) -> StoreResult<IdempotencyClaim> {
-        let mut tx = self.begin().await?;
-        // Claims the key when it is new, when the record expired (then it is replaced), or when
-        // the same request's unfinished claim went stale (then only the claim time moves). In
-        // every other case the upsert updates nothing but still locks the existing row, so the
-        // read below sees the state that made it decline.
-        let acquired = sqlx::query(
-            "INSERT INTO idempotency_keys AS i (scope, fingerprint, created_at, claimed_at) \
-             VALUES ($1, $2, $3, $3) \
-             ON CONFLICT (scope) DO UPDATE SET \
-                 fingerprint = EXCLUDED.fingerprint, \
-                 created_at = CASE WHEN i.created_at < $4 THEN EXCLUDED.created_at \
-                                   ELSE i.created_at END, \
-                 claimed_at = EXCLUDED.claimed_at, \
-                 response_status = NULL, \
-                 response_body = NULL \
-             WHERE i.created_at < $4 \
-                OR (i.fingerprint = EXCLUDED.fingerprint \
-                    AND i.response_status IS NULL \
-                    AND i.claimed_at < $5) \
-             RETURNING i.scope",
-        )
-        .bind(&request.scope)
-        .bind(&request.fingerprint)
-        .bind(at(request.now))
-        .bind(at(request.expired_before))
-        .bind(at(request.stale_before))
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(store_error)?;
-        if acquired.is_some() {
-            tx.commit().await.map_err(store_error)?;
-            return Ok(IdempotencyClaim::Acquired);
-        }
-        let row = sqlx::query(
-            "SELECT fingerprint, response_status, response_body FROM idempotency_keys \
-             WHERE scope = $1",
-        )
-        .bind(&request.scope)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(store_error)?
-        .ok_or_else(|| {
-            StoreError::Internal("idempotency record vanished while locked".to_owned())
-        })?;
-        tx.rollback().await.map_err(store_error)?;
-        if row.col::<String>("fingerprint")? != request.fingerprint {
-            return Ok(IdempotencyClaim::Mismatch);
-        }
-        match (
-            row.col::<Option<i32>>("response_status")?,
-            row.col::<Option<String>>("response_body")?,
-        ) {
-            (Some(status), Some(body)) => Ok(IdempotencyClaim::Replay(StoredResponse {
-                status: u16::try_from(status).map_err(|_| {
-                    StoreError::Internal(format!("stored status out of range: {status}"))
-                })?,
-                body,
-            })),
-            _ => Ok(IdempotencyClaim::InUse),
-        }
+        self.guards.claims.submit(&self.pool, request.clone()).await
     }
 
     async fn complete_idempotency_key(
@@ -262,18 +266,12 @@ impl GuardStore for PgStore {
         fingerprint: &str,
         response: &StoredResponse,
     ) -> StoreResult<()> {
-        sqlx::query(
-            "UPDATE idempotency_keys SET response_status = $3, response_body = $4 \
-             WHERE scope = $1 AND fingerprint = $2",
-        )
-        .bind(scope)
-        .bind(fingerprint)
-        .bind(i32::from(response.status))
-        .bind(&response.body)
-        .execute(&self.pool)
-        .await
-        .map_err(store_error)?;
-        Ok(())
+        let completion = Completion {
+            scope: scope.to_owned(),
+            fingerprint: fingerprint.to_owned(),
+            response: response.clone(),
+        };
+        self.guards.completions.submit(&self.pool, completion).await
     }
 
     async fn release_idempotency_key(&self, scope: &str, fingerprint: &str) -> StoreResult<()> {

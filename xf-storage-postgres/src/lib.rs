@@ -101,6 +101,7 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod batch;
 mod error;
 mod events;
 mod gsc;
@@ -119,7 +120,7 @@ pub mod testing;
 mod usage;
 mod webhooks;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -154,14 +155,14 @@ pub(crate) const KEY_CAP_LOCK_CLASS: i32 = 0x7866_0001;
 /// [`KEY_CAP_LOCK_CLASS`]).
 pub(crate) const WEBHOOK_CAP_LOCK_CLASS: i32 = 0x7866_0002;
 
-/// The PostgreSQL store. Cheap to clone: clones share the connection pool (and the task
-/// that counts rate limits in batches).
+/// The PostgreSQL store. Cheap to clone: clones share the connection pool (and the tasks
+/// that run the request path's rate counts and idempotency records in batches).
 #[derive(Debug, Clone)]
 pub struct PgStore {
     pool: PgPool,
-    /// Where `hit_rate_limits` hands its requests to the batching task (started on first
-    /// use, on the runtime of that call).
-    rates: Arc<OnceLock<tokio::sync::mpsc::UnboundedSender<guards::PendingHit>>>,
+    /// Where the request path's guards hand their statements to the batching tasks (started
+    /// on first use, on the runtime of that call).
+    guards: Arc<guards::GuardBatches>,
 }
 
 /// A connection idle for less than this is handed out without a ping first.
@@ -195,7 +196,7 @@ impl PgStore {
     pub fn new(pool: PgPool) -> Self {
         Self {
             pool,
-            rates: Arc::default(),
+            guards: Arc::new(guards::GuardBatches::new()),
         }
     }
 

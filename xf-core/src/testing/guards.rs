@@ -476,6 +476,107 @@ pub async fn idempotency_concurrent_claims_single_winner(store: Arc<dyn TestStor
     assert_eq!((acquired, in_use), (1, 29), "{claims:?}");
 }
 
+/// Many claims and completions at once, over several scopes, each decided as alone (a store
+/// that runs them in batches must keep each one's outcome): of three simultaneous first claims
+/// of a scope with three fingerprints one is `Acquired` and two are `Mismatch`; on a completed
+/// record the same fingerprint replays its own response and the others are `Mismatch`; and
+/// responses completed at once replay, each on its own scope.
+pub async fn idempotency_simultaneous_claims_over_many_scopes(store: Arc<dyn TestStore>) {
+    const FRESH: usize = 10;
+    const DONE: usize = 10;
+    let t0 = at("2026-11-02T08:00:00.000Z");
+    let scopes: Arc<Vec<String>> = Arc::new(
+        (0..FRESH + DONE)
+            .map(|i| unique(&format!("org:live:many{i}")))
+            .collect(),
+    );
+    let response = |i: usize, fingerprint: &str| StoredResponse {
+        status: 201,
+        body: format!("{{\"scope\":{i},\"by\":\"{fingerprint}\"}}"),
+    };
+    for (i, scope) in scopes.iter().enumerate().skip(FRESH) {
+        assert_eq!(
+            claim_key(&*store, scope, "done", t0).await,
+            IdempotencyClaim::Acquired
+        );
+        store
+            .complete_idempotency_key(scope, "done", &response(i, "done"))
+            .await
+            .unwrap();
+    }
+
+    let fingerprints = ["fp-a", "fp-b", "done"];
+    let claims = run_concurrently(scopes.len() * fingerprints.len(), |n| {
+        let (store, scopes) = (Arc::clone(&store), Arc::clone(&scopes));
+        let (i, fingerprint) = (n / fingerprints.len(), fingerprints[n % fingerprints.len()]);
+        let request = idempotency_request(&scopes[i], fingerprint, millis(t0, 1_000));
+        async move {
+            let claim = store.claim_idempotency_key(&request).await.unwrap();
+            (i, fingerprint, claim)
+        }
+    })
+    .await;
+    let mut winners = vec![None; FRESH];
+    for (i, fingerprint, claim) in &claims {
+        if *i < FRESH {
+            match claim {
+                IdempotencyClaim::Acquired => {
+                    assert!(winners[*i].is_none(), "two claims of scope {i} acquired");
+                    winners[*i] = Some(*fingerprint);
+                }
+                other => assert_eq!(*other, IdempotencyClaim::Mismatch, "scope {i}"),
+            }
+        } else if *fingerprint == "done" {
+            assert_eq!(
+                *claim,
+                IdempotencyClaim::Replay(response(*i, "done")),
+                "scope {i}"
+            );
+        } else {
+            assert_eq!(*claim, IdempotencyClaim::Mismatch, "scope {i}");
+        }
+    }
+    let winners: Arc<Vec<&str>> = Arc::new(
+        winners
+            .into_iter()
+            .enumerate()
+            .map(|(i, winner)| winner.unwrap_or_else(|| panic!("no claim of scope {i} won")))
+            .collect(),
+    );
+
+    run_concurrently(FRESH, |i| {
+        let (store, scopes, winners) = (
+            Arc::clone(&store),
+            Arc::clone(&scopes),
+            Arc::clone(&winners),
+        );
+        async move {
+            store
+                .complete_idempotency_key(&scopes[i], winners[i], &response(i, winners[i]))
+                .await
+                .unwrap();
+        }
+    })
+    .await;
+    let replays = run_concurrently(FRESH, |i| {
+        let (store, scopes, winners) = (
+            Arc::clone(&store),
+            Arc::clone(&scopes),
+            Arc::clone(&winners),
+        );
+        let request = idempotency_request(&scopes[i], winners[i], millis(t0, 2_000));
+        async move { (i, store.claim_idempotency_key(&request).await.unwrap()) }
+    })
+    .await;
+    for (i, claim) in replays {
+        assert_eq!(
+            claim,
+            IdempotencyClaim::Replay(response(i, winners[i])),
+            "scope {i}"
+        );
+    }
+}
+
 /// `purge_expired` deletes rate-limit windows starting before `windows_before` and
 /// idempotency records created before `idempotency_before` (both exclusive), keeps the rest,
 /// and returns how many rows went.

@@ -984,6 +984,7 @@ macro_rules! __with_conformance_behaviours {
             idempotency_stale_claim_taken_over,
             idempotency_expired_record_replaced,
             idempotency_concurrent_claims_single_winner,
+            idempotency_simultaneous_claims_over_many_scopes,
             purge_expired_removes_old_rows,
             connect_state_claimed_once,
             // Webhooks, their delivery queue and their log.
