@@ -764,6 +764,75 @@ async fn rate_limits_are_exact_and_all_or_nothing_across_instances() {
     assert!(peek.exceeded.is_empty());
 }
 
+/// Many requests at once, so each instance gathers them into batches: each is still decided as
+/// alone, one after the other. Every request consumes one of three key counters (limit 7) and
+/// the organization's (limit 15) and peeks at a third counter: exactly 15 are accepted, each
+/// seeing its own organization count (1 to 15, once each), no key counter passes 7, and the
+/// refused ones counted nowhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batched_rate_counts_decide_each_request_as_alone() {
+    let stores = two_instances().await;
+    let barrier = Arc::new(tokio::sync::Barrier::new(60));
+    let mut tasks = Vec::new();
+    for i in 0..60 {
+        let (store, barrier) = (stores[i % 2].clone(), Arc::clone(&barrier));
+        let buckets = vec![
+            bucket(&format!("batch:key{}", i % 3), 7, true),
+            bucket("batch:peeked", 1, false),
+            bucket("batch:org", 15, true),
+        ];
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            (
+                i % 3,
+                store.hit_rate_limits(&buckets).await.expect("no error"),
+            )
+        }));
+    }
+    let mut org_counts = Vec::new();
+    let mut accepted_per_key = [0u64; 3];
+    for task in tasks {
+        let (key, outcome) = task.await.unwrap();
+        assert_eq!(outcome.counts[1], 0, "the peeked counter was never counted");
+        if outcome.exceeded.is_empty() {
+            accepted_per_key[key] += 1;
+            assert!(outcome.counts[0] <= 7, "{outcome:?}");
+            org_counts.push(outcome.counts[2]);
+        } else {
+            assert!(
+                outcome
+                    .exceeded
+                    .iter()
+                    .all(|&index| index == 0 || index == 2),
+                "{outcome:?}"
+            );
+        }
+    }
+    org_counts.sort_unstable();
+    assert_eq!(org_counts, (1..=15).collect::<Vec<u64>>());
+    let peek = stores[1]
+        .hit_rate_limits(&[
+            bucket("batch:key0", 7, false),
+            bucket("batch:key1", 7, false),
+            bucket("batch:key2", 7, false),
+            bucket("batch:org", 15, false),
+            bucket("batch:peeked", 1, false),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(
+        peek.counts,
+        vec![
+            accepted_per_key[0],
+            accepted_per_key[1],
+            accepted_per_key[2],
+            15,
+            0
+        ]
+    );
+    assert!(accepted_per_key.iter().all(|&count| count <= 7));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transaction_dropped_at_any_point_leaves_no_transaction_open() {
     // One connection, so every call below runs on the connection the dropped ones used.
