@@ -222,6 +222,44 @@ async fn shutdown_lets_a_running_job_finish_within_the_grace(app: TestApp) {
     assert_eq!(done.result, Some(json!({"slept": 300})));
 }
 
+/// Many attempts finishing while shutdown waits: each outcome is queued for the completer
+/// before the attempt's slot comes back, so the shutdown that finds every slot free never
+/// closes the queue on an outcome still to be sent.
+async fn shutdown_writes_every_outcome_of_attempts_finishing_as_it_waits(app: TestApp) {
+    const JOBS: u64 = 40;
+    let (first, _) = queued(&app, "test-sleep", json!({"ms": 100})).await;
+    let mut jobs = vec![first.clone()];
+    for i in 1..JOBS {
+        let job = JobRecord::new(
+            first.organization_id.clone(),
+            "test-sleep",
+            json!({"ms": 100 + i}),
+            first.subject.clone(),
+            app.xf.now(),
+        );
+        jobs.push(job);
+    }
+    app.store.insert_jobs(&jobs[1..]).await.unwrap();
+    let workers = app.xf.spawn_workers(
+        WorkerOptions::new()
+            .handler("test-sleep", Sleep)
+            .concurrency(JOBS as usize),
+    );
+    for job in &jobs {
+        let seen = status_of(&app, &job.id).await.status;
+        if seen == JobStatus::Pending {
+            wait_for(&app, &job.id, JobStatus::Processing).await;
+        }
+    }
+    let report = workers.shutdown(Duration::from_secs(10)).await;
+    assert_eq!(report.released, 0);
+    for (i, job) in (0..).zip(&jobs) {
+        let done = status_of(&app, &job.id).await;
+        assert_eq!(done.status, JobStatus::Completed, "job {i}");
+        assert_eq!(done.result, Some(json!({"slept": 100 + i})));
+    }
+}
+
 async fn shutdown_past_the_grace_releases_the_job_to_the_next_start(app: TestApp) {
     let (job, _) = queued(&app, "test-sleep", json!({"ms": 60_000})).await;
     let workers = app
@@ -346,6 +384,7 @@ crate::backends!(
     a_queued_scan_runs_and_the_api_shows_its_result_and_activity,
     cancelling_a_running_job_stops_it_within_a_second,
     shutdown_lets_a_running_job_finish_within_the_grace,
+    shutdown_writes_every_outcome_of_attempts_finishing_as_it_waits,
     shutdown_past_the_grace_releases_the_job_to_the_next_start,
     a_failing_handler_retries_then_fails_with_its_error,
 );

@@ -40,7 +40,12 @@ struct Shared {
     upkeep: Box<dyn Upkeep>,
     metrics: Metrics,
     options: WorkerOptions,
+    /// One per running attempt (`WorkerOptions::concurrency`).
     slots: Arc<Semaphore>,
+    /// One per outcome queued for the completer and not yet written ([`UNWRITTEN`], or the
+    /// concurrency if larger): a finished attempt gives its slot back once its outcome is
+    /// queued, so the next claim does not wait for the write, and this bounds what waits.
+    unwritten: Arc<Semaphore>,
     running: Mutex<HashMap<JobId, watch::Sender<Option<Stop>>>>,
     wake: Notify,
     /// Wakes the services when events are written.
@@ -89,6 +94,9 @@ impl Shared {
     }
 }
 
+/// The most outcomes that wait for the completer, unless the concurrency is larger.
+const UNWRITTEN: usize = 1_000;
+
 /// Starts the runtime on the current Tokio runtime: the claimer (when there are handlers and
 /// jobs to run), the completer, the rescue and upkeep passes, the listener of the store's
 /// signals, and the services.
@@ -108,6 +116,7 @@ pub(crate) fn start(parts: Parts, options: WorkerOptions) -> WorkerHandle {
         upkeep,
         metrics,
         slots: Arc::new(Semaphore::new(options.concurrency)),
+        unwritten: Arc::new(Semaphore::new(options.concurrency.max(UNWRITTEN))),
         options,
         running: Mutex::new(HashMap::new()),
         wake: Notify::new(),
@@ -167,7 +176,8 @@ impl WorkerHandle {
         let concurrency = u32::try_from(self.shared.options.concurrency).unwrap_or(u32::MAX);
         let running_at_start = self.shared.running().len();
         let all_slots = Arc::clone(&self.shared.slots);
-        // Every slot free again means every job finished and its outcome was written.
+        // Every slot free again means every job finished and its outcome was queued; closing
+        // the completer below writes the queue out.
         let drained = tokio::time::timeout(grace, all_slots.acquire_many(concurrency)).await;
         let mut report = ShutdownReport::default();
         if drained.is_err() {
@@ -376,14 +386,24 @@ async fn run_attempt(
     shared.metrics.job_run(&job_type, ran, started.elapsed());
     let outcome = outcome.filter(|_| !settled.load(Ordering::Acquire));
     if let Some(outcome) = outcome {
+        // The slot goes back once the outcome is queued (a place among the unwritten ones is
+        // held until it is written), so claims overlap with the completer's writes. Only then:
+        // a shutdown that finds every slot free closes the completer's queue, and an outcome
+        // sent after that would be lost. Were that semaphore ever closed, the slot itself
+        // would wait for the write, as it once did.
+        let (held, slot) = match Arc::clone(&shared.unwritten).acquire_owned().await {
+            Ok(place) => (place, Some(permit)),
+            Err(_) => (permit, None),
+        };
         let sender = shared
             .finishes
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         if let Some(sender) = sender {
-            let _ = sender.send((Finish { attempt, outcome }, permit));
+            let _ = sender.send((Finish { attempt, outcome }, held));
         }
+        drop(slot);
     }
 }
 
@@ -431,7 +451,8 @@ async fn release(shared: &Shared, attempt: &Attempt) {
     }
 }
 
-/// Writes outcomes in batches: whatever is waiting when the previous write returns.
+/// Writes outcomes in batches: whatever is waiting when the previous write returns; each
+/// outcome's place among the unwritten ones is freed once it is written.
 async fn complete_loop(
     shared: Arc<Shared>,
     mut outcomes: mpsc::UnboundedReceiver<(Finish, OwnedSemaphorePermit)>,
