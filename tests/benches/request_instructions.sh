@@ -20,9 +20,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 smoke="${XF_BENCH_SMOKE:-0}"
 [ "$smoke" = 0 ] && smoke=""
 requests="${REQUESTS:-${smoke:+50}}"; requests="${requests:-4000}"
-profile=release
-[ -n "$smoke" ] && profile=debug
-profile_flag=(--profile "$([ "$profile" = debug ] && echo dev || echo release)")
+# Cargo's profile, and the directory under target/ it builds into.
+profile=release cargo_profile=release
+[ -n "$smoke" ] && profile=debug cargo_profile=dev
+profile_flag=(--profile "$cargo_profile")
 say() { printf 'request_instructions: %s\n' "$*" >&2; }
 command -v valgrind >/dev/null || { say "valgrind is missing: apt-get install valgrind"; exit 1; }
 

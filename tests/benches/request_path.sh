@@ -44,9 +44,10 @@ smoke="${XF_BENCH_SMOKE:-0}"
 [ "$smoke" = 0 ] && smoke=""
 rounds="${ROUNDS:-${smoke:+1}}"; rounds="${rounds:-5}"
 seconds="${SECONDS_PER_RUN:-${smoke:+1}}"; seconds="${seconds:-5}"
-profile=release
-[ -n "$smoke" ] && profile=debug
-profile_flag=(--profile "$([ "$profile" = debug ] && echo dev || echo release)")
+# Cargo's profile, and the directory under target/ it builds into.
+profile=release cargo_profile=release
+[ -n "$smoke" ] && profile=debug cargo_profile=dev
+profile_flag=(--profile "$cargo_profile")
 threads="${WRK_THREADS:-1}"
 connections="${WRK_CONNECTIONS:-32}"
 server_url="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}"

@@ -36,7 +36,7 @@ pub(crate) struct Batcher<R, O> {
     sender: OnceLock<mpsc::UnboundedSender<Pending<R, O>>>,
 }
 
-impl<R: Clone + Send + 'static, O: Send + 'static> Batcher<R, O> {
+impl<R: Send + 'static, O: Send + 'static> Batcher<R, O> {
     pub(crate) const fn new(run: Runner<R, O>) -> Self {
         Self {
             run,
@@ -46,7 +46,8 @@ impl<R: Clone + Send + 'static, O: Send + 'static> Batcher<R, O> {
 
     /// The outcome of `request`, run in the next batch. When the batching task is gone (the
     /// runtime it was started on ended, as in tests that share a store between runtimes), the
-    /// request runs alone, on the caller's runtime.
+    /// request runs alone, on the caller's runtime. Were the task to end with the request
+    /// taken, whether it ran is unknown: the answer is then `Unavailable`, never a second run.
     pub(crate) async fn submit(&self, pool: &PgPool, request: R) -> StoreResult<O> {
         let sender = self.sender.get_or_init(|| {
             let (sender, receiver) = mpsc::unbounded_channel();
@@ -54,11 +55,16 @@ impl<R: Clone + Send + 'static, O: Send + 'static> Batcher<R, O> {
             sender
         });
         let (reply, answer) = oneshot::channel();
-        if sender.send((request.clone(), reply)).is_ok() {
-            if let Ok(outcome) = answer.await {
-                return outcome;
+        let request = match sender.send((request, reply)) {
+            Ok(()) => {
+                return answer.await.unwrap_or_else(|_| {
+                    Err(StoreError::Unavailable(
+                        "the batching task ended before answering".to_owned(),
+                    ))
+                })
             }
-        }
+            Err(mpsc::error::SendError((request, _))) => request,
+        };
         let mut outcomes = (self.run)(pool.clone(), vec![request]).await?;
         outcomes
             .pop()

@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use sqlx::postgres::PgRow;
 use sqlx::PgPool;
 use xf_core::store::{
     GuardStore, IdempotencyClaim, IdempotencyRequest, RateBucket, RateOutcome, StoreResult,
@@ -40,16 +41,16 @@ impl std::fmt::Debug for GuardBatches {
 }
 
 /// A response to keep for a claimed key.
-#[derive(Clone)]
 struct Completion {
     scope: String,
     fingerprint: String,
     response: StoredResponse,
 }
 
-/// Counts a batch of requests: a lone request takes `xf_hit_rate_limits` (0002), several one
-/// call of `xf_hit_rate_limits_many` (migrations 0006 and 0009), which counts each exactly as
-/// alone with three statements per batch.
+/// Counts a batch of requests: a lone request takes `xf_hit_rate_limits` (0002, in one
+/// statement when nothing is exceeded since 0019), several one call of
+/// `xf_hit_rate_limits_many` (0006, 0009 and 0019), which counts each exactly as alone with
+/// three statements per batch.
 fn count(pool: PgPool, batch: Vec<Vec<RateBucket>>) -> BatchFuture<RateOutcome> {
     Box::pin(async move {
         match batch.as_slice() {
@@ -59,8 +60,8 @@ fn count(pool: PgPool, batch: Vec<Vec<RateBucket>>) -> BatchFuture<RateOutcome> 
     })
 }
 
-/// One request, one call of `xf_hit_rate_limits` (migration 0002): see its comment for how
-/// it stays exact and all-or-nothing across instances.
+/// One request, one call of `xf_hit_rate_limits` (migrations 0002 and 0019): see their
+/// comments for how it stays exact and all-or-nothing across instances.
 async fn hit_one(pool: &PgPool, buckets: &[RateBucket]) -> StoreResult<RateOutcome> {
     let names: Vec<&str> = buckets.iter().map(|b| &*b.name).collect();
     let windows: Vec<DateTime<Utc>> = buckets.iter().map(|b| at(b.window_start)).collect();
@@ -109,21 +110,41 @@ async fn hit_many(pool: &PgPool, batch: &[Vec<RateBucket>]) -> StoreResult<Vec<R
     .fetch_all(pool)
     .await
     .map_err(store_error)?;
-    let mut outcomes: Vec<Option<RateOutcome>> = vec![None; batch.len()];
-    for row in &found {
+    per_request(&found, batch.len(), 0, "rate", |_, row| {
+        outcome(row.col("counts")?, row.col("exceeded")?)
+    })
+}
+
+/// A batch function's rows in request order: each row's `request` column numbers its request
+/// from `first`, and `decide` reads its outcome. Every request must have exactly one row.
+fn per_request<T>(
+    rows: &[PgRow],
+    requests: usize,
+    first: i32,
+    what: &str,
+    mut decide: impl FnMut(usize, &PgRow) -> StoreResult<T>,
+) -> StoreResult<Vec<T>> {
+    let mut outcomes: Vec<Option<T>> = std::iter::repeat_with(|| None).take(requests).collect();
+    for row in rows {
         let request: i32 = row.col("request")?;
-        let slot = usize::try_from(request)
-            .ok()
-            .and_then(|index| outcomes.get_mut(index))
+        let index = request
+            .checked_sub(first)
+            .and_then(|index| usize::try_from(index).ok())
+            .filter(|&index| index < requests)
             .ok_or_else(|| {
-                StoreError::Internal(format!("unknown request {request} in a rate batch"))
+                StoreError::Internal(format!("unknown request {request} in a {what} batch"))
             })?;
-        *slot = Some(outcome(row.col("counts")?, row.col("exceeded")?)?);
+        if outcomes[index].is_some() {
+            return Err(StoreError::Internal(format!(
+                "request {request} answered twice in a {what} batch"
+            )));
+        }
+        outcomes[index] = Some(decide(index, row)?);
     }
     outcomes
         .into_iter()
         .map(|outcome| {
-            outcome.ok_or_else(|| StoreError::Internal("a rate batch skipped a request".into()))
+            outcome.ok_or_else(|| StoreError::Internal(format!("a {what} batch skipped a request")))
         })
         .collect()
 }
@@ -151,34 +172,19 @@ fn claim(pool: PgPool, batch: Vec<IdempotencyRequest>) -> BatchFuture<Idempotenc
         .fetch_all(&pool)
         .await
         .map_err(store_error)?;
-        let mut claims: Vec<Option<IdempotencyClaim>> = vec![None; batch.len()];
-        for row in &found {
-            let request: i32 = row.col("request")?;
-            let index = usize::try_from(request)
-                .ok()
-                .and_then(|number| number.checked_sub(1))
-                .filter(|&index| index < batch.len())
-                .ok_or_else(|| {
-                    StoreError::Internal(format!("unknown request {request} in a claim batch"))
-                })?;
-            let decided = if row.col::<bool>("acquired")? {
-                IdempotencyClaim::Acquired
+        // The function numbers requests from 1 (`WITH ORDINALITY`).
+        per_request(&found, batch.len(), 1, "claim", |index, row| {
+            if row.col::<bool>("acquired")? {
+                Ok(IdempotencyClaim::Acquired)
             } else {
                 declined(
                     &batch[index].fingerprint,
                     row.col("held_fingerprint")?,
                     row.col("held_status")?,
                     row.col("held_body")?,
-                )?
-            };
-            claims[index] = Some(decided);
-        }
-        claims
-            .into_iter()
-            .map(|claim| {
-                claim.ok_or_else(|| StoreError::Internal("a claim batch skipped a request".into()))
-            })
-            .collect()
+                )
+            }
+        })
     })
 }
 
