@@ -116,6 +116,8 @@ pub enum Route {
     TiktokToken,
     /// TikTok's `user/info`.
     TiktokUserInfo,
+    /// TikTok's `creator_info/query`.
+    TiktokCreatorInfo,
     /// TikTok's init calls (video direct post, inbox, photo).
     TiktokInit,
     /// A TikTok chunk upload.
@@ -234,10 +236,15 @@ struct StandInState {
     next_id: u64,
     /// TikTok publishes by publish id.
     tiktok: HashMap<String, TiktokPublish>,
+    /// What `creator_info/query` answers (`data`), as set by the test.
+    tiktok_creator: Value,
+    /// The access tokens that asked `creator_info/query`: TikTok's guidelines require it
+    /// before a direct post.
+    tiktok_creator_asked: HashSet<String>,
     /// LinkedIn media by URN: parts (first, last, received), finalized, status reads.
     linkedin_media: HashMap<String, LinkedinMedia>,
-    /// LinkedIn posts: URN, author, media URN.
-    linkedin_posts: Vec<(String, String, String)>,
+    /// LinkedIn posts: URN, author, media URN, and the commentary as LinkedIn shows it.
+    linkedin_posts: Vec<(String, String, String, String)>,
     /// Pinterest media by id: uploaded, status reads.
     pinterest_media: HashMap<String, (bool, u32)>,
     /// Pinterest pins, as answered.
@@ -302,7 +309,18 @@ impl PlatformStandIn {
             .expect("bind a loopback port");
         let addr: SocketAddr = listener.local_addr().expect("local address");
         let inner = Arc::new(Inner {
-            state: Mutex::new(StandInState::default()),
+            state: Mutex::new(StandInState {
+                tiktok_creator: creator_data(
+                    &[
+                        "PUBLIC_TO_EVERYONE",
+                        "MUTUAL_FOLLOW_FRIENDS",
+                        "FOLLOWER_OF_CREATOR",
+                        "SELF_ONLY",
+                    ],
+                    600,
+                ),
+                ..StandInState::default()
+            }),
             base_url: format!("http://{addr}"),
             client: reqwest::Client::new(),
             auth: ["youtube", "instagram", "tiktok", "linkedin", "pinterest"]
@@ -459,6 +477,12 @@ impl PlatformStandIn {
             .collect()
     }
 
+    /// What TikTok's `creator_info/query` answers from now on: these privacy levels and this
+    /// longest video (the default: all four levels, 600 s).
+    pub fn tiktok_creator(&self, privacy_levels: &[&str], max_video_seconds: u64) {
+        self.inner.state().tiktok_creator = creator_data(privacy_levels, max_video_seconds);
+    }
+
     /// The TikTok posts made (published or sent to an inbox): their publish ids.
     pub fn tiktok_posts(&self) -> Vec<String> {
         let state = self.inner.state();
@@ -478,7 +502,17 @@ impl PlatformStandIn {
         state
             .linkedin_posts
             .iter()
-            .map(|(urn, _, media)| (urn.clone(), media.clone()))
+            .map(|(urn, _, media, _)| (urn.clone(), media.clone()))
+            .collect()
+    }
+
+    /// The LinkedIn posts' commentary as LinkedIn shows it (read from the little text format).
+    pub fn linkedin_commentary(&self) -> Vec<String> {
+        let state = self.inner.state();
+        state
+            .linkedin_posts
+            .iter()
+            .map(|(_, _, _, text)| text.clone())
             .collect()
     }
 
@@ -689,6 +723,7 @@ async fn handle(State(inner): State<Arc<Inner>>, request: Request) -> Response {
         Route::TiktokToken | Route::LinkedinToken | Route::PinterestToken => {
             oauth_token(&inner, route, &parts.headers, &text)
         }
+        Route::TiktokCreatorInfo => tiktok_creator_info(&inner, &parts.headers),
         Route::TiktokInit => tiktok_init(&inner, &path, &parts.headers, &text).await,
         Route::TiktokChunk => tiktok_chunk(&inner, &parts.headers, &query, &body),
         Route::TiktokStatus => tiktok_status(&inner, &parts.headers, &text),
@@ -746,6 +781,7 @@ fn route_of(method: &Method, path: &str, headers: &HeaderMap, inner: &Inner) -> 
             ("POST", "/v2/oauth/token/") => Some(Route::TiktokToken),
             ("GET", "/v2/user/info/") => Some(Route::TiktokUserInfo),
             ("POST", "/v2/post/publish/status/fetch/") => Some(Route::TiktokStatus),
+            ("POST", "/v2/post/publish/creator_info/query/") => Some(Route::TiktokCreatorInfo),
             ("POST", init) if init.starts_with("/v2/post/publish/") => Some(Route::TiktokInit),
             ("PUT", "/upload/") => Some(Route::TiktokChunk),
             _ => None,
@@ -1678,6 +1714,20 @@ fn identity(
     }
 }
 
+/// `creator_info/query`'s `data`, shaped as TikTok documents it.
+fn creator_data(privacy_levels: &[&str], max_video_seconds: u64) -> Value {
+    json!({
+        "creator_avatar_url": "https://p16-sign-va.tiktokcdn.com/avatar.jpeg",
+        "creator_username": "tt-creator",
+        "creator_nickname": "TT Creator",
+        "privacy_level_options": privacy_levels,
+        "comment_disabled": false,
+        "duet_disabled": false,
+        "stitch_disabled": true,
+        "max_video_post_duration_sec": max_video_seconds,
+    })
+}
+
 fn tiktok_error(status: u16, code: &str, message: &str) -> Response {
     answer(
         status,
@@ -1694,24 +1744,45 @@ fn tiktok_ok(data: Value) -> Response {
     )
 }
 
-async fn tiktok_init(inner: &Inner, path: &str, headers: &HeaderMap, text: &str) -> Response {
-    if !bearer(headers).is_some_and(|t| inner.state().access_tokens.contains(&t)) {
-        return tiktok_error(
+/// The caller of a Content Posting call: a known bearer token and a JSON content type, as
+/// TikTok requires of each; the token.
+fn tiktok_caller(inner: &Inner, headers: &HeaderMap) -> Result<String, Box<Response>> {
+    let Some(token) = bearer(headers).filter(|t| inner.state().access_tokens.contains(t)) else {
+        return Err(Box::new(tiktok_error(
             401,
             "access_token_invalid",
             "The access token is invalid or not found in the request.",
-        );
-    }
+        )));
+    };
     if !headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/json"))
     {
-        return tiktok_error(
+        return Err(Box::new(tiktok_error(
             400,
             "invalid_params",
             "Content-Type must be application/json",
-        );
+        )));
+    }
+    Ok(token)
+}
+
+/// `creator_info/query` (TikTok's Query Creator Info reference): a bearer token, JSON content
+/// type, no body; `data` as the test set it.
+fn tiktok_creator_info(inner: &Inner, headers: &HeaderMap) -> Response {
+    let token = match tiktok_caller(inner, headers) {
+        Ok(token) => token,
+        Err(refused) => return *refused,
+    };
+    let mut state = inner.state();
+    state.tiktok_creator_asked.insert(token);
+    tiktok_ok(state.tiktok_creator.clone())
+}
+
+async fn tiktok_init(inner: &Inner, path: &str, headers: &HeaderMap, text: &str) -> Response {
+    if let Err(refused) = tiktok_caller(inner, headers) {
+        return *refused;
     }
     let Ok(body) = serde_json::from_str::<Value>(text) else {
         return tiktok_error(400, "invalid_params", "the body is not JSON");
@@ -1727,6 +1798,32 @@ async fn tiktok_init(inner: &Inner, path: &str, headers: &HeaderMap, text: &str)
     };
     let photo = path.ends_with("/content/init/");
     let inbox = path.ends_with("/inbox/video/init/");
+    let direct = if photo {
+        body["post_mode"] == "DIRECT_POST"
+    } else {
+        !inbox
+    };
+    if direct {
+        let state = inner.state();
+        if !bearer(headers).is_some_and(|t| state.tiktok_creator_asked.contains(&t)) {
+            return tiktok_error(
+                400,
+                "invalid_params",
+                "query creator_info before a direct post (Content Posting guidelines)",
+            );
+        }
+        let privacy = body["post_info"]["privacy_level"].as_str().unwrap_or("");
+        let allowed = state.tiktok_creator["privacy_level_options"]
+            .as_array()
+            .is_some_and(|options| options.iter().any(|o| o == privacy));
+        if !allowed {
+            return tiktok_error(
+                403,
+                "privacy_level_option_mismatch",
+                "privacy_level is not among the creator's privacy_level_options",
+            );
+        }
+    }
     if photo {
         let urls = body["source_info"]["photo_images"]
             .as_array()
@@ -2137,8 +2234,8 @@ fn linkedin_post(
             .linkedin_posts
             .iter()
             .rev()
-            .filter(|(_, a, _)| *a == author)
-            .map(|(urn, _, media)| json!({"id": urn, "author": author, "content": {"media": {"id": media}}}))
+            .filter(|(_, a, _, _)| *a == author)
+            .map(|(urn, _, media, _)| json!({"id": urn, "author": author, "content": {"media": {"id": media}}}))
             .collect();
         return answer(200, json!({"elements": elements}), None);
     }
@@ -2171,12 +2268,47 @@ fn linkedin_post(
     }
     state.next_id += 1;
     let urn = format!("urn:li:share:70{:016}", state.next_id);
-    state.linkedin_posts.push((urn.clone(), author, media));
+    let shown = little_shown(body["commentary"].as_str().unwrap_or(""));
+    state
+        .linkedin_posts
+        .push((urn.clone(), author, media, shown));
     let mut response = (StatusCode::CREATED, "").into_response();
     response
         .headers_mut()
         .insert("x-restli-id", urn.parse().expect("a header value"));
     response
+}
+
+/// Commentary as LinkedIn shows it, read in its "little" text format (Microsoft's "little text
+/// format" page): a backslash makes the next character plain text; `#` before a letter starts
+/// a hashtag; any other unescaped reserved character (`| { } @ [ ] ( ) < > # * _ ~ \`) ends
+/// the text there, as LinkedIn silently cuts a post at it.
+fn little_shown(little: &str) -> String {
+    const RESERVED: &str = "|{}@[]()<>#*_~\\";
+    let mut shown = String::new();
+    let mut chars = little.chars().peekable();
+    let mut previous: Option<char> = None;
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some(next) => {
+                    shown.push(next);
+                    previous = Some(next);
+                    continue;
+                }
+                None => break,
+            }
+        }
+        let hashtag = c == '#'
+            && !previous.is_some_and(char::is_alphanumeric)
+            && chars.peek().is_some_and(|next| next.is_alphabetic());
+        if RESERVED.contains(c) && !hashtag {
+            break;
+        }
+        shown.push(c);
+        previous = Some(c);
+    }
+    shown
 }
 
 fn pinterest_error(status: u16, code: i64, message: &str) -> Response {

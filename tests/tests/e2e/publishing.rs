@@ -32,6 +32,7 @@ crate::backends!(
     a_refusal_fails_that_platform_only,
     instagram_pulls_the_signed_url_and_publishes,
     tiktok_posts_in_chunks_sends_inbox_uploads_and_pulls_photos,
+    tiktok_refuses_what_the_creator_may_not_post_before_uploading,
     linkedin_uploads_parts_as_instructed_then_posts,
     pinterest_pins_videos_and_images_once,
     a_refresh_that_lost_the_race_to_a_rotation_uses_the_new_token,
@@ -941,6 +942,115 @@ async fn tiktok_posts_in_chunks_sends_inbox_uploads_and_pulls_photos(app: TestAp
     workers.shutdown(Duration::from_secs(5)).await;
 }
 
+async fn tiktok_refuses_what_the_creator_may_not_post_before_uploading(app: TestApp) {
+    let (app, platforms) = publishing(app).await;
+    platforms.grant(ACCESS, None);
+    let org = studio(&app).await;
+    connect(&app, &org, "tiktok", "tt-creator", 60).await;
+    // The creator of an app TikTok has not audited: private posts only, of at most 4 s here.
+    platforms.tiktok_creator(&["SELF_ONLY"], 4);
+    let short = video("mp4", 640, 360, 3, true, 0);
+    let tiktok_only = ("platforms", r#"["tiktok"]"#);
+    let public = post_video(
+        &app,
+        &org,
+        &short,
+        &[
+            tiktok_only,
+            ("tiktok", r#"{"privacy": "PUBLIC_TO_EVERYONE"}"#),
+        ],
+    )
+    .await;
+    let long = video("mp4", 640, 360, 6, true, 0);
+    let too_long = post_video(
+        &app,
+        &org,
+        &long,
+        &[tiktok_only, ("tiktok", r#"{"privacy": "SELF_ONLY"}"#)],
+    )
+    .await;
+    let photo = image("jpg", 1080, 1350);
+    let public_photo = upload_image(
+        &app,
+        &org,
+        &photo,
+        &[tiktok_only, ("tiktokPrivacy", "PUBLIC_TO_EVERYONE")],
+    )
+    .await;
+    let workers = workers(&app);
+    let shown = wait_for(&app, &org.key, &public, |i| i["status"] == "failed").await;
+    let error = shown["tiktok"]["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("privacy_level_option_mismatch: "),
+        "{error}"
+    );
+    assert!(
+        error.contains("SELF_ONLY only, not PUBLIC_TO_EVERYONE"),
+        "{error}"
+    );
+    let shown = wait_for(&app, &org.key, &too_long, |i| i["status"] == "failed").await;
+    let error = shown["tiktok"]["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("duration_over_creator_limit: "),
+        "{error}"
+    );
+    assert!(error.contains("at most 4 s"), "{error}");
+    let shown = wait_for_image(&app, &org.key, &public_photo, "failed").await;
+    let error = shown["tiktok"]["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("privacy_level_option_mismatch: "),
+        "{error}"
+    );
+    // Refused before anything was sent: no init, no bytes.
+    assert!(
+        !platforms
+            .seen()
+            .iter()
+            .any(|s| s.uri.contains("/init/") || s.uri.contains("/tiktok/upload/")),
+        "nothing reaches TikTok's init or upload"
+    );
+
+    // Within the creator's options it posts, with the interactions the creator turned off
+    // (stitches, in the stand-in's creator info) off.
+    let private = post_video(
+        &app,
+        &org,
+        &short,
+        &[tiktok_only, ("tiktok", r#"{"privacy": "SELF_ONLY"}"#)],
+    )
+    .await;
+    wait_for(&app, &org.key, &private, |i| i["status"] == "completed").await;
+    let seen = platforms.seen();
+    let init = seen
+        .iter()
+        .find(|s| s.uri.ends_with("/v2/post/publish/video/init/"))
+        .unwrap();
+    let body: Value = serde_json::from_str(&init.text).unwrap();
+    assert_eq!(body["post_info"]["privacy_level"], "SELF_ONLY");
+    assert_eq!(body["post_info"]["disable_stitch"], true);
+    assert_eq!(body["post_info"]["disable_comment"], false);
+    // Each direct post asked first, as TikTok documents the call: POST, the bearer token,
+    // a JSON content type, no body.
+    let asked: Vec<_> = seen
+        .iter()
+        .filter(|s| s.uri.ends_with("/v2/post/publish/creator_info/query/"))
+        .collect();
+    assert_eq!(asked.len(), 4);
+    for call in asked {
+        assert_eq!(call.method, Method::POST);
+        assert_eq!(
+            call.header("authorization"),
+            Some(&*format!("Bearer {ACCESS}"))
+        );
+        assert!(call
+            .header("content-type")
+            .unwrap()
+            .starts_with("application/json"));
+        assert_eq!(call.body_len, 0);
+    }
+    workers.shutdown(Duration::from_secs(5)).await;
+}
+
 async fn linkedin_uploads_parts_as_instructed_then_posts(app: TestApp) {
     let (app, platforms) = publishing(app).await;
     platforms.grant(ACCESS, None);
@@ -961,7 +1071,10 @@ async fn linkedin_uploads_parts_as_instructed_then_posts(app: TestApp) {
         &[
             ("platforms", r#"["linkedin"]"#),
             ("title", "Quarterly"),
-            ("linkedinComment", "Our quarter"),
+            (
+                "linkedinComment",
+                "Our quarter (part 1) @ HQ: #results *up* 10_000 ~ <3 [draft] {v2} a|b C:\\q",
+            ),
         ],
     )
     .await;
@@ -1009,7 +1122,13 @@ async fn linkedin_uploads_parts_as_instructed_then_posts(app: TestApp) {
     assert_eq!(post.header("x-restli-protocol-version"), Some("2.0.0"));
     let body: Value = serde_json::from_str(&post.text).unwrap();
     assert_eq!(body["author"], "urn:li:organization:42");
-    assert_eq!(body["commentary"], "Our quarter");
+    // The commentary in LinkedIn's little text format: shown exactly as written.
+    let caption = "Our quarter (part 1) @ HQ: #results *up* 10_000 ~ <3 [draft] {v2} a|b C:\\q";
+    assert_eq!(
+        body["commentary"],
+        r"Our quarter \(part 1\) \@ HQ: #results \*up\* 10\_000 \~ \<3 \[draft\] \{v2\} a\|b C:\\q"
+    );
+    assert_eq!(platforms.linkedin_commentary(), vec![caption.to_owned()]);
     assert_eq!(body["content"]["media"]["title"], "Quarterly");
 
     // An image goes the same way through /rest/images.

@@ -9,8 +9,9 @@
 //!   and one `PUT`.)
 //! - **poll**: `GET /rest/videos/{urn}` (or `/rest/images/{urn}`) until `AVAILABLE`;
 //!   `PROCESSING_FAILED` is a refusal.
-//! - **finalize**: `POST /rest/posts` with the author, the commentary, public visibility,
-//!   the main feed, and the media; the post's URN comes back in `x-restli-id`.
+//! - **finalize**: `POST /rest/posts` with the author, the commentary (in LinkedIn's
+//!   "little" text format: see [`little_text`]), public visibility, the main feed, and the
+//!   media; the post's URN comes back in `x-restli-id`.
 //! - **find**: the author's recent posts (`GET /rest/posts?q=author`) with this media.
 //! - **tokens**: `POST /oauth/v2/accessToken` with the refresh-token grant.
 
@@ -289,7 +290,7 @@ impl Publisher for Linkedin {
         content["media"]["title"] = json!(post.title());
         let body = json!({
             "author": post.account,
-            "commentary": post.caption("comment").unwrap_or(""),
+            "commentary": little_text(post.caption("comment").unwrap_or("")),
             "visibility": "PUBLIC",
             "distribution": {"feedDistribution": "MAIN_FEED", "targetEntities": [],
                              "thirdPartyDistributionChannels": []},
@@ -337,6 +338,34 @@ impl Publisher for Linkedin {
             .and_then(|p| p["id"].as_str())
             .map(|urn| Outcome::Published(published(urn))))
     }
+}
+
+/// The characters LinkedIn's "little" text format reserves for its elements and templates
+/// (mentions, hashtags, formatting): as plain text each takes a backslash before it.
+const LITTLE_RESERVED: &[char] = &[
+    '\\', '|', '{', '}', '@', '[', ']', '(', ')', '<', '>', '#', '*', '_', '~',
+];
+
+/// `text` as plain text in LinkedIn's "little" format, which the Posts API reads commentary
+/// (and comments) in: every reserved character is escaped, as LinkedIn otherwise cuts the
+/// text at it or reads it as markup. One exception keeps what the writer meant: a `#` that
+/// starts a word (`#launch`, a letter right after it) stays a hashtag, the format's
+/// `HashtagElement`; a lone `#`, or one before a digit (`#1`), is escaped.
+pub fn little_text(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len() + text.len() / 8);
+    let mut chars = text.chars().peekable();
+    let mut previous: Option<char> = None;
+    while let Some(c) = chars.next() {
+        let hashtag = c == '#'
+            && !previous.is_some_and(char::is_alphanumeric)
+            && chars.peek().is_some_and(|next| next.is_alphabetic());
+        if LITTLE_RESERVED.contains(&c) && !hashtag {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+        previous = Some(c);
+    }
+    escaped
 }
 
 fn published(urn: &str) -> Published {
@@ -438,3 +467,72 @@ impl Linkedin {
 }
 
 oauth::code_flow_connector!(Linkedin, Provider::Linkedin);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Reads little text back as LinkedIn shows it: a backslash makes the next character
+    /// plain; an unescaped reserved character other than a hashtag's `#` is an error.
+    fn shown(little: &str) -> Result<String, usize> {
+        let mut text = String::new();
+        let mut chars = little.char_indices().peekable();
+        let mut previous: Option<char> = None;
+        while let Some((at, c)) = chars.next() {
+            if c == '\\' {
+                let Some((_, next)) = chars.next() else {
+                    return Err(at);
+                };
+                text.push(next);
+                previous = Some(next);
+                continue;
+            }
+            let hashtag = c == '#'
+                && !previous.is_some_and(char::is_alphanumeric)
+                && chars.peek().is_some_and(|(_, next)| next.is_alphabetic());
+            if LITTLE_RESERVED.contains(&c) && !hashtag {
+                return Err(at);
+            }
+            text.push(c);
+            previous = Some(c);
+        }
+        Ok(text)
+    }
+
+    #[test]
+    fn reserved_characters_are_escaped_and_hashtags_kept() {
+        assert_eq!(little_text("Our talk (part 1)"), "Our talk \\(part 1\\)");
+        assert_eq!(
+            little_text("a_b *c* ~d~ <e> [f] {g} h|i @j \\k"),
+            "a\\_b \\*c\\* \\~d\\~ \\<e\\> \\[f\\] \\{g\\} h\\|i \\@j \\\\k"
+        );
+        assert_eq!(
+            little_text("#launch day, #1 pick, C# #"),
+            "#launch day, \\#1 pick, C\\# \\#"
+        );
+        assert_eq!(little_text("plain text"), "plain text");
+    }
+
+    proptest! {
+        #[test]
+        fn any_text_reads_back_as_written(text in any::<String>()) {
+            prop_assert_eq!(shown(&little_text(&text)), Ok(text));
+        }
+
+        #[test]
+        fn reserved_heavy_text_reads_back_as_written(
+            text in proptest::collection::vec(
+                prop_oneof![
+                    proptest::sample::select(LITTLE_RESERVED.to_vec()),
+                    proptest::char::range('a', 'c'),
+                    Just('1'),
+                    Just(' '),
+                ],
+                0..40,
+            ).prop_map(|chars| chars.into_iter().collect::<String>())
+        ) {
+            prop_assert_eq!(shown(&little_text(&text)), Ok(text));
+        }
+    }
+}

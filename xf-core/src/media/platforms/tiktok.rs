@@ -1,5 +1,11 @@
 //! TikTok through the Content Posting API.
 //!
+//! - **creator info**: a direct post (video or photo) first asks
+//!   `POST /v2/post/publish/creator_info/query/` what the creator may post now, as TikTok's
+//!   Content Posting guidelines require: a privacy level not among its
+//!   `privacy_level_options` (an unaudited app's creators may only post `SELF_ONLY`), or a
+//!   video longer than its `max_video_post_duration_sec`, is refused before anything is
+//!   uploaded; an interaction the creator turned off in the app stays off.
 //! - **videos**: start is `POST /v2/post/publish/video/init/` (direct post, with
 //!   `post_info`: title, privacy level, comment/duet/stitch switches) or, when
 //!   `autoPublish` is off, `POST /v2/post/publish/inbox/video/init/`, with `source_info`
@@ -125,14 +131,19 @@ impl Tiktok {
         format!("{}{path}", self.config.api_base_url.trim_end_matches('/'))
     }
 
-    /// A JSON call of the API; its `data`.
+    /// A JSON call of the API (with no body when `body` is `null`); its `data`.
     async fn call(&self, token: &str, path: &str, body: Value) -> Result<Value, PublishError> {
+        let body = if body.is_null() {
+            String::new()
+        } else {
+            body.to_string()
+        };
         let request = self
             .client
             .post(self.url(path))
             .bearer_auth(token)
             .header("content-type", "application/json; charset=UTF-8")
-            .body(body.to_string());
+            .body(body);
         let answer = send(request).await?;
         let parsed: Value = if answer.is_success() {
             parse(&answer, path)?
@@ -145,17 +156,67 @@ impl Tiktok {
         Ok(parsed["data"].clone())
     }
 
-    fn post_info(post: &PostContext<'_>) -> Value {
+    /// A direct post's `post_info`, within what the creator may post now (`creator`, the
+    /// answer of [`Tiktok::creator_info`]): a refusal naming the creator's options when the
+    /// privacy level or the video's length is outside them.
+    fn post_info(post: &PostContext<'_>, creator: &Value) -> Result<Value, PublishError> {
+        let privacy = post.setting("privacy").unwrap_or("SELF_ONLY");
+        let options: Vec<&str> = creator["privacy_level_options"]
+            .as_array()
+            .map(|options| options.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        if !options.contains(&privacy) {
+            return Err(PublishError::rejected(
+                "privacy_level_option_mismatch",
+                format!(
+                    "this TikTok creator may post as {} only, not {privacy} (an app TikTok has \
+                     not audited may only post SELF_ONLY)",
+                    if options.is_empty() {
+                        "nothing".to_owned()
+                    } else {
+                        options.join(", ")
+                    }
+                ),
+            ));
+        }
+        if let (crate::model::media::FileFacts::Video(video), Some(longest)) = (
+            &post.item.file.facts,
+            creator["max_video_post_duration_sec"].as_u64(),
+        ) {
+            if video.duration_ms > longest.saturating_mul(1000) {
+                return Err(PublishError::rejected(
+                    "duration_over_creator_limit",
+                    format!(
+                        "the video lasts {:.1} s; this TikTok creator may post videos of at \
+                         most {longest} s",
+                        video.duration_ms as f64 / 1000.0
+                    ),
+                ));
+            }
+        }
+        let off = |setting: &str, creator_key: &str| {
+            post.flag(setting) || creator[creator_key].as_bool().unwrap_or(false)
+        };
         let mut info = json!({
-            "privacy_level": post.setting("privacy").unwrap_or("SELF_ONLY"),
-            "disable_comment": post.flag("disableComment"),
-            "disable_duet": post.flag("disableDuet"),
-            "disable_stitch": post.flag("disableStitch"),
+            "privacy_level": privacy,
+            "disable_comment": off("disableComment", "comment_disabled"),
+            "disable_duet": off("disableDuet", "duet_disabled"),
+            "disable_stitch": off("disableStitch", "stitch_disabled"),
         });
         if let Some(caption) = post.caption("caption") {
             info["title"] = json!(caption);
         }
-        info
+        Ok(info)
+    }
+
+    /// What the creator may post now: `creator_info/query`'s `data`.
+    async fn creator_info(&self, post: &PostContext<'_>) -> Result<Value, PublishError> {
+        self.call(
+            post.access_token,
+            "/v2/post/publish/creator_info/query/",
+            Value::Null,
+        )
+        .await
     }
 
     /// The status of a publish.
@@ -231,7 +292,13 @@ impl Publisher for Tiktok {
         checkpoint: &mut Value,
     ) -> Result<(), PublishError> {
         if !post.is_video() {
-            // Photos are pulled by URL in one call: finalize's.
+            // Photos are pulled by URL in one call, finalize's; what the creator may post is
+            // asked here, where a failed call is simply tried again.
+            if auto_publish(post.settings) && checkpoint["postInfo"].is_null() {
+                let creator = self.creator_info(post).await?;
+                *checkpoint = json!({"postInfo": Self::post_info(post, &creator)?});
+                post.save(checkpoint).await?;
+            }
             return Ok(());
         }
         let size = post.file.len();
@@ -246,9 +313,11 @@ impl Publisher for Tiktok {
                 let source = json!({"source": "FILE_UPLOAD", "video_size": size,
                     "chunk_size": chunk, "total_chunk_count": count});
                 let (path, body) = if auto_publish(post.settings) {
+                    let creator = self.creator_info(post).await?;
+                    let info = Self::post_info(post, &creator)?;
                     (
                         "/v2/post/publish/video/init/",
-                        json!({"post_info": Self::post_info(post), "source_info": source}),
+                        json!({"post_info": info, "source_info": source}),
                     )
                 } else {
                     (
@@ -284,12 +353,19 @@ impl Publisher for Tiktok {
             let count = checkpoint["chunkCount"].as_u64().unwrap_or(1);
             self.send_chunks(post, checkpoint, count - 1, count).await?;
         } else {
-            let mode = if auto_publish(post.settings) {
-                "DIRECT_POST"
+            let (mode, mut info) = if auto_publish(post.settings) {
+                let info = checkpoint["postInfo"].clone();
+                if !info.is_object() {
+                    return Err(PublishError::rejected(
+                        "no_post_info",
+                        "the photo post reached its creation without the creator's options",
+                    ));
+                }
+                ("DIRECT_POST", info)
             } else {
-                "MEDIA_UPLOAD"
+                // An upload the creator finishes in the app: they choose there.
+                ("MEDIA_UPLOAD", json!({}))
             };
-            let mut info = Self::post_info(post);
             if let Some(title) = post.setting("title").or(post.item.title.as_deref()) {
                 info["title"] = json!(title);
             }
