@@ -42,7 +42,7 @@ from xf_admin_client.models import NewChannel, NewOrganization, NewOrganizationP
 from xf_admin_client.models import Platform as AdminPlatform
 from xf_client.api.health import health
 from xf_client.api.jobs import cancel_job, get_job
-from xf_client.api.media import get_video, list_channels, list_videos, upload_video
+from xf_client.api.media import cancel_video, get_video, list_channels, list_videos, upload_video
 from xf_client.api.properties import create_property, get_property
 from xf_client.api.scans import (
     delete_schedule,
@@ -54,6 +54,7 @@ from xf_client.api.scans import (
 from xf_client.api.webhooks import create_webhook, delete_webhook, list_deliveries
 from xf_client.api.webhooks import test_webhook, update_webhook
 from xf_client.models import (
+    CancelVideoResponse200,
     EnvelopeCancelledJob,
     EnvelopeDeletedSchedule,
     EnvelopeDeletedWebhook,
@@ -313,6 +314,11 @@ def media_flow(client: xf_client.AuthenticatedClient, video: str) -> None:
     check(page.videos[0].id == media_id, "the list has the upload")
     channels = parsed(list_channels.sync_detailed(client=client), ListChannelsResponse200, 200).data
     check(channels.youtube[0].channel_id == "UCgeneratedclient", "channels by platform")
+
+    cancelled = parsed(cancel_video.sync_detailed(media_id, client=client), CancelVideoResponse200, 200)
+    check(cancelled.message == "video cancelled", "the cancel's message")
+    check(cancelled.data.status == MediaStatus.CANCELLED, "the item is cancelled")
+    check(cancelled.data.youtube.status == PlatformStatus.CANCELLED, "its post is cancelled")
 
 
 def main() -> None:

@@ -339,8 +339,9 @@ impl Metrics {
         self.inner.crawl_pages_per_scan.observe(pages as f64);
     }
 
-    /// A publishing attempt ended on `platform`: `outcome` is `published`, `retrying` or
-    /// `failed`, `error` the class of what stopped it (`none` when published).
+    /// A publishing attempt ended on `platform`: `outcome` is `published`, `retrying`,
+    /// `failed` or `cancelled`, `error` the class of what stopped it (`none` when published
+    /// or cancelled).
     pub fn publish_attempt(
         &self,
         platform: &'static str,

@@ -4,10 +4,10 @@ use std::collections::HashSet;
 
 use async_trait::async_trait;
 use xf_core::ids::{ChannelId, MediaId, OrganizationId, UploadId};
-use xf_core::media::events::{channel_disconnected, post_events};
+use xf_core::media::events::{cancel_events, channel_disconnected, post_events};
 use xf_core::media::{Channel, MediaItem, Platform, Post, Upload, UploadPart};
 use xf_core::model::JobRecord;
-use xf_core::store::{Appended, MediaFilter, MediaStore, QueueSignal, StoreResult};
+use xf_core::store::{Appended, MediaCancel, MediaFilter, MediaStore, QueueSignal, StoreResult};
 use xf_core::time::Timestamp;
 use xf_core::StoreError;
 
@@ -67,6 +67,23 @@ impl MediaStore for MemoryStore {
             state.record_snapshot_event(event, now);
         }
         Ok(Some(after))
+    }
+
+    async fn cancel_media(&self, id: &MediaId, now: Timestamp) -> StoreResult<MediaCancel> {
+        let mut state = self.write();
+        let Some(item) = state.media.get_mut(id.as_str()) else {
+            return Ok(MediaCancel::Missing);
+        };
+        let before = item.clone();
+        let jobs = match item.cancel(now) {
+            Ok(jobs) => jobs,
+            Err(reason) => return Ok(MediaCancel::Refused(reason)),
+        };
+        let after = item.clone();
+        for event in cancel_events(&before, &after) {
+            state.record_snapshot_event(event, now);
+        }
+        Ok(MediaCancel::Cancelled(Box::new(after), jobs))
     }
 
     async fn find_channel(

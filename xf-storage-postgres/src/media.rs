@@ -11,13 +11,13 @@ use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use sqlx::{Postgres, QueryBuilder, Row};
 use xf_core::ids::{ChannelId, EventId, MediaId, OrganizationId, UploadId};
-use xf_core::media::events::{channel_disconnected, post_events, NewEvent};
+use xf_core::media::events::{cancel_events, channel_disconnected, post_events, NewEvent};
 use xf_core::media::{
     Channel, MediaItem, MediaKind, MediaStatus, Platform, PlatformTarget, Post, StoredFile, Upload,
     UploadPart,
 };
 use xf_core::model::JobRecord;
-use xf_core::store::{check_new_job, Appended, MediaFilter, MediaStore, StoreResult};
+use xf_core::store::{check_new_job, Appended, MediaCancel, MediaFilter, MediaStore, StoreResult};
 use xf_core::time::Timestamp;
 use xf_core::StoreError;
 
@@ -30,6 +30,56 @@ use crate::{all, one, PgStore};
 /// `targets`).
 const MEDIA_COLUMNS: &str = "id, organization_id, kind, title, description, status, \
      scheduled_at, file, targets, created_at, updated_at";
+
+/// What a change of [`PgStore::change_media`] decided.
+enum Changed<T> {
+    /// Write nothing; answer this.
+    Keep(T),
+    /// Write the item back with these events; answer this.
+    Write(T, Vec<NewEvent>),
+}
+
+impl PgStore {
+    /// Reads item `id` under its row lock, lets `change` change it, and writes it back with
+    /// the events `change` names, in one transaction: two changes of one item at once (two
+    /// posts' progress, a cancel and a worker) both land, each seeing the other. What
+    /// `change` answered, or `None` when there is no such item.
+    async fn change_media<T: Send>(
+        &self,
+        id: &MediaId,
+        now: Timestamp,
+        change: impl FnOnce(&mut MediaItem) -> Changed<T> + Send,
+    ) -> StoreResult<Option<T>> {
+        let mut tx = self.begin().await?;
+        let row = sqlx::query(&format!(
+            "SELECT {MEDIA_COLUMNS} FROM media_items WHERE id = $1 FOR UPDATE"
+        ))
+        .bind(id.as_str())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(store_error)?;
+        let Some(mut item) = one(row, media_item)? else {
+            return Ok(None);
+        };
+        let (answer, events) = match change(&mut item) {
+            Changed::Keep(answer) => return Ok(Some(answer)),
+            Changed::Write(answer, events) => (answer, events),
+        };
+        insert_events(&mut tx, &events, now).await?;
+        sqlx::query(
+            "UPDATE media_items SET status = $2, targets = $3, updated_at = $4 WHERE id = $1",
+        )
+        .bind(id.as_str())
+        .bind(item.status.as_str())
+        .bind(Json(&item.targets))
+        .bind(at(item.updated_at))
+        .execute(&mut *tx)
+        .await
+        .map_err(store_error)?;
+        tx.commit().await.map_err(store_error)?;
+        Ok(Some(answer))
+    }
+}
 
 /// The columns [`channel_row`] reads.
 const CHANNEL_COLUMNS: &str = "id, organization_id, platform, account_id, name, thumbnail, \
@@ -114,37 +164,33 @@ impl MediaStore for PgStore {
         post: &Post,
         now: Timestamp,
     ) -> StoreResult<Option<MediaItem>> {
-        // The item is read and written back under its row lock, so two posts of one item
-        // updated at once both land, and the derived statuses see both.
-        let mut tx = self.begin().await?;
-        let row = sqlx::query(&format!(
-            "SELECT {MEDIA_COLUMNS} FROM media_items WHERE id = $1 FOR UPDATE"
-        ))
-        .bind(id.as_str())
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(store_error)?;
-        let Some(mut item) = one(row, media_item)? else {
-            return Ok(None);
-        };
-        let before = item.clone();
-        if !item.set_post(platform, account, post.clone(), now) {
-            return Ok(None);
-        }
-        let events = post_events(&before, &item, platform, account);
-        insert_events(&mut tx, &events, now).await?;
-        sqlx::query(
-            "UPDATE media_items SET status = $2, targets = $3, updated_at = $4 WHERE id = $1",
-        )
-        .bind(id.as_str())
-        .bind(item.status.as_str())
-        .bind(Json(&item.targets))
-        .bind(at(item.updated_at))
-        .execute(&mut *tx)
-        .await
-        .map_err(store_error)?;
-        tx.commit().await.map_err(store_error)?;
-        Ok(Some(item))
+        let changed = self
+            .change_media(id, now, |item| {
+                let before = item.clone();
+                if !item.set_post(platform, account, post.clone(), now) {
+                    return Changed::Keep(None);
+                }
+                let events = post_events(&before, item, platform, account);
+                Changed::Write(Some(item.clone()), events)
+            })
+            .await?;
+        Ok(changed.flatten())
+    }
+
+    async fn cancel_media(&self, id: &MediaId, now: Timestamp) -> StoreResult<MediaCancel> {
+        let changed = self
+            .change_media(id, now, |item| {
+                let before = item.clone();
+                match item.cancel(now) {
+                    Ok(jobs) => {
+                        let events = cancel_events(&before, item);
+                        Changed::Write(MediaCancel::Cancelled(Box::new(item.clone()), jobs), events)
+                    }
+                    Err(reason) => Changed::Keep(MediaCancel::Refused(reason)),
+                }
+            })
+            .await?;
+        Ok(changed.unwrap_or(MediaCancel::Missing))
     }
 
     async fn find_channel(

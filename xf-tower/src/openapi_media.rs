@@ -6,7 +6,7 @@
 
 use serde_json::{json, Map, Value};
 use xf_core::media::settings::{self, MAX_DESCRIPTION, MAX_TITLE};
-use xf_core::media::Platform;
+use xf_core::media::{MediaStatus, Platform};
 
 /// A `$ref` to a component schema.
 fn schema(name: &str) -> Value {
@@ -177,7 +177,7 @@ fn list(operation_id: &str, key: &str, platforms: &[&str]) -> Value {
         "parameters": [
             query("page", json!({"type": "integer", "minimum": 1, "maximum": 1_000_000}), "Page, from 1 (default 1)"),
             query("limit", json!({"type": "integer", "minimum": 1, "maximum": 100}), "Items per page, 1 to 100 (default 10)"),
-            query("status", json!({"type": "string", "enum": ["draft", "pending", "scheduled", "processing", "completed", "failed"]}), "Only items with this overall status"),
+            query("status", json!({"type": "string", "enum": MediaStatus::ALL.map(MediaStatus::as_str)}), "Only items with this overall status"),
             query("platform", json!({"type": "string", "enum": platforms}), "Only items that target this platform"),
         ],
         "responses": {
@@ -199,6 +199,29 @@ fn detail(operation_id: &str) -> Value {
         "responses": {
             "200": success("The item", schema("MediaItemView"), false),
             "404": error("`not_found`: no such item of this kind in the organization"),
+        }
+    })
+}
+
+fn cancel(operation_id: &str) -> Value {
+    json!({
+        "operationId": operation_id,
+        "tags": ["media"],
+        "summary": "Cancel every post not yet sent to its platform",
+        "description": "All or none: each post whose irreversible call was not made yet becomes `cancelled` (a running upload is stopped, and nothing of it is published); the item is `cancelled` when every post is. Posts already published keep their status.",
+        "parameters": [
+            {"name": "id", "in": "path", "required": true, "schema": schema("MediaId")},
+            header(
+                "Idempotency-Key",
+                false,
+                "Retained 24 hours. A repeat with the same key replays the first response with Idempotent-Replayed: true",
+                json!({"type": "string", "pattern": "^[!-~]{1,128}$"}),
+            ),
+        ],
+        "responses": {
+            "200": success("The item after the cancel", schema("MediaItemView"), true),
+            "404": error("`not_found`: no such item of this kind in the organization"),
+            "409": error("`conflict`: nothing was cancelled, as a post was already sent to its platform (the message names it) or every post is already final"),
         }
     })
 }
@@ -250,6 +273,8 @@ pub fn paths() -> Map<String, Value> {
         },
         "/media/videos/{id}": {"get": detail("get_video")},
         "/media/images/{id}": {"get": detail("get_image")},
+        "/media/videos/{id}/cancel": {"post": cancel("cancel_video")},
+        "/media/images/{id}/cancel": {"post": cancel("cancel_image")},
         "/video/upload": {"post": upload("upload_video_legacy", true, "Upload a video (the older path; same form)")},
         "/channels": {"get": {
             "operationId": "list_channels",

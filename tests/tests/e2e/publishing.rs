@@ -38,6 +38,9 @@ crate::backends!(
     a_refresh_that_lost_the_race_to_a_rotation_uses_the_new_token,
     a_worker_dying_on_the_last_attempt_fails_the_post,
     media_events_reach_the_webhooks_that_subscribe,
+    a_cancelled_schedule_never_publishes,
+    a_cancel_during_a_running_upload_leaves_nothing_published,
+    a_post_past_its_irreversible_call_refuses_a_cancel,
 );
 
 const ACCESS: &str = "ya29.access-of-studio";
@@ -1504,5 +1507,160 @@ async fn media_events_reach_the_webhooks_that_subscribe(app: TestApp) {
     assert_eq!(sample["test"], true);
     assert_eq!(sample["data"]["post"]["status"], "published");
     assert_eq!(sample["data"]["media"]["youtube"]["status"], "published");
+    workers.shutdown(Duration::from_secs(5)).await;
+}
+
+/// `POST /media/{kind}/{id}/cancel` with `key`, and optionally an `Idempotency-Key`.
+async fn cancel(
+    app: &TestApp,
+    key: &str,
+    path: &str,
+    idempotency: Option<&str>,
+) -> xf_tests::Reply {
+    let headers: Vec<(&str, &str)> = idempotency
+        .map(|k| vec![("idempotency-key", k)])
+        .unwrap_or_default();
+    app.send(xf_tests::request(
+        Method::POST,
+        &format!("{path}/cancel"),
+        Some(key),
+        None,
+        &headers,
+    ))
+    .await
+}
+
+async fn a_cancelled_schedule_never_publishes(app: TestApp) {
+    let (app, platforms) = publishing(app).await;
+    platforms.grant(ACCESS, None);
+    let org = studio(&app).await;
+    connect(&app, &org, "youtube", "UC-studio", 24 * 60).await;
+    connect(&app, &org, "tiktok", "tt-creator", 24 * 60).await;
+    let at = serde_json::to_value(app.xf.now().plus(chrono::Duration::minutes(30))).unwrap();
+    let at = at.as_str().unwrap();
+    let clip = video("mp4", 640, 360, 4, true, 0);
+    let fields = [
+        ("platforms", r#"["youtube", "tiktok"]"#),
+        ("scheduledAt", at),
+    ];
+    let cancelled = post_video(&app, &org, &clip, &fields).await;
+    let kept = post_video(&app, &org, &clip, &fields).await;
+    let path = format!("/media/videos/{cancelled}");
+
+    let reply = cancel(&app, &org.key, &path, Some("cancel-1")).await;
+    let data = reply.expect(200);
+    assert_eq!(reply.body["message"], "video cancelled");
+    assert_eq!(data["id"], cancelled.as_str());
+    assert_eq!(data["status"], "cancelled");
+    for platform in ["youtube", "tiktok"] {
+        assert_eq!(data[platform]["status"], "cancelled");
+        assert_eq!(data[platform]["posts"][0]["status"], "cancelled");
+    }
+    for platform in ["youtube", "tiktok"] {
+        let job = job_of(&app, &cancelled, platform).await;
+        assert_eq!(job.status, xf_core::model::JobStatus::Cancelled);
+    }
+    // The same key replays; a new cancel finds nothing left to cancel.
+    let replay = cancel(&app, &org.key, &path, Some("cancel-1")).await;
+    assert_eq!(replay.expect(200)["status"], "cancelled");
+    assert_eq!(replay.header("idempotent-replayed"), Some("true"));
+    let again = cancel(&app, &org.key, &path, None).await;
+    again.expect_error(409, "conflict");
+    let message = again.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("nothing left to cancel"), "{message}");
+    assert!(message.contains("youtube is cancelled"), "{message}");
+    // Not an image, not another organization's, not an id.
+    cancel(&app, &org.key, &format!("/media/images/{cancelled}"), None)
+        .await
+        .expect_error(404, "not_found");
+    let other = studio(&app).await;
+    cancel(&app, &other.key, &path, None)
+        .await
+        .expect_error(404, "not_found");
+    cancel(&app, &org.key, "/media/videos/med_nope", None)
+        .await
+        .expect_error(404, "not_found");
+    let listed = app.get("/media/videos?status=cancelled", &org.key).await;
+    let listed = listed.expect(200);
+    assert_eq!(listed["videos"].as_array().unwrap().len(), 1);
+    assert_eq!(listed["videos"][0]["id"], cancelled.as_str());
+
+    // Past the time, the kept item publishes and the cancelled one sends nothing.
+    let workers = workers(&app);
+    app.clock.advance(chrono::Duration::minutes(31));
+    wait_for(&app, &org.key, &kept, |i| i["status"] == "completed").await;
+    workers.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(platforms.videos().len(), 1);
+    assert_eq!(platforms.tiktok_posts().len(), 1);
+    assert_eq!(sessions(&platforms), 1);
+    assert_eq!(
+        item(&app, &org.key, &cancelled).await["status"],
+        "cancelled"
+    );
+    // A published item has nothing left to cancel either.
+    let done = cancel(&app, &org.key, &format!("/media/videos/{kept}"), None).await;
+    done.expect_error(409, "conflict");
+    let message = done.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("youtube is published"), "{message}");
+}
+
+async fn a_cancel_during_a_running_upload_leaves_nothing_published(app: TestApp) {
+    let (app, platforms) = publishing(app).await;
+    platforms.grant(ACCESS, None);
+    let org = studio(&app).await;
+    connect(&app, &org, "youtube", "UC-studio", 60).await;
+    // Several chunks: the upload is held at its first.
+    let clip = grainy_video("mp4", 320, 240, 4);
+    let held = platforms.hold(Route::YoutubeChunk, false);
+    let id = post_video(&app, &org, &clip, &[("platforms", r#"["youtube"]"#)]).await;
+    let workers = workers(&app);
+    held.arrived().await;
+    let reply = cancel(&app, &org.key, &format!("/media/videos/{id}"), None).await;
+    let data = reply.expect(200);
+    assert_eq!(data["status"], "cancelled");
+    assert_eq!(data["youtube"]["status"], "cancelled");
+    held.release();
+    // The running attempt is stopped (or finds the post cancelled at its next write).
+    let job = job_of(&app, &id, "youtube").await;
+    assert_eq!(job.status, xf_core::model::JobStatus::Cancelled);
+    workers.shutdown(Duration::from_secs(5)).await;
+    assert!(platforms.videos().is_empty(), "nothing was published");
+    assert!(
+        !platforms.seen().iter().any(|s| s.method == Method::PUT
+            && chunk_ranges_of(s).is_some_and(|(_, last, total)| last + 1 == total)),
+        "the upload was never finished"
+    );
+    let shown = item(&app, &org.key, &id).await;
+    assert_eq!(shown["status"], "cancelled");
+    assert_eq!(shown["youtube"]["posts"][0]["status"], "cancelled");
+}
+
+/// The `(first, last, total)` of a chunk `PUT`'s `Content-Range`, if it has one.
+fn chunk_ranges_of(seen: &xf_tests::platforms::Seen) -> Option<(u64, u64, u64)> {
+    let range = seen.header("content-range")?.strip_prefix("bytes ")?;
+    let (span, total) = range.split_once('/')?;
+    let (first, last) = span.split_once('-')?;
+    Some((first.parse().ok()?, last.parse().ok()?, total.parse().ok()?))
+}
+
+async fn a_post_past_its_irreversible_call_refuses_a_cancel(app: TestApp) {
+    let (app, platforms) = publishing(app).await;
+    platforms.grant(ACCESS, None);
+    let org = studio(&app).await;
+    connect(&app, &org, "youtube", "UC-studio", 60).await;
+    let clip = video("mp4", 640, 360, 4, false, 0);
+    // The last chunk creates the video: held before it acts, the post is `Finalizing`.
+    let held = platforms.hold(Route::YoutubeLastChunk, false);
+    let id = post_video(&app, &org, &clip, &[("platforms", r#"["youtube"]"#)]).await;
+    let workers = workers(&app);
+    held.arrived().await;
+    let reply = cancel(&app, &org.key, &format!("/media/videos/{id}"), None).await;
+    reply.expect_error(409, "conflict");
+    let message = reply.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("already sent to YouTube"), "{message}");
+    held.release();
+    let shown = wait_for(&app, &org.key, &id, |i| i["status"] == "completed").await;
+    assert_eq!(shown["youtube"]["status"], "published");
+    assert_eq!(platforms.videos().len(), 1);
     workers.shutdown(Duration::from_secs(5)).await;
 }

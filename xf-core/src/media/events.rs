@@ -106,10 +106,7 @@ pub fn post_events(
     } else {
         None
     };
-    let item_event = (after.is_settled() && !before.is_settled()).then_some(match after.status {
-        crate::model::media::MediaStatus::Failed => EventType::MediaFailed,
-        _ => EventType::MediaCompleted,
-    });
+    let item_event = item_event(before, after);
     if post_event.is_none() && item_event.is_none() {
         return events;
     }
@@ -126,6 +123,32 @@ pub fn post_events(
         events.push(new_event(after, event_type, &MediaEventData { media }));
     }
     events
+}
+
+/// The item's event when a change settled it: `media.failed` or `media.completed`; none for
+/// an item whose every post was cancelled (the caller did that).
+fn item_event(before: &MediaItem, after: &MediaItem) -> Option<EventType> {
+    if !after.is_settled() || before.is_settled() {
+        return None;
+    }
+    match after.status {
+        crate::model::media::MediaStatus::Failed => Some(EventType::MediaFailed),
+        crate::model::media::MediaStatus::Cancelled => None,
+        _ => Some(EventType::MediaCompleted),
+    }
+}
+
+/// The events of cancelling `before`'s unfinished posts to make `after`: the item's
+/// `media.completed` or `media.failed` when the posts left (published or failed before the
+/// cancel) settle it that way; nothing when every post was cancelled.
+pub fn cancel_events(before: &MediaItem, after: &MediaItem) -> Vec<NewEvent> {
+    item_event(before, after)
+        .map(|event_type| {
+            let media = MediaItemView::from(after);
+            new_event(after, event_type, &MediaEventData { media })
+        })
+        .into_iter()
+        .collect()
 }
 
 /// The event of marking `channel` disconnected for `reason` (the store writes it only when

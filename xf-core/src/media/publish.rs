@@ -56,6 +56,10 @@ pub enum PublishError {
     /// The irreversible call's outcome is not known (it timed out or the answer broke off).
     #[error("the outcome is not known: {0}")]
     OutcomeUnknown(String),
+    /// The post was cancelled while this attempt was on it (xf's own, from storing a
+    /// checkpoint): stop, sending nothing more.
+    #[error("the post was cancelled")]
+    Cancelled,
 }
 
 impl PublishError {

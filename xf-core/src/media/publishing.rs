@@ -89,6 +89,8 @@ enum Halt {
     Retry(String, Option<Duration>, &'static str),
     /// The post failed for good.
     Fail(PostFailure),
+    /// The post was cancelled: nothing more is sent or stored.
+    Cancelled,
 }
 
 impl From<PublishError> for Halt {
@@ -122,6 +124,7 @@ impl From<PublishError> for Halt {
                 failure_codes::CHANNEL_DISCONNECTED,
                 disconnected.to_string(),
             )),
+            PublishError::Cancelled => Halt::Cancelled,
         }
     }
 }
@@ -313,7 +316,14 @@ impl PostRecord {
             )
             .await
             .map_err(|e| PublishError::Unavailable(format!("storing the post's progress: {e}")))?;
-        match stored {
+        match stored
+            .as_ref()
+            .and_then(|item| item.post(self.platform, &self.account))
+        {
+            // A cancel came first: the store kept it (`MediaItem::set_post`).
+            Some(stored) if stored.status == PlatformStatus::Cancelled => {
+                Err(PublishError::Cancelled)
+            }
             Some(_) => Ok(()),
             None => Err(PublishError::rejected(
                 "gone",
@@ -420,6 +430,10 @@ impl JobHandler for PublishHandler {
                 metrics.publish_attempt(platform, "published", "none");
                 Ok(summary(&record))
             }
+            Err(Halt::Cancelled) => {
+                metrics.publish_attempt(platform, "cancelled", "none");
+                Ok(summary(&record))
+            }
             Err(Halt::Retry(error, after, class)) if !last_attempt => {
                 metrics.publish_attempt(platform, "retrying", class);
                 let noted = error.clone();
@@ -431,23 +445,28 @@ impl JobHandler for PublishHandler {
                     None => JobError::Retry(error),
                 })
             }
-            Err(halt) => {
-                let failure = match halt {
-                    Halt::Retry(error, _, _) => {
-                        PostFailure::xf(failure_codes::ATTEMPTS_EXHAUSTED, error)
-                    }
-                    Halt::Fail(failure) => failure,
-                };
-                metrics.publish_attempt(platform, "failed", failure_class(&failure));
-                let error = failure.text();
-                let _ = record.update(|post| post.fail(failure)).await;
-                Err(JobError::Fail(error))
+            Err(Halt::Retry(error, _, _)) => {
+                self.fail(
+                    &record,
+                    PostFailure::xf(failure_codes::ATTEMPTS_EXHAUSTED, error),
+                )
+                .await
             }
+            Err(Halt::Fail(failure)) => self.fail(&record, failure).await,
         }
     }
 }
 
 impl PublishHandler {
+    /// Stores the post as failed for good; the job fails with its error.
+    async fn fail(&self, record: &PostRecord, failure: PostFailure) -> Result<Value, JobError> {
+        let platform = record.platform.as_str();
+        (self.publishing.metrics).publish_attempt(platform, "failed", failure_class(&failure));
+        let error = failure.text();
+        let _ = record.update(|post| post.fail(failure)).await;
+        Err(JobError::Fail(error))
+    }
+
     async fn publish(
         &self,
         job: &JobContext,

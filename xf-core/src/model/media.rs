@@ -107,17 +107,20 @@ pub enum MediaStatus {
     Completed,
     /// At least one selected platform failed (the others keep their own status).
     Failed,
+    /// Every post was cancelled before it was published (`POST .../{id}/cancel`).
+    Cancelled,
 }
 
 impl MediaStatus {
     /// Every status.
-    pub const ALL: [MediaStatus; 6] = [
+    pub const ALL: [MediaStatus; 7] = [
         MediaStatus::Draft,
         MediaStatus::Pending,
         MediaStatus::Scheduled,
         MediaStatus::Processing,
         MediaStatus::Completed,
         MediaStatus::Failed,
+        MediaStatus::Cancelled,
     ];
 
     /// Its name in the API.
@@ -129,6 +132,7 @@ impl MediaStatus {
             MediaStatus::Processing => "processing",
             MediaStatus::Completed => "completed",
             MediaStatus::Failed => "failed",
+            MediaStatus::Cancelled => "cancelled",
         }
     }
 
@@ -165,6 +169,23 @@ pub enum PlatformStatus {
     Failed,
     /// Needs a person to finish it on the platform.
     Manual,
+    /// Cancelled before it was published: nothing more happens to it.
+    Cancelled,
+}
+
+impl PlatformStatus {
+    /// Its name in the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlatformStatus::Idle => "idle",
+            PlatformStatus::Pending => "pending",
+            PlatformStatus::Processing => "processing",
+            PlatformStatus::Published => "published",
+            PlatformStatus::Failed => "failed",
+            PlatformStatus::Manual => "manual",
+            PlatformStatus::Cancelled => "cancelled",
+        }
+    }
 }
 
 /// The file of a media item, as stored and inspected.
@@ -321,8 +342,28 @@ impl Post {
     pub fn is_final(&self) -> bool {
         matches!(
             self.status,
-            PlatformStatus::Published | PlatformStatus::Failed | PlatformStatus::Manual
+            PlatformStatus::Published
+                | PlatformStatus::Failed
+                | PlatformStatus::Manual
+                | PlatformStatus::Cancelled
         )
+    }
+
+    /// Whether it may still be cancelled: nothing irreversible was sent (its stage is before
+    /// `Finalizing`) and it is not final.
+    pub fn is_cancellable(&self) -> bool {
+        !self.is_final()
+            && matches!(
+                self.stage,
+                PostStage::New | PostStage::Started | PostStage::Ready
+            )
+    }
+
+    /// Marks it cancelled.
+    pub fn cancel(&mut self) {
+        self.status = PlatformStatus::Cancelled;
+        self.stage = PostStage::Done;
+        self.error = None;
     }
 }
 
@@ -365,15 +406,28 @@ pub struct PlatformTarget {
 }
 
 impl PlatformTarget {
-    /// Derives the platform's status, id, URL and error from its posts: `failed` if any
-    /// failed; `published` when all are; `manual` when all are published or manual and
-    /// some manual; `processing` once any started; `pending` while any waits; else `idle`.
-    /// The id and URL are the first published post's; the error the first failed one's.
+    /// Derives the platform's status, id, URL and error from its posts: `cancelled` when all
+    /// were cancelled; else, of the others, `failed` if any failed; `published` when all
+    /// are; `manual` when all are published or manual and some manual; `processing` once
+    /// any started; `pending` while any waits; else `idle`. The id and URL are the first
+    /// published post's; the error the first failed one's.
     pub fn settle(&mut self) {
         if self.posts.is_empty() {
             return;
         }
-        let statuses: Vec<PlatformStatus> = self.posts.values().map(|p| p.status).collect();
+        let statuses: Vec<PlatformStatus> = self
+            .posts
+            .values()
+            .map(|p| p.status)
+            .filter(|status| *status != PlatformStatus::Cancelled)
+            .collect();
+        if statuses.is_empty() {
+            self.status = PlatformStatus::Cancelled;
+            self.remote_id = None;
+            self.url = None;
+            self.error = None;
+            return;
+        }
         let all = |wanted: &[PlatformStatus]| statuses.iter().all(|s| wanted.contains(s));
         let any = |wanted: PlatformStatus| statuses.contains(&wanted);
         self.status = if any(PlatformStatus::Failed) {
@@ -468,17 +522,64 @@ impl MediaItem {
         else {
             return false;
         };
+        if slot.status == PlatformStatus::Cancelled {
+            // A cancel is the last word: a worker that was still on the post (it learns
+            // of the cancel from this write's answer) changes nothing.
+            return true;
+        }
         *slot = post;
         self.settle(now);
         self.updated_at = now;
         true
     }
 
+    /// Cancels every post not yet final (`POST .../{id}/cancel`), all or none: refused,
+    /// naming the platform, when a post's irreversible call was already made, or when every
+    /// post is already final. The jobs of the cancelled posts, to cancel in the engine.
+    pub fn cancel(&mut self, now: Timestamp) -> Result<Vec<crate::ids::JobId>, String> {
+        let posts = || {
+            self.targets
+                .iter()
+                .flat_map(|(platform, t)| t.posts.iter().map(move |(a, p)| (*platform, a, p)))
+        };
+        if let Some((platform, account, _)) =
+            posts().find(|(_, _, p)| !p.is_final() && !p.is_cancellable())
+        {
+            return Err(format!(
+                "the post to {} account {account} was already sent to {}, which cannot be \
+                 undone; nothing was cancelled (cancel again once it has settled, or delete \
+                 it from {} after)",
+                platform.as_str(),
+                platform.label(),
+                platform.label()
+            ));
+        }
+        if posts().all(|(_, _, p)| p.is_final()) {
+            let states: Vec<String> = self
+                .targets
+                .iter()
+                .map(|(platform, t)| format!("{} is {}", platform.as_str(), t.status.as_str()))
+                .collect();
+            return Err(format!("nothing left to cancel: {}", states.join(", ")));
+        }
+        let mut jobs = Vec::new();
+        for target in self.targets.values_mut() {
+            for post in target.posts.values_mut().filter(|p| p.is_cancellable()) {
+                post.cancel();
+                jobs.extend(post.job_id.clone());
+            }
+        }
+        self.settle(now);
+        self.updated_at = now;
+        Ok(jobs)
+    }
+
     /// Derives each platform's status from its posts, and the overall status from the
-    /// platforms' (docs/media.md): a draft stays `draft`; `failed` when any platform failed
-    /// (the others keep their own status); `completed` when every platform is `published`
-    /// or `manual`; `processing` once any platform started; otherwise `scheduled` while the
-    /// time is in the future, else `pending`.
+    /// platforms' (docs/media.md): a draft stays `draft`; `cancelled` when every platform
+    /// was cancelled; else, of the others, `failed` when any platform failed (the others
+    /// keep their own status); `completed` when every platform is `published` or `manual`;
+    /// `processing` once any platform started; otherwise `scheduled` while the time is in
+    /// the future, else `pending`.
     pub fn settle(&mut self, now: Timestamp) {
         for target in self.targets.values_mut() {
             target.settle();
@@ -486,8 +587,15 @@ impl MediaItem {
         if self.status == MediaStatus::Draft || self.targets.is_empty() {
             return;
         }
-        let statuses: Vec<PlatformStatus> = self.targets.values().map(|t| t.status).collect();
-        self.status = if statuses.contains(&PlatformStatus::Failed) {
+        let statuses: Vec<PlatformStatus> = self
+            .targets
+            .values()
+            .map(|t| t.status)
+            .filter(|status| *status != PlatformStatus::Cancelled)
+            .collect();
+        self.status = if statuses.is_empty() {
+            MediaStatus::Cancelled
+        } else if statuses.contains(&PlatformStatus::Failed) {
             MediaStatus::Failed
         } else if statuses
             .iter()

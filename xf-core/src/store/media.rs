@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 
 use super::StoreResult;
-use crate::ids::{ChannelId, MediaId, OrganizationId, UploadId};
+use crate::ids::{ChannelId, JobId, MediaId, OrganizationId, UploadId};
 use crate::model::media::{
     Channel, MediaItem, MediaKind, MediaStatus, Platform, Post, Upload, UploadPart,
 };
@@ -18,6 +18,17 @@ pub enum Appended {
     /// The upload's offset is not the part's: another request got there first. Its offset.
     OffsetMoved(u64),
     /// No such upload (or it expired).
+    Missing,
+}
+
+/// What [`MediaStore::cancel_media`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MediaCancel {
+    /// The posts were cancelled: the item as it is now, and the jobs of the cancelled posts.
+    Cancelled(Box<MediaItem>, Vec<JobId>),
+    /// Nothing was cancelled, for this reason ([`MediaItem::cancel`]'s).
+    Refused(String),
+    /// No such item.
     Missing,
 }
 
@@ -54,6 +65,12 @@ pub trait MediaStore: Send + Sync {
         post: &Post,
         now: Timestamp,
     ) -> StoreResult<Option<MediaItem>>;
+
+    /// Cancels the item's unfinished posts ([`MediaItem::cancel`]) under the item's lock,
+    /// so that no worker's write comes between the check and the cancel, and writes the
+    /// events of the change ([`cancel_events`](crate::media::events::cancel_events)),
+    /// atomically.
+    async fn cancel_media(&self, id: &MediaId, now: Timestamp) -> StoreResult<MediaCancel>;
 
     /// The organization's channel of `account` on `platform`.
     async fn find_channel(

@@ -363,6 +363,11 @@ impl MediaStore for Counting {
             .update_post(id, platform, account, post, now)
             .await
     }
+
+    async fn cancel_media(&self, id: &MediaId, now: Timestamp) -> StoreResult<MediaCancel> {
+        self.count("cancel_media");
+        self.inner.cancel_media(id, now).await
+    }
     async fn find_channel(
         &self,
         organization_id: &OrganizationId,

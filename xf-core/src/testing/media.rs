@@ -901,3 +901,154 @@ pub async fn channel_disconnection_writes_one_event(store: Arc<dyn TestStore>) {
         .unwrap();
     assert_eq!(events_of(&*store, &org.id).await.len(), 2);
 }
+
+/// Cancelling an item: every post before its irreversible step is cancelled and its job named,
+/// all or none; a post past it (or nothing left to cancel) refuses, naming the platform, and
+/// changes nothing; a worker's later write does not undo the cancel; the item's status follows.
+pub async fn media_cancel_is_all_or_none_and_kept(store: Arc<dyn TestStore>) {
+    use crate::media::{Post, PostStage};
+    use crate::store::MediaCancel;
+    let org = seed_organization(&*store, "Cancels").await;
+    let item_with = |stages: &[(Platform, PostStage)]| {
+        let platforms: Vec<Platform> = stages.iter().map(|(p, _)| *p).collect();
+        let mut item = media_item(&org.id, MediaKind::Video, &platforms, minutes(1));
+        for (platform, stage) in stages {
+            let target = item.targets.get_mut(platform).unwrap();
+            let mut post = Post::new(PlatformStatus::Pending);
+            post.stage = *stage;
+            if *stage != PostStage::New {
+                post.status = PlatformStatus::Processing;
+            }
+            post.job_id = Some(crate::ids::JobId::new());
+            target.posts.insert(target.accounts[0].clone(), post);
+        }
+        item.settle(minutes(1));
+        item
+    };
+    assert_eq!(
+        store
+            .cancel_media(&MediaId::new(), minutes(2))
+            .await
+            .unwrap(),
+        MediaCancel::Missing
+    );
+
+    // Every post before its irreversible call: all cancelled, their jobs named.
+    let item = item_with(&[
+        (Platform::Youtube, PostStage::Started),
+        (Platform::Tiktok, PostStage::New),
+        (Platform::Linkedin, PostStage::Ready),
+    ]);
+    store.insert_media(&item, &[]).await.unwrap();
+    let MediaCancel::Cancelled(cancelled, jobs) =
+        store.cancel_media(&item.id, minutes(2)).await.unwrap()
+    else {
+        panic!("the posts could be cancelled");
+    };
+    assert_eq!(cancelled.status, MediaStatus::Cancelled);
+    assert_eq!(cancelled.updated_at, minutes(2));
+    let mut expected_jobs: Vec<_> = item
+        .targets
+        .values()
+        .flat_map(|t| t.posts.values())
+        .filter_map(|p| p.job_id.clone())
+        .collect();
+    let mut named = jobs.clone();
+    expected_jobs.sort();
+    named.sort();
+    assert_eq!(named, expected_jobs);
+    for target in cancelled.targets.values() {
+        assert_eq!(target.status, PlatformStatus::Cancelled);
+        assert!(target
+            .posts
+            .values()
+            .all(|p| p.status == PlatformStatus::Cancelled));
+    }
+    assert_eq!(
+        store.get_media(&item.id).await.unwrap(),
+        Some((*cancelled).clone())
+    );
+
+    // A worker that was on a post writes its next stage: the cancel stands.
+    let account = item.targets[&Platform::Linkedin].accounts[0].clone();
+    let mut finalizing = item.post(Platform::Linkedin, &account).unwrap().clone();
+    finalizing.stage = PostStage::Finalizing;
+    let after = store
+        .update_post(
+            &item.id,
+            Platform::Linkedin,
+            &account,
+            &finalizing,
+            minutes(3),
+        )
+        .await
+        .unwrap()
+        .expect("the item exists");
+    assert_eq!(
+        after.post(Platform::Linkedin, &account).unwrap().status,
+        PlatformStatus::Cancelled
+    );
+    assert_eq!(
+        store.get_media(&item.id).await.unwrap(),
+        Some((*cancelled).clone())
+    );
+
+    // Nothing left to cancel.
+    let MediaCancel::Refused(why) = store.cancel_media(&item.id, minutes(4)).await.unwrap() else {
+        panic!("a cancelled item has nothing left to cancel");
+    };
+    assert!(why.contains("nothing left to cancel"), "{why}");
+
+    // One post past its irreversible call: nothing cancelled, the platform named.
+    let item = item_with(&[
+        (Platform::Youtube, PostStage::New),
+        (Platform::Instagram, PostStage::Finalizing),
+    ]);
+    store.insert_media(&item, &[]).await.unwrap();
+    let MediaCancel::Refused(why) = store.cancel_media(&item.id, minutes(2)).await.unwrap() else {
+        panic!("a post in Finalizing cannot be cancelled");
+    };
+    assert!(
+        why.contains("instagram") && why.contains("Instagram"),
+        "{why}"
+    );
+    assert_eq!(store.get_media(&item.id).await.unwrap(), Some(item.clone()));
+
+    // A published post keeps its status; the others are cancelled; the item is completed.
+    let mut item = item_with(&[
+        (Platform::Youtube, PostStage::Done),
+        (Platform::Pinterest, PostStage::New),
+    ]);
+    let account = item.targets[&Platform::Youtube].accounts[0].clone();
+    let mut published = item.post(Platform::Youtube, &account).unwrap().clone();
+    published.status = PlatformStatus::Published;
+    published.remote_id = Some("vid1".into());
+    assert!(item.set_post(Platform::Youtube, &account, published, minutes(1)));
+    store.insert_media(&item, &[]).await.unwrap();
+    let MediaCancel::Cancelled(cancelled, jobs) =
+        store.cancel_media(&item.id, minutes(2)).await.unwrap()
+    else {
+        panic!("the pending post could be cancelled");
+    };
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(cancelled.status, MediaStatus::Completed);
+    assert_eq!(
+        cancelled.targets[&Platform::Youtube].status,
+        PlatformStatus::Published
+    );
+    assert_eq!(
+        cancelled.targets[&Platform::Pinterest].status,
+        PlatformStatus::Cancelled
+    );
+    let statuses = |status| MediaFilter {
+        kind: MediaKind::Video,
+        status: Some(status),
+        platform: None,
+    };
+    let (listed, total) = store
+        .list_media(&org.id, &statuses(MediaStatus::Cancelled), 0, 10)
+        .await
+        .unwrap();
+    assert_eq!(total, 1, "the first item is listed as cancelled");
+    assert_eq!(listed[0].status, MediaStatus::Cancelled);
+}

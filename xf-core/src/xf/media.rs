@@ -27,7 +27,7 @@ use crate::media::{
 };
 use crate::model::media::channel_owner;
 use crate::model::JobRecord;
-use crate::store::MediaFilter;
+use crate::store::{MediaCancel, MediaFilter};
 
 /// The bounds of uploads: sizes, the shape of upload forms, and how many uploads an
 /// organization may have in progress at once.
@@ -749,6 +749,34 @@ impl Xf {
             .filter(|item| item.organization_id == caller.organization.id && item.kind == kind)
             .ok_or(Error::NotFound(what))?;
         Ok(MediaItemView::from(&item))
+    }
+
+    /// `POST /media/videos/{id}/cancel` and `POST /media/images/{id}/cancel`: every post not
+    /// yet final stops, all or none ([`MediaItem::cancel`]): `409 conflict`, naming the
+    /// platform, when a post's irreversible call was already made or nothing is left to
+    /// cancel. The posts' jobs are cancelled in the engine, which stops a running attempt;
+    /// one that is not stopped in time finds the post cancelled at its next write, before
+    /// any irreversible call (`MediaItem::set_post` keeps a cancel).
+    pub async fn cancel_media(
+        &self,
+        caller: &Caller,
+        kind: MediaKind,
+        id: &MediaId,
+    ) -> Result<MediaItemView> {
+        // Ownership first: another organization's item is not found, never refused.
+        self.get_media(caller, kind, id).await?;
+        let now = self.now();
+        let (item, jobs) = match self.store().cancel_media(id, now).await? {
+            MediaCancel::Cancelled(item, jobs) => (item, jobs),
+            MediaCancel::Refused(reason) => return Err(Error::Conflict(reason)),
+            MediaCancel::Missing => return Err(Error::NotFound(kind.as_str())),
+        };
+        for job in &jobs {
+            // Finished already (its post was written before the job), or cancelled: either
+            // way the post stays cancelled.
+            self.store().cancel_job(job, now).await?;
+        }
+        Ok(MediaItemView::from(&*item))
     }
 
     /// `GET /media/videos` and `GET /media/images`: newest first, a page at a time.

@@ -18,7 +18,7 @@ use xf_core::{Error, Xf};
 
 use super::upload_form::UploadForm;
 use crate::envelope::{self, Answer, Api};
-use crate::extract::{api_key, FromSegment, PathParam, Query};
+use crate::extract::{api_key, FromSegment, PathParam, Query, Write};
 use crate::idempotency;
 use crate::middleware::Guard;
 
@@ -32,6 +32,8 @@ pub fn router(xf: Xf) -> Router<Xf> {
         .route("/media/images", post(upload_image).get(list_images))
         .route("/media/videos/{id}", get(get_video))
         .route("/media/images/{id}", get(get_image))
+        .route("/media/videos/{id}/cancel", post(cancel_video))
+        .route("/media/images/{id}/cancel", post(cancel_image))
         .route("/video/upload", post(upload_video))
         .route("/channels", get(list_channels))
         .merge(super::uploads::router())
@@ -199,6 +201,56 @@ async fn get_image(
 ) -> Handled {
     let item = xf.get_media(&caller, MediaKind::Image, &id).await?;
     Ok(envelope::media_data(StatusCode::OK, &item))
+}
+
+/// `POST /media/{videos|images}/{id}/cancel`, once per `Idempotency-Key`: the item as it is
+/// after the cancel.
+async fn cancel(
+    xf: Xf,
+    caller: xf_core::Caller,
+    kind: MediaKind,
+    id: MediaId,
+    write: Result<Write, crate::error::ApiError>,
+) -> Handled {
+    let write = write.map_err(|e| MediaError(e.0))?;
+    let message = match kind {
+        MediaKind::Video => "video cancelled",
+        MediaKind::Image => "image cancelled",
+    };
+    let (xf_ref, caller_ref) = (&xf, &caller);
+    let run = || async move {
+        let item = xf_ref.cancel_media(caller_ref, kind, &id).await?;
+        let answer = Answer::of(&item).map_err(|e| Error::Internal(e.to_string()))?;
+        Ok(answer.with_message(message))
+    };
+    Ok(idempotency::once(
+        &xf,
+        &caller,
+        write.idempotency.idempotency_key.as_ref(),
+        &write.fingerprint,
+        Api::Media,
+        StatusCode::OK,
+        run,
+    )
+    .await)
+}
+
+async fn cancel_video(
+    State(xf): State<Xf>,
+    MediaCaller(caller): MediaCaller,
+    MediaPath(id): MediaPath<MediaId>,
+    write: Result<Write, crate::error::ApiError>,
+) -> Handled {
+    cancel(xf, caller, MediaKind::Video, id, write).await
+}
+
+async fn cancel_image(
+    State(xf): State<Xf>,
+    MediaCaller(caller): MediaCaller,
+    MediaPath(id): MediaPath<MediaId>,
+    write: Result<Write, crate::error::ApiError>,
+) -> Handled {
+    cancel(xf, caller, MediaKind::Image, id, write).await
 }
 
 async fn list(
