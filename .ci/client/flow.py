@@ -42,7 +42,8 @@ from xf_admin_client.models import NewChannel, NewOrganization, NewOrganizationP
 from xf_admin_client.models import Platform as AdminPlatform
 from xf_client.api.health import health
 from xf_client.api.jobs import cancel_job, get_job
-from xf_client.api.media import cancel_video, get_video, list_channels, list_videos, upload_video
+from xf_client.api.media import cancel_video, get_video, list_channels, list_videos, update_video
+from xf_client.api.media import upload_video
 from xf_client.api.properties import create_property, get_property
 from xf_client.api.scans import (
     delete_schedule,
@@ -81,6 +82,8 @@ from xf_client.models import (
     PlatformStatus,
     ScanOptions,
     TestDeliveryRequest,
+    UpdateVideoBody,
+    UpdateVideoResponse200,
     UploadVideoBody,
     UploadVideoResponse201,
     VideoFileView,
@@ -314,6 +317,27 @@ def media_flow(client: xf_client.AuthenticatedClient, video: str) -> None:
     check(page.videos[0].id == media_id, "the list has the upload")
     channels = parsed(list_channels.sync_detailed(client=client), ListChannelsResponse200, 200).data
     check(channels.youtube[0].channel_id == "UCgeneratedclient", "channels by platform")
+
+    later = datetime.datetime(2099, 2, 1, 9, tzinfo=datetime.timezone.utc)
+    changed = parsed(
+        update_video.sync_detailed(
+            media_id,
+            client=client,
+            body=UpdateVideoBody(
+                scheduled_at=later,
+                title="Changed upload",
+                youtube=YoutubeSettings(privacy=YoutubeSettingsPrivacy.PRIVATE),
+            ),
+        ),
+        UpdateVideoResponse200,
+        200,
+    ).data
+    check(changed.scheduled_at == later and changed.title == "Changed upload", "the change reads back")
+    changed_settings = changed.youtube.settings
+    check(isinstance(changed_settings, YoutubeSettings), "YouTube's settings type after the change")
+    assert isinstance(changed_settings, YoutubeSettings)
+    check(changed_settings.privacy == YoutubeSettingsPrivacy.PRIVATE, "the privacy changed")
+    check(changed_settings.title == "Launch", "the other settings are kept")
 
     cancelled = parsed(cancel_video.sync_detailed(media_id, client=client), CancelVideoResponse200, 200)
     check(cancelled.message == "video cancelled", "the cancel's message")

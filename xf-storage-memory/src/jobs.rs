@@ -154,6 +154,19 @@ impl State {
         }
     }
 
+    /// Moves pending job `id` to `run_at` (its place in the queue too).
+    pub(crate) fn reschedule_pending(&mut self, id: &xf_core::ids::JobId, run_at: Timestamp) {
+        let Some(job) = self.jobs.get_mut(id.as_str()) else {
+            return;
+        };
+        if job.record.status != JobStatus::Pending {
+            return;
+        }
+        self.pending.remove(&(job.record.run_at, id.to_string()));
+        job.record.run_at = run_at;
+        self.pending.insert((run_at, id.to_string()));
+    }
+
     /// Records how an attempt ended (see [`QueueStore::finish_jobs`]): the state its job
     /// reached, or `None` when the attempt was not current.
     pub(crate) fn finish(&mut self, finish: &Finish, now: Timestamp) -> Option<JobStatus> {

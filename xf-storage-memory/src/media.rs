@@ -5,9 +5,13 @@ use std::collections::HashSet;
 use async_trait::async_trait;
 use xf_core::ids::{ChannelId, MediaId, OrganizationId, UploadId};
 use xf_core::media::events::{cancel_events, channel_disconnected, post_events};
-use xf_core::media::{Channel, MediaItem, Platform, Post, Upload, UploadPart};
+use xf_core::media::{Channel, MediaEdit, MediaItem, Platform, Post, Upload, UploadPart};
 use xf_core::model::JobRecord;
-use xf_core::store::{Appended, MediaCancel, MediaFilter, MediaStore, QueueSignal, StoreResult};
+use xf_core::model::JobStatus;
+use xf_core::store::{
+    edit_refused_running, Appended, MediaCancel, MediaEdited, MediaFilter, MediaStore, QueueSignal,
+    StoreResult,
+};
 use xf_core::time::Timestamp;
 use xf_core::StoreError;
 
@@ -67,6 +71,46 @@ impl MediaStore for MemoryStore {
             state.record_snapshot_event(event, now);
         }
         Ok(Some(after))
+    }
+
+    async fn edit_media(
+        &self,
+        id: &MediaId,
+        edit: &MediaEdit,
+        now: Timestamp,
+    ) -> StoreResult<MediaEdited> {
+        let run_now = {
+            let mut state = self.write();
+            let Some(mut edited) = state.media.get(id.as_str()) else {
+                return Ok(MediaEdited::Missing);
+            };
+            let moved = match edited.edit(edit, now) {
+                Ok(moved) => moved,
+                Err(reason) => return Ok(MediaEdited::Refused(reason)),
+            };
+            for (platform, job) in &moved.jobs {
+                let pending = state
+                    .jobs
+                    .get(job.as_str())
+                    .is_some_and(|j| j.record.status == JobStatus::Pending);
+                if !pending {
+                    return Ok(MediaEdited::Refused(edit_refused_running(*platform)));
+                }
+            }
+            for (_, job) in &moved.jobs {
+                state.reschedule_pending(job, moved.run_at);
+            }
+            if let Some(item) = state.media.get_mut(id.as_str()) {
+                *item = edited.clone();
+            }
+            let run_now = !moved.jobs.is_empty() && moved.run_at <= now;
+            (edited, run_now)
+        };
+        let (edited, run_now) = run_now;
+        if run_now {
+            self.signal(QueueSignal::JobsReady);
+        }
+        Ok(MediaEdited::Edited(Box::new(edited)))
     }
 
     async fn cancel_media(&self, id: &MediaId, now: Timestamp) -> StoreResult<MediaCancel> {

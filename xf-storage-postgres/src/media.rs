@@ -13,11 +13,14 @@ use sqlx::{Postgres, QueryBuilder, Row};
 use xf_core::ids::{ChannelId, EventId, MediaId, OrganizationId, UploadId};
 use xf_core::media::events::{cancel_events, channel_disconnected, post_events, NewEvent};
 use xf_core::media::{
-    Channel, MediaItem, MediaKind, MediaStatus, Platform, PlatformTarget, Post, StoredFile, Upload,
-    UploadPart,
+    Channel, MediaEdit, MediaItem, MediaKind, MediaStatus, Platform, PlatformTarget, Post,
+    StoredFile, Upload, UploadPart,
 };
 use xf_core::model::JobRecord;
-use xf_core::store::{check_new_job, Appended, MediaCancel, MediaFilter, MediaStore, StoreResult};
+use xf_core::store::{
+    check_new_job, edit_refused_running, Appended, MediaCancel, MediaEdited, MediaFilter,
+    MediaStore, StoreResult,
+};
 use xf_core::time::Timestamp;
 use xf_core::StoreError;
 
@@ -51,14 +54,7 @@ impl PgStore {
         change: impl FnOnce(&mut MediaItem) -> Changed<T> + Send,
     ) -> StoreResult<Option<T>> {
         let mut tx = self.begin().await?;
-        let row = sqlx::query(&format!(
-            "SELECT {MEDIA_COLUMNS} FROM media_items WHERE id = $1 FOR UPDATE"
-        ))
-        .bind(id.as_str())
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(store_error)?;
-        let Some(mut item) = one(row, media_item)? else {
+        let Some(mut item) = locked_item(&mut tx, id).await? else {
             return Ok(None);
         };
         let (answer, events) = match change(&mut item) {
@@ -66,19 +62,44 @@ impl PgStore {
             Changed::Write(answer, events) => (answer, events),
         };
         insert_events(&mut tx, &events, now).await?;
-        sqlx::query(
-            "UPDATE media_items SET status = $2, targets = $3, updated_at = $4 WHERE id = $1",
-        )
-        .bind(id.as_str())
-        .bind(item.status.as_str())
-        .bind(Json(&item.targets))
-        .bind(at(item.updated_at))
-        .execute(&mut *tx)
-        .await
-        .map_err(store_error)?;
+        write_item(&mut tx, &item).await?;
         tx.commit().await.map_err(store_error)?;
         Ok(Some(answer))
     }
+}
+
+/// Item `id`, read under its row lock for the rest of the transaction.
+async fn locked_item(
+    tx: &mut sqlx::Transaction<'_, Postgres>,
+    id: &MediaId,
+) -> StoreResult<Option<MediaItem>> {
+    let row = sqlx::query(&format!(
+        "SELECT {MEDIA_COLUMNS} FROM media_items WHERE id = $1 FOR UPDATE"
+    ))
+    .bind(id.as_str())
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(store_error)?;
+    one(row, media_item)
+}
+
+/// Writes back what an item's changes may change: its texts, schedule, status and targets.
+async fn write_item(tx: &mut sqlx::Transaction<'_, Postgres>, item: &MediaItem) -> StoreResult<()> {
+    sqlx::query(
+        "UPDATE media_items SET title = $2, description = $3, scheduled_at = $4, status = $5, \
+         targets = $6, updated_at = $7 WHERE id = $1",
+    )
+    .bind(item.id.as_str())
+    .bind(item.title.as_deref())
+    .bind(item.description.as_deref())
+    .bind(at_opt(item.scheduled_at))
+    .bind(item.status.as_str())
+    .bind(Json(&item.targets))
+    .bind(at(item.updated_at))
+    .execute(&mut **tx)
+    .await
+    .map_err(store_error)?;
+    Ok(())
 }
 
 /// The columns [`channel_row`] reads.
@@ -175,6 +196,56 @@ impl MediaStore for PgStore {
             })
             .await?;
         Ok(changed.flatten())
+    }
+
+    async fn edit_media(
+        &self,
+        id: &MediaId,
+        edit: &MediaEdit,
+        now: Timestamp,
+    ) -> StoreResult<MediaEdited> {
+        let mut tx = self.begin().await?;
+        let Some(mut item) = locked_item(&mut tx, id).await? else {
+            return Ok(MediaEdited::Missing);
+        };
+        let moved = match item.edit(edit, now) {
+            Ok(moved) => moved,
+            Err(reason) => return Ok(MediaEdited::Refused(reason)),
+        };
+        if !moved.jobs.is_empty() {
+            // Only pending jobs move; one a worker took up refuses the edit (the transaction
+            // is dropped, so nothing changes).
+            let ids: Vec<&str> = moved.jobs.iter().map(|(_, job)| job.as_str()).collect();
+            let rows = sqlx::query(
+                "UPDATE jobs SET run_at = $2 WHERE id = ANY($1) AND status = 'pending' \
+                 RETURNING id",
+            )
+            .bind(&ids)
+            .bind(at(moved.run_at))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(store_error)?;
+            let updated: HashSet<String> = rows
+                .iter()
+                .map(|row| row.col::<String>("id"))
+                .collect::<StoreResult<_>>()?;
+            if let Some((platform, _)) = moved
+                .jobs
+                .iter()
+                .find(|(_, job)| !updated.contains(job.as_str()))
+            {
+                return Ok(MediaEdited::Refused(edit_refused_running(*platform)));
+            }
+            if moved.run_at <= now {
+                sqlx::query("SELECT pg_notify('xf_jobs_ready', '')")
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(store_error)?;
+            }
+        }
+        write_item(&mut tx, &item).await?;
+        tx.commit().await.map_err(store_error)?;
+        Ok(MediaEdited::Edited(Box::new(item)))
     }
 
     async fn cancel_media(&self, id: &MediaId, now: Timestamp) -> StoreResult<MediaCancel> {

@@ -203,6 +203,46 @@ fn detail(operation_id: &str) -> Value {
     })
 }
 
+fn update(operation_id: &str, platforms: &[Platform]) -> Value {
+    let text = |max: usize, description: &str| json!({"type": ["string", "null"], "maxLength": max, "description": description});
+    let mut properties = json!({
+        "scheduledAt": {"type": ["string", "null"], "format": "date-time", "description": "When to publish; null for as soon as possible"},
+        "title": text(MAX_TITLE, "Internal title; null clears it"),
+        "description": text(MAX_DESCRIPTION, "Internal description (default caption); null clears it"),
+    });
+    for platform in platforms {
+        // The stored settings' component: what the item shows is what a change sends.
+        let mut reference = schema(&format!("{}Settings", capitalized(platform.as_str())));
+        reference["description"] = json!(format!("{}'s settings to change, merged into the stored ones (a key set to null is removed); its accounts and autoPublish stay as uploaded", platform.label()));
+        properties[platform.as_str()] = reference;
+    }
+    json!({
+        "operationId": operation_id,
+        "tags": ["media"],
+        "summary": "Change the schedule, texts or settings before any post starts",
+        "description": "Checked as an upload of the changed item would be, platform rules included; the posts' jobs move to the new scheduledAt. The platforms stay as uploaded.",
+        "parameters": [{"name": "id", "in": "path", "required": true, "schema": schema("MediaId")}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {
+            "type": "object", "minProperties": 1, "additionalProperties": false, "properties": properties
+        }}}},
+        "responses": {
+            "200": success("The item as changed", schema("MediaItemView"), false),
+            "400": error("`validation_error`: a field, a setting, or a platform's rule, each detail naming its field"),
+            "404": error("`not_found`: no such item of this kind in the organization"),
+            "409": error("`conflict`: a post already started (the message names its platform); cancel it instead"),
+        }
+    })
+}
+
+/// `youtube` → `Youtube`.
+fn capitalized(name: &str) -> String {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .map(|first| first.to_ascii_uppercase().to_string() + chars.as_str())
+        .unwrap_or_default()
+}
+
 fn cancel(operation_id: &str) -> Value {
     json!({
         "operationId": operation_id,
@@ -271,8 +311,8 @@ pub fn paths() -> Map<String, Value> {
             "post": upload("upload_image", false, "Upload an image (multipart form)"),
             "get": list("list_images", "images", &image_platforms),
         },
-        "/media/videos/{id}": {"get": detail("get_video")},
-        "/media/images/{id}": {"get": detail("get_image")},
+        "/media/videos/{id}": {"get": detail("get_video"), "patch": update("update_video", &Platform::ALL)},
+        "/media/images/{id}": {"get": detail("get_image"), "patch": update("update_image", &Platform::ALL[1..])},
         "/media/videos/{id}/cancel": {"post": cancel("cancel_video")},
         "/media/images/{id}/cancel": {"post": cancel("cancel_image")},
         "/video/upload": {"post": upload("upload_video_legacy", true, "Upload a video (the older path; same form)")},

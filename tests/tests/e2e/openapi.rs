@@ -50,6 +50,8 @@ const EXPECTED: &[&str] = &[
     "GET /media/images",
     "GET /media/videos/{id}",
     "GET /media/images/{id}",
+    "PATCH /media/videos/{id}",
+    "PATCH /media/images/{id}",
     "POST /media/videos/{id}/cancel",
     "POST /media/images/{id}/cancel",
     "POST /video/upload",

@@ -41,6 +41,7 @@ crate::backends!(
     a_cancelled_schedule_never_publishes,
     a_cancel_during_a_running_upload_leaves_nothing_published,
     a_post_past_its_irreversible_call_refuses_a_cancel,
+    a_rescheduled_item_publishes_at_the_new_time_not_the_old,
 );
 
 const ACCESS: &str = "ya29.access-of-studio";
@@ -1663,4 +1664,132 @@ async fn a_post_past_its_irreversible_call_refuses_a_cancel(app: TestApp) {
     assert_eq!(shown["youtube"]["status"], "published");
     assert_eq!(platforms.videos().len(), 1);
     workers.shutdown(Duration::from_secs(5)).await;
+}
+
+/// `PATCH path` with `key` and a raw body.
+async fn patch(app: &TestApp, key: &str, path: &str, body: &str) -> xf_tests::Reply {
+    app.send(xf_tests::request(
+        Method::PATCH,
+        path,
+        Some(key),
+        Some(body.to_owned()),
+        &[("content-type", "application/json")],
+    ))
+    .await
+}
+
+async fn a_rescheduled_item_publishes_at_the_new_time_not_the_old(app: TestApp) {
+    let (app, platforms) = publishing(app).await;
+    platforms.grant(ACCESS, None);
+    let org = studio(&app).await;
+    connect(&app, &org, "youtube", "UC-studio", 24 * 60).await;
+    let time = |minutes: i64| {
+        serde_json::to_value(app.xf.now().plus(chrono::Duration::minutes(minutes)))
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let (old_time, new_time) = (time(30), time(90));
+    let clip = video("mp4", 640, 360, 4, false, 0);
+    let fields = [
+        ("platforms", r#"["youtube"]"#),
+        ("scheduledAt", old_time.as_str()),
+        ("title", "Old title"),
+    ];
+    let moved = post_video(&app, &org, &clip, &fields).await;
+    let kept = post_video(&app, &org, &clip, &fields).await;
+    let path = format!("/media/videos/{moved}");
+
+    let change = json!({
+        "scheduledAt": new_time,
+        "title": "New title",
+        "description": null,
+        "youtube": {"title": "Launch day", "privacy": "unlisted"},
+    });
+    let reply = patch(&app, &org.key, &path, &change.to_string()).await;
+    let data = reply.expect(200);
+    assert_eq!(data["id"], moved.as_str());
+    assert_eq!(data["status"], "scheduled");
+    assert_eq!(data["title"], "New title");
+    assert_eq!(data["scheduledAt"], new_time.as_str());
+    assert_eq!(data["youtube"]["settings"]["privacy"], "unlisted");
+    assert_eq!(data["youtube"]["settings"]["title"], "Launch day");
+    assert_eq!(data["youtube"]["status"], "idle");
+    assert_eq!(item(&app, &org.key, &moved).await, *data);
+
+    // Refusals, each naming its field; nothing changes.
+    let refused = [
+        ("{}", "body"),
+        ("[]", "body"),
+        (r#"{"platforms": "[\"youtube\"]"}"#, "platforms"),
+        (r#"{"scheduledAt": "tomorrow"}"#, "scheduledAt"),
+        (r#"{"title": 7}"#, "title"),
+        (r#"{"youtube": {"privacy": "secret"}}"#, "youtube.privacy"),
+        (
+            r#"{"youtube": {"channels": ["UC-other"]}}"#,
+            "youtube.channels",
+        ),
+        (
+            r#"{"youtube": {"autoPublish": false}}"#,
+            "youtube.autoPublish",
+        ),
+        (r#"{"youtube": {"title": "<b>bold</b>"}}"#, "youtube.title"),
+        (r#"{"instagram": {"caption": "hi"}}"#, "instagram"),
+    ];
+    for (body, field) in refused {
+        let reply = patch(&app, &org.key, &path, body).await;
+        reply.expect_error(400, "validation_error");
+        let details = reply.body["error"]["details"].as_array().unwrap();
+        assert!(
+            details.iter().any(|d| d["field"] == field),
+            "{body}: {}",
+            reply.body
+        );
+    }
+    patch(&app, &org.key, &path, "{not json")
+        .await
+        .expect_error(400, "validation_error");
+    assert_eq!(item(&app, &org.key, &moved).await, *data);
+    let other = studio(&app).await;
+    patch(&app, &other.key, &path, r#"{"title": "Theirs"}"#)
+        .await
+        .expect_error(404, "not_found");
+    patch(
+        &app,
+        &org.key,
+        &format!("/media/images/{moved}"),
+        r#"{"title": "x"}"#,
+    )
+    .await
+    .expect_error(404, "not_found");
+
+    // At the old time only the other item publishes; at the new one, this one, as changed.
+    let workers = workers(&app);
+    app.clock.advance(chrono::Duration::minutes(31));
+    wait_for(&app, &org.key, &kept, |i| i["status"] == "completed").await;
+    assert_eq!(item(&app, &org.key, &moved).await["status"], "scheduled");
+    assert_eq!(sessions(&platforms), 1);
+    app.clock.advance(chrono::Duration::minutes(60));
+    wait_for(&app, &org.key, &moved, |i| i["status"] == "completed").await;
+    workers.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(platforms.videos().len(), 2);
+    let session = platforms
+        .seen()
+        .into_iter()
+        .filter(|s| s.method == Method::POST && s.uri.contains("uploadType=resumable"))
+        .nth(1)
+        .unwrap();
+    let metadata: Value = serde_json::from_str(&session.text).unwrap();
+    assert_eq!(metadata["snippet"]["title"], "Launch day");
+    assert_eq!(metadata["status"]["privacyStatus"], "unlisted");
+
+    // Published: too late to change.
+    let late = patch(&app, &org.key, &path, r#"{"title": "Too late"}"#).await;
+    late.expect_error(409, "conflict");
+    let message = late.body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("youtube") && message.contains("published"),
+        "{message}"
+    );
 }

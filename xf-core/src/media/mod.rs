@@ -16,6 +16,7 @@ pub mod s3;
 pub mod settings;
 
 pub use crate::model::media::{
-    Channel, FailureSource, FileFacts, MediaItem, MediaKind, MediaStatus, Platform, PlatformStatus,
-    PlatformTarget, Post, PostFailure, PostStage, StoredFile, Upload, UploadPart,
+    Channel, FailureSource, FileFacts, MediaEdit, MediaItem, MediaKind, MediaStatus, Platform,
+    PlatformStatus, PlatformTarget, Post, PostFailure, PostStage, Rescheduled, StoredFile, Upload,
+    UploadPart,
 };

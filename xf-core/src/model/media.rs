@@ -458,6 +458,30 @@ impl PlatformTarget {
     }
 }
 
+/// A change of an item before publication (`PATCH /media/.../{id}`), checked: each field
+/// given replaces the stored one (`Some(None)` clears a text or the schedule).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MediaEdit {
+    /// The new internal title.
+    pub title: Option<Option<String>>,
+    /// The new internal description.
+    pub description: Option<Option<String>>,
+    /// The new `scheduledAt` (`Some(None)`: as soon as possible).
+    pub scheduled_at: Option<Option<Timestamp>>,
+    /// Each changed platform's settings, whole.
+    pub settings: BTreeMap<Platform, Map<String, Value>>,
+}
+
+/// The jobs an edit moves ([`MediaItem::edit`]): each with its post's platform, and when
+/// they run now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rescheduled {
+    /// The posts' jobs.
+    pub jobs: Vec<(Platform, crate::ids::JobId)>,
+    /// Their new run time.
+    pub run_at: Timestamp,
+}
+
 /// An uploaded video or image and its publication plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MediaItem {
@@ -531,6 +555,66 @@ impl MediaItem {
         self.settle(now);
         self.updated_at = now;
         true
+    }
+
+    /// Changes the item before anything of it was sent (`PATCH /media/.../{id}`): what
+    /// `edit` gives replaces what is stored, the status follows the new `scheduledAt`, and
+    /// the jobs of the posts that run are named with their new run time. Refused, naming the
+    /// platform, once any post started (its platform may hold a session made with the old
+    /// texts) or is final.
+    pub fn edit(&mut self, edit: &MediaEdit, now: Timestamp) -> Result<Rescheduled, String> {
+        for (platform, target) in &self.targets {
+            for (account, post) in &target.posts {
+                let untouched = post.stage == PostStage::New
+                    && matches!(
+                        post.status,
+                        PlatformStatus::Idle | PlatformStatus::Pending | PlatformStatus::Manual
+                    );
+                if !untouched {
+                    return Err(format!(
+                        "the post to {} account {account} is {} on {}; an item can be \
+                         changed only before any of its posts starts (cancel it instead)",
+                        platform.as_str(),
+                        post.status.as_str(),
+                        platform.label()
+                    ));
+                }
+            }
+        }
+        if let Some(title) = &edit.title {
+            self.title = title.clone();
+        }
+        if let Some(description) = &edit.description {
+            self.description = description.clone();
+        }
+        if let Some(scheduled_at) = edit.scheduled_at {
+            self.scheduled_at = scheduled_at;
+        }
+        for (platform, settings) in &edit.settings {
+            if let Some(target) = self.targets.get_mut(platform) {
+                target.settings = settings.clone();
+            }
+        }
+        let run_at = self.scheduled_at.filter(|at| *at > now).unwrap_or(now);
+        let mut jobs = Vec::new();
+        if self.status != MediaStatus::Draft {
+            self.status = MediaStatus::initial(false, self.scheduled_at, now);
+            for (platform, target) in &mut self.targets {
+                for post in target.posts.values_mut() {
+                    if let Some(job) = &post.job_id {
+                        post.status = if self.status == MediaStatus::Scheduled {
+                            PlatformStatus::Idle
+                        } else {
+                            PlatformStatus::Pending
+                        };
+                        jobs.push((*platform, job.clone()));
+                    }
+                }
+            }
+        }
+        self.settle(now);
+        self.updated_at = now;
+        Ok(Rescheduled { jobs, run_at })
     }
 
     /// Cancels every post not yet final (`POST .../{id}/cancel`), all or none: refused,

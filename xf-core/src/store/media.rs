@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use super::StoreResult;
 use crate::ids::{ChannelId, JobId, MediaId, OrganizationId, UploadId};
 use crate::model::media::{
-    Channel, MediaItem, MediaKind, MediaStatus, Platform, Post, Upload, UploadPart,
+    Channel, MediaEdit, MediaItem, MediaKind, MediaStatus, Platform, Post, Upload, UploadPart,
 };
 use crate::model::JobRecord;
 use crate::time::Timestamp;
@@ -30,6 +30,26 @@ pub enum MediaCancel {
     Refused(String),
     /// No such item.
     Missing,
+}
+
+/// What [`MediaStore::edit_media`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MediaEdited {
+    /// The item as it is now.
+    Edited(Box<MediaItem>),
+    /// Nothing was changed, for this reason.
+    Refused(String),
+    /// No such item.
+    Missing,
+}
+
+/// Why an edit is refused when the job of a post on `platform` is no longer pending.
+pub fn edit_refused_running(platform: Platform) -> String {
+    format!(
+        "the post to {} is being published now; an item can be changed only before any of \
+         its posts starts (cancel it instead)",
+        platform.as_str()
+    )
 }
 
 /// Filters of `GET /media/videos` and `GET /media/images`.
@@ -71,6 +91,17 @@ pub trait MediaStore: Send + Sync {
     /// events of the change ([`cancel_events`](crate::media::events::cancel_events)),
     /// atomically.
     async fn cancel_media(&self, id: &MediaId, now: Timestamp) -> StoreResult<MediaCancel>;
+
+    /// Changes the item before anything of it was sent ([`MediaItem::edit`]) and moves its
+    /// posts' jobs to the new run time, atomically, under the item's lock: refused (nothing
+    /// changed) when the edit is, or when one of those jobs is no longer pending (a worker
+    /// took it up), naming the platform. Idle workers are woken when the jobs run now.
+    async fn edit_media(
+        &self,
+        id: &MediaId,
+        edit: &MediaEdit,
+        now: Timestamp,
+    ) -> StoreResult<MediaEdited>;
 
     /// The organization's channel of `account` on `platform`.
     async fn find_channel(

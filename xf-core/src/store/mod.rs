@@ -39,7 +39,9 @@ pub use issues::{
     subject_is_address, FetchedPage, IssueFilter, IssueStore, NewFinding, ScanFindings,
 };
 pub use jobs::{check_new_job, CancelOutcome, JobFilter, JobStore};
-pub use media::{Appended, MediaCancel, MediaFilter, MediaStore};
+pub use media::{
+    edit_refused_running, Appended, MediaCancel, MediaEdited, MediaFilter, MediaStore,
+};
 pub use organizations::OrganizationStore;
 pub use properties::PropertyStore;
 pub use queue::{

@@ -364,6 +364,16 @@ impl MediaStore for Counting {
             .await
     }
 
+    async fn edit_media(
+        &self,
+        id: &MediaId,
+        edit: &MediaEdit,
+        now: Timestamp,
+    ) -> StoreResult<MediaEdited> {
+        self.count("edit_media");
+        self.inner.edit_media(id, edit, now).await
+    }
+
     async fn cancel_media(&self, id: &MediaId, now: Timestamp) -> StoreResult<MediaCancel> {
         self.count("cancel_media");
         self.inner.cancel_media(id, now).await

@@ -1052,3 +1052,147 @@ pub async fn media_cancel_is_all_or_none_and_kept(store: Arc<dyn TestStore>) {
     assert_eq!(total, 1, "the first item is listed as cancelled");
     assert_eq!(listed[0].status, MediaStatus::Cancelled);
 }
+
+/// Editing an item before publication: texts, schedule and settings change and the posts'
+/// jobs move with the schedule, atomically; a post that started, or a job no longer pending,
+/// refuses the edit, naming the platform, and changes nothing.
+pub async fn media_edit_moves_jobs_and_refuses_once_started(store: Arc<dyn TestStore>) {
+    use crate::media::publish::MEDIA_PUBLISH;
+    use crate::media::{MediaEdit, Post, PostStage};
+    use crate::model::JobRecord;
+    use crate::store::MediaEdited;
+    let org = seed_organization(&*store, "Edits").await;
+    let mut item = media_item(
+        &org.id,
+        MediaKind::Video,
+        &[Platform::Youtube, Platform::Tiktok],
+        minutes(1),
+    );
+    let scheduled = minutes(60);
+    item.scheduled_at = Some(scheduled);
+    let mut jobs = Vec::new();
+    for target in item.targets.values_mut() {
+        let mut job = JobRecord::new(
+            org.id.clone(),
+            MEDIA_PUBLISH,
+            serde_json::json!({}),
+            None,
+            minutes(1),
+        );
+        job.run_at = scheduled;
+        let mut post = Post::new(PlatformStatus::Idle);
+        post.job_id = Some(job.id.clone());
+        target.posts.insert(target.accounts[0].clone(), post);
+        jobs.push(job);
+    }
+    item.status = MediaStatus::Scheduled;
+    item.settle(minutes(1));
+    store.insert_media(&item, &jobs).await.unwrap();
+    let run_at = |store: Arc<dyn TestStore>, jobs: Vec<JobRecord>| async move {
+        let mut times = Vec::new();
+        for job in &jobs {
+            times.push(store.get_job(&job.id).await.unwrap().unwrap().run_at);
+        }
+        times
+    };
+    assert_eq!(
+        store
+            .edit_media(&MediaId::new(), &MediaEdit::default(), minutes(2))
+            .await
+            .unwrap(),
+        MediaEdited::Missing
+    );
+
+    // Later, with a new title and YouTube privacy.
+    let mut privacy = serde_json::Map::new();
+    privacy.insert("privacy".into(), "private".into());
+    let later = MediaEdit {
+        title: Some(Some("Renamed".into())),
+        description: Some(None),
+        scheduled_at: Some(Some(minutes(120))),
+        settings: [(Platform::Youtube, privacy.clone())].into_iter().collect(),
+    };
+    let MediaEdited::Edited(edited) = store
+        .edit_media(&item.id, &later, minutes(2))
+        .await
+        .unwrap()
+    else {
+        panic!("an untouched item can be edited");
+    };
+    assert_eq!(edited.title.as_deref(), Some("Renamed"));
+    assert_eq!(edited.scheduled_at, Some(minutes(120)));
+    assert_eq!(edited.status, MediaStatus::Scheduled);
+    assert_eq!(edited.updated_at, minutes(2));
+    assert_eq!(edited.targets[&Platform::Youtube].settings, privacy);
+    assert_eq!(
+        edited.targets[&Platform::Tiktok].settings,
+        item.targets[&Platform::Tiktok].settings
+    );
+    assert_eq!(
+        store.get_media(&item.id).await.unwrap(),
+        Some((*edited).clone())
+    );
+    assert_eq!(
+        run_at(Arc::clone(&store), jobs.clone()).await,
+        vec![minutes(120), minutes(120)]
+    );
+
+    // As soon as possible: pending, the jobs due now.
+    let now = MediaEdit {
+        scheduled_at: Some(None),
+        ..MediaEdit::default()
+    };
+    let MediaEdited::Edited(edited) = store.edit_media(&item.id, &now, minutes(3)).await.unwrap()
+    else {
+        panic!("an untouched item can be edited");
+    };
+    assert_eq!(edited.status, MediaStatus::Pending);
+    assert!(edited
+        .targets
+        .values()
+        .flat_map(|t| t.posts.values())
+        .all(|p| p.status == PlatformStatus::Pending));
+    assert_eq!(
+        run_at(Arc::clone(&store), jobs.clone()).await,
+        vec![minutes(3), minutes(3)]
+    );
+
+    // A job no longer pending (here cancelled): refused, nothing changed, no job moved.
+    store.cancel_job(&jobs[1].id, minutes(4)).await.unwrap();
+    let before = store.get_media(&item.id).await.unwrap();
+    let MediaEdited::Refused(why) = store
+        .edit_media(&item.id, &later, minutes(5))
+        .await
+        .unwrap()
+    else {
+        panic!("a job that is not pending refuses the edit");
+    };
+    let platform_of_second = *item.targets.keys().nth(1).unwrap();
+    assert!(why.contains(platform_of_second.as_str()), "{why}");
+    assert_eq!(store.get_media(&item.id).await.unwrap(), before);
+    assert_eq!(
+        store.get_job(&jobs[0].id).await.unwrap().unwrap().run_at,
+        minutes(3)
+    );
+
+    // A post that started: refused, naming its platform.
+    let mut other = media_item(&org.id, MediaKind::Video, &[Platform::Linkedin], minutes(1));
+    let target = other.targets.get_mut(&Platform::Linkedin).unwrap();
+    let mut started = Post::new(PlatformStatus::Processing);
+    started.stage = PostStage::Started;
+    target.posts.insert(target.accounts[0].clone(), started);
+    other.settle(minutes(1));
+    store.insert_media(&other, &[]).await.unwrap();
+    let MediaEdited::Refused(why) = store
+        .edit_media(&other.id, &later, minutes(5))
+        .await
+        .unwrap()
+    else {
+        panic!("a started post refuses the edit");
+    };
+    assert!(
+        why.contains("linkedin") && why.contains("LinkedIn"),
+        "{why}"
+    );
+    assert_eq!(store.get_media(&other.id).await.unwrap(), Some(other));
+}

@@ -27,7 +27,7 @@ use crate::media::{
 };
 use crate::model::media::channel_owner;
 use crate::model::JobRecord;
-use crate::store::{MediaCancel, MediaFilter};
+use crate::store::{MediaCancel, MediaEdited, MediaFilter};
 
 /// The bounds of uploads: sizes, the shape of upload forms, and how many uploads an
 /// organization may have in progress at once.
@@ -751,6 +751,33 @@ impl Xf {
         Ok(MediaItemView::from(&item))
     }
 
+    /// `PATCH /media/videos/{id}` and `PATCH /media/images/{id}`: changes `scheduledAt`, the
+    /// title, the description and platforms' settings (merged: a key set to `null` is
+    /// removed) before any post started, checked as an upload of the changed item would be,
+    /// platform rules included; the posts' jobs move to the new time. The platforms, their
+    /// accounts and `autoPublish` stay as uploaded. `409 conflict`, naming the platform, once
+    /// a post started ([`MediaItem::edit`]).
+    pub async fn update_media(
+        &self,
+        caller: &Caller,
+        kind: MediaKind,
+        id: &MediaId,
+        body: &serde_json::Value,
+    ) -> Result<MediaItemView> {
+        let item = self
+            .store()
+            .get_media(id)
+            .await?
+            .filter(|item| item.organization_id == caller.organization.id && item.kind == kind)
+            .ok_or(Error::NotFound(kind.as_str()))?;
+        let edit = checked_edit(&item, body)?;
+        match self.store().edit_media(id, &edit, self.now()).await? {
+            MediaEdited::Edited(item) => Ok(MediaItemView::from(&*item)),
+            MediaEdited::Refused(reason) => Err(Error::Conflict(reason)),
+            MediaEdited::Missing => Err(Error::NotFound(kind.as_str())),
+        }
+    }
+
     /// `POST /media/videos/{id}/cancel` and `POST /media/images/{id}/cancel`: every post not
     /// yet final stops, all or none ([`MediaItem::cancel`]): `409 conflict`, naming the
     /// platform, when a post's irreversible call was already made or nothing is left to
@@ -1030,4 +1057,133 @@ pub(crate) struct ChannelGrant {
     pub refresh_token: Option<String>,
     pub expires_at: Option<crate::time::Timestamp>,
     pub default_board: Option<String>,
+}
+
+/// The fields of a `PATCH` of `item`, checked as the upload form of the changed item would be
+/// (`parse_upload_fields`, then each platform's rules): every problem named by its field.
+fn checked_edit(item: &MediaItem, body: &serde_json::Value) -> Result<crate::media::MediaEdit> {
+    use crate::error::FieldError;
+    use serde_json::Value;
+    let serde_json::Value::Object(patch) = body else {
+        return Err(Error::invalid(
+            "body",
+            "must be a JSON object of the fields to change",
+        ));
+    };
+    if patch.is_empty() {
+        return Err(Error::invalid(
+            "body",
+            "names nothing to change: scheduledAt, title, description or a platform's settings",
+        ));
+    }
+    let mut problems = Vec::new();
+    let mut problem = |field: String, message: &str| {
+        problems.push(FieldError {
+            field,
+            message: message.to_owned(),
+        })
+    };
+    // The form an upload of the changed item would send: what the patch gives, and the rest
+    // as stored (so that the rules see the item as it will be).
+    let platforms: Vec<&str> = item.targets.keys().map(|p| p.as_str()).collect();
+    let mut fields = vec![("platforms".to_owned(), json!(platforms).to_string())];
+    let mut settings = BTreeMap::new();
+    for (platform, target) in &item.targets {
+        settings.insert(*platform, target.settings.clone());
+    }
+    for (key, value) in patch {
+        match (key.as_str(), value) {
+            ("title" | "description" | "scheduledAt", Value::Null) => {}
+            ("title" | "description" | "scheduledAt", Value::String(text)) => {
+                fields.push((key.clone(), text.clone()));
+            }
+            ("title" | "description" | "scheduledAt", _) => {
+                problem(key.clone(), "must be a string or null");
+            }
+            (name, value) if Platform::parse(name).is_some() => {
+                let Some(platform) = Platform::parse(name) else {
+                    continue;
+                };
+                let (Some(stored), Value::Object(changes)) = (settings.get_mut(&platform), value)
+                else {
+                    if item.targets.contains_key(&platform) {
+                        problem(key.clone(), "must be an object of settings");
+                    } else {
+                        problem(
+                            key.clone(),
+                            "is not a platform of this item; the platforms cannot change \
+                             (cancel it and upload again)",
+                        );
+                    }
+                    continue;
+                };
+                let before = stored.clone();
+                for (setting, change) in changes {
+                    let field = format!("{name}.{setting}");
+                    match setting.as_str() {
+                        "accounts" | "channels" => {
+                            problem(field, "the accounts of an item cannot change");
+                        }
+                        "autoPublish"
+                            if change != before.get("autoPublish").unwrap_or(&Value::Null) =>
+                        {
+                            problem(field, "cannot change after the upload");
+                        }
+                        "boardId" if change.is_null() && before.contains_key("boardId") => {
+                            problem(field, "cannot be removed; give another board");
+                        }
+                        _ if change.is_null() => {
+                            stored.remove(setting);
+                        }
+                        _ => {
+                            stored.insert(setting.clone(), change.clone());
+                        }
+                    }
+                }
+            }
+            _ => problem(
+                key.clone(),
+                "cannot be changed: send scheduledAt, title, description or a platform's settings",
+            ),
+        }
+    }
+    for (field, stored) in [("title", &item.title), ("description", &item.description)] {
+        if let (false, Some(text)) = (patch.contains_key(field), stored) {
+            fields.push((field.to_owned(), text.clone()));
+        }
+    }
+    for (platform, stored) in &settings {
+        fields.push((
+            platform.as_str().to_owned(),
+            Value::Object(stored.clone()).to_string(),
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(Error::invalid_fields(problems));
+    }
+    let form = parse_upload_fields(item.kind, &fields)?;
+    let texts = ItemTexts {
+        title: form.title.as_deref(),
+        description: form.description.as_deref(),
+    };
+    let problems: Vec<_> = form
+        .choices
+        .iter()
+        .flat_map(|(platform, choice)| rules::check(*platform, &item.file, &choice.settings, texts))
+        .collect();
+    if !problems.is_empty() {
+        return Err(Error::invalid_fields(problems));
+    }
+    let given = |field: &str| patch.contains_key(field);
+    Ok(crate::media::MediaEdit {
+        title: given("title").then(|| form.title.clone()),
+        description: given("description").then(|| form.description.clone()),
+        scheduled_at: given("scheduledAt").then_some(form.scheduled_at),
+        settings: form
+            .choices
+            .into_iter()
+            .filter(|(platform, _)| given(platform.as_str()))
+            .map(|(platform, choice)| (platform, choice.settings))
+            .collect(),
+    })
 }

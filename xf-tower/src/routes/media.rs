@@ -18,7 +18,7 @@ use xf_core::{Error, Xf};
 
 use super::upload_form::UploadForm;
 use crate::envelope::{self, Answer, Api};
-use crate::extract::{api_key, FromSegment, PathParam, Query, Write};
+use crate::extract::{api_key, FromSegment, PathParam, Query, Sent, Write};
 use crate::idempotency;
 use crate::middleware::Guard;
 
@@ -30,8 +30,8 @@ pub fn router(xf: Xf) -> Router<Xf> {
     Router::new()
         .route("/media/videos", post(upload_video).get(list_videos))
         .route("/media/images", post(upload_image).get(list_images))
-        .route("/media/videos/{id}", get(get_video))
-        .route("/media/images/{id}", get(get_image))
+        .route("/media/videos/{id}", get(get_video).patch(update_video))
+        .route("/media/images/{id}", get(get_image).patch(update_image))
         .route("/media/videos/{id}/cancel", post(cancel_video))
         .route("/media/images/{id}/cancel", post(cancel_image))
         .route("/video/upload", post(upload_video))
@@ -201,6 +201,39 @@ async fn get_image(
 ) -> Handled {
     let item = xf.get_media(&caller, MediaKind::Image, &id).await?;
     Ok(envelope::media_data(StatusCode::OK, &item))
+}
+
+/// `PATCH /media/{videos|images}/{id}` with a JSON object of the fields to change: the item
+/// as it is after the change.
+async fn update(
+    xf: Xf,
+    caller: xf_core::Caller,
+    kind: MediaKind,
+    id: MediaId,
+    sent: Result<Sent, crate::error::ApiError>,
+) -> Handled {
+    let sent = sent.map_err(|e| MediaError(e.0))?;
+    let body: serde_json::Value = sent.json()?;
+    let item = xf.update_media(&caller, kind, &id, &body).await?;
+    Ok(envelope::media_data(StatusCode::OK, &item))
+}
+
+async fn update_video(
+    State(xf): State<Xf>,
+    MediaCaller(caller): MediaCaller,
+    MediaPath(id): MediaPath<MediaId>,
+    sent: Result<Sent, crate::error::ApiError>,
+) -> Handled {
+    update(xf, caller, MediaKind::Video, id, sent).await
+}
+
+async fn update_image(
+    State(xf): State<Xf>,
+    MediaCaller(caller): MediaCaller,
+    MediaPath(id): MediaPath<MediaId>,
+    sent: Result<Sent, crate::error::ApiError>,
+) -> Handled {
+    update(xf, caller, MediaKind::Image, id, sent).await
 }
 
 /// `POST /media/{videos|images}/{id}/cancel`, once per `Idempotency-Key`: the item as it is
