@@ -9,8 +9,8 @@ use xf_core::media::{Channel, MediaEdit, MediaItem, Platform, Post, Upload, Uplo
 use xf_core::model::JobRecord;
 use xf_core::model::JobStatus;
 use xf_core::store::{
-    edit_refused_running, Appended, MediaCancel, MediaEdited, MediaFilter, MediaStore, QueueSignal,
-    StoreResult,
+    edit_refused_running, Appended, MediaCancel, MediaDelete, MediaEdited, MediaFilter, MediaStore,
+    QueueSignal, StoreResult,
 };
 use xf_core::time::Timestamp;
 use xf_core::StoreError;
@@ -111,6 +111,23 @@ impl MediaStore for MemoryStore {
             self.signal(QueueSignal::JobsReady);
         }
         Ok(MediaEdited::Edited(Box::new(edited)))
+    }
+
+    async fn delete_media(&self, id: &MediaId) -> StoreResult<MediaDelete> {
+        let mut state = self.write();
+        let Some(item) = state.media.get(id.as_str()) else {
+            return Ok(MediaDelete::Missing);
+        };
+        let jobs = match item.deletable() {
+            Ok(jobs) => jobs,
+            Err(reason) => return Ok(MediaDelete::Refused(reason)),
+        };
+        state.media.remove(
+            item.organization_id.as_str(),
+            item.created_at,
+            item.id.as_str(),
+        );
+        Ok(MediaDelete::Deleted(Box::new(item), jobs))
     }
 
     async fn cancel_media(&self, id: &MediaId, now: Timestamp) -> StoreResult<MediaCancel> {

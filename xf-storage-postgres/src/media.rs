@@ -18,8 +18,8 @@ use xf_core::media::{
 };
 use xf_core::model::JobRecord;
 use xf_core::store::{
-    check_new_job, edit_refused_running, Appended, MediaCancel, MediaEdited, MediaFilter,
-    MediaStore, StoreResult,
+    check_new_job, edit_refused_running, Appended, MediaCancel, MediaDelete, MediaEdited,
+    MediaFilter, MediaStore, StoreResult,
 };
 use xf_core::time::Timestamp;
 use xf_core::StoreError;
@@ -246,6 +246,24 @@ impl MediaStore for PgStore {
         write_item(&mut tx, &item).await?;
         tx.commit().await.map_err(store_error)?;
         Ok(MediaEdited::Edited(Box::new(item)))
+    }
+
+    async fn delete_media(&self, id: &MediaId) -> StoreResult<MediaDelete> {
+        let mut tx = self.begin().await?;
+        let Some(item) = locked_item(&mut tx, id).await? else {
+            return Ok(MediaDelete::Missing);
+        };
+        let jobs = match item.deletable() {
+            Ok(jobs) => jobs,
+            Err(reason) => return Ok(MediaDelete::Refused(reason)),
+        };
+        sqlx::query("DELETE FROM media_items WHERE id = $1")
+            .bind(id.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(store_error)?;
+        tx.commit().await.map_err(store_error)?;
+        Ok(MediaDelete::Deleted(Box::new(item), jobs))
     }
 
     async fn cancel_media(&self, id: &MediaId, now: Timestamp) -> StoreResult<MediaCancel> {

@@ -34,6 +34,7 @@ use crate::error::ApiError;
         xf_core::error::FieldError,
         xf_core::media::api::MediaItemView,
         xf_core::media::api::UploadedItem,
+        xf_core::media::api::DeletedMedia,
         xf_core::media::api::Pagination,
         xf_core::media::api::ChannelsView,
         xf_core::ids::MediaId,

@@ -243,6 +243,21 @@ fn capitalized(name: &str) -> String {
         .unwrap_or_default()
 }
 
+fn delete(operation_id: &str) -> Value {
+    json!({
+        "operationId": operation_id,
+        "tags": ["media"],
+        "summary": "Delete an item and its file",
+        "description": "Posts not yet published are stopped (a running upload too); posts already published stay on their platforms. The file is deleted from the blob store.",
+        "parameters": [{"name": "id", "in": "path", "required": true, "schema": schema("MediaId")}],
+        "responses": {
+            "200": success("Deleted", schema("DeletedMedia"), true),
+            "404": error("`not_found`: no such item of this kind in the organization"),
+            "409": error("`conflict`: a post is being created on its platform right now (the message names it); delete once it has settled"),
+        }
+    })
+}
+
 fn cancel(operation_id: &str) -> Value {
     json!({
         "operationId": operation_id,
@@ -311,8 +326,8 @@ pub fn paths() -> Map<String, Value> {
             "post": upload("upload_image", false, "Upload an image (multipart form)"),
             "get": list("list_images", "images", &image_platforms),
         },
-        "/media/videos/{id}": {"get": detail("get_video"), "patch": update("update_video", &Platform::ALL)},
-        "/media/images/{id}": {"get": detail("get_image"), "patch": update("update_image", &Platform::ALL[1..])},
+        "/media/videos/{id}": {"get": detail("get_video"), "patch": update("update_video", &Platform::ALL), "delete": delete("delete_video")},
+        "/media/images/{id}": {"get": detail("get_image"), "patch": update("update_image", &Platform::ALL[1..]), "delete": delete("delete_image")},
         "/media/videos/{id}/cancel": {"post": cancel("cancel_video")},
         "/media/images/{id}/cancel": {"post": cancel("cancel_image")},
         "/video/upload": {"post": upload("upload_video_legacy", true, "Upload a video (the older path; same form)")},

@@ -52,6 +52,8 @@ const EXPECTED: &[&str] = &[
     "GET /media/images/{id}",
     "PATCH /media/videos/{id}",
     "PATCH /media/images/{id}",
+    "DELETE /media/videos/{id}",
+    "DELETE /media/images/{id}",
     "POST /media/videos/{id}/cancel",
     "POST /media/images/{id}/cancel",
     "POST /video/upload",

@@ -42,6 +42,7 @@ crate::backends!(
     a_cancel_during_a_running_upload_leaves_nothing_published,
     a_post_past_its_irreversible_call_refuses_a_cancel,
     a_rescheduled_item_publishes_at_the_new_time_not_the_old,
+    deleting_an_item_stops_its_posts_and_removes_its_file,
 );
 
 const ACCESS: &str = "ya29.access-of-studio";
@@ -50,6 +51,14 @@ const REFRESH: &str = "1//refresh-of-studio";
 /// The app with YouTube and Instagram pointed at a fresh stand-in, its public base URL served
 /// by a real HTTP server of signed media URLs (which the Instagram stand-in fetches).
 async fn publishing(app: TestApp) -> (TestApp, PlatformStandIn) {
+    publishing_with(app, |builder| builder).await
+}
+
+/// [`publishing`], the facade's builder further adjusted by `configure`.
+async fn publishing_with(
+    app: TestApp,
+    configure: impl FnOnce(xf_core::XfBuilder) -> xf_core::XfBuilder,
+) -> (TestApp, PlatformStandIn) {
     let platforms = PlatformStandIn::start().await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -57,7 +66,7 @@ async fn publishing(app: TestApp) -> (TestApp, PlatformStandIn) {
     let (tiktok, linkedin) = (platforms.tiktok_config(), platforms.linkedin_config());
     let pinterest = platforms.pinterest_config();
     let app = app.reconfigured(|builder| {
-        builder
+        configure(builder)
             .public_base_url(base)
             // Webhook receivers listen on loopback.
             .allow_private_targets(true)
@@ -1659,6 +1668,20 @@ async fn a_post_past_its_irreversible_call_refuses_a_cancel(app: TestApp) {
     reply.expect_error(409, "conflict");
     let message = reply.body["error"]["message"].as_str().unwrap();
     assert!(message.contains("already sent to YouTube"), "{message}");
+    // Nor can it be deleted while its outcome is not known.
+    let path = format!("/media/videos/{id}");
+    let deleting = app
+        .send(xf_tests::request(
+            Method::DELETE,
+            &path,
+            Some(&org.key),
+            None,
+            &[],
+        ))
+        .await;
+    deleting.expect_error(409, "conflict");
+    let message = deleting.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("being created on YouTube"), "{message}");
     held.release();
     let shown = wait_for(&app, &org.key, &id, |i| i["status"] == "completed").await;
     assert_eq!(shown["youtube"]["status"], "published");
@@ -1792,4 +1815,124 @@ async fn a_rescheduled_item_publishes_at_the_new_time_not_the_old(app: TestApp) 
         message.contains("youtube") && message.contains("published"),
         "{message}"
     );
+}
+
+async fn deleting_an_item_stops_its_posts_and_removes_its_file(app: TestApp) {
+    let files = Scratch::new();
+    let blobs = Arc::new(xf_core::media::blob::LocalBlobStore::new(files.path()).unwrap());
+    let store: Arc<dyn xf_core::media::blob::BlobStore> = blobs.clone();
+    let (app, platforms) = publishing_with(app, |builder| builder.blob_store(store)).await;
+    platforms.grant(ACCESS, None);
+    let org = studio(&app).await;
+    connect(&app, &org, "youtube", "UC-studio", 24 * 60).await;
+    // Whether the item's file is in the blob store.
+    let file_of = |id: &str| {
+        let app = &app;
+        let id = xf_core::ids::MediaId::parse(id).unwrap();
+        async move { app.store.get_media(&id).await.unwrap().unwrap().file.key }
+    };
+    let kept = |key: String| {
+        let blobs = Arc::clone(&blobs);
+        async move {
+            use xf_core::media::blob::BlobStore;
+            blobs.open(&key).await.is_ok()
+        }
+    };
+    let at = serde_json::to_value(app.xf.now().plus(chrono::Duration::minutes(30))).unwrap();
+    let clip = video("mp4", 640, 360, 4, false, 0);
+    let scheduled = post_video(
+        &app,
+        &org,
+        &clip,
+        &[
+            ("platforms", r#"["youtube"]"#),
+            ("scheduledAt", at.as_str().unwrap()),
+        ],
+    )
+    .await;
+    let published = post_video(&app, &org, &clip, &[("platforms", r#"["youtube"]"#)]).await;
+    let workers = workers(&app);
+    wait_for(&app, &org.key, &published, |i| i["status"] == "completed").await;
+    let (scheduled_file, published_file) = (file_of(&scheduled).await, file_of(&published).await);
+    assert!(kept(scheduled_file.clone()).await && kept(published_file.clone()).await);
+
+    let delete = |id: &str, key: &str| {
+        let path = format!("/media/videos/{id}");
+        let key = key.to_owned();
+        let app = &app;
+        async move {
+            app.send(xf_tests::request(
+                Method::DELETE,
+                &path,
+                Some(&key),
+                None,
+                &[],
+            ))
+            .await
+        }
+    };
+    let job = job_of(&app, &scheduled, "youtube").await;
+    let reply = delete(&scheduled, &org.key).await;
+    let data = reply.expect(200);
+    assert_eq!(reply.body["message"], "video deleted");
+    assert_eq!(
+        *data,
+        json!({"id": scheduled, "deleted": true, "cancelledPosts": 1})
+    );
+    app.get(&format!("/media/videos/{scheduled}"), &org.key)
+        .await
+        .expect_error(404, "not_found");
+    let job = app.store.get_job(&job.id).await.unwrap().unwrap();
+    assert_eq!(job.status, xf_core::model::JobStatus::Cancelled);
+    assert!(!kept(scheduled_file).await, "its file is gone");
+    assert!(kept(published_file.clone()).await);
+    delete(&scheduled, &org.key)
+        .await
+        .expect_error(404, "not_found");
+    // Another organization's item, or the wrong kind, is not found, and stays.
+    let other = studio(&app).await;
+    delete(&published, &other.key)
+        .await
+        .expect_error(404, "not_found");
+    app.send(xf_tests::request(
+        Method::DELETE,
+        &format!("/media/images/{published}"),
+        Some(&org.key),
+        None,
+        &[],
+    ))
+    .await
+    .expect_error(404, "not_found");
+
+    // A published item: its post stays on YouTube, the item and its file go.
+    let reply = delete(&published, &org.key).await;
+    assert_eq!(reply.expect(200)["cancelledPosts"], 0);
+    assert!(!kept(published_file).await);
+    // The cancelled schedule's time passes: nothing more is sent.
+    app.clock.advance(chrono::Duration::minutes(31));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    workers.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(platforms.videos().len(), 1);
+    assert_eq!(sessions(&platforms), 1);
+}
+
+/// A directory of its own under the system's temporary one, removed when dropped.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new() -> Self {
+        let path = std::env::temp_dir().join(format!("xf-test-{}", uuid::Uuid::now_v7().simple()));
+        std::fs::create_dir_all(&path).unwrap();
+        Scratch(path)
+    }
+
+    fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }

@@ -261,6 +261,20 @@ impl From<&MediaItem> for MediaItemView {
     }
 }
 
+/// The answer of `DELETE /media/videos/{id}` and `DELETE /media/images/{id}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct DeletedMedia {
+    /// The deleted item's id.
+    pub id: MediaId,
+    /// Always true.
+    pub deleted: bool,
+    /// How many posts' publishing the delete stopped (posts waiting for their time or under
+    /// way); posts already published stay on their platforms.
+    pub cancelled_posts: usize,
+}
+
 /// One item of an upload result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -617,6 +617,31 @@ impl MediaItem {
         Ok(Rescheduled { jobs, run_at })
     }
 
+    /// Whether the item may be deleted (`DELETE /media/.../{id}`): refused, naming the
+    /// platform, while a post's irreversible call is under way (its outcome not yet known);
+    /// else the jobs of the posts not yet final, which the delete cancels.
+    pub fn deletable(&self) -> Result<Vec<crate::ids::JobId>, String> {
+        let posts = || {
+            self.targets
+                .iter()
+                .flat_map(|(platform, t)| t.posts.iter().map(move |(a, p)| (*platform, a, p)))
+        };
+        if let Some((platform, account, _)) =
+            posts().find(|(_, _, p)| !p.is_final() && !p.is_cancellable())
+        {
+            return Err(format!(
+                "the post to {} account {account} is being created on {} right now; delete \
+                 the item once it has settled",
+                platform.as_str(),
+                platform.label()
+            ));
+        }
+        Ok(posts()
+            .filter(|(_, _, p)| !p.is_final())
+            .filter_map(|(_, _, p)| p.job_id.clone())
+            .collect())
+    }
+
     /// Cancels every post not yet final (`POST .../{id}/cancel`), all or none: refused,
     /// naming the platform, when a post's irreversible call was already made, or when every
     /// post is already final. The jobs of the cancelled posts, to cancel in the engine.

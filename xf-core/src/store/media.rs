@@ -32,6 +32,17 @@ pub enum MediaCancel {
     Missing,
 }
 
+/// What [`MediaStore::delete_media`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MediaDelete {
+    /// Deleted: the item as it was, and the jobs of its posts that were not final.
+    Deleted(Box<MediaItem>, Vec<JobId>),
+    /// Nothing was deleted, for this reason.
+    Refused(String),
+    /// No such item.
+    Missing,
+}
+
 /// What [`MediaStore::edit_media`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MediaEdited {
@@ -102,6 +113,12 @@ pub trait MediaStore: Send + Sync {
         edit: &MediaEdit,
         now: Timestamp,
     ) -> StoreResult<MediaEdited>;
+
+    /// Deletes the item if [`MediaItem::deletable`], under its lock (no worker's write comes
+    /// between the check and the delete): the item as it was and the jobs of its posts not yet
+    /// final, which the caller cancels. Its file stays in the blob store for the caller (or
+    /// the blob sweep) to delete.
+    async fn delete_media(&self, id: &MediaId) -> StoreResult<MediaDelete>;
 
     /// The organization's channel of `account` on `platform`.
     async fn find_channel(

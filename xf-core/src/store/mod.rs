@@ -40,7 +40,7 @@ pub use issues::{
 };
 pub use jobs::{check_new_job, CancelOutcome, JobFilter, JobStore};
 pub use media::{
-    edit_refused_running, Appended, MediaCancel, MediaEdited, MediaFilter, MediaStore,
+    edit_refused_running, Appended, MediaCancel, MediaDelete, MediaEdited, MediaFilter, MediaStore,
 };
 pub use organizations::OrganizationStore;
 pub use properties::PropertyStore;

@@ -374,6 +374,11 @@ impl MediaStore for Counting {
         self.inner.edit_media(id, edit, now).await
     }
 
+    async fn delete_media(&self, id: &MediaId) -> StoreResult<MediaDelete> {
+        self.count("delete_media");
+        self.inner.delete_media(id).await
+    }
+
     async fn cancel_media(&self, id: &MediaId, now: Timestamp) -> StoreResult<MediaCancel> {
         self.count("cancel_media");
         self.inner.cancel_media(id, now).await

@@ -1196,3 +1196,75 @@ pub async fn media_edit_moves_jobs_and_refuses_once_started(store: Arc<dyn TestS
     );
     assert_eq!(store.get_media(&other.id).await.unwrap(), Some(other));
 }
+
+/// Deleting an item: its unfinished posts' jobs are named (published posts need nothing); the
+/// item is gone from reads and lists; one whose post is being created is refused, naming the
+/// platform, and stays.
+pub async fn media_delete_names_unfinished_jobs_and_refuses_while_finalizing(
+    store: Arc<dyn TestStore>,
+) {
+    use crate::media::{Post, PostStage};
+    use crate::store::MediaDelete;
+    let org = seed_organization(&*store, "Deletes").await;
+    let mut item = media_item(
+        &org.id,
+        MediaKind::Video,
+        &[Platform::Youtube, Platform::Tiktok],
+        minutes(1),
+    );
+    let waiting = crate::ids::JobId::new();
+    for (platform, target) in &mut item.targets {
+        let mut post = Post::new(PlatformStatus::Idle);
+        post.job_id = Some(crate::ids::JobId::new());
+        if *platform == Platform::Youtube {
+            post.status = PlatformStatus::Published;
+            post.stage = PostStage::Done;
+            post.remote_id = Some("vid1".into());
+        } else {
+            post.job_id = Some(waiting.clone());
+        }
+        target.posts.insert(target.accounts[0].clone(), post);
+    }
+    item.settle(minutes(1));
+    store.insert_media(&item, &[]).await.unwrap();
+    assert_eq!(
+        store.delete_media(&MediaId::new()).await.unwrap(),
+        MediaDelete::Missing
+    );
+    assert_eq!(
+        store.delete_media(&item.id).await.unwrap(),
+        MediaDelete::Deleted(Box::new(item.clone()), vec![waiting])
+    );
+    assert_eq!(store.get_media(&item.id).await.unwrap(), None);
+    let all = MediaFilter {
+        kind: MediaKind::Video,
+        status: None,
+        platform: None,
+    };
+    assert_eq!(store.list_media(&org.id, &all, 0, 10).await.unwrap().1, 0);
+    assert_eq!(
+        store.delete_media(&item.id).await.unwrap(),
+        MediaDelete::Missing
+    );
+
+    let mut busy = media_item(
+        &org.id,
+        MediaKind::Video,
+        &[Platform::Pinterest],
+        minutes(1),
+    );
+    let target = busy.targets.get_mut(&Platform::Pinterest).unwrap();
+    let mut finalizing = Post::new(PlatformStatus::Processing);
+    finalizing.stage = PostStage::Finalizing;
+    target.posts.insert(target.accounts[0].clone(), finalizing);
+    busy.settle(minutes(1));
+    store.insert_media(&busy, &[]).await.unwrap();
+    let MediaDelete::Refused(why) = store.delete_media(&busy.id).await.unwrap() else {
+        panic!("a post being created refuses the delete");
+    };
+    assert!(
+        why.contains("pinterest") && why.contains("Pinterest"),
+        "{why}"
+    );
+    assert_eq!(store.get_media(&busy.id).await.unwrap(), Some(busy));
+}

@@ -11,8 +11,8 @@ use super::{Caller, Xf};
 use crate::error::{Error, Result};
 use crate::ids::{ChannelId, Id, MediaId, OrganizationId};
 use crate::media::api::{
-    AdminChannelView, ChannelsView, MediaItemView, MediaList, MediaListQuery, NewChannel,
-    Pagination, UploadedItem,
+    AdminChannelView, ChannelsView, DeletedMedia, MediaItemView, MediaList, MediaListQuery,
+    NewChannel, Pagination, UploadedItem,
 };
 use crate::media::blob::BlobStore;
 use crate::media::inspect::{extension_of, inspect_image, inspect_video, Refused};
@@ -27,7 +27,7 @@ use crate::media::{
 };
 use crate::model::media::channel_owner;
 use crate::model::JobRecord;
-use crate::store::{MediaCancel, MediaEdited, MediaFilter};
+use crate::store::{MediaCancel, MediaDelete, MediaEdited, MediaFilter};
 
 /// The bounds of uploads: sizes, the shape of upload forms, and how many uploads an
 /// organization may have in progress at once.
@@ -776,6 +776,36 @@ impl Xf {
             MediaEdited::Refused(reason) => Err(Error::Conflict(reason)),
             MediaEdited::Missing => Err(Error::NotFound(kind.as_str())),
         }
+    }
+
+    /// `DELETE /media/videos/{id}` and `DELETE /media/images/{id}`: the item goes, its
+    /// unfinished posts' jobs are cancelled (a running attempt stops; one that is not stopped
+    /// in time finds no item at its next stored step and sends nothing more), and its file
+    /// is deleted from the blob store, which no post needs any more. Posts already published
+    /// stay on their platforms. `409 conflict`, naming the platform, while a post's
+    /// irreversible call is under way ([`MediaItem::deletable`]).
+    pub async fn delete_media(
+        &self,
+        caller: &Caller,
+        kind: MediaKind,
+        id: &MediaId,
+    ) -> Result<DeletedMedia> {
+        self.get_media(caller, kind, id).await?;
+        let (item, jobs) = match self.store().delete_media(id).await? {
+            MediaDelete::Deleted(item, jobs) => (item, jobs),
+            MediaDelete::Refused(reason) => return Err(Error::Conflict(reason)),
+            MediaDelete::Missing => return Err(Error::NotFound(kind.as_str())),
+        };
+        let now = self.now();
+        for job in &jobs {
+            self.store().cancel_job(job, now).await?;
+        }
+        delete_logged(&*self.inner.blobs, &item.file.key).await;
+        Ok(DeletedMedia {
+            id: item.id.clone(),
+            deleted: true,
+            cancelled_posts: jobs.len(),
+        })
     }
 
     /// `POST /media/videos/{id}/cancel` and `POST /media/images/{id}/cancel`: every post not

@@ -30,8 +30,14 @@ pub fn router(xf: Xf) -> Router<Xf> {
     Router::new()
         .route("/media/videos", post(upload_video).get(list_videos))
         .route("/media/images", post(upload_image).get(list_images))
-        .route("/media/videos/{id}", get(get_video).patch(update_video))
-        .route("/media/images/{id}", get(get_image).patch(update_image))
+        .route(
+            "/media/videos/{id}",
+            get(get_video).patch(update_video).delete(delete_video),
+        )
+        .route(
+            "/media/images/{id}",
+            get(get_image).patch(update_image).delete(delete_image),
+        )
         .route("/media/videos/{id}/cancel", post(cancel_video))
         .route("/media/images/{id}/cancel", post(cancel_image))
         .route("/video/upload", post(upload_video))
@@ -234,6 +240,37 @@ async fn update_image(
     sent: Result<Sent, crate::error::ApiError>,
 ) -> Handled {
     update(xf, caller, MediaKind::Image, id, sent).await
+}
+
+/// `DELETE /media/{videos|images}/{id}`: `{id, deleted: true, cancelledPosts}`.
+async fn delete(xf: Xf, caller: xf_core::Caller, kind: MediaKind, id: MediaId) -> Handled {
+    let deleted = xf.delete_media(&caller, kind, &id).await?;
+    let message = match kind {
+        MediaKind::Video => "video deleted",
+        MediaKind::Image => "image deleted",
+    };
+    let answer = Answer::of(&deleted).map_err(|e| Error::Internal(e.to_string()))?;
+    Ok(envelope::answer(
+        Api::Media,
+        StatusCode::OK,
+        &answer.with_message(message),
+    ))
+}
+
+async fn delete_video(
+    State(xf): State<Xf>,
+    MediaCaller(caller): MediaCaller,
+    MediaPath(id): MediaPath<MediaId>,
+) -> Handled {
+    delete(xf, caller, MediaKind::Video, id).await
+}
+
+async fn delete_image(
+    State(xf): State<Xf>,
+    MediaCaller(caller): MediaCaller,
+    MediaPath(id): MediaPath<MediaId>,
+) -> Handled {
+    delete(xf, caller, MediaKind::Image, id).await
 }
 
 /// `POST /media/{videos|images}/{id}/cancel`, once per `Idempotency-Key`: the item as it is
