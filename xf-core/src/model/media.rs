@@ -352,7 +352,11 @@ impl Post {
     /// Whether it may still be cancelled: nothing irreversible was sent (its stage is before
     /// `Finalizing`) and it is not final.
     pub fn is_cancellable(&self) -> bool {
-        !self.is_final()
+        // A post left to a person (`autoPublish` off) that xf never sent is one too.
+        let left_to_a_person = self.status == PlatformStatus::Manual
+            && self.stage == PostStage::New
+            && self.job_id.is_none();
+        (!self.is_final() || left_to_a_person)
             && matches!(
                 self.stage,
                 PostStage::New | PostStage::Started | PostStage::Ready
@@ -470,6 +474,10 @@ pub struct MediaEdit {
     pub scheduled_at: Option<Option<Timestamp>>,
     /// Each changed platform's settings, whole.
     pub settings: BTreeMap<Platform, Map<String, Value>>,
+    /// The item's `updated_at` the edit was checked against: an item changed since (another
+    /// edit, a worker) refuses it, so that it is never applied to what it was not checked
+    /// with. `None` applies it to the item as it is.
+    pub based_on: Option<Timestamp>,
 }
 
 /// The jobs an edit moves ([`MediaItem::edit`]): each with its post's platform, and when
@@ -563,6 +571,11 @@ impl MediaItem {
     /// platform, once any post started (its platform may hold a session made with the old
     /// texts) or is final.
     pub fn edit(&mut self, edit: &MediaEdit, now: Timestamp) -> Result<Rescheduled, String> {
+        if edit.based_on.is_some_and(|seen| seen != self.updated_at) {
+            return Err(
+                "the item changed while this change was being checked; send it again".to_owned(),
+            );
+        }
         for (platform, target) in &self.targets {
             for (account, post) in &target.posts {
                 let untouched = post.stage == PostStage::New
@@ -607,6 +620,8 @@ impl MediaItem {
                         } else {
                             PlatformStatus::Pending
                         };
+                        // What an earlier attempt waited for is the past now.
+                        post.error = None;
                         jobs.push((*platform, job.clone()));
                     }
                 }
@@ -663,7 +678,7 @@ impl MediaItem {
                 platform.label()
             ));
         }
-        if posts().all(|(_, _, p)| p.is_final()) {
+        if !posts().any(|(_, _, p)| p.is_cancellable()) {
             let states: Vec<String> = self
                 .targets
                 .iter()
@@ -684,16 +699,27 @@ impl MediaItem {
     }
 
     /// Derives each platform's status from its posts, and the overall status from the
-    /// platforms' (docs/media.md): a draft stays `draft`; `cancelled` when every platform
-    /// was cancelled; else, of the others, `failed` when any platform failed (the others
-    /// keep their own status); `completed` when every platform is `published` or `manual`;
-    /// `processing` once any platform started; otherwise `scheduled` while the time is in
-    /// the future, else `pending`.
+    /// platforms' (docs/media.md): `cancelled` when every platform was cancelled (a draft
+    /// too); else a draft stays `draft`; else, of the others, `failed` when any platform
+    /// failed (the others keep their own status); `completed` when every platform is
+    /// `published` or `manual`; `processing` once any platform started; otherwise
+    /// `scheduled` while the time is in the future, else `pending`.
     pub fn settle(&mut self, now: Timestamp) {
         for target in self.targets.values_mut() {
             target.settle();
         }
-        if self.status == MediaStatus::Draft || self.targets.is_empty() {
+        if self.targets.is_empty() {
+            return;
+        }
+        if self
+            .targets
+            .values()
+            .all(|t| t.status == PlatformStatus::Cancelled)
+        {
+            self.status = MediaStatus::Cancelled;
+            return;
+        }
+        if self.status == MediaStatus::Draft {
             return;
         }
         let statuses: Vec<PlatformStatus> = self

@@ -940,6 +940,7 @@ pub async fn media_cancel_is_all_or_none_and_kept(store: Arc<dyn TestStore>) {
         (Platform::Linkedin, PostStage::Ready),
     ]);
     store.insert_media(&item, &[]).await.unwrap();
+    let item_first_id = item.id.clone();
     let MediaCancel::Cancelled(cancelled, jobs) =
         store.cancel_media(&item.id, minutes(2)).await.unwrap()
     else {
@@ -992,6 +993,30 @@ pub async fn media_cancel_is_all_or_none_and_kept(store: Arc<dyn TestStore>) {
         store.get_media(&item.id).await.unwrap(),
         Some((*cancelled).clone())
     );
+
+    // A draft, and posts left to a person: cancelled too, and the item with them.
+    let mut draft = item_with(&[(Platform::Youtube, PostStage::New)]);
+    draft.status = MediaStatus::Draft;
+    let account = draft.targets[&Platform::Youtube].accounts[0].clone();
+    let mut idle = Post::new(PlatformStatus::Idle);
+    idle.job_id = None;
+    assert!(draft.set_post(Platform::Youtube, &account, idle, minutes(1)));
+    assert_eq!(draft.status, MediaStatus::Draft);
+    let mut manual = item_with(&[(Platform::Instagram, PostStage::New)]);
+    let account = manual.targets[&Platform::Instagram].accounts[0].clone();
+    let mut by_hand = Post::new(PlatformStatus::Manual);
+    by_hand.job_id = None;
+    assert!(manual.set_post(Platform::Instagram, &account, by_hand, minutes(1)));
+    for stored in [&draft, &manual] {
+        store.insert_media(stored, &[]).await.unwrap();
+        let MediaCancel::Cancelled(cancelled, jobs) =
+            store.cancel_media(&stored.id, minutes(2)).await.unwrap()
+        else {
+            panic!("{:?} can be cancelled", stored.status);
+        };
+        assert!(jobs.is_empty());
+        assert_eq!(cancelled.status, MediaStatus::Cancelled);
+    }
 
     // Nothing left to cancel.
     let MediaCancel::Refused(why) = store.cancel_media(&item.id, minutes(4)).await.unwrap() else {
@@ -1049,8 +1074,9 @@ pub async fn media_cancel_is_all_or_none_and_kept(store: Arc<dyn TestStore>) {
         .list_media(&org.id, &statuses(MediaStatus::Cancelled), 0, 10)
         .await
         .unwrap();
-    assert_eq!(total, 1, "the first item is listed as cancelled");
-    assert_eq!(listed[0].status, MediaStatus::Cancelled);
+    assert_eq!(total, 3, "the first item, the draft and the manual one");
+    assert!(listed.iter().all(|i| i.status == MediaStatus::Cancelled));
+    assert!(listed.iter().any(|i| i.id == item_first_id));
 }
 
 /// Editing an item before publication: texts, schedule and settings change and the posts'
@@ -1111,6 +1137,7 @@ pub async fn media_edit_moves_jobs_and_refuses_once_started(store: Arc<dyn TestS
         description: Some(None),
         scheduled_at: Some(Some(minutes(120))),
         settings: [(Platform::Youtube, privacy.clone())].into_iter().collect(),
+        based_on: Some(item.updated_at),
     };
     let MediaEdited::Edited(edited) = store
         .edit_media(&item.id, &later, minutes(2))
@@ -1118,6 +1145,19 @@ pub async fn media_edit_moves_jobs_and_refuses_once_started(store: Arc<dyn TestS
         .unwrap()
     else {
         panic!("an untouched item can be edited");
+    };
+    // The same edit again was checked against the item before it: refused.
+    let MediaEdited::Refused(why) = store
+        .edit_media(&item.id, &later, minutes(2))
+        .await
+        .unwrap()
+    else {
+        panic!("an edit of an item that changed since is refused");
+    };
+    assert!(why.contains("changed while"), "{why}");
+    let later = MediaEdit {
+        based_on: None,
+        ..later
     };
     assert_eq!(edited.title.as_deref(), Some("Renamed"));
     assert_eq!(edited.scheduled_at, Some(minutes(120)));

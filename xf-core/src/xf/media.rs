@@ -796,10 +796,7 @@ impl Xf {
             MediaDelete::Refused(reason) => return Err(Error::Conflict(reason)),
             MediaDelete::Missing => return Err(Error::NotFound(kind.as_str())),
         };
-        let now = self.now();
-        for job in &jobs {
-            self.store().cancel_job(job, now).await?;
-        }
+        self.cancel_jobs(&jobs, self.now()).await;
         delete_logged(&*self.inner.blobs, &item.file.key).await;
         Ok(DeletedMedia {
             id: item.id.clone(),
@@ -828,12 +825,19 @@ impl Xf {
             MediaCancel::Refused(reason) => return Err(Error::Conflict(reason)),
             MediaCancel::Missing => return Err(Error::NotFound(kind.as_str())),
         };
-        for job in &jobs {
-            // Finished already (its post was written before the job), or cancelled: either
-            // way the post stays cancelled.
-            self.store().cancel_job(job, now).await?;
-        }
+        self.cancel_jobs(&jobs, now).await;
         Ok(MediaItemView::from(&*item))
+    }
+
+    /// Cancels the jobs of posts a cancel or delete stopped. The posts' state is already
+    /// stored and decides (a worker finds them cancelled or gone before any irreversible
+    /// call), so a job that cannot be cancelled now is logged, not answered as a failure.
+    async fn cancel_jobs(&self, jobs: &[crate::ids::JobId], now: crate::time::Timestamp) {
+        for job in jobs {
+            if let Err(error) = self.store().cancel_job(job, now).await {
+                tracing::warn!(%error, job = %job, "a stopped post's job was not cancelled");
+            }
+        }
     }
 
     /// `GET /media/videos` and `GET /media/images`: newest first, a page at a time.
@@ -1155,7 +1159,8 @@ fn checked_edit(item: &MediaItem, body: &serde_json::Value) -> Result<crate::med
                             problem(field, "the accounts of an item cannot change");
                         }
                         "autoPublish"
-                            if change != before.get("autoPublish").unwrap_or(&Value::Null) =>
+                            if (change.is_boolean() || change.is_null())
+                                && change.as_bool().unwrap_or(true) != auto_publish(&before) =>
                         {
                             problem(field, "cannot change after the upload");
                         }
@@ -1206,6 +1211,7 @@ fn checked_edit(item: &MediaItem, body: &serde_json::Value) -> Result<crate::med
     }
     let given = |field: &str| patch.contains_key(field);
     Ok(crate::media::MediaEdit {
+        based_on: Some(item.updated_at),
         title: given("title").then(|| form.title.clone()),
         description: given("description").then(|| form.description.clone()),
         scheduled_at: given("scheduledAt").then_some(form.scheduled_at),
