@@ -1240,9 +1240,7 @@ pub async fn media_edit_moves_jobs_and_refuses_once_started(store: Arc<dyn TestS
 /// Deleting an item: its unfinished posts' jobs are named (published posts need nothing); the
 /// item is gone from reads and lists; one whose post is being created is refused, naming the
 /// platform, and stays.
-pub async fn media_delete_names_unfinished_jobs_and_refuses_while_finalizing(
-    store: Arc<dyn TestStore>,
-) {
+pub async fn media_delete_stops_unfinished_posts_or_refuses(store: Arc<dyn TestStore>) {
     use crate::media::{Post, PostStage};
     use crate::store::MediaDelete;
     let org = seed_organization(&*store, "Deletes").await;

@@ -1012,7 +1012,7 @@ macro_rules! __with_conformance_behaviours {
             media_post_updates_write_their_events,
             media_cancel_is_all_or_none_and_kept,
             media_edit_moves_jobs_and_refuses_once_started,
-            media_delete_names_unfinished_jobs_and_refuses_while_finalizing,
+            media_delete_stops_unfinished_posts_or_refuses,
             channel_disconnection_writes_one_event,
             upload_parts_append_once_per_offset,
             blob_keys_in_use_names_files_and_parts,
