@@ -636,14 +636,7 @@ impl MediaItem {
     /// platform, while a post's irreversible call is under way (its outcome not yet known);
     /// else the jobs of the posts not yet final, which the delete cancels.
     pub fn deletable(&self) -> Result<Vec<crate::ids::JobId>, String> {
-        let posts = || {
-            self.targets
-                .iter()
-                .flat_map(|(platform, t)| t.posts.iter().map(move |(a, p)| (*platform, a, p)))
-        };
-        if let Some((platform, account, _)) =
-            posts().find(|(_, _, p)| !p.is_final() && !p.is_cancellable())
-        {
+        if let Some((platform, account)) = self.post_being_sent() {
             return Err(format!(
                 "the post to {} account {account} is being created on {} right now; delete \
                  the item once it has settled",
@@ -651,24 +644,36 @@ impl MediaItem {
                 platform.label()
             ));
         }
-        Ok(posts()
+        Ok(self
+            .posts()
             .filter(|(_, _, p)| !p.is_final())
             .filter_map(|(_, _, p)| p.job_id.clone())
             .collect())
+    }
+
+    /// Every post, with its platform and account.
+    fn posts(&self) -> impl Iterator<Item = (Platform, &str, &Post)> {
+        self.targets.iter().flat_map(|(platform, target)| {
+            target
+                .posts
+                .iter()
+                .map(move |(account, post)| (*platform, account.as_str(), post))
+        })
+    }
+
+    /// The first post whose irreversible call was made and whose outcome is not yet known
+    /// (neither final nor cancellable): its platform and account.
+    fn post_being_sent(&self) -> Option<(Platform, &str)> {
+        self.posts()
+            .find(|(_, _, p)| !p.is_final() && !p.is_cancellable())
+            .map(|(platform, account, _)| (platform, account))
     }
 
     /// Cancels every post not yet final (`POST .../{id}/cancel`), all or none: refused,
     /// naming the platform, when a post's irreversible call was already made, or when every
     /// post is already final. The jobs of the cancelled posts, to cancel in the engine.
     pub fn cancel(&mut self, now: Timestamp) -> Result<Vec<crate::ids::JobId>, String> {
-        let posts = || {
-            self.targets
-                .iter()
-                .flat_map(|(platform, t)| t.posts.iter().map(move |(a, p)| (*platform, a, p)))
-        };
-        if let Some((platform, account, _)) =
-            posts().find(|(_, _, p)| !p.is_final() && !p.is_cancellable())
-        {
+        if let Some((platform, account)) = self.post_being_sent() {
             return Err(format!(
                 "the post to {} account {account} was already sent to {}, which cannot be \
                  undone; nothing was cancelled (cancel again once it has settled, or delete \
@@ -678,7 +683,7 @@ impl MediaItem {
                 platform.label()
             ));
         }
-        if !posts().any(|(_, _, p)| p.is_cancellable()) {
+        if !self.posts().any(|(_, _, p)| p.is_cancellable()) {
             let states: Vec<String> = self
                 .targets
                 .iter()
