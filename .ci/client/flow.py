@@ -43,7 +43,7 @@ from xf_admin_client.models import Platform as AdminPlatform
 from xf_client.api.health import health
 from xf_client.api.jobs import cancel_job, get_job
 from xf_client.api.media import cancel_video, delete_video, get_video, list_channels, list_videos
-from xf_client.api.media import update_video
+from xf_client.api.media import delete_video_posts, update_video
 from xf_client.api.media import upload_video
 from xf_client.api.properties import create_property, get_property
 from xf_client.api.scans import (
@@ -57,6 +57,7 @@ from xf_client.api.webhooks import create_webhook, delete_webhook, list_deliveri
 from xf_client.api.webhooks import test_webhook, update_webhook
 from xf_client.models import (
     CancelVideoResponse200,
+    DeleteVideoPostsPlatform,
     DeleteVideoResponse200,
     EnvelopeCancelledJob,
     EnvelopeDeletedSchedule,
@@ -345,6 +346,8 @@ def media_flow(client: xf_client.AuthenticatedClient, video: str) -> None:
     check(cancelled.message == "video cancelled", "the cancel's message")
     check(cancelled.data.status == MediaStatus.CANCELLED, "the item is cancelled")
     check(cancelled.data.youtube.status == PlatformStatus.CANCELLED, "its post is cancelled")
+    never = delete_video_posts.sync_detailed(media_id, DeleteVideoPostsPlatform.YOUTUBE, client=client)
+    check(never.status_code == 409, "a post never published is not deleted from YouTube")
 
     deleted = parsed(delete_video.sync_detailed(media_id, client=client), DeleteVideoResponse200, 200).data
     check(deleted.id == media_id and deleted.deleted and deleted.cancelled_posts == 0, "the delete types")

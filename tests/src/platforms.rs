@@ -56,8 +56,9 @@ use xf_core::media::platforms::youtube::{YoutubeConfig, CHUNK_UNIT};
 pub const YOUTUBE_CLIENT_ID: &str = "xf-publisher.apps.googleusercontent.com";
 /// The scope of YouTube uploads.
 pub const YOUTUBE_UPLOAD_SCOPE: &str = "https://www.googleapis.com/auth/youtube.upload";
-/// The scope of reading YouTube accounts (what `channels.list` with `mine=true` needs).
-pub const YOUTUBE_READONLY_SCOPE: &str = "https://www.googleapis.com/auth/youtube.readonly";
+/// The scope of managing YouTube videos: reading the account (what `channels.list` with
+/// `mine=true` needs, which `youtube.upload` alone does not allow) and `videos.delete`.
+pub const YOUTUBE_FORCE_SSL_SCOPE: &str = "https://www.googleapis.com/auth/youtube.force-ssl";
 /// The OAuth client secret the YouTube stand-in accepts.
 pub const YOUTUBE_CLIENT_SECRET: &str = "GOCSPX-xf-publisher";
 /// The Facebook app the Instagram stand-in accepts for connect links.
@@ -148,6 +149,12 @@ pub enum Route {
     PinterestUpload,
     /// Pinterest's pins and board reads.
     PinterestPin,
+    /// YouTube's `videos.delete`.
+    YoutubeDelete,
+    /// LinkedIn's post deletion (`DELETE /rest/posts/{urn}`).
+    LinkedinDelete,
+    /// Pinterest's pin deletion (`DELETE /v5/pins/{pin_id}`).
+    PinterestDelete,
 }
 
 /// A scripted failure.
@@ -249,6 +256,9 @@ struct StandInState {
     pinterest_media: HashMap<String, (bool, u32)>,
     /// Pinterest pins, as answered.
     pins: Vec<Value>,
+    /// Posts deleted, in order: platform and the post's id (video id, URN, pin id). A
+    /// request for a post already deleted is not listed again.
+    deleted: Vec<(&'static str, String)>,
     /// The accounts users consent as, by the access token the consent issues: the refresh
     /// token issued with it, and the accounts (id, name) the grant reaches.
     consenting: HashMap<String, Consenting>,
@@ -521,6 +531,11 @@ impl PlatformStandIn {
         self.inner.state().pins.clone()
     }
 
+    /// The posts deleted, in order: platform (`youtube`, `linkedin`, `pinterest`) and id.
+    pub fn deleted(&self) -> Vec<(&'static str, String)> {
+        self.inner.state().deleted.clone()
+    }
+
     /// The TikTok client's settings for this stand-in: 5 MB chunks, quick status reads.
     pub fn tiktok_config(&self) -> xf_core::media::platforms::tiktok::TiktokConfig {
         xf_core::media::platforms::tiktok::TiktokConfig {
@@ -679,7 +694,7 @@ async fn handle(State(inner): State<Arc<Inner>>, request: Request) -> Response {
             &crate::oauth::Expect {
                 client_param: "client_id",
                 client_id: YOUTUBE_CLIENT_ID,
-                scopes: &[YOUTUBE_UPLOAD_SCOPE, YOUTUBE_READONLY_SCOPE],
+                scopes: &[YOUTUBE_UPLOAD_SCOPE, YOUTUBE_FORCE_SSL_SCOPE],
                 separator: ' ',
                 pkce: crate::oauth::Pkce::S256,
                 fixed: &[("access_type", "offline")],
@@ -739,6 +754,9 @@ async fn handle(State(inner): State<Arc<Inner>>, request: Request) -> Response {
         Route::PinterestPin => {
             pinterest_pin(&inner, &parts.method, &path, &parts.headers, &text).await
         }
+        Route::YoutubeDelete => youtube_delete(&inner, &parts.headers, &query, &body),
+        Route::LinkedinDelete => linkedin_delete(&inner, &path, &parts.headers, &body),
+        Route::PinterestDelete => pinterest_delete(&inner, &path, &parts.headers, &body),
     };
     if let Some(held) = held.filter(|h| h.after_acting) {
         held.arrived.notify_one();
@@ -757,6 +775,7 @@ fn route_of(method: &Method, path: &str, headers: &HeaderMap, inner: &Inner) -> 
             ("GET", "/authorize") => Some(Route::YoutubeAuthorize),
             ("POST", "/token") => Some(Route::YoutubeToken),
             ("GET", "/youtube/v3/channels") => Some(Route::YoutubeChannels),
+            ("DELETE", "/youtube/v3/videos") => Some(Route::YoutubeDelete),
             ("POST", "/upload/youtube/v3/videos") => Some(Route::YoutubeSession),
             ("PUT", "/upload/youtube/v3/videos") => {
                 let range = headers
@@ -798,6 +817,7 @@ fn route_of(method: &Method, path: &str, headers: &HeaderMap, inner: &Inner) -> 
                 Some(Route::LinkedinIdentity)
             }
             ("PUT", part) if part.starts_with("/upload/") => Some(Route::LinkedinPart),
+            ("DELETE", post) if post.starts_with("/rest/posts/") => Some(Route::LinkedinDelete),
             (_, "/rest/posts") => Some(Route::LinkedinPost),
             (_, media)
                 if media.starts_with("/rest/videos") || media.starts_with("/rest/images") =>
@@ -815,6 +835,7 @@ fn route_of(method: &Method, path: &str, headers: &HeaderMap, inner: &Inner) -> 
             }
             ("POST", "/v5/oauth/token") => Some(Route::PinterestToken),
             ("POST", "/s3") => Some(Route::PinterestUpload),
+            ("DELETE", pin) if pin.starts_with("/v5/pins/") => Some(Route::PinterestDelete),
             (_, media) if media.starts_with("/v5/media") => Some(Route::PinterestMedia),
             (_, pins) if pins.starts_with("/v5/pins") || pins.starts_with("/v5/boards/") => {
                 Some(Route::PinterestPin)
@@ -873,7 +894,7 @@ fn youtube_token(inner: &Inner, text: &str) -> Response {
                 answer(
                     200,
                     json!({"access_token": access, "refresh_token": refresh, "expires_in": 3599,
-                        "scope": format!("{YOUTUBE_UPLOAD_SCOPE} {YOUTUBE_READONLY_SCOPE}"),
+                        "scope": format!("{YOUTUBE_UPLOAD_SCOPE} {YOUTUBE_FORCE_SSL_SCOPE}"),
                         "token_type": "Bearer"}),
                     None,
                 )
@@ -1169,6 +1190,16 @@ async fn instagram_container(inner: &Inner, path: &str, text: &str) -> Response 
         .is_some_and(|c| c.chars().count() > 2200)
     {
         return graph_error(400, 100, "(#100) The caption is too long");
+    }
+    // `thumb_offset`: for videos and Reels, the cover frame's position in milliseconds.
+    if let Some(offset) = fields.get("thumb_offset") {
+        if !video || offset.parse::<u64>().is_err() {
+            return graph_error(
+                400,
+                100,
+                "(#100) thumb_offset must be a whole number of milliseconds, for a video",
+            );
+        }
     }
     let fetched = fetch_media(&inner.client, &url, video).await;
     let mut state = inner.state();
@@ -1798,6 +1829,15 @@ async fn tiktok_init(inner: &Inner, path: &str, headers: &HeaderMap, text: &str)
     };
     let photo = path.ends_with("/content/init/");
     let inbox = path.ends_with("/inbox/video/init/");
+    // `video_cover_timestamp_ms` (direct video posts): the cover frame, an integer.
+    let cover = &body["post_info"]["video_cover_timestamp_ms"];
+    if !cover.is_null() && (photo || !cover.is_u64()) {
+        return tiktok_error(
+            400,
+            "invalid_params",
+            "post_info.video_cover_timestamp_ms is a video's cover frame in milliseconds",
+        );
+    }
     let direct = if photo {
         body["post_mode"] == "DIRECT_POST"
     } else {
@@ -2311,6 +2351,104 @@ fn little_shown(little: &str) -> String {
     shown
 }
 
+/// `videos.delete` as YouTube's Data API documents it: `DELETE /youtube/v3/videos?id=…`, no
+/// body, `204 No Content`; a video the channel does not have is `404 videoNotFound`.
+fn youtube_delete(
+    inner: &Inner,
+    headers: &HeaderMap,
+    query: &HashMap<String, String>,
+    body: &[u8],
+) -> Response {
+    let mut state = inner.state();
+    if !bearer(headers).is_some_and(|t| state.access_tokens.contains(&t)) {
+        return google_error(401, "authError", "Invalid Credentials");
+    }
+    let Some(id) = query.get("id").filter(|id| !id.is_empty()) else {
+        return google_error(400, "missingRequiredParameter", "No filter selected.");
+    };
+    if !body.is_empty() {
+        return google_error(400, "badRequest", "videos.delete takes no body");
+    }
+    let made = state.videos.iter().any(|v| v["id"] == id.as_str());
+    let gone = state
+        .deleted
+        .iter()
+        .any(|(p, d)| *p == "youtube" && d == id);
+    if !made || gone {
+        return google_error(
+            404,
+            "videoNotFound",
+            "The video that you are trying to delete cannot be found.",
+        );
+    }
+    state.deleted.push(("youtube", id.clone()));
+    StatusCode::NO_CONTENT.into_response()
+}
+
+/// Post deletion as LinkedIn's Posts API documents it: `DELETE /rest/posts/{encoded URN}`
+/// with `X-RestLi-Method: DELETE` and the versioned headers, `204`, a post deleted already
+/// answered `204` as well.
+fn linkedin_delete(inner: &Inner, path: &str, headers: &HeaderMap, body: &[u8]) -> Response {
+    if let Err(refused) = linkedin_headers_ok(inner, headers) {
+        return *refused;
+    }
+    let method_header = headers.get("x-restli-method").and_then(|v| v.to_str().ok());
+    if method_header != Some("DELETE") || !body.is_empty() {
+        return linkedin_error(
+            400,
+            "BAD_REQUEST",
+            "a delete needs X-RestLi-Method: DELETE and no body",
+        );
+    }
+    let encoded = path.trim_start_matches("/linkedin/rest/posts/");
+    if encoded.contains(':') {
+        return linkedin_error(
+            400,
+            "BAD_REQUEST",
+            "the URN must be URL-encoded in the path",
+        );
+    }
+    let urn: String = url::form_urlencoded::parse(format!("u={encoded}").as_bytes())
+        .map(|(_, v)| v.into_owned())
+        .next()
+        .unwrap_or_default();
+    let mut state = inner.state();
+    if !state.linkedin_posts.iter().any(|(u, _, _, _)| *u == urn) {
+        return linkedin_error(404, "NOT_FOUND", "no such post");
+    }
+    if !state
+        .deleted
+        .iter()
+        .any(|(p, d)| *p == "linkedin" && *d == urn)
+    {
+        state.deleted.push(("linkedin", urn));
+    }
+    StatusCode::NO_CONTENT.into_response()
+}
+
+/// Pin deletion as Pinterest's API v5 documents it: `DELETE /v5/pins/{pin_id}`, `204`; a pin
+/// that does not exist (or was deleted) is `404`.
+fn pinterest_delete(inner: &Inner, path: &str, headers: &HeaderMap, body: &[u8]) -> Response {
+    let mut state = inner.state();
+    if !bearer(headers).is_some_and(|t| state.access_tokens.contains(&t)) {
+        return pinterest_error(401, 2, "Authentication failed.");
+    }
+    if !body.is_empty() {
+        return pinterest_error(400, 1, "a delete takes no body");
+    }
+    let id = path.trim_start_matches("/pinterest/v5/pins/").to_owned();
+    let made = state.pins.iter().any(|p| p["id"] == id.as_str());
+    let gone = state
+        .deleted
+        .iter()
+        .any(|(p, d)| *p == "pinterest" && *d == id);
+    if !made || gone {
+        return pinterest_error(404, 50, "Pin not found.");
+    }
+    state.deleted.push(("pinterest", id));
+    StatusCode::NO_CONTENT.into_response()
+}
+
 fn pinterest_error(status: u16, code: i64, message: &str) -> Response {
     answer(status, json!({"code": code, "message": message}), None)
 }
@@ -2448,7 +2586,7 @@ async fn pinterest_pin(
                 .as_str()
                 .and_then(|id| inner.state().pinterest_media.get(id).copied());
             let has_cover = source["cover_image_url"].is_string()
-                || source["cover_image_key_frame_time"].is_number();
+                || source["cover_image_key_frame_time"].is_u64();
             if ready.is_none_or(|(uploaded, reads)| !uploaded || reads < 2) || !has_cover {
                 return pinterest_error(400, 1, "The video is not ready, or no cover was given");
             }

@@ -191,6 +191,7 @@ struct Families {
     publish_attempts: Family<PublishLabels, Counter>,
     token_refreshes: Family<PlatformOutcomeLabels, Counter>,
     disconnections: Family<PlatformLabels, Counter>,
+    post_deletions: Family<PlatformOutcomeLabels, Counter>,
     upload_bytes: Family<KindLabels, Counter>,
     blob_errors: Family<OperationLabels, Counter>,
     store: Arc<StoreCollector>,
@@ -221,6 +222,7 @@ impl Metrics {
             publish_attempts: Family::default(),
             token_refreshes: Family::default(),
             disconnections: Family::default(),
+            post_deletions: Family::default(),
             upload_bytes: Family::default(),
             blob_errors: Family::default(),
             store,
@@ -368,6 +370,13 @@ impl Metrics {
         self.inner.disconnections.get_or_create(&labels).inc();
     }
 
+    /// An attempt to delete a published post from its platform ended (`outcome` `deleted`,
+    /// `retrying` or `failed`: given up, the post stays published).
+    pub fn post_deletion(&self, platform: &'static str, outcome: &'static str) {
+        let labels = PlatformOutcomeLabels { platform, outcome };
+        self.inner.post_deletions.get_or_create(&labels).inc();
+    }
+
     /// Upload bytes stored (`kind`: `multipart` for upload forms, `resumable` for the chunks
     /// of resumable and tus uploads).
     pub fn upload_bytes(&self, kind: &'static str, bytes: u64) {
@@ -449,6 +458,12 @@ impl Families {
             "xf_channel_disconnections",
             "Channels marked disconnected, by platform",
             self.disconnections.clone(),
+        );
+        registry.register(
+            "xf_post_deletions",
+            "Attempts to delete a published post from its platform, by platform and outcome \
+             (deleted, retrying, failed)",
+            self.post_deletions.clone(),
         );
         registry.register(
             "xf_upload_bytes",

@@ -10,7 +10,7 @@ use xf_core::model::JobRecord;
 use xf_core::model::JobStatus;
 use xf_core::store::{
     edit_refused_running, Appended, MediaCancel, MediaDelete, MediaEdited, MediaFilter, MediaStore,
-    QueueSignal, StoreResult,
+    PostsDelete, QueueSignal, StoreResult,
 };
 use xf_core::time::Timestamp;
 use xf_core::StoreError;
@@ -128,6 +128,37 @@ impl MediaStore for MemoryStore {
             item.id.as_str(),
         );
         Ok(MediaDelete::Deleted(Box::new(item), jobs))
+    }
+
+    async fn delete_posts(
+        &self,
+        id: &MediaId,
+        platform: Platform,
+        account: Option<&str>,
+        now: Timestamp,
+    ) -> StoreResult<PostsDelete> {
+        let (item, started) = {
+            let mut state = self.write();
+            let Some(mut item) = state.media.get(id.as_str()) else {
+                return Ok(PostsDelete::Missing);
+            };
+            let jobs = match item.delete_posts(platform, account, now) {
+                Ok(jobs) => jobs,
+                Err(reason) => return Ok(PostsDelete::Refused(reason)),
+            };
+            state.check_new_jobs(&jobs)?;
+            for job in &jobs {
+                state.insert_job(job)?;
+            }
+            if let Some(stored) = state.media.get_mut(id.as_str()) {
+                *stored = item.clone();
+            }
+            (item, !jobs.is_empty())
+        };
+        if started {
+            self.signal(QueueSignal::JobsReady);
+        }
+        Ok(PostsDelete::Started(Box::new(item)))
     }
 
     async fn cancel_media(&self, id: &MediaId, now: Timestamp) -> StoreResult<MediaCancel> {

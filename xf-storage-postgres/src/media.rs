@@ -19,7 +19,7 @@ use xf_core::media::{
 use xf_core::model::JobRecord;
 use xf_core::store::{
     check_new_job, edit_refused_running, Appended, MediaCancel, MediaDelete, MediaEdited,
-    MediaFilter, MediaStore, StoreResult,
+    MediaFilter, MediaStore, PostsDelete, StoreResult,
 };
 use xf_core::time::Timestamp;
 use xf_core::StoreError;
@@ -264,6 +264,36 @@ impl MediaStore for PgStore {
             .map_err(store_error)?;
         tx.commit().await.map_err(store_error)?;
         Ok(MediaDelete::Deleted(Box::new(item), jobs))
+    }
+
+    async fn delete_posts(
+        &self,
+        id: &MediaId,
+        platform: Platform,
+        account: Option<&str>,
+        now: Timestamp,
+    ) -> StoreResult<PostsDelete> {
+        let mut tx = self.begin().await?;
+        let Some(mut item) = locked_item(&mut tx, id).await? else {
+            return Ok(PostsDelete::Missing);
+        };
+        let jobs = match item.delete_posts(platform, account, now) {
+            Ok(jobs) => jobs,
+            Err(reason) => return Ok(PostsDelete::Refused(reason)),
+        };
+        if jobs.is_empty() {
+            return Ok(PostsDelete::Started(Box::new(item)));
+        }
+        jobs.iter().try_for_each(check_new_job)?;
+        write_item(&mut tx, &item).await?;
+        // The jobs wake idle workers through their insert trigger, at commit.
+        insert_jobs_query(&jobs)
+            .build()
+            .execute(&mut *tx)
+            .await
+            .map_err(store_error)?;
+        tx.commit().await.map_err(store_error)?;
+        Ok(PostsDelete::Started(Box::new(item)))
     }
 
     async fn cancel_media(&self, id: &MediaId, now: Timestamp) -> StoreResult<MediaCancel> {

@@ -61,6 +61,13 @@ impl FromSegment for String {
     }
 }
 
+/// A platform's name (`youtube`, ...); another name is a 404.
+impl FromSegment for xf_core::media::Platform {
+    fn from_segment(segment: String) -> Result<Self, Error> {
+        xf_core::media::Platform::parse(&segment).ok_or(Error::NotFound("platform"))
+    }
+}
+
 /// Every id type is a segment: one of the wrong form is its kind's 404.
 macro_rules! id_segments {
     ($($id:ty),* $(,)?) => {$(

@@ -368,7 +368,9 @@ fn schedule_request_by_frequency(doc: &mut Value) -> Result<(), String> {
 fn event_data_schema(event: EventType) -> &'static str {
     match event {
         EventType::JobCompleted | EventType::JobFailed | EventType::JobCancelled => "JobEventData",
-        EventType::MediaPostPublished | EventType::MediaPostFailed => "MediaPostEventData",
+        EventType::MediaPostPublished
+        | EventType::MediaPostFailed
+        | EventType::MediaPostDeleted => "MediaPostEventData",
         EventType::MediaCompleted | EventType::MediaFailed => "MediaEventData",
         EventType::ChannelDisconnected => "ChannelEventData",
         EventType::ScanScheduleFailed => "ScheduleEventData",
@@ -386,6 +388,9 @@ fn event_summary(event: EventType) -> &'static str {
         }
         EventType::MediaPostFailed => {
             "A post failed for good, with the platform's (or xf's) code and message"
+        }
+        EventType::MediaPostDeleted => {
+            "A published post was deleted from its platform (DELETE /media/{videos|images}/{id}/posts/{platform})"
         }
         EventType::MediaCompleted => "Every post of a media item finished and none failed",
         EventType::MediaFailed => "Every post of a media item finished and at least one failed",

@@ -258,6 +258,26 @@ fn delete(operation_id: &str) -> Value {
     })
 }
 
+fn delete_posts(operation_id: &str, platforms: &[&str]) -> Value {
+    json!({
+        "operationId": operation_id,
+        "tags": ["media"],
+        "summary": "Delete the item's published posts from a platform",
+        "description": "All or none: each published post on the platform (only the `account`'s, when given) becomes `deleting`, and a job deletes it through the platform's API (YouTube `videos.delete`, LinkedIn post deletion, Pinterest pin deletion); then it is `deleted` and `media.post.deleted` is sent. A deletion the platform refuses leaves the post `published`, with why in its `error`. Posts already being deleted, or deleted, are left as they are, so a repeat starts nothing. Instagram and TikTok have no API to delete a post.",
+        "parameters": [
+            {"name": "id", "in": "path", "required": true, "schema": schema("MediaId")},
+            {"name": "platform", "in": "path", "required": true, "schema": {"type": "string", "enum": platforms}},
+            {"name": "account", "in": "query", "required": false, "description": "Only the post to this account (`channelId` for YouTube, `accountId` elsewhere); by default every post on the platform", "schema": {"type": "string", "minLength": 1}},
+        ],
+        "responses": {
+            "202": success("The item, its posts on the platform `deleting` (or already `deleted`)", schema("MediaItemView"), true),
+            "400": error("`validation_error`: the `account` parameter"),
+            "404": error("`not_found`: no such item of this kind in the organization, or it has no post on that platform (or account)"),
+            "409": error("`conflict`: the platform's API cannot delete a post (Instagram, TikTok: the message names the rule), or a post there is not published (the message names it; one still to come can be cancelled)"),
+        }
+    })
+}
+
 fn cancel(operation_id: &str) -> Value {
     json!({
         "operationId": operation_id,
@@ -330,6 +350,8 @@ pub fn paths() -> Map<String, Value> {
         "/media/images/{id}": {"get": detail("get_image"), "patch": update("update_image", &Platform::ALL[1..]), "delete": delete("delete_image")},
         "/media/videos/{id}/cancel": {"post": cancel("cancel_video")},
         "/media/images/{id}/cancel": {"post": cancel("cancel_image")},
+        "/media/videos/{id}/posts/{platform}": {"delete": delete_posts("delete_video_posts", &video_platforms)},
+        "/media/images/{id}/posts/{platform}": {"delete": delete_posts("delete_image_posts", &image_platforms)},
         "/video/upload": {"post": upload("upload_video_legacy", true, "Upload a video (the older path; same form)")},
         "/channels": {"get": {
             "operationId": "list_channels",

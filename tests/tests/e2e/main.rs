@@ -56,9 +56,10 @@ pub struct Org {
 }
 
 /// The events a media-plan organization may receive, in the order webhooks list them.
-pub const MEDIA_EVENTS: [&str; 5] = [
+pub const MEDIA_EVENTS: [&str; 6] = [
     "media.post.published",
     "media.post.failed",
+    "media.post.deleted",
     "media.completed",
     "media.failed",
     "channel.disconnected",

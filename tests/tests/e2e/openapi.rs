@@ -56,6 +56,8 @@ const EXPECTED: &[&str] = &[
     "DELETE /media/images/{id}",
     "POST /media/videos/{id}/cancel",
     "POST /media/images/{id}/cancel",
+    "DELETE /media/videos/{id}/posts/{platform}",
+    "DELETE /media/images/{id}/posts/{platform}",
     "POST /video/upload",
     "GET /channels",
     "OPTIONS /media/uploads",
@@ -88,6 +90,7 @@ async fn openapi_document_matches_the_router(app: TestApp) {
             .replace("{token}", "tok_x")
             .replace("{webhookId}", "wh_x")
             .replace("{id}", "med_x")
+            .replace("{platform}", "linkedin")
             .replace("{uploadId}", "upl_x");
         let method: Method = method.parse().unwrap();
         let body = (method == Method::POST).then(|| "{}".to_owned());

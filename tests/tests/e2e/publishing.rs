@@ -43,6 +43,10 @@ crate::backends!(
     a_post_past_its_irreversible_call_refuses_a_cancel,
     a_rescheduled_item_publishes_at_the_new_time_not_the_old,
     deleting_an_item_stops_its_posts_and_removes_its_file,
+    a_published_post_is_deleted_from_its_platform_once,
+    a_deletion_the_platform_refuses_leaves_the_post_published,
+    posts_that_cannot_be_deleted_are_refused_with_the_reason,
+    covers_reach_each_platform_in_its_documented_shape,
 );
 
 const ACCESS: &str = "ya29.access-of-studio";
@@ -1914,6 +1918,343 @@ async fn deleting_an_item_stops_its_posts_and_removes_its_file(app: TestApp) {
     workers.shutdown(Duration::from_secs(5)).await;
     assert_eq!(platforms.videos().len(), 1);
     assert_eq!(sessions(&platforms), 1);
+}
+
+/// `DELETE path` with `key`.
+async fn delete_at(app: &TestApp, key: &str, path: &str) -> xf_tests::Reply {
+    app.send(xf_tests::request(
+        Method::DELETE,
+        path,
+        Some(key),
+        None,
+        &[],
+    ))
+    .await
+}
+
+/// The `media.post.deleted` events written so far: each one's `data`.
+async fn deleted_events(app: &TestApp) -> Vec<Value> {
+    let events = app.store.list_events(None, 10_000).await.unwrap();
+    events
+        .into_iter()
+        .filter(|e| e.event_type == xf_core::model::EventType::MediaPostDeleted)
+        .filter_map(|e| match e.subject {
+            xf_core::model::EventSubject::Snapshot(data) => Some(data),
+            xf_core::model::EventSubject::Job(_) => None,
+        })
+        .collect()
+}
+
+async fn a_published_post_is_deleted_from_its_platform_once(app: TestApp) {
+    let (app, platforms) = publishing(app).await;
+    platforms.grant(ACCESS, None);
+    let org = studio(&app).await;
+    connect(&app, &org, "youtube", "UC-studio", 24 * 60).await;
+    connect(&app, &org, "linkedin", "urn:li:organization:42", 24 * 60).await;
+    connect(&app, &org, "pinterest", "pin-user", 24 * 60).await;
+    let clip = video("mp4", 640, 360, 5, true, 0);
+    let id = post_video(
+        &app,
+        &org,
+        &clip,
+        &[
+            ("platforms", r#"["youtube", "linkedin", "pinterest"]"#),
+            ("pinterest", r#"{"boardId": "board-9"}"#),
+        ],
+    )
+    .await;
+    let workers = workers(&app);
+    let shown = wait_for(&app, &org.key, &id, |i| i["status"] == "completed").await;
+    let text = |v: &Value| v.as_str().unwrap().to_owned();
+    let video_id = text(&shown["youtube"]["videoId"]);
+    let urn = text(&shown["linkedin"]["urn"]);
+    let pin = text(&shown["pinterest"]["pinId"]);
+    let path = format!("/media/videos/{id}");
+
+    // YouTube's deletion is held at the platform: the post is `deleting`, the item cannot be
+    // deleted meanwhile, and a repeat starts nothing more.
+    let held = platforms.hold(Route::YoutubeDelete, false);
+    let reply = delete_at(&app, &org.key, &format!("{path}/posts/youtube")).await;
+    let data = reply.expect(202);
+    assert_eq!(reply.body["message"], "post deletion started");
+    assert_eq!(data["youtube"]["posts"][0]["status"], "deleting");
+    assert_eq!(data["status"], "completed");
+    held.arrived().await;
+    let refused = delete_at(&app, &org.key, &path).await;
+    refused.expect_error(409, "conflict");
+    let message = refused.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("being deleted from YouTube"), "{message}");
+    let again = delete_at(&app, &org.key, &format!("{path}/posts/youtube")).await;
+    assert_eq!(
+        again.expect(202)["youtube"]["posts"][0]["status"],
+        "deleting"
+    );
+    held.release();
+    let shown = wait_for(&app, &org.key, &id, |i| i["youtube"]["status"] == "deleted").await;
+    let post = &shown["youtube"]["posts"][0];
+    assert_eq!(post["status"], "deleted");
+    assert_eq!(post["videoId"], video_id.as_str(), "the id it had is kept");
+    assert_eq!(post["error"], Value::Null);
+    assert_eq!(shown["youtube"]["videoId"], Value::Null);
+    assert_eq!(shown["status"], "completed");
+
+    // LinkedIn's (named by account) and Pinterest's.
+    let account = "urn%3Ali%3Aorganization%3A42";
+    delete_at(
+        &app,
+        &org.key,
+        &format!("{path}/posts/linkedin?account={account}"),
+    )
+    .await
+    .expect(202);
+    delete_at(&app, &org.key, &format!("{path}/posts/pinterest"))
+        .await
+        .expect(202);
+    let shown = wait_for(&app, &org.key, &id, |i| {
+        i["linkedin"]["status"] == "deleted" && i["pinterest"]["status"] == "deleted"
+    })
+    .await;
+    assert_eq!(shown["status"], "completed");
+    // Deleted is deleted: a repeat answers the item as it is and sends nothing.
+    let again = delete_at(&app, &org.key, &format!("{path}/posts/pinterest")).await;
+    assert_eq!(again.expect(202)["pinterest"]["status"], "deleted");
+    workers.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(
+        platforms.deleted(),
+        vec![
+            ("youtube", video_id.clone()),
+            ("linkedin", urn.clone()),
+            ("pinterest", pin.clone())
+        ]
+    );
+    let seen = platforms.seen();
+    let deletes: Vec<_> = seen.iter().filter(|s| s.method == Method::DELETE).collect();
+    assert_eq!(
+        deletes.len(),
+        3,
+        "each post's deletion reached its platform once"
+    );
+    let bearer = format!("Bearer {ACCESS}");
+    assert!(deletes[0]
+        .uri
+        .ends_with(&format!("/youtube/v3/videos?id={video_id}")));
+    let encoded = urn.replace(':', "%3A");
+    assert!(deletes[1].uri.ends_with(&format!("/rest/posts/{encoded}")));
+    assert_eq!(deletes[1].header("x-restli-method"), Some("DELETE"));
+    assert!(deletes[1].header("linkedin-version").is_some());
+    assert!(deletes[2].uri.ends_with(&format!("/v5/pins/{pin}")));
+    assert!(deletes
+        .iter()
+        .all(|d| d.header("authorization") == Some(bearer.as_str()) && d.body_len == 0));
+
+    // One `media.post.deleted` per post, with the id it had; the item settled only once.
+    let events = deleted_events(&app).await;
+    assert_eq!(events.len(), 3);
+    assert_eq!(events[0]["post"]["platform"], "youtube");
+    assert_eq!(events[0]["post"]["status"], "deleted");
+    assert_eq!(events[0]["post"]["postId"], video_id.as_str());
+    assert_eq!(events[0]["post"]["accountId"], "UC-studio");
+    assert_eq!(events[2]["media"]["pinterest"]["status"], "deleted");
+    let completed = app.store.list_events(None, 10_000).await.unwrap();
+    let completed = completed
+        .iter()
+        .filter(|e| e.event_type == xf_core::model::EventType::MediaCompleted)
+        .count();
+    assert_eq!(completed, 1);
+
+    // What names no post is not found: a platform that is none, one not selected, an
+    // account the item does not post to, another organization's item, the wrong kind.
+    for missing in [
+        format!("{path}/posts/myspace"),
+        format!("{path}/posts/tiktok"),
+        format!("{path}/posts/linkedin?account=urn%3Ali%3Aperson%3Aother"),
+        format!("/media/images/{id}/posts/linkedin"),
+        "/media/videos/med_nope/posts/youtube".to_owned(),
+    ] {
+        delete_at(&app, &org.key, &missing)
+            .await
+            .expect_error(404, "not_found");
+    }
+    let other = studio(&app).await;
+    delete_at(&app, &other.key, &format!("{path}/posts/youtube"))
+        .await
+        .expect_error(404, "not_found");
+    let empty = delete_at(&app, &org.key, &format!("{path}/posts/linkedin?account=")).await;
+    empty.expect_error(400, "validation_error");
+    // Its posts deleted, the item itself can go.
+    delete_at(&app, &org.key, &path).await.expect(200);
+}
+
+async fn a_deletion_the_platform_refuses_leaves_the_post_published(app: TestApp) {
+    let (app, platforms) = publishing(app).await;
+    platforms.grant(ACCESS, None);
+    let org = studio(&app).await;
+    connect(&app, &org, "pinterest", "pin-user", 24 * 60).await;
+    let photo = image("jpg", 1000, 1500);
+    let id = upload_image(
+        &app,
+        &org,
+        &photo,
+        &[
+            ("platforms", r#"["pinterest"]"#),
+            ("pinterestBoardId", "board-9"),
+        ],
+    )
+    .await;
+    let workers = workers(&app);
+    wait_for_image(&app, &org.key, &id, "completed").await;
+    let path = format!("/media/images/{id}");
+    platforms.fail_next(
+        Route::PinterestDelete,
+        Failure::Answer(
+            403,
+            json!({"code": 3, "message": "Not authorized to delete this Pin."}),
+            None,
+        ),
+    );
+    delete_at(&app, &org.key, &format!("{path}/posts/pinterest"))
+        .await
+        .expect(202);
+    let shown = wait_at(&app, &org.key, &path, |i| {
+        i["pinterest"]["posts"][0]["status"] == "published"
+            && i["pinterest"]["error"].as_str().is_some()
+    })
+    .await;
+    let error = shown["pinterest"]["posts"][0]["error"].as_str().unwrap();
+    assert!(
+        error.contains("not deleted from Pinterest") && error.contains("3: Not authorized"),
+        "{error}"
+    );
+    assert_eq!(shown["status"], "completed");
+    assert!(platforms.deleted().is_empty());
+    assert!(deleted_events(&app).await.is_empty());
+
+    // Asked again, it goes.
+    delete_at(&app, &org.key, &format!("{path}/posts/pinterest"))
+        .await
+        .expect(202);
+    let shown = wait_at(&app, &org.key, &path, |i| {
+        i["pinterest"]["status"] == "deleted"
+    })
+    .await;
+    assert_eq!(shown["pinterest"]["posts"][0]["error"], Value::Null);
+    workers.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(platforms.deleted().len(), 1);
+    assert_eq!(deleted_events(&app).await.len(), 1);
+}
+
+async fn posts_that_cannot_be_deleted_are_refused_with_the_reason(app: TestApp) {
+    let (app, platforms) = publishing(app).await;
+    platforms.grant(ACCESS, None);
+    let org = studio(&app).await;
+    connect(&app, &org, "youtube", "UC-studio", 24 * 60).await;
+    connect(&app, &org, "instagram", "17841400000000001", 24 * 60).await;
+    connect(&app, &org, "tiktok", "tt-creator", 24 * 60).await;
+    let at = serde_json::to_value(app.xf.now().plus(chrono::Duration::minutes(30))).unwrap();
+    let clip = video("mp4", 1080, 1920, 5, true, 0);
+    let id = post_video(
+        &app,
+        &org,
+        &clip,
+        &[
+            ("platforms", r#"["youtube", "instagram", "tiktok"]"#),
+            ("scheduledAt", at.as_str().unwrap()),
+        ],
+    )
+    .await;
+    let path = format!("/media/videos/{id}");
+    for (platform, rule) in [
+        ("instagram", "Instagram's Graph API has no way to delete"),
+        ("tiktok", "TikTok's Content Posting API cannot delete"),
+    ] {
+        let reply = delete_at(&app, &org.key, &format!("{path}/posts/{platform}")).await;
+        reply.expect_error(409, "conflict");
+        let message = reply.body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(rule), "{message}");
+    }
+    // Not published yet: nothing to delete, and it can still be cancelled.
+    let reply = delete_at(&app, &org.key, &format!("{path}/posts/youtube")).await;
+    reply.expect_error(409, "conflict");
+    let message = reply.body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("youtube account UC-studio is idle, not published")
+            && message.contains("cancel"),
+        "{message}"
+    );
+    let shown = item(&app, &org.key, &id).await;
+    assert_eq!(shown["status"], "scheduled");
+    assert_eq!(shown["youtube"]["posts"][0]["status"], "idle");
+    assert!(platforms.seen().iter().all(|s| s.method != Method::DELETE));
+}
+
+async fn covers_reach_each_platform_in_its_documented_shape(app: TestApp) {
+    let (app, platforms) = publishing(app).await;
+    platforms.grant(ACCESS, None);
+    let org = studio(&app).await;
+    connect(&app, &org, "instagram", "17841400000000001", 60).await;
+    connect(&app, &org, "tiktok", "tt-creator", 60).await;
+    connect(&app, &org, "pinterest", "pin-user", 60).await;
+    let clip = video("mp4", 640, 360, 5, true, 0);
+    // A cover past the video's end is refused before anything is stored.
+    let late = upload(
+        &app,
+        &org.key,
+        "/media/videos",
+        &[
+            ("platforms", r#"["instagram"]"#),
+            ("instagramCoverTimestampMs", "60000"),
+        ],
+        Some(("launch.mp4", &clip)),
+    )
+    .await;
+    late.expect_error(400, "validation_error");
+    assert_eq!(
+        late.body["error"]["details"][0]["field"],
+        "instagram.coverTimestampMs"
+    );
+    let id = post_video(
+        &app,
+        &org,
+        &clip,
+        &[
+            ("platforms", r#"["instagram", "tiktok", "pinterest"]"#),
+            ("instagram", r#"{"coverTimestampMs": 2500}"#),
+            (
+                "tiktok",
+                r#"{"coverTimestampMs": 2500, "privacy": "SELF_ONLY"}"#,
+            ),
+            (
+                "pinterest",
+                r#"{"coverTimestampMs": 2500, "boardId": "board-9"}"#,
+            ),
+        ],
+    )
+    .await;
+    let workers = workers(&app);
+    let shown = wait_for(&app, &org.key, &id, |i| i["status"] == "completed").await;
+    workers.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(shown["instagram"]["settings"]["coverTimestampMs"], 2500);
+    let seen = platforms.seen();
+    let container = seen
+        .iter()
+        .find(|s| s.method == Method::POST && s.uri.ends_with("/17841400000000001/media"))
+        .unwrap();
+    let form: Vec<(String, String)> = url::form_urlencoded::parse(container.text.as_bytes())
+        .into_owned()
+        .collect();
+    assert!(
+        form.contains(&("thumb_offset".to_owned(), "2500".to_owned())),
+        "{form:?}"
+    );
+    let init = seen
+        .iter()
+        .find(|s| s.uri.ends_with("/v2/post/publish/video/init/"))
+        .unwrap();
+    let init: Value = serde_json::from_str(&init.text).unwrap();
+    assert_eq!(init["post_info"]["video_cover_timestamp_ms"], 2500);
+    let pin = seen.iter().find(|s| s.uri.ends_with("/v5/pins")).unwrap();
+    let pin: Value = serde_json::from_str(&pin.text).unwrap();
+    assert_eq!(pin["media_source"]["cover_image_key_frame_time"], 2);
 }
 
 /// A directory of its own under the system's temporary one, removed when dropped.

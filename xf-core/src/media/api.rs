@@ -305,6 +305,17 @@ pub struct MediaListQuery {
     pub platform: Option<String>,
 }
 
+/// Query of `DELETE /media/videos/{id}/posts/{platform}` and `DELETE
+/// /media/images/{id}/posts/{platform}`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", into_params(parameter_in = Query))]
+pub struct PostDeleteQuery {
+    /// Only the post to this account (`channelId` for YouTube, `accountId` elsewhere); by
+    /// default every post of the item on the platform.
+    pub account: Option<String>,
+}
+
 /// `pagination` of a media list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

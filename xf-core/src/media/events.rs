@@ -16,11 +16,11 @@ use crate::time::Timestamp;
 
 pub use crate::model::NewEvent;
 
-/// `data` of `media.post.published` and `media.post.failed`.
+/// `data` of `media.post.published`, `media.post.failed` and `media.post.deleted`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MediaPostEventData {
-    /// The post that was published or failed.
+    /// The post that was published, failed or was deleted.
     pub post: PostOutcome,
     /// The item as `GET /media/{videos|images}/{id}` showed it right after the change.
     pub media: MediaItemView,
@@ -35,12 +35,13 @@ pub struct PostOutcome {
     pub platform: Platform,
     /// The account it went to (`channelId` for YouTube, `accountId` elsewhere).
     pub account_id: String,
-    /// `published` or `failed`.
+    /// `published`, `failed` or `deleted`.
     pub status: PlatformStatus,
     /// The platform's id of the post (YouTube and TikTok video id, Instagram media id,
-    /// LinkedIn URN, pin id); null unless published.
+    /// LinkedIn URN, pin id); null unless published (or deleted: the id it had).
     pub post_id: Option<String>,
-    /// The post's public address; null unless published (and when the platform gives none).
+    /// The post's public address; null unless published (or deleted: the address it had),
+    /// and when the platform gives none.
     pub url: Option<String>,
     /// Why it failed; null unless failed.
     pub error: Option<PostFailure>,
@@ -83,8 +84,9 @@ pub struct DisconnectedChannel {
 }
 
 /// The events of replacing `before`'s post of `account` on `platform` to make `after`:
-/// `media.post.published` or `media.post.failed` when the post reached that state now, then
-/// `media.completed` or `media.failed` when this was the item's last unfinished post.
+/// `media.post.published`, `media.post.failed` or `media.post.deleted` when the post reached
+/// that state now, then `media.completed` or `media.failed` when this was the item's last
+/// unfinished post.
 pub fn post_events(
     before: &MediaItem,
     after: &MediaItem,
@@ -103,6 +105,8 @@ pub fn post_events(
         Some(EventType::MediaPostPublished)
     } else if reached(PlatformStatus::Failed) {
         Some(EventType::MediaPostFailed)
+    } else if reached(PlatformStatus::Deleted) {
+        Some(EventType::MediaPostDeleted)
     } else {
         None
     };
@@ -178,7 +182,10 @@ pub fn channel_disconnected(channel: &Channel, reason: &str) -> NewEvent {
 }
 
 fn outcome(platform: Platform, account: &str, post: &Post) -> PostOutcome {
-    let published = post.status == PlatformStatus::Published;
+    let published = matches!(
+        post.status,
+        PlatformStatus::Published | PlatformStatus::Deleted
+    );
     PostOutcome {
         platform,
         account_id: account.to_owned(),
@@ -215,6 +222,9 @@ pub fn sample_data(event_type: EventType, now: Timestamp) -> Option<Value> {
     );
     let mut post = Post::new(PlatformStatus::Published);
     post.stage = crate::model::media::PostStage::Done;
+    if event_type == EventType::MediaPostDeleted {
+        post.status = PlatformStatus::Deleted;
+    }
     if failed {
         post.fail(PostFailure::platform(
             "invalidVideoMetadata",
@@ -264,7 +274,9 @@ pub fn sample_data(event_type: EventType, now: Timestamp) -> Option<Value> {
     };
     item.settle(now);
     let data = match event_type {
-        EventType::MediaPostPublished | EventType::MediaPostFailed => {
+        EventType::MediaPostPublished
+        | EventType::MediaPostFailed
+        | EventType::MediaPostDeleted => {
             serde_json::to_value(MediaPostEventData {
                 post: outcome(Platform::Youtube, &account, &post),
                 media: MediaItemView::from(&item),

@@ -182,6 +182,15 @@ impl PostContext<'_> {
             .unwrap_or(false)
     }
 
+    /// The video frame to show as the cover (`coverTimestampMs`), in milliseconds from the
+    /// start, when given for a video (the upload checked it is within the video).
+    pub fn cover_ms(&self) -> Option<u64> {
+        self.settings
+            .get("coverTimestampMs")
+            .and_then(Value::as_u64)
+            .filter(|_| self.is_video())
+    }
+
     /// The caption: the platform's `key` setting, else the item's description.
     pub fn caption(&self, key: &str) -> Option<&str> {
         self.setting(key).or(self
@@ -213,6 +222,25 @@ impl PostContext<'_> {
     /// Whether it is a video.
     pub fn is_video(&self) -> bool {
         self.item.kind == MediaKind::Video
+    }
+}
+
+/// What deleting a published post is given: the post's id, the account, its token.
+pub struct DeleteContext<'a> {
+    /// The platform's id of the post (a video id, URN or pin id).
+    pub remote_id: &'a str,
+    /// The platform's id of the account it was posted to.
+    pub account: &'a str,
+    /// The account's OAuth access token.
+    pub access_token: &'a str,
+}
+
+impl std::fmt::Debug for DeleteContext<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeleteContext")
+            .field("remote_id", &self.remote_id)
+            .field("account", &self.account)
+            .finish_non_exhaustive()
     }
 }
 
@@ -261,4 +289,17 @@ pub trait Publisher: Send + Sync + std::fmt::Debug {
         post: &PostContext<'_>,
         checkpoint: &Value,
     ) -> Result<Option<Outcome>, PublishError>;
+
+    /// Deletes a published post from the platform. A post the platform no longer has (it
+    /// answers `404`) is deleted too. Only the platforms whose API can delete a post are
+    /// asked ([`Platform::deletion_refused`]); the default refuses.
+    async fn delete(&self, post: &DeleteContext<'_>) -> Result<(), PublishError> {
+        let _ = post;
+        Err(PublishError::rejected(
+            "deletion_unsupported",
+            self.platform()
+                .deletion_refused()
+                .unwrap_or("this client cannot delete posts"),
+        ))
+    }
 }

@@ -32,14 +32,15 @@ use tracing::Instrument;
 use super::blob::BlobStore;
 use super::file_url::MediaUrls;
 use super::publish::{
-    CheckpointSink, Outcome, PollOutcome, PostContext, PublishError, Published, Publisher,
+    CheckpointSink, DeleteContext, Outcome, PollOutcome, PostContext, PublishError, Published,
+    Publisher,
 };
 use super::{
     Channel, FailureSource, MediaItem, MediaKind, MediaStatus, Platform, PlatformStatus, Post,
     PostFailure, PostStage,
 };
 use crate::ids::MediaId;
-use crate::model::media::channel_owner;
+use crate::model::media::{channel_owner, DELETE_ATTEMPTS, MEDIA_DELETE_POST};
 use crate::runtime::{JobContext, JobError, JobHandler};
 use crate::secret::Sealer;
 use crate::store::{MediaFilter, MediaStore};
@@ -371,18 +372,10 @@ enum Finished {
 #[async_trait]
 impl JobHandler for PublishHandler {
     async fn run(&self, job: JobContext) -> Result<Value, JobError> {
-        let payload: PublishPayload = serde_json::from_value(job.payload().clone())
-            .map_err(|e| JobError::Fail(format!("the job's payload is not a post: {e}")))?;
-        let store = &self.publishing.store;
-        let item = store
-            .get_media(&payload.media_id)
-            .await
-            .map_err(|e| JobError::Retry(format!("the store failed: {e}")))?
-            .ok_or_else(|| JobError::Fail("the media item no longer exists".into()))?;
-        let post = item
-            .post(payload.platform, &payload.account)
-            .cloned()
-            .ok_or_else(|| JobError::Fail("the media item has no such post".into()))?;
+        if job.job().job_type == MEDIA_DELETE_POST {
+            return self.run_delete(job).await;
+        }
+        let (payload, item, post) = self.job_post(&job).await?;
         let record = PostRecord {
             publishing: Arc::clone(&self.publishing),
             media_id: item.id.clone(),
@@ -458,6 +451,25 @@ impl JobHandler for PublishHandler {
 }
 
 impl PublishHandler {
+    /// The post a job names: its payload, its item and the post as stored.
+    async fn job_post(
+        &self,
+        job: &JobContext,
+    ) -> Result<(PublishPayload, MediaItem, Post), JobError> {
+        let payload: PublishPayload = serde_json::from_value(job.payload().clone())
+            .map_err(|e| JobError::Fail(format!("the job's payload is not a post: {e}")))?;
+        let item = (self.publishing.store)
+            .get_media(&payload.media_id)
+            .await
+            .map_err(|e| JobError::Retry(format!("the store failed: {e}")))?
+            .ok_or_else(|| JobError::Fail("the media item no longer exists".into()))?;
+        let post = item
+            .post(payload.platform, &payload.account)
+            .cloned()
+            .ok_or_else(|| JobError::Fail("the media item has no such post".into()))?;
+        Ok((payload, item, post))
+    }
+
     /// Stores the post as failed for good; the job fails with its error.
     async fn fail(&self, record: &PostRecord, failure: PostFailure) -> Result<Value, JobError> {
         let platform = record.platform.as_str();
@@ -467,12 +479,132 @@ impl PublishHandler {
         Err(JobError::Fail(error))
     }
 
-    async fn publish(
+    /// A `media-delete-post` job: deletes one published post (`deleting`) from its platform.
+    /// Deleted (or gone already), the post is `deleted` and `media.post.deleted` is sent. A
+    /// rate limit or an outage is retried with backoff; a refusal, a disconnected channel or
+    /// the last attempt's error gives the deletion up: the post is `published` again, with
+    /// why in its `error`, and may be deleted again later.
+    async fn run_delete(&self, job: JobContext) -> Result<Value, JobError> {
+        let (payload, item, post) = self.job_post(&job).await?;
+        let summary = |status: PlatformStatus| {
+            json!({
+                "mediaId": item.id,
+                "platform": payload.platform,
+                "account": payload.account,
+                "status": status,
+                "remoteId": post.remote_id,
+            })
+        };
+        let Some(remote_id) = post.remote_id.clone() else {
+            return Err(JobError::Fail("the post has no id on its platform".into()));
+        };
+        if post.status != PlatformStatus::Deleting {
+            return Ok(summary(post.status));
+        }
+        let record = PostRecord {
+            publishing: Arc::clone(&self.publishing),
+            media_id: item.id.clone(),
+            platform: payload.platform,
+            account: payload.account.clone(),
+            post: Mutex::new(post.clone()),
+        };
+        let platform = payload.platform;
+        let metrics = &self.publishing.metrics;
+        let attempts = job.job().attempts;
+        let outcome = if attempts > DELETE_ATTEMPTS {
+            // The worker of the last attempt died: give up with what it last said.
+            let last = job.job().error.clone();
+            Err(Halt::Retry(
+                last.unwrap_or_else(|| "the worker deleting it stopped responding".into()),
+                None,
+                "",
+            ))
+        } else {
+            self.delete(&item, &record, &remote_id).await
+        };
+        let give_up = match outcome {
+            Ok(()) | Err(Halt::Cancelled) => {
+                record
+                    .update(|post| {
+                        post.status = PlatformStatus::Deleted;
+                        post.error = None;
+                    })
+                    .await
+                    .map_err(|e| JobError::Retry(e.to_string()))?;
+                metrics.post_deletion(platform.as_str(), "deleted");
+                return Ok(summary(PlatformStatus::Deleted));
+            }
+            Err(Halt::Retry(error, after, _)) if attempts < DELETE_ATTEMPTS => {
+                metrics.post_deletion(platform.as_str(), "retrying");
+                let noted = format!("deleting it; will try again: {error}");
+                let _ = record.update(|post| post.error = Some(noted)).await;
+                return Err(match after {
+                    Some(after) => JobError::RetryAfter { error, after },
+                    None => JobError::Retry(error),
+                });
+            }
+            Err(Halt::Retry(error, _, _)) => {
+                format!("deleting stopped after {DELETE_ATTEMPTS} attempts: {error}")
+            }
+            Err(Halt::Fail(failure)) => failure.text(),
+        };
+        metrics.post_deletion(platform.as_str(), "failed");
+        let error = format!(
+            "the post was not deleted from {}: {give_up}; it is still published (delete it \
+             again, or on the platform)",
+            platform.label()
+        );
+        let noted = error.clone();
+        let _ = record
+            .update(|post| {
+                post.status = PlatformStatus::Published;
+                post.error = Some(noted);
+            })
+            .await;
+        Err(JobError::Fail(error))
+    }
+
+    /// Deletes the post `remote_id` through the platform's client, with the channel's
+    /// token (refreshed once when the platform refuses it).
+    async fn delete(
         &self,
-        job: &JobContext,
         item: &MediaItem,
         record: &PostRecord,
+        remote_id: &str,
     ) -> Result<(), Halt> {
+        let (publisher, mut channel) = self.channel(item, record).await?;
+        let mut token = self.fresh_token(&mut channel, publisher.as_ref()).await?;
+        let mut refreshed = false;
+        loop {
+            let context = DeleteContext {
+                remote_id,
+                account: &record.account,
+                access_token: &token,
+            };
+            match publisher.delete(&context).await {
+                Ok(()) => return Ok(()),
+                Err(PublishError::Unauthorized(_))
+                    if !refreshed && channel.sealed_refresh_token.is_some() =>
+                {
+                    refreshed = true;
+                    token = self.refresh(&mut channel, publisher.as_ref()).await?;
+                }
+                Err(PublishError::Unauthorized(reason) | PublishError::Disconnected(reason)) => {
+                    self.publishing.disconnect(&channel, &reason).await;
+                    return Err(Halt::Fail(disconnected(&channel, &reason)));
+                }
+                Err(other) => return Err(other.into()),
+            }
+        }
+    }
+
+    /// The platform's client and the item's channel on it, connected; why not, as the
+    /// post's failure.
+    async fn channel(
+        &self,
+        item: &MediaItem,
+        record: &PostRecord,
+    ) -> Result<(Arc<dyn Publisher>, Channel), Halt> {
         let publishing = &*self.publishing;
         let (platform, account) = (record.platform, record.account.as_str());
         let publisher = publishing
@@ -488,7 +620,7 @@ impl PublishHandler {
                     ),
                 ))
             })?;
-        let mut channel = publishing
+        let channel = publishing
             .store
             .find_channel(&item.organization_id, platform, account)
             .await
@@ -505,6 +637,18 @@ impl PublishHandler {
         if let Some(reason) = &channel.disconnected {
             return Err(Halt::Fail(disconnected(&channel, reason)));
         }
+        Ok((publisher, channel))
+    }
+
+    async fn publish(
+        &self,
+        job: &JobContext,
+        item: &MediaItem,
+        record: &PostRecord,
+    ) -> Result<(), Halt> {
+        let publishing = &*self.publishing;
+        let (platform, account) = (record.platform, record.account.as_str());
+        let (publisher, mut channel) = self.channel(item, record).await?;
         let file = publishing.blobs.open(&item.file.key).await.map_err(|e| {
             Halt::Retry(format!("the media file cannot be read: {e}"), None, "blob")
         })?;

@@ -334,6 +334,26 @@ pub fn check(
             }
         }
     }
+    // A cover frame (Instagram's `thumb_offset`, TikTok's `video_cover_timestamp_ms`,
+    // Pinterest's `cover_image_key_frame_time`) is a moment of the video.
+    if let Some(cover) = settings.get("coverTimestampMs").and_then(Value::as_u64) {
+        match &file.facts {
+            FileFacts::Video(video) if video.duration_ms > 0 && cover >= video.duration_ms => {
+                refuse(
+                    field("coverTimestampMs"),
+                    format!(
+                        "the cover frame must be within the video, which is {} ms long; got {cover}",
+                        video.duration_ms
+                    ),
+                );
+            }
+            FileFacts::Video(_) => {}
+            FileFacts::Image(_) => refuse(
+                field("coverTimestampMs"),
+                "only a video has a cover frame; this upload is an image".into(),
+            ),
+        }
+    }
     problems
 }
 
@@ -421,6 +441,27 @@ mod tests {
 
     fn fields(problems: &[FieldError]) -> Vec<&str> {
         problems.iter().map(|p| p.field.as_str()).collect()
+    }
+
+    #[test]
+    fn a_cover_frame_is_a_moment_of_the_video() {
+        let clip = video(20_000, 1080, 1920, 5 * MB);
+        let cover = |ms: u64| {
+            let mut settings = Map::new();
+            settings.insert("coverTimestampMs".into(), Value::from(ms));
+            settings
+        };
+        for platform in [Platform::Instagram, Platform::Tiktok, Platform::Pinterest] {
+            assert!(check(platform, &clip, &cover(19_999), NO_TEXT).is_empty());
+            let late = check(platform, &clip, &cover(20_000), NO_TEXT);
+            let field = format!("{}.coverTimestampMs", platform.as_str());
+            assert_eq!(fields(&late), vec![field.as_str()]);
+            assert!(late[0].message.contains("20000 ms long"), "{late:?}");
+        }
+        let photo = image(ImageFormat::Jpeg, 1080, 1080, MB);
+        let problems = check(Platform::Instagram, &photo, &cover(0), NO_TEXT);
+        assert_eq!(fields(&problems), vec!["instagram.coverTimestampMs"]);
+        assert!(problems[0].message.contains("only a video"), "{problems:?}");
     }
 
     #[test]

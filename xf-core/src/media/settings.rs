@@ -17,6 +17,10 @@ pub const MAX_TITLE: usize = 200;
 pub const MAX_DESCRIPTION: usize = 5_000;
 /// Most accounts of one platform one upload can target.
 pub const MAX_ACCOUNTS: usize = 20;
+/// The latest cover frame a video's `coverTimestampMs` may name: the longest video a platform
+/// with covers takes (Instagram Reels and Pinterest, 15 minutes). Each upload's own duration
+/// is checked too ([`super::rules`]).
+pub const COVER_MAX_MS: u64 = 15 * 60 * 1000;
 
 /// The type of a setting.
 #[derive(Debug, Clone, Copy)]
@@ -29,6 +33,8 @@ enum Kind {
     Select(&'static [&'static str]),
     /// A list of account ids.
     Accounts,
+    /// A whole number of milliseconds from 0 to this many.
+    Millis(u64),
 }
 
 /// One setting: its nested key, its flat field, its type.
@@ -58,6 +64,11 @@ const INSTAGRAM: &[Setting] = &[
     setting("caption", "instagramCaption", Kind::Text(2_200)),
     setting("autoPublish", "instagramAutoPublish", Kind::Bool),
     setting("accounts", "selectedInstagramAccounts", Kind::Accounts),
+    setting(
+        "coverTimestampMs",
+        "instagramCoverTimestampMs",
+        Kind::Millis(COVER_MAX_MS),
+    ),
 ];
 const TIKTOK: &[Setting] = &[
     setting("caption", "tiktokCaption", Kind::Text(2_200)),
@@ -71,6 +82,11 @@ const TIKTOK: &[Setting] = &[
     setting("disableComment", "tiktokDisableComment", Kind::Bool),
     setting("disableDuet", "tiktokDisableDuet", Kind::Bool),
     setting("disableStitch", "tiktokDisableStitch", Kind::Bool),
+    setting(
+        "coverTimestampMs",
+        "tiktokCoverTimestampMs",
+        Kind::Millis(COVER_MAX_MS),
+    ),
 ];
 const LINKEDIN: &[Setting] = &[
     setting("comment", "linkedinComment", Kind::Text(3_000)),
@@ -83,6 +99,11 @@ const PINTEREST: &[Setting] = &[
     setting("boardId", "pinterestBoardId", Kind::Text(64)),
     setting("autoPublish", "pinterestAutoPublish", Kind::Bool),
     setting("accounts", "selectedPinterestAccounts", Kind::Accounts),
+    setting(
+        "coverTimestampMs",
+        "pinterestCoverTimestampMs",
+        Kind::Millis(COVER_MAX_MS),
+    ),
 ];
 
 fn settings_of(platform: Platform) -> &'static [Setting] {
@@ -360,6 +381,10 @@ fn nested_value(kind: Kind, value: &Value) -> Result<Value, String> {
             let ids: Option<Vec<&str>> = items.iter().map(Value::as_str).collect();
             checked_accounts(ids.ok_or("must be an array of account id strings")?)
         }
+        (Kind::Millis(max), Value::Number(number)) => match number.as_u64() {
+            Some(ms) => checked_millis(max, ms),
+            None => Err(expected(kind)),
+        },
         (kind, _) => Err(expected(kind)),
     }
 }
@@ -386,6 +411,14 @@ fn flat_value(kind: Kind, raw: &str) -> Result<Value, String> {
                 .filter(|id| !id.is_empty())
                 .collect(),
         ),
+        Kind::Millis(max) => {
+            let digits =
+                !raw.is_empty() && raw.len() <= 19 && raw.bytes().all(|b| b.is_ascii_digit());
+            match raw.parse::<u64>() {
+                Ok(ms) if digits => checked_millis(max, ms),
+                _ => Err(expected(kind)),
+            }
+        }
     }
 }
 
@@ -395,6 +428,15 @@ fn expected(kind: Kind) -> String {
         Kind::Bool => "must be true or false".into(),
         Kind::Select(allowed) => format!("must be one of {}", allowed.join(", ")),
         Kind::Accounts => "must be an array of account ids".into(),
+        Kind::Millis(max) => format!("must be a whole number of milliseconds from 0 to {max}"),
+    }
+}
+
+fn checked_millis(max: u64, ms: u64) -> Result<Value, String> {
+    if ms > max {
+        Err(format!("must be at most {max} milliseconds"))
+    } else {
+        Ok(Value::from(ms))
     }
 }
 
@@ -491,6 +533,13 @@ pub fn json_schema(platform: Platform, of: SettingsSchema) -> Value {
                 "maxItems": MAX_ACCOUNTS,
                 "description": "The accounts to post to (default: every connected one)",
             }),
+            Kind::Millis(max) => serde_json::json!({
+                "type": typed("integer"),
+                "minimum": 0,
+                "maximum": max,
+                "description": "Videos: the frame shown as the cover, in milliseconds from the \
+                    start (within the video)",
+            }),
         };
         if setting.nested == "autoPublish" {
             schema["description"] =
@@ -534,6 +583,51 @@ mod tests {
             Error::Validation { details, .. } => details.into_iter().map(|d| d.field).collect(),
             other => panic!("not a validation error: {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_cover_frame_is_whole_milliseconds_within_the_longest_video() {
+        let parsed = parse_upload_fields(
+            MediaKind::Video,
+            &form(&[
+                ("platforms", r#"["instagram", "tiktok", "pinterest"]"#),
+                ("instagram", r#"{"coverTimestampMs": 1500}"#),
+                ("tiktokCoverTimestampMs", " 0 "),
+                ("pinterestCoverTimestampMs", "900000"),
+            ]),
+        )
+        .unwrap();
+        let cover = |platform| parsed.choices[&platform].settings["coverTimestampMs"].clone();
+        assert_eq!(cover(Platform::Instagram), Value::from(1500));
+        assert_eq!(cover(Platform::Tiktok), Value::from(0));
+        assert_eq!(cover(Platform::Pinterest), Value::from(COVER_MAX_MS));
+        for (field, value) in [
+            ("instagram", r#"{"coverTimestampMs": -1}"#),
+            ("instagram", r#"{"coverTimestampMs": 1.5}"#),
+            ("instagram", r#"{"coverTimestampMs": "1500"}"#),
+            ("instagram", r#"{"coverTimestampMs": 900001}"#),
+            ("instagramCoverTimestampMs", "-1"),
+            ("instagramCoverTimestampMs", "1e3"),
+            ("instagramCoverTimestampMs", "+5"),
+            ("instagramCoverTimestampMs", "99999999999999999999999"),
+            ("instagramCoverTimestampMs", ""),
+        ] {
+            let fields = [("platforms", r#"["instagram"]"#), (field, value)];
+            let error = parse_upload_fields(MediaKind::Video, &form(&fields)).unwrap_err();
+            // A flat field's problem names it; a nested one's, the setting's path.
+            let named = if field == "instagram" {
+                "instagram.coverTimestampMs"
+            } else {
+                field
+            };
+            assert_eq!(fields_of(error), vec![named.to_owned()], "{field}={value}");
+        }
+        // YouTube and LinkedIn have no cover setting.
+        let fields = [
+            ("platforms", r#"["youtube"]"#),
+            ("youtube", r#"{"coverTimestampMs": 5}"#),
+        ];
+        assert!(parse_upload_fields(MediaKind::Video, &form(&fields)).is_err());
     }
 
     #[test]

@@ -67,7 +67,32 @@ impl Platform {
     pub fn accepts(self, kind: MediaKind) -> bool {
         !(kind == MediaKind::Image && self == Platform::Youtube)
     }
+
+    /// Why a published post cannot be deleted through the platform's API, where it cannot
+    /// (`None` where it can: YouTube's `videos.delete`, LinkedIn's post deletion, Pinterest's
+    /// pin deletion).
+    pub fn deletion_refused(self) -> Option<&'static str> {
+        match self {
+            Platform::Youtube | Platform::Linkedin | Platform::Pinterest => None,
+            Platform::Instagram => Some(
+                "Instagram's Graph API has no way to delete a published post (only its \
+                 comments); delete it in the Instagram app",
+            ),
+            Platform::Tiktok => Some(
+                "TikTok's Content Posting API cannot delete a posted video; delete it in the \
+                 TikTok app",
+            ),
+        }
+    }
 }
+
+/// The job type of deleting one published post from its platform
+/// (`DELETE /media/{videos|images}/{id}/posts/{platform}`).
+pub const MEDIA_DELETE_POST: &str = "media-delete-post";
+
+/// Attempts of a `media-delete-post` job before the deletion is given up (the post stays
+/// `published`, with why in its `error`).
+pub const DELETE_ATTEMPTS: u32 = 6;
 
 /// Video or image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -171,6 +196,11 @@ pub enum PlatformStatus {
     Manual,
     /// Cancelled before it was published: nothing more happens to it.
     Cancelled,
+    /// Published, and being deleted from the platform
+    /// (`DELETE /media/{videos|images}/{id}/posts/{platform}`).
+    Deleting,
+    /// Published, then deleted from the platform.
+    Deleted,
 }
 
 impl PlatformStatus {
@@ -184,6 +214,8 @@ impl PlatformStatus {
             PlatformStatus::Failed => "failed",
             PlatformStatus::Manual => "manual",
             PlatformStatus::Cancelled => "cancelled",
+            PlatformStatus::Deleting => "deleting",
+            PlatformStatus::Deleted => "deleted",
         }
     }
 }
@@ -252,7 +284,7 @@ pub struct Post {
     /// Why it failed (the platform's code and message where it gave them), or what is
     /// being waited for.
     pub error: Option<String>,
-    /// The job that publishes it.
+    /// The job that publishes it; once it is being deleted, the job that deletes it.
     pub job_id: Option<crate::ids::JobId>,
     /// Why it failed, as a code and a message (the platform's where it refused), once it
     /// failed for good.
@@ -338,7 +370,8 @@ impl Post {
         self.failure = Some(failure);
     }
 
-    /// Whether nothing more will happen to it.
+    /// Whether its publishing is over: nothing more will be sent to publish it (a published
+    /// post being deleted, or deleted, is one).
     pub fn is_final(&self) -> bool {
         matches!(
             self.status,
@@ -346,6 +379,8 @@ impl Post {
                 | PlatformStatus::Failed
                 | PlatformStatus::Manual
                 | PlatformStatus::Cancelled
+                | PlatformStatus::Deleting
+                | PlatformStatus::Deleted
         )
     }
 
@@ -411,10 +446,11 @@ pub struct PlatformTarget {
 
 impl PlatformTarget {
     /// Derives the platform's status, id, URL and error from its posts: `cancelled` when all
-    /// were cancelled; else, of the others, `failed` if any failed; `published` when all
-    /// are; `manual` when all are published or manual and some manual; `processing` once
-    /// any started; `pending` while any waits; else `idle`. The id and URL are the first
-    /// published post's; the error the first failed one's.
+    /// were cancelled; else `deleted` when all the others were deleted; else, of the others
+    /// (a post being deleted, or deleted, counting as published), `failed` if any failed;
+    /// `published` when all are; `manual` when all are published or manual and some manual;
+    /// `processing` once any started; `pending` while any waits; else `idle`. The id and URL
+    /// are the first published post's (not deleted); the error the first failed one's.
     pub fn settle(&mut self) {
         if self.posts.is_empty() {
             return;
@@ -425,13 +461,24 @@ impl PlatformTarget {
             .map(|p| p.status)
             .filter(|status| *status != PlatformStatus::Cancelled)
             .collect();
-        if statuses.is_empty() {
-            self.status = PlatformStatus::Cancelled;
+        if statuses.is_empty() || statuses.iter().all(|s| *s == PlatformStatus::Deleted) {
+            self.status = if statuses.is_empty() {
+                PlatformStatus::Cancelled
+            } else {
+                PlatformStatus::Deleted
+            };
             self.remote_id = None;
             self.url = None;
             self.error = None;
             return;
         }
+        let statuses: Vec<PlatformStatus> = statuses
+            .into_iter()
+            .map(|status| match status {
+                PlatformStatus::Deleting | PlatformStatus::Deleted => PlatformStatus::Published,
+                other => other,
+            })
+            .collect();
         let all = |wanted: &[PlatformStatus]| statuses.iter().all(|s| wanted.contains(s));
         let any = |wanted: PlatformStatus| statuses.contains(&wanted);
         self.status = if any(PlatformStatus::Failed) {
@@ -450,7 +497,10 @@ impl PlatformTarget {
         } else {
             PlatformStatus::Idle
         };
-        let published = self.posts.values().find(|p| p.remote_id.is_some());
+        let published = self
+            .posts
+            .values()
+            .find(|p| p.remote_id.is_some() && p.status != PlatformStatus::Deleted);
         self.remote_id = published.and_then(|p| p.remote_id.clone());
         self.url = published.and_then(|p| p.url.clone());
         self.error = self
@@ -633,13 +683,25 @@ impl MediaItem {
     }
 
     /// Whether the item may be deleted (`DELETE /media/.../{id}`): refused, naming the
-    /// platform, while a post's irreversible call is under way (its outcome not yet known);
-    /// else the jobs of the posts not yet final, which the delete cancels.
+    /// platform, while a post's irreversible call is under way (its outcome not yet known)
+    /// or a post is being deleted from its platform; else the jobs of the posts not yet
+    /// final, which the delete cancels.
     pub fn deletable(&self) -> Result<Vec<crate::ids::JobId>, String> {
         if let Some((platform, account)) = self.post_being_sent() {
             return Err(format!(
                 "the post to {} account {account} is being created on {} right now; delete \
                  the item once it has settled",
+                platform.as_str(),
+                platform.label()
+            ));
+        }
+        if let Some((platform, account, _)) = self
+            .posts()
+            .find(|(_, _, p)| p.status == PlatformStatus::Deleting)
+        {
+            return Err(format!(
+                "the post to {} account {account} is being deleted from {} right now; delete \
+                 the item once that has finished",
                 platform.as_str(),
                 platform.label()
             ));
@@ -703,11 +765,78 @@ impl MediaItem {
         Ok(jobs)
     }
 
+    /// Starts deleting the published posts on `platform` (only `account`'s, when given) from
+    /// the platform (`DELETE /media/.../{id}/posts/{platform}`), all or none: each becomes
+    /// `deleting`, and the `media-delete-post` job that deletes it is returned, to store
+    /// with the change. Posts already being deleted, or deleted, are left as they are (a
+    /// second request starts nothing). Refused, naming the account, when a post is not
+    /// published (one still to come can be cancelled instead).
+    ///
+    /// The caller checks first that the platform can delete posts
+    /// ([`Platform::deletion_refused`]) and that the item has posts there.
+    pub fn delete_posts(
+        &mut self,
+        platform: Platform,
+        account: Option<&str>,
+        now: Timestamp,
+    ) -> Result<Vec<crate::model::JobRecord>, String> {
+        let Some(target) = self.targets.get_mut(&platform) else {
+            return Err(format!("the item has no posts on {}", platform.as_str()));
+        };
+        let chosen = |name: &str| account.is_none_or(|wanted| wanted == name);
+        for (name, post) in target.posts.iter().filter(|(name, _)| chosen(name)) {
+            let published = post.status == PlatformStatus::Published && post.remote_id.is_some();
+            let deleting = matches!(
+                post.status,
+                PlatformStatus::Deleting | PlatformStatus::Deleted
+            );
+            if !published && !deleting {
+                let instead = if post.is_cancellable() {
+                    " (it can still be cancelled: POST .../cancel)"
+                } else {
+                    ""
+                };
+                return Err(format!(
+                    "the post to {} account {name} is {}, not published: there is nothing on \
+                     {} to delete{instead}",
+                    platform.as_str(),
+                    post.status.as_str(),
+                    platform.label()
+                ));
+            }
+        }
+        let mut jobs = Vec::new();
+        for (name, post) in target.posts.iter_mut().filter(|(name, _)| chosen(name)) {
+            if post.status != PlatformStatus::Published {
+                continue;
+            }
+            post.status = PlatformStatus::Deleting;
+            post.error = None;
+            let mut job = crate::model::JobRecord::new(
+                self.organization_id.clone(),
+                MEDIA_DELETE_POST,
+                serde_json::json!({"mediaId": self.id, "platform": platform, "account": name}),
+                None,
+                now,
+            );
+            // Two spare attempts, as publishing has: a worker that dies during the last one
+            // leaves the job to the lease rescue, whose attempt gives the deletion up.
+            job.max_attempts = DELETE_ATTEMPTS + 2;
+            post.job_id = Some(job.id.clone());
+            jobs.push(job);
+        }
+        if !jobs.is_empty() {
+            self.settle(now);
+            self.updated_at = now;
+        }
+        Ok(jobs)
+    }
+
     /// Derives each platform's status from its posts, and the overall status from the
     /// platforms' (docs/media.md): `cancelled` when every platform was cancelled (a draft
     /// too); else a draft stays `draft`; else, of the others, `failed` when any platform
     /// failed (the others keep their own status); `completed` when every platform is
-    /// `published` or `manual`; `processing` once any platform started; otherwise
+    /// `published` or `manual` (or `deleted` since); `processing` once any platform started; otherwise
     /// `scheduled` while the time is in the future, else `pending`.
     pub fn settle(&mut self, now: Timestamp) {
         for target in self.targets.values_mut() {
@@ -727,11 +856,17 @@ impl MediaItem {
         if self.status == MediaStatus::Draft {
             return;
         }
+        // A platform whose posts were deleted after publication counts as published: the
+        // item's publication completed.
         let statuses: Vec<PlatformStatus> = self
             .targets
             .values()
             .map(|t| t.status)
             .filter(|status| *status != PlatformStatus::Cancelled)
+            .map(|status| match status {
+                PlatformStatus::Deleted => PlatformStatus::Published,
+                other => other,
+            })
             .collect();
         self.status = if statuses.is_empty() {
             MediaStatus::Cancelled
@@ -955,4 +1090,74 @@ pub struct ImageFacts {
     pub width: u32,
     /// The height in pixels, as stored (EXIF orientation is not applied).
     pub height: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(statuses: &[PlatformStatus]) -> PlatformTarget {
+        let posts = statuses
+            .iter()
+            .enumerate()
+            .map(|(i, status)| {
+                let mut post = Post::new(*status);
+                if matches!(
+                    status,
+                    PlatformStatus::Published | PlatformStatus::Deleting | PlatformStatus::Deleted
+                ) {
+                    post.remote_id = Some(format!("post-{i}"));
+                    post.url = Some(format!("https://example.com/{i}"));
+                }
+                (format!("account-{i}"), post)
+            })
+            .collect();
+        let mut target = PlatformTarget {
+            status: PlatformStatus::Idle,
+            accounts: Vec::new(),
+            settings: Map::new(),
+            remote_id: None,
+            url: None,
+            error: None,
+            posts,
+        };
+        target.settle();
+        target
+    }
+
+    #[test]
+    fn deleted_posts_settle_their_platform_as_deleted_only_when_all_are() {
+        use PlatformStatus::*;
+        let all = target(&[Deleted, Deleted, Cancelled]);
+        assert_eq!(all.status, Deleted);
+        assert_eq!(
+            all.remote_id, None,
+            "a deleted post's id is not the platform's"
+        );
+        assert_eq!(all.url, None);
+        // Being deleted, or deleted beside a live one, the platform is still published, and
+        // its id is the live post's.
+        let some = target(&[Deleted, Published]);
+        assert_eq!(some.status, Published);
+        assert_eq!(some.remote_id.as_deref(), Some("post-1"));
+        assert_eq!(target(&[Deleting]).status, Published);
+        assert_eq!(target(&[Deleted, Manual]).status, Manual);
+        assert_eq!(target(&[Deleted, Failed]).status, Failed);
+        assert_eq!(target(&[Cancelled]).status, Cancelled);
+    }
+
+    #[test]
+    fn only_youtube_linkedin_and_pinterest_posts_can_be_deleted() {
+        for platform in Platform::ALL {
+            let refused = platform.deletion_refused();
+            let can = matches!(
+                platform,
+                Platform::Youtube | Platform::Linkedin | Platform::Pinterest
+            );
+            assert_eq!(refused.is_none(), can, "{platform:?}");
+            if let Some(rule) = refused {
+                assert!(rule.contains(platform.label()), "{rule}");
+            }
+        }
+    }
 }

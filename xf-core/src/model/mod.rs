@@ -374,8 +374,8 @@ pub struct Job {
     pub result: Option<Value>,
 }
 
-/// The events of the outbox: a job reached a final state, a post was published or failed, a
-/// media item settled, a channel was disconnected.
+/// The events of the outbox: a job reached a final state, a post was published, failed or
+/// deleted, a media item settled, a channel was disconnected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum EventType {
@@ -394,6 +394,10 @@ pub enum EventType {
     /// `media.post.failed`: one post failed for good.
     #[serde(rename = "media.post.failed")]
     MediaPostFailed,
+    /// `media.post.deleted`: one published post was deleted from its platform
+    /// (`DELETE /media/{videos|images}/{id}/posts/{platform}`). Beyond the spec.
+    #[serde(rename = "media.post.deleted")]
+    MediaPostDeleted,
     /// `media.completed`: every post of an item finished, none failed.
     #[serde(rename = "media.completed")]
     MediaCompleted,
@@ -411,13 +415,14 @@ pub enum EventType {
 
 impl EventType {
     /// Every event: the spec's three job events, the scan schedules', then the media API's.
-    pub const ALL: [EventType; 9] = [
+    pub const ALL: [EventType; 10] = [
         EventType::JobCompleted,
         EventType::JobFailed,
         EventType::JobCancelled,
         EventType::ScanScheduleFailed,
         EventType::MediaPostPublished,
         EventType::MediaPostFailed,
+        EventType::MediaPostDeleted,
         EventType::MediaCompleted,
         EventType::MediaFailed,
         EventType::ChannelDisconnected,
@@ -431,6 +436,7 @@ impl EventType {
             EventType::JobCancelled => "job.cancelled",
             EventType::MediaPostPublished => "media.post.published",
             EventType::MediaPostFailed => "media.post.failed",
+            EventType::MediaPostDeleted => "media.post.deleted",
             EventType::MediaCompleted => "media.completed",
             EventType::MediaFailed => "media.failed",
             EventType::ChannelDisconnected => "channel.disconnected",

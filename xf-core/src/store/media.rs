@@ -43,6 +43,18 @@ pub enum MediaDelete {
     Missing,
 }
 
+/// What [`MediaStore::delete_posts`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PostsDelete {
+    /// The item as it is now: the posts asked for are `deleting` (their jobs stored) or were
+    /// already `deleting` or `deleted`.
+    Started(Box<MediaItem>),
+    /// Nothing was started, for this reason ([`MediaItem::delete_posts`]'s).
+    Refused(String),
+    /// No such item.
+    Missing,
+}
+
 /// What [`MediaStore::edit_media`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MediaEdited {
@@ -119,6 +131,19 @@ pub trait MediaStore: Send + Sync {
     /// final, which the caller cancels. Its file stays in the blob store for the caller (or
     /// the blob sweep) to delete.
     async fn delete_media(&self, id: &MediaId) -> StoreResult<MediaDelete>;
+
+    /// Starts deleting the item's published posts on `platform` (only `account`'s, when
+    /// given) from the platform ([`MediaItem::delete_posts`]) under the item's lock, and
+    /// stores the `media-delete-post` jobs that delete them with the change, atomically.
+    /// Idle workers are woken. A job that is not pending is refused
+    /// ([`check_new_job`](super::check_new_job)).
+    async fn delete_posts(
+        &self,
+        id: &MediaId,
+        platform: Platform,
+        account: Option<&str>,
+        now: Timestamp,
+    ) -> StoreResult<PostsDelete>;
 
     /// The organization's channel of `account` on `platform`.
     async fn find_channel(

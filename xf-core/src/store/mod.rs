@@ -41,6 +41,7 @@ pub use issues::{
 pub use jobs::{check_new_job, CancelOutcome, JobFilter, JobStore};
 pub use media::{
     edit_refused_running, Appended, MediaCancel, MediaDelete, MediaEdited, MediaFilter, MediaStore,
+    PostsDelete,
 };
 pub use organizations::OrganizationStore;
 pub use properties::PropertyStore;

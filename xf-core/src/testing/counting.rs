@@ -383,6 +383,17 @@ impl MediaStore for Counting {
         self.count("cancel_media");
         self.inner.cancel_media(id, now).await
     }
+
+    async fn delete_posts(
+        &self,
+        id: &MediaId,
+        platform: Platform,
+        account: Option<&str>,
+        now: Timestamp,
+    ) -> StoreResult<PostsDelete> {
+        self.count("delete_posts");
+        self.inner.delete_posts(id, platform, account, now).await
+    }
     async fn find_channel(
         &self,
         organization_id: &OrganizationId,

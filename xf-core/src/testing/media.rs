@@ -1306,3 +1306,115 @@ pub async fn media_delete_stops_unfinished_posts_or_refuses(store: Arc<dyn TestS
     );
     assert_eq!(store.get_media(&busy.id).await.unwrap(), Some(busy));
 }
+
+pub async fn media_post_deletion_starts_once_with_its_job(store: Arc<dyn TestStore>) {
+    use crate::media::{Post, PostStage};
+    use crate::model::media::MEDIA_DELETE_POST;
+    use crate::model::JobStatus;
+    use crate::store::PostsDelete;
+    let org = seed_organization(&*store, "Post deletions").await;
+    let mut item = media_item(
+        &org.id,
+        MediaKind::Video,
+        &[Platform::Youtube, Platform::Linkedin, Platform::Tiktok],
+        minutes(1),
+    );
+    for (platform, target) in &mut item.targets {
+        let mut post = Post::new(PlatformStatus::Pending);
+        post.job_id = Some(crate::ids::JobId::new());
+        if *platform != Platform::Tiktok {
+            post.status = PlatformStatus::Published;
+            post.stage = PostStage::Done;
+            post.remote_id = Some(format!("{}-post", platform.as_str()));
+        }
+        target.posts.insert(target.accounts[0].clone(), post);
+    }
+    item.settle(minutes(1));
+    store.insert_media(&item, &[]).await.unwrap();
+    // The jobs of the item's posts that are deletions.
+    let deletion_jobs = || {
+        let store = Arc::clone(&store);
+        let id = item.id.clone();
+        async move {
+            let mut jobs = Vec::new();
+            let item = store.get_media(&id).await.unwrap().unwrap();
+            let posts = item.targets.values().flat_map(|t| t.posts.values());
+            for job in posts.filter_map(|p| p.job_id.as_ref()) {
+                let job = store.get_job(job).await.unwrap();
+                jobs.extend(job.filter(|j| j.job_type == MEDIA_DELETE_POST));
+            }
+            jobs
+        }
+    };
+    assert_eq!(
+        store
+            .delete_posts(&MediaId::new(), Platform::Youtube, None, minutes(2))
+            .await
+            .unwrap(),
+        PostsDelete::Missing
+    );
+    // A post not published refuses, and nothing changes.
+    let PostsDelete::Refused(why) = store
+        .delete_posts(&item.id, Platform::Tiktok, None, minutes(2))
+        .await
+        .unwrap()
+    else {
+        panic!("a pending post cannot be deleted");
+    };
+    assert!(why.contains("tiktok") && why.contains("pending"), "{why}");
+    assert_eq!(store.get_media(&item.id).await.unwrap(), Some(item.clone()));
+    assert!(deletion_jobs().await.is_empty());
+
+    // A published one is `deleting`, with a pending job naming it, in one change.
+    let PostsDelete::Started(started) = store
+        .delete_posts(&item.id, Platform::Youtube, None, minutes(2))
+        .await
+        .unwrap()
+    else {
+        panic!("a published post can be deleted");
+    };
+    let account = item.targets[&Platform::Youtube].accounts[0].clone();
+    let post = started.post(Platform::Youtube, &account).unwrap();
+    assert_eq!(post.status, PlatformStatus::Deleting);
+    assert_eq!(started.updated_at, minutes(2));
+    assert_eq!(
+        store.get_media(&item.id).await.unwrap(),
+        Some((*started).clone())
+    );
+    let jobs = deletion_jobs().await;
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].status, JobStatus::Pending);
+    assert_eq!(
+        jobs[0].payload,
+        serde_json::json!({"mediaId": item.id, "platform": "youtube", "account": account})
+    );
+    // A repeat starts nothing more, and neither does one for a deleted post.
+    let PostsDelete::Started(again) = store
+        .delete_posts(&item.id, Platform::Youtube, Some(&account), minutes(3))
+        .await
+        .unwrap()
+    else {
+        panic!("a repeat answers the item");
+    };
+    assert_eq!(again, started);
+    assert_eq!(deletion_jobs().await.len(), 1);
+    // Only the account named.
+    let linkedin = item.targets[&Platform::Linkedin].accounts[0].clone();
+    let PostsDelete::Started(other) = store
+        .delete_posts(
+            &item.id,
+            Platform::Linkedin,
+            Some("urn:li:person:other"),
+            minutes(3),
+        )
+        .await
+        .unwrap()
+    else {
+        panic!("an account with no post there starts nothing");
+    };
+    assert_eq!(
+        other.post(Platform::Linkedin, &linkedin).unwrap().status,
+        PlatformStatus::Published
+    );
+    assert_eq!(deletion_jobs().await.len(), 1);
+}

@@ -1013,6 +1013,7 @@ macro_rules! __with_conformance_behaviours {
             media_cancel_is_all_or_none_and_kept,
             media_edit_moves_jobs_and_refuses_once_started,
             media_delete_stops_unfinished_posts_or_refuses,
+            media_post_deletion_starts_once_with_its_job,
             channel_disconnection_writes_one_event,
             upload_parts_append_once_per_offset,
             blob_keys_in_use_names_files_and_parts,

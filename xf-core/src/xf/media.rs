@@ -27,7 +27,7 @@ use crate::media::{
 };
 use crate::model::media::channel_owner;
 use crate::model::JobRecord;
-use crate::store::{MediaCancel, MediaDelete, MediaEdited, MediaFilter};
+use crate::store::{MediaCancel, MediaDelete, MediaEdited, MediaFilter, PostsDelete};
 
 /// The bounds of uploads: sizes, the shape of upload forms, and how many uploads an
 /// organization may have in progress at once.
@@ -827,6 +827,54 @@ impl Xf {
         };
         self.cancel_jobs(&jobs, now).await;
         Ok(MediaItemView::from(&*item))
+    }
+
+    /// `DELETE /media/videos/{id}/posts/{platform}` (and images'): starts deleting the item's
+    /// published posts on `platform` (only `account`'s, when given) from the platform, all or
+    /// none ([`MediaItem::delete_posts`](crate::media::MediaItem::delete_posts)); the item as
+    /// it is then, those posts `deleting` until their `media-delete-post` jobs finish
+    /// (`deleted`, and `media.post.deleted`). Posts already being deleted, or deleted, are
+    /// left as they are. `404` when the item has no post there; `409 conflict` when the
+    /// platform's API cannot delete a post (Instagram, TikTok: the rule is named) or a post is
+    /// not published.
+    pub async fn delete_posts(
+        &self,
+        caller: &Caller,
+        kind: MediaKind,
+        id: &MediaId,
+        platform: Platform,
+        account: Option<&str>,
+    ) -> Result<MediaItemView> {
+        if account.is_some_and(|a| a.trim().is_empty()) {
+            return Err(Error::invalid("account", "must name an account when given"));
+        }
+        let item = self
+            .store()
+            .get_media(id)
+            .await?
+            .filter(|item| item.organization_id == caller.organization.id && item.kind == kind)
+            .ok_or(Error::NotFound(kind.as_str()))?;
+        let has_posts = item.targets.get(&platform).is_some_and(|target| {
+            account.map_or(!target.posts.is_empty(), |a| target.posts.contains_key(a))
+        });
+        if !has_posts {
+            return Err(Error::NotFound("post"));
+        }
+        if let Some(rule) = platform.deletion_refused() {
+            return Err(Error::Conflict(format!(
+                "{} posts cannot be deleted through its API: {rule}",
+                platform.label()
+            )));
+        }
+        let started = self
+            .store()
+            .delete_posts(id, platform, account, self.now())
+            .await?;
+        match started {
+            PostsDelete::Started(item) => Ok(MediaItemView::from(&*item)),
+            PostsDelete::Refused(reason) => Err(Error::Conflict(reason)),
+            PostsDelete::Missing => Err(Error::NotFound(kind.as_str())),
+        }
     }
 
     /// Cancels the jobs of posts a cancel or delete stopped. The posts' state is already

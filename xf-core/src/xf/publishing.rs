@@ -12,7 +12,7 @@ use crate::media::publishing::PublishHandler;
 use crate::time::Timestamp;
 
 impl Xf {
-    /// The handler of `media-publish` jobs over this facade's parts.
+    /// The handler of `media-publish` and `media-delete-post` jobs over this facade's parts.
     pub fn publish_handler(&self) -> PublishHandler {
         PublishHandler::new(
             Arc::clone(&self.inner.publishing),

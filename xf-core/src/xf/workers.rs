@@ -25,7 +25,8 @@ impl Xf {
     /// Starts the background runtime on the current Tokio runtime. See [`crate::runtime`].
     /// Unless the options name a handler for `seo-scan` (or run no jobs), the facade's own
     /// scan handler (`Xf::scan_handler`, feature `crawler`) runs scans, and its
-    /// [`publish handler`](Xf::publish_handler) runs `media-publish` jobs.
+    /// [`publish handler`](Xf::publish_handler) runs `media-publish` and `media-delete-post`
+    /// jobs.
     ///
     /// The returned [`WorkerHandle`] stops the runtime with [`WorkerHandle::shutdown`]:
     ///
@@ -57,9 +58,13 @@ impl Xf {
                 options = options.handler(crate::model::SEO_SCAN, scans);
             }
         }
-        let publish = crate::media::publish::MEDIA_PUBLISH;
-        if options.run_jobs && !options.handlers.contains_key(publish) {
-            options = options.handler(publish, self.publish_handler());
+        for job_type in [
+            crate::media::publish::MEDIA_PUBLISH,
+            crate::model::media::MEDIA_DELETE_POST,
+        ] {
+            if options.run_jobs && !options.handlers.contains_key(job_type) {
+                options = options.handler(job_type, self.publish_handler());
+            }
         }
         let mut services: Vec<Service> = Vec::new();
         let delivers = options.run_jobs && options.webhook_concurrency > 0;

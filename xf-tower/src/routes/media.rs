@@ -11,14 +11,14 @@ use axum::Router;
 use http::StatusCode;
 use serde_json::json;
 use xf_core::ids::MediaId;
-use xf_core::media::api::MediaListQuery;
-use xf_core::media::MediaKind;
+use xf_core::media::api::{MediaListQuery, PostDeleteQuery};
+use xf_core::media::{MediaKind, Platform};
 use xf_core::plans::Entitlement;
 use xf_core::{Error, Xf};
 
 use super::upload_form::UploadForm;
 use crate::envelope::{self, Answer, Api};
-use crate::extract::{api_key, FromSegment, PathParam, Query, Sent, Write};
+use crate::extract::{api_key, FromSegment, PathParam, PathParams, Query, Sent, Write};
 use crate::idempotency;
 use crate::middleware::Guard;
 
@@ -40,6 +40,14 @@ pub fn router(xf: Xf) -> Router<Xf> {
         )
         .route("/media/videos/{id}/cancel", post(cancel_video))
         .route("/media/images/{id}/cancel", post(cancel_image))
+        .route(
+            "/media/videos/{id}/posts/{platform}",
+            axum::routing::delete(delete_video_posts),
+        )
+        .route(
+            "/media/images/{id}/posts/{platform}",
+            axum::routing::delete(delete_image_posts),
+        )
         .route("/video/upload", post(upload_video))
         .route("/channels", get(list_channels))
         .merge(super::uploads::router())
@@ -271,6 +279,47 @@ async fn delete_image(
     MediaPath(id): MediaPath<MediaId>,
 ) -> Handled {
     delete(xf, caller, MediaKind::Image, id).await
+}
+
+/// `DELETE /media/{videos|images}/{id}/posts/{platform}`: `202` with the item, its posts
+/// there `deleting` (or already `deleted`) while jobs delete them from the platform. A
+/// second request starts nothing, so it needs no `Idempotency-Key`.
+async fn delete_posts(
+    xf: Xf,
+    caller: xf_core::Caller,
+    kind: MediaKind,
+    path: Result<PathParams<MediaId, Platform>, crate::error::ApiError>,
+    query: Result<Query<PostDeleteQuery>, crate::error::ApiError>,
+) -> Handled {
+    let PathParams(id, platform) = path.map_err(|e| MediaError(e.0))?;
+    let Query(query) = query.map_err(|e| MediaError(e.0))?;
+    let item = xf
+        .delete_posts(&caller, kind, &id, platform, query.account.as_deref())
+        .await?;
+    let answer = Answer::of(&item).map_err(|e| Error::Internal(e.to_string()))?;
+    Ok(envelope::answer(
+        Api::Media,
+        StatusCode::ACCEPTED,
+        &answer.with_message("post deletion started"),
+    ))
+}
+
+async fn delete_video_posts(
+    State(xf): State<Xf>,
+    MediaCaller(caller): MediaCaller,
+    path: Result<PathParams<MediaId, Platform>, crate::error::ApiError>,
+    query: Result<Query<PostDeleteQuery>, crate::error::ApiError>,
+) -> Handled {
+    delete_posts(xf, caller, MediaKind::Video, path, query).await
+}
+
+async fn delete_image_posts(
+    State(xf): State<Xf>,
+    MediaCaller(caller): MediaCaller,
+    path: Result<PathParams<MediaId, Platform>, crate::error::ApiError>,
+    query: Result<Query<PostDeleteQuery>, crate::error::ApiError>,
+) -> Handled {
+    delete_posts(xf, caller, MediaKind::Image, path, query).await
 }
 
 /// `POST /media/{videos|images}/{id}/cancel`, once per `Idempotency-Key`: the item as it is

@@ -200,6 +200,10 @@ impl Publisher for Instagram {
             form.push(("media_type", "REELS".to_owned()));
             form.push(("video_url", post.media_url.to_owned()));
             form.push(("share_to_feed", "true".to_owned()));
+            if let Some(cover) = post.cover_ms() {
+                // The Reel's cover: the frame this many milliseconds in (default 0).
+                form.push(("thumb_offset", cover.to_string()));
+            }
         } else {
             form.push(("image_url", post.media_url.to_owned()));
         }

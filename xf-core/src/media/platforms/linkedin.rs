@@ -21,7 +21,8 @@ use serde_json::{json, Value};
 use super::{by_status, json as parse, read, send, OAuthApp, DEFAULT_TIMEOUT};
 use crate::connect::{oauth, Account, ConnectFailure, Grant, Provider};
 use crate::media::publish::{
-    Outcome, PollOutcome, PostContext, PublishError, Published, Publisher, TokenGrant,
+    DeleteContext, Outcome, PollOutcome, PostContext, PublishError, Published, Publisher,
+    TokenGrant,
 };
 use crate::media::Platform;
 use crate::net::Answer;
@@ -337,6 +338,21 @@ impl Publisher for Linkedin {
         Ok(found
             .and_then(|p| p["id"].as_str())
             .map(|urn| Outcome::Published(published(urn))))
+    }
+
+    /// Deletes the post: `DELETE /rest/posts/{urn}` (the URN encoded as one segment) with
+    /// `X-RestLi-Method: DELETE`, answered `204`, as LinkedIn answers a post deleted already
+    /// too; a `404` is one that is gone.
+    async fn delete(&self, post: &DeleteContext<'_>) -> Result<(), PublishError> {
+        let path = format!("/rest/posts/{}", segment(post.remote_id));
+        let request = self
+            .request(reqwest::Method::DELETE, &path, post.access_token)
+            .header("x-restli-method", "DELETE");
+        let answer = send(request).await?;
+        match answer.status {
+            200..=299 | 404 => Ok(()),
+            _ => Err(api_error(&answer)),
+        }
     }
 }
 

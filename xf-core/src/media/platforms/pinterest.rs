@@ -20,7 +20,8 @@ use serde_json::{json, Value};
 use super::{by_status, json as parse, read, send, token_grant, OAuthApp, DEFAULT_TIMEOUT};
 use crate::connect::{oauth, Account, ConnectFailure, Grant, Provider};
 use crate::media::publish::{
-    Outcome, PollOutcome, PostContext, PublishError, Published, Publisher, TokenGrant,
+    DeleteContext, Outcome, PollOutcome, PostContext, PublishError, Published, Publisher,
+    TokenGrant,
 };
 use crate::media::Platform;
 use crate::net::Answer;
@@ -251,8 +252,10 @@ impl Publisher for Pinterest {
     ) -> Result<Outcome, PublishError> {
         let (title, description) = Self::texts(post);
         let media_source = match checkpoint["mediaId"].as_str() {
+            // The cover is the frame at a whole second: the chosen one's (rounded down), else
+            // the first second's.
             Some(media_id) => json!({"source_type": "video_id", "media_id": media_id,
-                "cover_image_key_frame_time": 1}),
+                "cover_image_key_frame_time": post.cover_ms().map_or(1, |ms| ms / 1000)}),
             None => json!({"source_type": "image_url", "url": post.media_url}),
         };
         let mut body = json!({"board_id": Self::board(post)?, "title": title,
@@ -293,6 +296,21 @@ impl Publisher for Pinterest {
         Ok(found
             .and_then(|pin| pin["id"].as_str())
             .map(|id| Outcome::Published(published(id))))
+    }
+
+    /// Deletes the pin: `DELETE /v5/pins/{pin_id}`, answered `204`; a `404` is a pin that is
+    /// gone already.
+    async fn delete(&self, post: &DeleteContext<'_>) -> Result<(), PublishError> {
+        let pin: String = url::form_urlencoded::byte_serialize(post.remote_id.as_bytes()).collect();
+        let request = self
+            .client
+            .delete(self.url(&format!("/v5/pins/{pin}")))
+            .bearer_auth(post.access_token);
+        let answer = send(request).await?;
+        match answer.status {
+            200..=299 | 404 => Ok(()),
+            _ => Err(api_error(&answer)),
+        }
     }
 }
 

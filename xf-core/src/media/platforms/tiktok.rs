@@ -206,6 +206,10 @@ impl Tiktok {
         if let Some(caption) = post.caption("caption") {
             info["title"] = json!(caption);
         }
+        if let Some(cover) = post.cover_ms() {
+            // The video's cover: the frame this many milliseconds in.
+            info["video_cover_timestamp_ms"] = json!(cover);
+        }
         Ok(info)
     }
 

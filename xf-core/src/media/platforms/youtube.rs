@@ -24,7 +24,9 @@ use serde_json::{json, Value};
 
 use super::{by_status, json as parse, read, send, OAuthApp, DEFAULT_TIMEOUT};
 use crate::connect::{oauth, Account, ConnectFailure, Grant, Provider};
-use crate::media::publish::{Outcome, PostContext, PublishError, Published, Publisher, TokenGrant};
+use crate::media::publish::{
+    DeleteContext, Outcome, PostContext, PublishError, Published, Publisher, TokenGrant,
+};
 use crate::media::{FileFacts, Platform};
 use crate::net::Answer;
 
@@ -34,10 +36,11 @@ pub const TOKEN_URL: &str = "https://oauth2.googleapis.com/token";
 pub const UPLOAD_BASE_URL: &str = "https://www.googleapis.com";
 /// Google's authorization endpoint.
 pub const AUTHORIZE_URL: &str = oauth::GOOGLE_AUTHORIZE_URL;
-/// What a connect link asks for: uploading videos, and reading which channel the grant is
-/// (`channels.list` does not accept `youtube.upload` alone).
+/// What a connect link asks for: uploading videos, and managing them (`youtube.force-ssl`:
+/// reading which channel the grant is, as `channels.list` does not accept `youtube.upload`
+/// alone, and deleting a published video with `videos.delete`).
 pub const CONNECT_SCOPES: &str =
-    "https://www.googleapis.com/auth/youtube.upload https://www.googleapis.com/auth/youtube.readonly";
+    "https://www.googleapis.com/auth/youtube.upload https://www.googleapis.com/auth/youtube.force-ssl";
 /// The granularity of resumable upload chunks.
 pub const CHUNK_UNIT: u64 = 256 * 1024;
 
@@ -357,6 +360,27 @@ impl Publisher for Youtube {
         {
             Err(video) => Ok(Some(Outcome::Published(Self::published(post, &video)?))),
             Ok(_) => Ok(None),
+        }
+    }
+
+    /// `videos.delete`: `DELETE /youtube/v3/videos?id=…`, answered `204`. A video YouTube
+    /// no longer has (`404 videoNotFound`) is deleted already. It needs the
+    /// `youtube.force-ssl` scope, which channels connected before xf asked for it lack
+    /// (YouTube refuses with `insufficientPermissions`; connect the channel again).
+    async fn delete(&self, post: &DeleteContext<'_>) -> Result<(), PublishError> {
+        let url = format!(
+            "{}/youtube/v3/videos",
+            self.config.upload_base_url.trim_end_matches('/')
+        );
+        let request = self
+            .client
+            .delete(url)
+            .query(&[("id", post.remote_id)])
+            .bearer_auth(post.access_token);
+        let answer = send(request).await?;
+        match answer.status {
+            200..=299 | 404 => Ok(()),
+            _ => Err(api_error(&answer)),
         }
     }
 }
