@@ -155,6 +155,9 @@ pub enum Route {
     LinkedinDelete,
     /// Pinterest's pin deletion (`DELETE /v5/pins/{pin_id}`).
     PinterestDelete,
+    /// YouTube's `commentThreads.insert`, Instagram's `/{ig-media-id}/comments` and LinkedIn's
+    /// `/rest/socialActions/{urn}/comments`.
+    Comment,
 }
 
 /// A scripted failure.
@@ -259,6 +262,9 @@ struct StandInState {
     /// Posts deleted, in order: platform and the post's id (video id, URN, pin id). A
     /// request for a post already deleted is not listed again.
     deleted: Vec<(&'static str, String)>,
+    /// Comments made, in order: platform, the post's id, and the text as the platform shows
+    /// it.
+    comments: Vec<(&'static str, String, String)>,
     /// The accounts users consent as, by the access token the consent issues: the refresh
     /// token issued with it, and the accounts (id, name) the grant reaches.
     consenting: HashMap<String, Consenting>,
@@ -531,6 +537,11 @@ impl PlatformStandIn {
         self.inner.state().pins.clone()
     }
 
+    /// The comments made, in order: platform, the post's id and the text as shown.
+    pub fn comments(&self) -> Vec<(&'static str, String, String)> {
+        self.inner.state().comments.clone()
+    }
+
     /// The posts deleted, in order: platform (`youtube`, `linkedin`, `pinterest`) and id.
     pub fn deleted(&self) -> Vec<(&'static str, String)> {
         self.inner.state().deleted.clone()
@@ -715,6 +726,7 @@ async fn handle(State(inner): State<Arc<Inner>>, request: Request) -> Response {
                 scopes: &[
                     "instagram_basic",
                     "instagram_content_publish",
+                    "instagram_manage_comments",
                     "pages_show_list",
                     "pages_read_engagement",
                 ],
@@ -757,6 +769,7 @@ async fn handle(State(inner): State<Arc<Inner>>, request: Request) -> Response {
         Route::YoutubeDelete => youtube_delete(&inner, &parts.headers, &query, &body),
         Route::LinkedinDelete => linkedin_delete(&inner, &path, &parts.headers, &body),
         Route::PinterestDelete => pinterest_delete(&inner, &path, &parts.headers, &body),
+        Route::Comment => comment(&inner, &path, &parts.headers, &query, &text),
     };
     if let Some(held) = held.filter(|h| h.after_acting) {
         held.arrived.notify_one();
@@ -776,6 +789,7 @@ fn route_of(method: &Method, path: &str, headers: &HeaderMap, inner: &Inner) -> 
             ("POST", "/token") => Some(Route::YoutubeToken),
             ("GET", "/youtube/v3/channels") => Some(Route::YoutubeChannels),
             ("DELETE", "/youtube/v3/videos") => Some(Route::YoutubeDelete),
+            ("POST", "/youtube/v3/commentThreads") => Some(Route::Comment),
             ("POST", "/upload/youtube/v3/videos") => Some(Route::YoutubeSession),
             ("PUT", "/upload/youtube/v3/videos") => {
                 let range = headers
@@ -818,6 +832,12 @@ fn route_of(method: &Method, path: &str, headers: &HeaderMap, inner: &Inner) -> 
             }
             ("PUT", part) if part.starts_with("/upload/") => Some(Route::LinkedinPart),
             ("DELETE", post) if post.starts_with("/rest/posts/") => Some(Route::LinkedinDelete),
+            ("POST", comments)
+                if comments.starts_with("/rest/socialActions/")
+                    && comments.ends_with("/comments") =>
+            {
+                Some(Route::Comment)
+            }
             (_, "/rest/posts") => Some(Route::LinkedinPost),
             (_, media)
                 if media.starts_with("/rest/videos") || media.starts_with("/rest/images") =>
@@ -853,6 +873,7 @@ fn route_of(method: &Method, path: &str, headers: &HeaderMap, inner: &Inner) -> 
         ("GET", ["me", "accounts"]) => Some(Route::InstagramPages),
         ("POST", [_, "media"]) => Some(Route::InstagramContainer),
         ("POST", [_, "media_publish"]) => Some(Route::InstagramPublish),
+        ("POST", [_, "comments"]) => Some(Route::Comment),
         ("GET", [_]) | ("GET", [_, "media"]) => Some(Route::InstagramStatus),
         _ => None,
     }
@@ -2349,6 +2370,131 @@ fn little_shown(little: &str) -> String {
         previous = Some(c);
     }
     shown
+}
+
+/// A comment under a post, as each platform documents creating one: YouTube's
+/// `commentThreads.insert` (`part=snippet`, the video's id and `textOriginal`, answered with
+/// the thread), Instagram's `POST /{ig-media-id}/comments` (`message`, answered `{id}`),
+/// LinkedIn's `POST /rest/socialActions/{encoded urn}/comments` (`actor`, `object`,
+/// `message.text` in the little format, answered `201` with the comment).
+fn comment(
+    inner: &Inner,
+    path: &str,
+    headers: &HeaderMap,
+    query: &HashMap<String, String>,
+    text: &str,
+) -> Response {
+    if path.starts_with("/youtube/") {
+        let mut state = inner.state();
+        if !bearer(headers).is_some_and(|t| state.access_tokens.contains(&t)) {
+            return google_error(401, "authError", "Invalid Credentials");
+        }
+        let body: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+        let video = body["snippet"]["videoId"].as_str().unwrap_or("").to_owned();
+        let said = body["snippet"]["topLevelComment"]["snippet"]["textOriginal"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        if query.get("part").map(String::as_str) != Some("snippet")
+            || said.is_empty()
+            || said.chars().count() > 10_000
+        {
+            return google_error(
+                400,
+                "invalidCommentMetadata",
+                "part=snippet and a textOriginal of 1 to 10,000 characters are expected",
+            );
+        }
+        if !state.videos.iter().any(|v| v["id"] == video.as_str()) {
+            return google_error(404, "videoNotFound", "The video could not be found.");
+        }
+        state.next_id += 1;
+        let id = format!("Ugz{:012}", state.next_id);
+        state.comments.push(("youtube", video.clone(), said));
+        return answer(
+            200,
+            json!({"kind": "youtube#commentThread", "id": id,
+                "snippet": {"videoId": video, "topLevelComment": {"id": id}}}),
+            None,
+        );
+    }
+    if path.starts_with("/graph/") {
+        let fields = form(text);
+        let mut state = inner.state();
+        if !fields
+            .get("access_token")
+            .is_some_and(|t| state.access_tokens.contains(t))
+        {
+            return graph_error(400, 190, "Error validating access token");
+        }
+        let media = path
+            .trim_start_matches("/graph/v21.0/")
+            .trim_end_matches("/comments")
+            .to_owned();
+        let said = fields.get("message").cloned().unwrap_or_default();
+        if said.is_empty() || said.chars().count() > 2_200 {
+            return graph_error(
+                400,
+                100,
+                "(#100) message is required, at most 2,200 characters",
+            );
+        }
+        if !state.media.iter().any(|(id, _, _)| *id == media) {
+            return graph_error(400, 100, "(#100) the media does not exist");
+        }
+        state.next_id += 1;
+        let id = format!("1795{:08}", state.next_id);
+        state.comments.push(("instagram", media, said));
+        return answer(200, json!({"id": id}), None);
+    }
+    if let Err(refused) = linkedin_headers_ok(inner, headers) {
+        return *refused;
+    }
+    let encoded = path
+        .trim_start_matches("/linkedin/rest/socialActions/")
+        .trim_end_matches("/comments");
+    let urn: String = url::form_urlencoded::parse(format!("u={encoded}").as_bytes())
+        .map(|(_, v)| v.into_owned())
+        .next()
+        .unwrap_or_default();
+    let body: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+    let little = body["message"]["text"].as_str().unwrap_or("");
+    let mut state = inner.state();
+    let author = state
+        .linkedin_posts
+        .iter()
+        .find(|(u, _, _, _)| *u == urn)
+        .map(|(_, author, _, _)| author.clone());
+    let Some(author) = author else {
+        return linkedin_error(404, "NOT_FOUND", "no such post");
+    };
+    if encoded.contains(':')
+        || body["object"] != urn.as_str()
+        || body["actor"] != author.as_str()
+        || little.is_empty()
+        || little.chars().count() > 1_250
+    {
+        return linkedin_error(
+            422,
+            "INVALID_COMMENT",
+            "actor (the post's author here), object (the post) and message.text are required",
+        );
+    }
+    state.next_id += 1;
+    let id = format!("{:016}", state.next_id);
+    state
+        .comments
+        .push(("linkedin", urn.clone(), little_shown(little)));
+    let mut response = answer(
+        201,
+        json!({"id": id, "$URN": format!("urn:li:comment:({urn},{id})"), "actor": author,
+            "object": urn, "message": {"text": little}}),
+        None,
+    );
+    response
+        .headers_mut()
+        .insert("x-restli-id", id.parse().expect("a header value"));
+    response
 }
 
 /// `videos.delete` as YouTube's Data API documents it: `DELETE /youtube/v3/videos?id=…`, no

@@ -886,7 +886,8 @@ async fn instagram_accounts_connect_through_their_pages_and_publish() {
     let asked = &world.platforms.authorization_requests("instagram")[0];
     assert_eq!(
         asked["scope"],
-        "instagram_basic,instagram_content_publish,pages_show_list,pages_read_engagement"
+        "instagram_basic,instagram_content_publish,instagram_manage_comments,pages_show_list,\
+         pages_read_engagement"
     );
     let channels = world.api(&key, "/channels").await["data"]["instagram"].clone();
     let mut accounts: Vec<&str> = channels

@@ -47,6 +47,8 @@ crate::backends!(
     a_deletion_the_platform_refuses_leaves_the_post_published,
     posts_that_cannot_be_deleted_are_refused_with_the_reason,
     covers_reach_each_platform_in_its_documented_shape,
+    first_comments_are_posted_once_and_never_fail_the_post,
+    a_first_comment_cut_off_by_a_crash_is_not_sent_again,
 );
 
 const ACCESS: &str = "ya29.access-of-studio";
@@ -2019,12 +2021,15 @@ async fn a_published_post_is_deleted_from_its_platform_once(app: TestApp) {
     let again = delete_at(&app, &org.key, &format!("{path}/posts/pinterest")).await;
     assert_eq!(again.expect(202)["pinterest"]["status"], "deleted");
     workers.shutdown(Duration::from_secs(5)).await;
+    // (LinkedIn's and Pinterest's jobs run side by side, in either order.)
+    let mut deleted = platforms.deleted();
+    deleted.sort();
     assert_eq!(
-        platforms.deleted(),
+        deleted,
         vec![
-            ("youtube", video_id.clone()),
             ("linkedin", urn.clone()),
-            ("pinterest", pin.clone())
+            ("pinterest", pin.clone()),
+            ("youtube", video_id.clone()),
         ]
     );
     let seen = platforms.seen();
@@ -2035,14 +2040,12 @@ async fn a_published_post_is_deleted_from_its_platform_once(app: TestApp) {
         "each post's deletion reached its platform once"
     );
     let bearer = format!("Bearer {ACCESS}");
-    assert!(deletes[0]
-        .uri
-        .ends_with(&format!("/youtube/v3/videos?id={video_id}")));
-    let encoded = urn.replace(':', "%3A");
-    assert!(deletes[1].uri.ends_with(&format!("/rest/posts/{encoded}")));
-    assert_eq!(deletes[1].header("x-restli-method"), Some("DELETE"));
-    assert!(deletes[1].header("linkedin-version").is_some());
-    assert!(deletes[2].uri.ends_with(&format!("/v5/pins/{pin}")));
+    let to = |tail: &str| *deletes.iter().find(|d| d.uri.ends_with(tail)).unwrap();
+    to(&format!("/youtube/v3/videos?id={video_id}"));
+    to(&format!("/v5/pins/{pin}"));
+    let linkedin = to(&format!("/rest/posts/{}", urn.replace(':', "%3A")));
+    assert_eq!(linkedin.header("x-restli-method"), Some("DELETE"));
+    assert!(linkedin.header("linkedin-version").is_some());
     assert!(deletes
         .iter()
         .all(|d| d.header("authorization") == Some(bearer.as_str()) && d.body_len == 0));
@@ -2255,6 +2258,192 @@ async fn covers_reach_each_platform_in_its_documented_shape(app: TestApp) {
     let pin = seen.iter().find(|s| s.uri.ends_with("/v5/pins")).unwrap();
     let pin: Value = serde_json::from_str(&pin.text).unwrap();
     assert_eq!(pin["media_source"]["cover_image_key_frame_time"], 2);
+}
+
+async fn first_comments_are_posted_once_and_never_fail_the_post(app: TestApp) {
+    let (app, platforms) = publishing(app).await;
+    platforms.grant(ACCESS, None);
+    let org = studio(&app).await;
+    connect(&app, &org, "youtube", "UC-studio", 24 * 60).await;
+    connect(&app, &org, "instagram", "17841400000000001", 24 * 60).await;
+    connect(&app, &org, "linkedin", "urn:li:organization:42", 24 * 60).await;
+    let clip = video("mp4", 640, 360, 5, true, 0);
+    let said = "Links (and #launch notes) here: https://example.com/a_b";
+    let nested = json!({"firstComment": said}).to_string();
+    let id = post_video(
+        &app,
+        &org,
+        &clip,
+        &[
+            ("platforms", r#"["youtube", "instagram", "linkedin"]"#),
+            ("youtube", nested.as_str()),
+            ("instagramFirstComment", said),
+            ("linkedin", nested.as_str()),
+        ],
+    )
+    .await;
+    let workers = workers(&app);
+    let posted = |i: &Value| {
+        ["youtube", "instagram", "linkedin"]
+            .iter()
+            .all(|p| i[p]["posts"][0]["firstComment"]["status"] == "posted")
+    };
+    let shown = wait_for(&app, &org.key, &id, posted).await;
+    assert_eq!(shown["status"], "completed");
+    let comments = platforms.comments();
+    assert_eq!(comments.len(), 3, "{comments:?}");
+    for (platform, post, text) in &comments {
+        let key = match *platform {
+            "youtube" => "videoId",
+            "instagram" => "mediaId",
+            _ => "urn",
+        };
+        assert_eq!(shown[*platform][key], post.as_str(), "{platform}");
+        // LinkedIn shows the little text as written: everything was escaped but the hashtag.
+        assert_eq!(text, said, "{platform}");
+        let comment = &shown[*platform]["posts"][0]["firstComment"];
+        assert!(comment["id"].as_str().is_some(), "{comment}");
+        assert_eq!(comment["error"], Value::Null);
+    }
+
+    // A refused comment is reported on its post, which stays published; a comment whose answer
+    // is lost is not sent again.
+    platforms.fail_next(
+        Route::Comment,
+        Failure::Answer(
+            403,
+            json!({"error": {"code": 403, "message": "The comment cannot be created.",
+                "errors": [{"reason": "forbidden"}]}}),
+            None,
+        ),
+    );
+    let refused = post_video(
+        &app,
+        &org,
+        &clip,
+        &[
+            ("platforms", r#"["youtube"]"#),
+            ("youtubeFirstComment", "First!"),
+        ],
+    )
+    .await;
+    let shown = wait_for(&app, &org.key, &refused, |i| {
+        i["youtube"]["posts"][0]["firstComment"]["status"] == "failed"
+    })
+    .await;
+    assert_eq!(shown["status"], "completed");
+    assert_eq!(shown["youtube"]["status"], "published");
+    let error = shown["youtube"]["posts"][0]["firstComment"]["error"]
+        .as_str()
+        .unwrap();
+    assert!(error.contains("forbidden"), "{error}");
+    platforms.fail_next(
+        Route::Comment,
+        Failure::ActThenStall(Duration::from_secs(5)),
+    );
+    let lost = post_video(
+        &app,
+        &org,
+        &clip,
+        &[
+            ("platforms", r#"["youtube"]"#),
+            ("youtubeFirstComment", "Second!"),
+        ],
+    )
+    .await;
+    let shown = wait_for(&app, &org.key, &lost, |i| {
+        i["youtube"]["posts"][0]["firstComment"]["status"] == "failed"
+    })
+    .await;
+    let error = shown["youtube"]["posts"][0]["firstComment"]["error"]
+        .as_str()
+        .unwrap();
+    assert!(error.contains("not sent again"), "{error}");
+    workers.shutdown(Duration::from_secs(5)).await;
+    let seconds: Vec<_> = platforms
+        .comments()
+        .into_iter()
+        .filter(|(_, _, text)| text == "Second!")
+        .collect();
+    assert_eq!(
+        seconds.len(),
+        1,
+        "the lost comment was made once, and not sent again"
+    );
+    assert_eq!(
+        item(&app, &org.key, &lost).await["youtube"]["status"],
+        "published"
+    );
+
+    // Too long for the platform: refused at upload, naming the setting.
+    let long = "x".repeat(1_251);
+    let reply = upload(
+        &app,
+        &org.key,
+        "/media/videos",
+        &[
+            ("platforms", r#"["linkedin"]"#),
+            ("linkedinFirstComment", long.as_str()),
+        ],
+        Some(("launch.mp4", &clip)),
+    )
+    .await;
+    reply.expect_error(400, "validation_error");
+    assert_eq!(
+        reply.body["error"]["details"][0]["field"],
+        "linkedinFirstComment"
+    );
+}
+
+async fn a_first_comment_cut_off_by_a_crash_is_not_sent_again(app: TestApp) {
+    let (app, platforms) = publishing(app).await;
+    platforms.grant(ACCESS, None);
+    let org = studio(&app).await;
+    connect(&app, &org, "youtube", "UC-studio", 24 * 60).await;
+    let clip = video("mp4", 640, 360, 4, false, 0);
+    // The process dies while the comment's call is out.
+    let held = platforms.hold(Route::Comment, false);
+    let id = post_video(
+        &app,
+        &org,
+        &clip,
+        &[
+            ("platforms", r#"["youtube"]"#),
+            ("youtubeFirstComment", "Hello"),
+        ],
+    )
+    .await;
+    let crashed = workers(&app);
+    held.arrived().await;
+    let shown = item(&app, &org.key, &id).await;
+    assert_eq!(shown["youtube"]["posts"][0]["status"], "published");
+    assert_eq!(
+        shown["youtube"]["posts"][0]["firstComment"]["status"],
+        "sending"
+    );
+    drop(crashed);
+
+    // Another process takes the job up once its lease ran out: the post is published, and the
+    // comment, whose outcome is not known, is reported and not sent again.
+    let workers = workers(&app);
+    app.clock.advance(chrono::Duration::seconds(31));
+    let shown = wait_for(&app, &org.key, &id, |i| {
+        i["youtube"]["posts"][0]["firstComment"]["status"] == "failed"
+    })
+    .await;
+    workers.shutdown(Duration::from_secs(5)).await;
+    let error = shown["youtube"]["posts"][0]["firstComment"]["error"]
+        .as_str()
+        .unwrap();
+    assert!(error.contains("worker stopped"), "{error}");
+    assert_eq!(shown["status"], "completed");
+    let calls = platforms
+        .seen()
+        .iter()
+        .filter(|s| s.uri.contains("/commentThreads"))
+        .count();
+    assert_eq!(calls, 1, "the comment was sent once");
+    assert_eq!(platforms.videos().len(), 1);
 }
 
 /// A directory of its own under the system's temporary one, removed when dropped.

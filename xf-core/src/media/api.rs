@@ -102,6 +102,9 @@ macro_rules! platform_state {
             /// Why it failed, or what it waits for.
             #[cfg_attr(feature = "openapi", schema(required = true))]
             pub error: Option<String>,
+            /// The first comment under it (`firstComment`), once xf started sending it.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub first_comment: Option<crate::model::media::FirstComment>,
         }
 
         impl $state {
@@ -141,6 +144,7 @@ macro_rules! platform_state {
                                     remote_id: post.remote_id.clone(),
                                     url: post.url.clone(),
                                     error: post.error.clone(),
+                                    first_comment: post.first_comment.clone(),
                                 })
                                 .collect(),
                         ),

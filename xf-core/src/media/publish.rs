@@ -225,8 +225,9 @@ impl PostContext<'_> {
     }
 }
 
-/// What deleting a published post is given: the post's id, the account, its token.
-pub struct DeleteContext<'a> {
+/// A published post, as deleting it or commenting on it needs it: its id, the account, the
+/// account's token.
+pub struct PublishedPost<'a> {
     /// The platform's id of the post (a video id, URN or pin id).
     pub remote_id: &'a str,
     /// The platform's id of the account it was posted to.
@@ -235,9 +236,9 @@ pub struct DeleteContext<'a> {
     pub access_token: &'a str,
 }
 
-impl std::fmt::Debug for DeleteContext<'_> {
+impl std::fmt::Debug for PublishedPost<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DeleteContext")
+        f.debug_struct("PublishedPost")
             .field("remote_id", &self.remote_id)
             .field("account", &self.account)
             .finish_non_exhaustive()
@@ -290,10 +291,25 @@ pub trait Publisher: Send + Sync + std::fmt::Debug {
         checkpoint: &Value,
     ) -> Result<Option<Outcome>, PublishError>;
 
+    /// Posts `text` as the first comment under a published post, once (the call is never
+    /// repeated: a comment whose outcome is unknown is not sent again); the comment's id.
+    /// Only the platforms with a `firstComment` setting are asked (YouTube, Instagram,
+    /// LinkedIn); the default refuses.
+    async fn comment(&self, post: &PublishedPost<'_>, text: &str) -> Result<String, PublishError> {
+        let _ = (post, text);
+        Err(PublishError::rejected(
+            "comments_unsupported",
+            format!(
+                "{} posts take no first comment here",
+                self.platform().label()
+            ),
+        ))
+    }
+
     /// Deletes a published post from the platform. A post the platform no longer has (it
     /// answers `404`) is deleted too. Only the platforms whose API can delete a post are
     /// asked ([`Platform::deletion_refused`]); the default refuses.
-    async fn delete(&self, post: &DeleteContext<'_>) -> Result<(), PublishError> {
+    async fn delete(&self, post: &PublishedPost<'_>) -> Result<(), PublishError> {
         let _ = post;
         Err(PublishError::rejected(
             "deletion_unsupported",

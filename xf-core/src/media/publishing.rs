@@ -32,7 +32,7 @@ use tracing::Instrument;
 use super::blob::BlobStore;
 use super::file_url::MediaUrls;
 use super::publish::{
-    CheckpointSink, DeleteContext, Outcome, PollOutcome, PostContext, PublishError, Published,
+    CheckpointSink, Outcome, PollOutcome, PostContext, PublishError, Published, PublishedPost,
     Publisher,
 };
 use super::{
@@ -40,7 +40,9 @@ use super::{
     PostFailure, PostStage,
 };
 use crate::ids::MediaId;
-use crate::model::media::{channel_owner, DELETE_ATTEMPTS, MEDIA_DELETE_POST};
+use crate::model::media::{
+    channel_owner, CommentStatus, FirstComment, DELETE_ATTEMPTS, MEDIA_DELETE_POST,
+};
 use crate::runtime::{JobContext, JobError, JobHandler};
 use crate::secret::Sealer;
 use crate::store::{MediaFilter, MediaStore};
@@ -395,6 +397,8 @@ impl JobHandler for PublishHandler {
             })
         };
         if record.get().is_final() {
+            // A first comment a stopped worker left unsent (or half sent) is settled now.
+            self.first_comment(&item, &record).await;
             return Ok(summary(&record));
         }
         let attempts = job.job().attempts;
@@ -421,6 +425,7 @@ impl JobHandler for PublishHandler {
         match self.publish(&job, &item, &record).await {
             Ok(()) => {
                 metrics.publish_attempt(platform, "published", "none");
+                self.first_comment(&item, &record).await;
                 Ok(summary(&record))
             }
             Err(Halt::Cancelled) => {
@@ -576,7 +581,7 @@ impl PublishHandler {
         let mut token = self.fresh_token(&mut channel, publisher.as_ref()).await?;
         let mut refreshed = false;
         loop {
-            let context = DeleteContext {
+            let context = PublishedPost {
                 remote_id,
                 account: &record.account,
                 access_token: &token,
@@ -596,6 +601,77 @@ impl PublishHandler {
                 Err(other) => return Err(other.into()),
             }
         }
+    }
+
+    /// Posts the platform's `firstComment` under the post once it is published, at most once:
+    /// it is stored as `sending` before the call and as `posted` or `failed` after, and one
+    /// found `sending` (the worker stopped during the call) is marked failed, not sent again.
+    /// Nothing here fails the post.
+    async fn first_comment(&self, item: &MediaItem, record: &PostRecord) {
+        let post = record.get();
+        let text = item
+            .targets
+            .get(&record.platform)
+            .and_then(|target| target.settings.get("firstComment"))
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|text| !text.is_empty());
+        let (Some(text), Some(remote_id)) = (text, post.remote_id.as_deref()) else {
+            return;
+        };
+        if post.status != PlatformStatus::Published {
+            return;
+        }
+        match post.first_comment.as_ref().map(|c| c.status) {
+            Some(CommentStatus::Posted | CommentStatus::Failed) => return,
+            Some(CommentStatus::Sending) => {
+                let lost = FirstComment::failed(
+                    "the worker stopped while the comment was being sent, so whether it was \
+                     posted is not known; it is not sent again",
+                );
+                let _ = record.update(|p| p.first_comment = Some(lost)).await;
+                return;
+            }
+            None => {}
+        }
+        let sending = record
+            .update(|p| p.first_comment = Some(FirstComment::sending()))
+            .await;
+        if sending.is_err() {
+            return;
+        }
+        let outcome = match self.channel(item, record).await {
+            Err(halt) => Err(halt_text(halt)),
+            Ok((publisher, mut channel)) => {
+                match self.fresh_token(&mut channel, publisher.as_ref()).await {
+                    Err(halt) => Err(halt_text(halt)),
+                    Ok(token) => {
+                        let published = PublishedPost {
+                            remote_id,
+                            account: &record.account,
+                            access_token: &token,
+                        };
+                        publisher
+                            .comment(&published, text)
+                            .await
+                            .map_err(|error| match error {
+                                PublishError::Unavailable(_) | PublishError::OutcomeUnknown(_) => {
+                                    format!(
+                                        "whether the comment was posted is not known ({error}); \
+                                         it is not sent again"
+                                    )
+                                }
+                                refused => refused.to_string(),
+                            })
+                    }
+                }
+            }
+        };
+        let comment = match outcome {
+            Ok(id) => FirstComment::posted(id),
+            Err(error) => FirstComment::failed(error),
+        };
+        let _ = record.update(|p| p.first_comment = Some(comment)).await;
     }
 
     /// The platform's client and the item's channel on it, connected; why not, as the
@@ -957,6 +1033,15 @@ impl PublishHandler {
         }
         channel.expires_at = expires_at;
         Ok(grant.access_token)
+    }
+}
+
+/// Why an attempt stopped, as text.
+fn halt_text(halt: Halt) -> String {
+    match halt {
+        Halt::Retry(message, _, _) => message,
+        Halt::Fail(failure) => failure.text(),
+        Halt::Cancelled => "the post was cancelled".to_owned(),
     }
 }
 

@@ -59,11 +59,13 @@ const YOUTUBE: &[Setting] = &[
     ),
     setting("autoPublish", "youtubeAutoPublish", Kind::Bool),
     setting("channels", "selectedYoutubeChannels", Kind::Accounts),
+    setting("firstComment", "youtubeFirstComment", Kind::Text(10_000)),
 ];
 const INSTAGRAM: &[Setting] = &[
     setting("caption", "instagramCaption", Kind::Text(2_200)),
     setting("autoPublish", "instagramAutoPublish", Kind::Bool),
     setting("accounts", "selectedInstagramAccounts", Kind::Accounts),
+    setting("firstComment", "instagramFirstComment", Kind::Text(2_200)),
     setting(
         "coverTimestampMs",
         "instagramCoverTimestampMs",
@@ -92,6 +94,7 @@ const LINKEDIN: &[Setting] = &[
     setting("comment", "linkedinComment", Kind::Text(3_000)),
     setting("autoPublish", "linkedinAutoPublish", Kind::Bool),
     setting("accounts", "selectedLinkedinAccounts", Kind::Accounts),
+    setting("firstComment", "linkedinFirstComment", Kind::Text(1_250)),
 ];
 const PINTEREST: &[Setting] = &[
     setting("title", "pinterestTitle", Kind::Text(100)),
@@ -544,6 +547,11 @@ pub fn json_schema(platform: Platform, of: SettingsSchema) -> Value {
         if setting.nested == "autoPublish" {
             schema["description"] =
                 "Publish automatically (default true); false leaves the post for a person".into();
+        }
+        if setting.nested == "firstComment" {
+            schema["description"] = "A comment posted under the post once it is published \
+                (once; its failure does not fail the post)"
+                .into();
         }
         if form {
             schema["x-flat-field"] = Value::from(setting.flat);

@@ -290,6 +290,68 @@ pub struct Post {
     /// failed for good.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<PostFailure>,
+    /// The first comment posted under it (the platform's `firstComment` setting), once xf
+    /// started sending it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_comment: Option<FirstComment>,
+}
+
+/// The first comment under a published post (`firstComment`): sent once, after the post, and
+/// never again; its failure does not fail the post.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct FirstComment {
+    /// `sending`, `posted` or `failed`.
+    pub status: CommentStatus,
+    /// The platform's id of the comment, once posted.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
+    pub id: Option<String>,
+    /// Why it was not posted (or why its outcome is not known), when it failed.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
+    pub error: Option<String>,
+}
+
+/// Where a first comment stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum CommentStatus {
+    /// Being sent now.
+    Sending,
+    /// Posted under the post.
+    Posted,
+    /// Not posted (or its outcome is not known): it is not sent again.
+    Failed,
+}
+
+impl FirstComment {
+    /// A comment being sent.
+    pub fn sending() -> Self {
+        FirstComment {
+            status: CommentStatus::Sending,
+            id: None,
+            error: None,
+        }
+    }
+
+    /// A comment posted, with its id.
+    pub fn posted(id: String) -> Self {
+        FirstComment {
+            status: CommentStatus::Posted,
+            id: Some(id),
+            error: None,
+        }
+    }
+
+    /// A comment not posted, with why.
+    pub fn failed(error: impl Into<String>) -> Self {
+        FirstComment {
+            status: CommentStatus::Failed,
+            id: None,
+            error: Some(error.into()),
+        }
+    }
 }
 
 /// Why a post failed for good: the code and message of `media.post.failed`.
@@ -359,6 +421,7 @@ impl Post {
             error: None,
             job_id: None,
             failure: None,
+            first_comment: None,
         }
     }
 

@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use super::{by_status, json as parse, read, send, OAuthApp, DEFAULT_TIMEOUT};
 use crate::connect::{oauth, Account, ConnectFailure, Grant, Provider};
 use crate::media::publish::{
-    DeleteContext, Outcome, PollOutcome, PostContext, PublishError, Published, Publisher,
+    Outcome, PollOutcome, PostContext, PublishError, Published, PublishedPost, Publisher,
     TokenGrant,
 };
 use crate::media::Platform;
@@ -340,10 +340,29 @@ impl Publisher for Linkedin {
             .map(|urn| Outcome::Published(published(urn))))
     }
 
+    /// The first comment: `POST /rest/socialActions/{urn}/comments` (the URN encoded as one
+    /// segment) with the account as `actor`, the post as `object` and the text, escaped for
+    /// the "little" format, as `message.text`; the comment's id (the body's `id`, else
+    /// `x-restli-id`).
+    async fn comment(&self, post: &PublishedPost<'_>, text: &str) -> Result<String, PublishError> {
+        let path = format!("/rest/socialActions/{}/comments", segment(post.remote_id));
+        let body = json!({"actor": post.account, "object": post.remote_id,
+            "message": {"text": little_text(text)}});
+        let answer = self
+            .json_call(reqwest::Method::POST, &path, post.access_token, Some(body))
+            .await?;
+        let created: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
+        created["id"]
+            .as_str()
+            .or(answer.header("x-restli-id"))
+            .map(str::to_owned)
+            .ok_or_else(|| PublishError::Unavailable("the comment's answer has no id".into()))
+    }
+
     /// Deletes the post: `DELETE /rest/posts/{urn}` (the URN encoded as one segment) with
     /// `X-RestLi-Method: DELETE`, answered `204`, as LinkedIn answers a post deleted already
     /// too; a `404` is one that is gone.
-    async fn delete(&self, post: &DeleteContext<'_>) -> Result<(), PublishError> {
+    async fn delete(&self, post: &PublishedPost<'_>) -> Result<(), PublishError> {
         let path = format!("/rest/posts/{}", segment(post.remote_id));
         let request = self
             .request(reqwest::Method::DELETE, &path, post.access_token)

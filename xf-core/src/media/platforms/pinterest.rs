@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use super::{by_status, json as parse, read, send, token_grant, OAuthApp, DEFAULT_TIMEOUT};
 use crate::connect::{oauth, Account, ConnectFailure, Grant, Provider};
 use crate::media::publish::{
-    DeleteContext, Outcome, PollOutcome, PostContext, PublishError, Published, Publisher,
+    Outcome, PollOutcome, PostContext, PublishError, Published, PublishedPost, Publisher,
     TokenGrant,
 };
 use crate::media::Platform;
@@ -300,7 +300,7 @@ impl Publisher for Pinterest {
 
     /// Deletes the pin: `DELETE /v5/pins/{pin_id}`, answered `204`; a `404` is a pin that is
     /// gone already.
-    async fn delete(&self, post: &DeleteContext<'_>) -> Result<(), PublishError> {
+    async fn delete(&self, post: &PublishedPost<'_>) -> Result<(), PublishError> {
         let pin: String = url::form_urlencoded::byte_serialize(post.remote_id.as_bytes()).collect();
         let request = self
             .client

@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 use super::{by_status, json as parse, read, send, OAuthApp, DEFAULT_TIMEOUT};
 use crate::connect::{oauth, Account, ConnectFailure, Grant, Provider};
 use crate::media::publish::{
-    DeleteContext, Outcome, PostContext, PublishError, Published, Publisher, TokenGrant,
+    Outcome, PostContext, PublishError, Published, PublishedPost, Publisher, TokenGrant,
 };
 use crate::media::{FileFacts, Platform};
 use crate::net::Answer;
@@ -363,11 +363,37 @@ impl Publisher for Youtube {
         }
     }
 
+    /// `commentThreads.insert`: `POST /youtube/v3/commentThreads?part=snippet` with the
+    /// video's id and the text as the top-level comment's `textOriginal`; the thread's id.
+    /// Like `videos.delete`, it needs `youtube.force-ssl`.
+    async fn comment(&self, post: &PublishedPost<'_>, text: &str) -> Result<String, PublishError> {
+        let url = format!(
+            "{}/youtube/v3/commentThreads?part=snippet",
+            self.config.upload_base_url.trim_end_matches('/')
+        );
+        let body = json!({"snippet": {"videoId": post.remote_id,
+            "topLevelComment": {"snippet": {"textOriginal": text}}}});
+        let request = self
+            .client
+            .post(url)
+            .bearer_auth(post.access_token)
+            .header("content-type", "application/json; charset=UTF-8")
+            .body(body.to_string());
+        let answer = send(request).await?;
+        if !answer.is_success() {
+            return Err(api_error(&answer));
+        }
+        let thread: Value = parse(&answer, "commentThreads.insert")?;
+        thread["id"].as_str().map(str::to_owned).ok_or_else(|| {
+            PublishError::Unavailable("the comment thread's answer has no id".into())
+        })
+    }
+
     /// `videos.delete`: `DELETE /youtube/v3/videos?id=…`, answered `204`. A video YouTube
     /// no longer has (`404 videoNotFound`) is deleted already. It needs the
     /// `youtube.force-ssl` scope, which channels connected before xf asked for it lack
     /// (YouTube refuses with `insufficientPermissions`; connect the channel again).
-    async fn delete(&self, post: &DeleteContext<'_>) -> Result<(), PublishError> {
+    async fn delete(&self, post: &PublishedPost<'_>) -> Result<(), PublishError> {
         let url = format!(
             "{}/youtube/v3/videos",
             self.config.upload_base_url.trim_end_matches('/')
