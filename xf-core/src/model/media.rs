@@ -672,6 +672,27 @@ impl MediaItem {
             // of the cancel from this write's answer) changes nothing.
             return true;
         }
+        let mut post = post;
+        if matches!(
+            slot.status,
+            PlatformStatus::Deleting | PlatformStatus::Deleted
+        ) && post.job_id != slot.job_id
+        {
+            // A worker of another job than the deletion's (publishing's, still posting the
+            // first comment) writes the post as it read it before the deletion started: its
+            // news is kept, and the deletion stands.
+            post.status = slot.status;
+            post.job_id = slot.job_id.clone();
+            post.error = slot.error.clone();
+        }
+        let settled = |c: &Option<FirstComment>| {
+            c.as_ref()
+                .is_some_and(|c| c.status != CommentStatus::Sending)
+        };
+        if settled(&slot.first_comment) && !settled(&post.first_comment) {
+            // A first comment's outcome only moves forward, whoever writes after.
+            post.first_comment = slot.first_comment.clone();
+        }
         *slot = post;
         self.settle(now);
         self.updated_at = now;
@@ -1207,6 +1228,77 @@ mod tests {
         assert_eq!(target(&[Deleted, Manual]).status, Manual);
         assert_eq!(target(&[Deleted, Failed]).status, Failed);
         assert_eq!(target(&[Cancelled]).status, Cancelled);
+    }
+
+    #[test]
+    fn a_stale_publishing_write_does_not_undo_a_deletion() {
+        use crate::ids::{JobId, MediaId, OrganizationId};
+        let now = Timestamp::from_datetime(chrono::Utc::now());
+        let mut published = Post::new(PlatformStatus::Published);
+        published.remote_id = Some("vid1".into());
+        published.job_id = Some(JobId::new());
+        let mut target = target(&[]);
+        target.accounts = vec!["UC1".into()];
+        target.posts.insert("UC1".into(), published.clone());
+        let mut item = MediaItem {
+            id: MediaId::new(),
+            organization_id: OrganizationId::new(),
+            kind: MediaKind::Video,
+            title: None,
+            description: None,
+            status: MediaStatus::Completed,
+            scheduled_at: None,
+            file: StoredFile {
+                key: "k".into(),
+                name: "a.mp4".into(),
+                size: 1,
+                facts: FileFacts::Image(ImageFacts {
+                    format: ImageFormat::Jpeg,
+                    width: 1,
+                    height: 1,
+                }),
+            },
+            targets: [(Platform::Youtube, target)].into(),
+            created_at: now,
+            updated_at: now,
+        };
+        item.settle(now);
+        let jobs = item.delete_posts(Platform::Youtube, None, now).unwrap();
+        let deleting = item.post(Platform::Youtube, "UC1").unwrap().clone();
+        assert_eq!(deleting.status, PlatformStatus::Deleting);
+        assert_eq!(deleting.job_id, Some(jobs[0].id.clone()));
+        // Publishing's worker, still holding the post as published, stores its first comment.
+        let mut stale = published.clone();
+        stale.first_comment = Some(FirstComment::posted("c1".into()));
+        item.set_post(Platform::Youtube, "UC1", stale, now);
+        let kept = item.post(Platform::Youtube, "UC1").unwrap();
+        assert_eq!(kept.status, PlatformStatus::Deleting);
+        assert_eq!(kept.job_id, deleting.job_id);
+        assert_eq!(kept.first_comment, Some(FirstComment::posted("c1".into())));
+        // The deletion's worker, which read the post before the comment was posted, keeps it.
+        let mut deleted = deleting.clone();
+        deleted.status = PlatformStatus::Deleted;
+        item.set_post(Platform::Youtube, "UC1", deleted, now);
+        let kept = item.post(Platform::Youtube, "UC1").unwrap();
+        assert_eq!(kept.status, PlatformStatus::Deleted);
+        assert_eq!(kept.first_comment, Some(FirstComment::posted("c1".into())));
+        // A deletion's own job may also give it up: published again. (A post published
+        // anew, to delete again.)
+        let post = item
+            .targets
+            .get_mut(&Platform::Youtube)
+            .and_then(|t| t.posts.get_mut("UC1"))
+            .unwrap();
+        post.status = PlatformStatus::Published;
+        let jobs = item.delete_posts(Platform::Youtube, None, now).unwrap();
+        let mut given_up = item.post(Platform::Youtube, "UC1").unwrap().clone();
+        assert_eq!(given_up.job_id, Some(jobs[0].id.clone()));
+        given_up.status = PlatformStatus::Published;
+        item.set_post(Platform::Youtube, "UC1", given_up, now);
+        assert_eq!(
+            item.post(Platform::Youtube, "UC1").unwrap().status,
+            PlatformStatus::Published
+        );
     }
 
     #[test]

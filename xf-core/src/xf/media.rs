@@ -1224,6 +1224,12 @@ fn checked_edit(item: &MediaItem, body: &serde_json::Value) -> Result<crate::med
                     }
                 }
             }
+            // A member with no name names nothing: the body is at fault.
+            ("", _) => problem(
+                "body".to_owned(),
+                "has a member with an empty name; send scheduledAt, title, description or a \
+                 platform's settings",
+            ),
             _ => problem(
                 key.clone(),
                 "cannot be changed: send scheduledAt, title, description or a platform's settings",
@@ -1270,4 +1276,166 @@ fn checked_edit(item: &MediaItem, body: &serde_json::Value) -> Result<crate::med
             .map(|(platform, choice)| (platform, choice.settings))
             .collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    use super::*;
+    use crate::media::inspect::{VideoContainer, VideoFacts};
+    use crate::media::{PlatformStatus, PlatformTarget, StoredFile};
+
+    /// A scheduled video for YouTube, TikTok and Pinterest, nothing of it sent.
+    fn item() -> MediaItem {
+        let now = crate::time::Timestamp::from_datetime(
+            chrono::DateTime::parse_from_rfc3339("2026-11-27T09:00:00Z")
+                .unwrap()
+                .with_timezone(&chrono::Utc),
+        );
+        let targets = [Platform::Youtube, Platform::Tiktok, Platform::Pinterest]
+            .into_iter()
+            .map(|platform| {
+                let mut settings = serde_json::Map::new();
+                if platform == Platform::Pinterest {
+                    settings.insert("boardId".into(), "board-9".into());
+                }
+                let account = format!("{}-account", platform.as_str());
+                let target = PlatformTarget {
+                    status: PlatformStatus::Idle,
+                    accounts: vec![account.clone()],
+                    settings,
+                    remote_id: None,
+                    url: None,
+                    error: None,
+                    posts: [(account, Post::new(PlatformStatus::Idle))].into(),
+                };
+                (platform, target)
+            })
+            .collect();
+        MediaItem {
+            id: MediaId::new(),
+            organization_id: OrganizationId::new(),
+            kind: MediaKind::Video,
+            title: Some("Launch".into()),
+            description: None,
+            status: MediaStatus::Scheduled,
+            scheduled_at: Some(now.plus(chrono::Duration::days(1))),
+            file: StoredFile {
+                key: "media/k".into(),
+                name: "launch.mp4".into(),
+                size: 5_000_000,
+                facts: FileFacts::Video(VideoFacts {
+                    container: VideoContainer::Mp4,
+                    duration_ms: 20_000,
+                    width: 1080,
+                    height: 1920,
+                    rotation: 0,
+                    video_codec: "avc1".into(),
+                    audio_codec: Some("mp4a".into()),
+                    frame_rate_millis: 30_000,
+                }),
+            },
+            targets,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    /// The names a change reads, and others.
+    fn key() -> impl Strategy<Value = String> {
+        prop_oneof![
+            prop::sample::select(vec![
+                "title",
+                "description",
+                "scheduledAt",
+                "youtube",
+                "tiktok",
+                "pinterest",
+                "instagram",
+                "platforms",
+                "privacy",
+                "title",
+                "caption",
+                "coverTimestampMs",
+                "firstComment",
+                "autoPublish",
+                "channels",
+                "accounts",
+                "boardId",
+            ])
+            .prop_map(str::to_owned),
+            ".{0,12}",
+        ]
+    }
+
+    /// JSON of any shape, with the values a change's fields take near their edges.
+    fn json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("JSON numbers are finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            ".{0,40}".prop_map(Value::from),
+            prop::sample::select(vec![
+                "2026-12-01T09:30:00Z",
+                "2026-11-27T08:00:00Z",
+                "tomorrow",
+                "SELF_ONLY",
+                "PUBLIC_TO_EVERYONE",
+                "public",
+                "<b>",
+                "",
+            ])
+            .prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 32, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(key(), inner, 0..6)
+                    .prop_map(|map| Value::Object(map.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Whatever a `PATCH` body is, it is a checked change the item takes, or a `400`
+        /// naming each problem's field: never a panic, never another error.
+        #[test]
+        fn any_patch_body_is_a_change_the_item_takes_or_a_named_refusal(body in json()) {
+            let item = item();
+            match checked_edit(&item, &body) {
+                Ok(edit) => {
+                    let mut changed = item.clone();
+                    let now = item.updated_at;
+                    prop_assert!(changed.edit(&edit, now).is_ok(), "{body}");
+                }
+                Err(Error::Validation { details, .. }) => {
+                    prop_assert!(!details.is_empty(), "{body}");
+                    prop_assert!(details.iter().all(|d| !d.field.is_empty()), "{body}");
+                }
+                Err(other) => prop_assert!(false, "{body}: {other:?}"),
+            }
+        }
+
+        /// A change of one setting to a valid value is taken as given.
+        #[test]
+        fn a_valid_cover_or_comment_change_is_taken(ms in 0u64..20_000, text in "[a-z ]{1,40}") {
+            let item = item();
+            let body = serde_json::json!({
+                "tiktok": {"coverTimestampMs": ms},
+                "youtube": {"firstComment": text},
+            });
+            let edit = checked_edit(&item, &body).unwrap();
+            prop_assert_eq!(&edit.settings[&Platform::Tiktok]["coverTimestampMs"], &Value::from(ms));
+            let comment = edit.settings[&Platform::Youtube]["firstComment"].as_str();
+            prop_assert_eq!(comment, Some(text.as_str()));
+        }
+    }
 }

@@ -160,57 +160,20 @@ impl Tiktok {
     /// answer of [`Tiktok::creator_info`]): a refusal naming the creator's options when the
     /// privacy level or the video's length is outside them.
     fn post_info(post: &PostContext<'_>, creator: &Value) -> Result<Value, PublishError> {
-        let privacy = post.setting("privacy").unwrap_or("SELF_ONLY");
-        let options: Vec<&str> = creator["privacy_level_options"]
-            .as_array()
-            .map(|options| options.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        if !options.contains(&privacy) {
-            return Err(PublishError::rejected(
-                "privacy_level_option_mismatch",
-                format!(
-                    "this TikTok creator may post as {} only, not {privacy} (an app TikTok has \
-                     not audited may only post SELF_ONLY)",
-                    if options.is_empty() {
-                        "nothing".to_owned()
-                    } else {
-                        options.join(", ")
-                    }
-                ),
-            ));
-        }
-        if let (crate::model::media::FileFacts::Video(video), Some(longest)) = (
-            &post.item.file.facts,
-            creator["max_video_post_duration_sec"].as_u64(),
-        ) {
-            if video.duration_ms > longest.saturating_mul(1000) {
-                return Err(PublishError::rejected(
-                    "duration_over_creator_limit",
-                    format!(
-                        "the video lasts {:.1} s; this TikTok creator may post videos of at \
-                         most {longest} s",
-                        video.duration_ms as f64 / 1000.0
-                    ),
-                ));
-            }
-        }
-        let off = |setting: &str, creator_key: &str| {
-            post.flag(setting) || creator[creator_key].as_bool().unwrap_or(false)
+        let duration_ms = match &post.item.file.facts {
+            crate::model::media::FileFacts::Video(video) => Some(video.duration_ms),
+            crate::model::media::FileFacts::Image(_) => None,
         };
-        let mut info = json!({
-            "privacy_level": privacy,
-            "disable_comment": off("disableComment", "comment_disabled"),
-            "disable_duet": off("disableDuet", "duet_disabled"),
-            "disable_stitch": off("disableStitch", "stitch_disabled"),
-        });
-        if let Some(caption) = post.caption("caption") {
-            info["title"] = json!(caption);
-        }
-        if let Some(cover) = post.cover_ms() {
-            // The video's cover: the frame this many milliseconds in.
-            info["video_cover_timestamp_ms"] = json!(cover);
-        }
-        Ok(info)
+        let wanted = Wanted {
+            privacy: post.setting("privacy").unwrap_or("SELF_ONLY"),
+            duration_ms,
+            disable_comment: post.flag("disableComment"),
+            disable_duet: post.flag("disableDuet"),
+            disable_stitch: post.flag("disableStitch"),
+            caption: post.caption("caption"),
+            cover_ms: post.cover_ms(),
+        };
+        post_info_for(&wanted, creator)
     }
 
     /// What the creator may post now: `creator_info/query`'s `data`.
@@ -507,9 +470,172 @@ impl Tiktok {
 
 oauth::code_flow_connector!(Tiktok, Provider::Tiktok);
 
+/// What a direct post asks TikTok for: the upload's settings and its video's length.
+#[derive(Debug, Clone, Copy)]
+struct Wanted<'a> {
+    privacy: &'a str,
+    duration_ms: Option<u64>,
+    disable_comment: bool,
+    disable_duet: bool,
+    disable_stitch: bool,
+    caption: Option<&'a str>,
+    cover_ms: Option<u64>,
+}
+
+/// The `post_info` of `wanted`, within what the creator may post now (`creator`, the `data`
+/// of `creator_info/query`, read as given: a field missing or of another type allows
+/// nothing, or limits nothing where it is a limit).
+fn post_info_for(wanted: &Wanted<'_>, creator: &Value) -> Result<Value, PublishError> {
+    let privacy = wanted.privacy;
+    let options: Vec<&str> = creator["privacy_level_options"]
+        .as_array()
+        .map(|options| options.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if !options.contains(&privacy) {
+        return Err(PublishError::rejected(
+            "privacy_level_option_mismatch",
+            format!(
+                "this TikTok creator may post as {} only, not {privacy} (an app TikTok has \
+                 not audited may only post SELF_ONLY)",
+                if options.is_empty() {
+                    "nothing".to_owned()
+                } else {
+                    options.join(", ")
+                }
+            ),
+        ));
+    }
+    if let (Some(duration_ms), Some(longest)) = (
+        wanted.duration_ms,
+        creator["max_video_post_duration_sec"].as_u64(),
+    ) {
+        if duration_ms > longest.saturating_mul(1000) {
+            return Err(PublishError::rejected(
+                "duration_over_creator_limit",
+                format!(
+                    "the video lasts {:.1} s; this TikTok creator may post videos of at \
+                     most {longest} s",
+                    duration_ms as f64 / 1000.0
+                ),
+            ));
+        }
+    }
+    let off =
+        |wanted: bool, creator_key: &str| wanted || creator[creator_key].as_bool().unwrap_or(false);
+    let mut info = json!({
+        "privacy_level": privacy,
+        "disable_comment": off(wanted.disable_comment, "comment_disabled"),
+        "disable_duet": off(wanted.disable_duet, "duet_disabled"),
+        "disable_stitch": off(wanted.disable_stitch, "stitch_disabled"),
+    });
+    if let Some(caption) = wanted.caption {
+        info["title"] = json!(caption);
+    }
+    if let Some(cover) = wanted.cover_ms {
+        // The video's cover: the frame this many milliseconds in.
+        info["video_cover_timestamp_ms"] = json!(cover);
+    }
+    Ok(info)
+}
+
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    /// `creator_info/query` answers of any shape, its documented fields among them.
+    fn creator() -> impl Strategy<Value = Value> {
+        let level = prop_oneof![
+            prop::sample::select(vec![
+                "PUBLIC_TO_EVERYONE",
+                "MUTUAL_FOLLOW_FRIENDS",
+                "FOLLOWER_OF_CREATOR",
+                "SELF_ONLY",
+            ])
+            .prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            Just(Value::Null),
+            ".{0,10}".prop_map(Value::from),
+        ];
+        let field = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            (-1e9f64..1e9).prop_map(Value::from),
+            ".{0,10}".prop_map(Value::from),
+        ];
+        (
+            prop_oneof![
+                prop::collection::vec(level, 0..6).prop_map(Value::Array),
+                field.clone(),
+            ],
+            field.clone(),
+            field.clone(),
+            field,
+        )
+            .prop_map(|(levels, longest, comments, duets)| {
+                serde_json::json!({
+                    "privacy_level_options": levels,
+                    "max_video_post_duration_sec": longest,
+                    "comment_disabled": comments,
+                    "duet_disabled": duets,
+                })
+            })
+    }
+
+    proptest! {
+        /// Whatever the creator's answer, the post is one it allows, or a refusal naming why.
+        #[test]
+        fn post_info_is_within_any_creator_answer_or_refused(
+            creator in creator(),
+            privacy in prop::sample::select(vec!["PUBLIC_TO_EVERYONE", "SELF_ONLY", "FRIENDS"]),
+            duration_ms in prop::option::of(0u64..2_000_000),
+            cover_ms in prop::option::of(0u64..900_000),
+        ) {
+            let wanted = Wanted {
+                privacy,
+                duration_ms,
+                disable_comment: false,
+                disable_duet: true,
+                disable_stitch: false,
+                caption: Some("Hi"),
+                cover_ms,
+            };
+            let allowed: Vec<&str> = creator["privacy_level_options"]
+                .as_array()
+                .map(|levels| levels.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            match post_info_for(&wanted, &creator) {
+                Ok(info) => {
+                    prop_assert!(allowed.contains(&privacy));
+                    prop_assert_eq!(&info["privacy_level"], &Value::from(privacy));
+                    if let (Some(ms), Some(longest)) =
+                        (duration_ms, creator["max_video_post_duration_sec"].as_u64())
+                    {
+                        prop_assert!(ms <= longest.saturating_mul(1000));
+                    }
+                    prop_assert_eq!(&info["disable_duet"], &Value::Bool(true));
+                    let creator_off = creator["comment_disabled"].as_bool() == Some(true);
+                    prop_assert_eq!(&info["disable_comment"], &Value::Bool(creator_off));
+                    prop_assert_eq!(
+                        info["video_cover_timestamp_ms"].as_u64(),
+                        cover_ms
+                    );
+                }
+                Err(PublishError::Rejected { code, message }) => {
+                    prop_assert!(
+                        code == "privacy_level_option_mismatch"
+                            || code == "duration_over_creator_limit",
+                        "{code}"
+                    );
+                    prop_assert!(message.contains("TikTok creator"), "{message}");
+                }
+                Err(other) => prop_assert!(false, "{other:?}"),
+            }
+        }
+    }
 
     #[test]
     fn chunks_follow_tiktoks_rules() {
