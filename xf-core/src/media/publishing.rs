@@ -522,13 +522,13 @@ impl PublishHandler {
             Err(Halt::Retry(
                 last.unwrap_or_else(|| "the worker deleting it stopped responding".into()),
                 None,
-                "",
+                "attempts_exhausted",
             ))
         } else {
             self.delete(&item, &record, &remote_id).await
         };
         let give_up = match outcome {
-            Ok(()) | Err(Halt::Cancelled) => {
+            Ok(()) => {
                 record
                     .update(|post| {
                         post.status = PlatformStatus::Deleted;
@@ -551,7 +551,7 @@ impl PublishHandler {
             Err(Halt::Retry(error, _, _)) => {
                 format!("deleting stopped after {DELETE_ATTEMPTS} attempts: {error}")
             }
-            Err(Halt::Fail(failure)) => failure.text(),
+            Err(halt) => halt_text(halt),
         };
         metrics.post_deletion(platform.as_str(), "failed");
         let error = format!(
