@@ -118,6 +118,19 @@ pub const BOUNDARY: &str = "xf-test-boundary-7MA4YWxkTrZu0gW";
 /// A `multipart/form-data` body: the text `fields`, then the `file` part (name and bytes),
 /// if any. Returns the `Content-Type` and the body.
 pub fn multipart(fields: &[(&str, &str)], file: Option<(&str, &[u8])>) -> (String, Vec<u8>) {
+    let files: Vec<(&str, &str, &[u8])> = file
+        .into_iter()
+        .map(|(file_name, bytes)| ("file", file_name, bytes))
+        .collect();
+    multipart_parts(fields, &files)
+}
+
+/// A `multipart/form-data` body of `fields` and file parts, each `(part name, file name,
+/// bytes)`; its content type and bytes.
+pub fn multipart_parts(
+    fields: &[(&str, &str)],
+    files: &[(&str, &str, &[u8])],
+) -> (String, Vec<u8>) {
     let mut body = Vec::new();
     for (name, value) in fields {
         body.extend_from_slice(
@@ -127,10 +140,10 @@ pub fn multipart(fields: &[(&str, &str)], file: Option<(&str, &[u8])>) -> (Strin
             .as_bytes(),
         );
     }
-    if let Some((file_name, bytes)) = file {
+    for (part, file_name, bytes) in files {
         body.extend_from_slice(
             format!(
-                "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{file_name}\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+                "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{part}\"; filename=\"{file_name}\"\r\nContent-Type: application/octet-stream\r\n\r\n"
             )
             .as_bytes(),
         );

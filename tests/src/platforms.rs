@@ -155,6 +155,8 @@ pub enum Route {
     LinkedinDelete,
     /// Pinterest's pin deletion (`DELETE /v5/pins/{pin_id}`).
     PinterestDelete,
+    /// YouTube's `thumbnails.set`.
+    YoutubeThumbnail,
     /// YouTube's `commentThreads.insert`, Instagram's `/{ig-media-id}/comments` and LinkedIn's
     /// `/rest/socialActions/{urn}/comments`.
     Comment,
@@ -265,6 +267,8 @@ struct StandInState {
     /// Comments made, in order: platform, the post's id, and the text as the platform shows
     /// it.
     comments: Vec<(&'static str, String, String)>,
+    /// Custom thumbnails set, in order: the video's id, the content type and the bytes.
+    thumbnails: Vec<(String, String, Vec<u8>)>,
     /// The accounts users consent as, by the access token the consent issues: the refresh
     /// token issued with it, and the accounts (id, name) the grant reaches.
     consenting: HashMap<String, Consenting>,
@@ -537,6 +541,11 @@ impl PlatformStandIn {
         self.inner.state().pins.clone()
     }
 
+    /// The custom thumbnails set, in order: the video's id, the content type and the bytes.
+    pub fn thumbnails(&self) -> Vec<(String, String, Vec<u8>)> {
+        self.inner.state().thumbnails.clone()
+    }
+
     /// The comments made, in order: platform, the post's id and the text as shown.
     pub fn comments(&self) -> Vec<(&'static str, String, String)> {
         self.inner.state().comments.clone()
@@ -770,6 +779,7 @@ async fn handle(State(inner): State<Arc<Inner>>, request: Request) -> Response {
         Route::LinkedinDelete => linkedin_delete(&inner, &path, &parts.headers, &body),
         Route::PinterestDelete => pinterest_delete(&inner, &path, &parts.headers, &body),
         Route::Comment => comment(&inner, &path, &parts.headers, &query, &text),
+        Route::YoutubeThumbnail => youtube_thumbnail(&inner, &parts.headers, &query, &body),
     };
     if let Some(held) = held.filter(|h| h.after_acting) {
         held.arrived.notify_one();
@@ -790,6 +800,7 @@ fn route_of(method: &Method, path: &str, headers: &HeaderMap, inner: &Inner) -> 
             ("GET", "/youtube/v3/channels") => Some(Route::YoutubeChannels),
             ("DELETE", "/youtube/v3/videos") => Some(Route::YoutubeDelete),
             ("POST", "/youtube/v3/commentThreads") => Some(Route::Comment),
+            ("POST", "/upload/youtube/v3/thumbnails/set") => Some(Route::YoutubeThumbnail),
             ("POST", "/upload/youtube/v3/videos") => Some(Route::YoutubeSession),
             ("PUT", "/upload/youtube/v3/videos") => {
                 let range = headers
@@ -2495,6 +2506,56 @@ fn comment(
         .headers_mut()
         .insert("x-restli-id", id.parse().expect("a header value"));
     response
+}
+
+/// `thumbnails.set` as YouTube's Data API documents it: a media upload to
+/// `/upload/youtube/v3/thumbnails/set?videoId=…`, the image as the body (`image/jpeg` or
+/// `image/png`, at most 2 MB), answered with a `youtube#thumbnailSetResponse`.
+fn youtube_thumbnail(
+    inner: &Inner,
+    headers: &HeaderMap,
+    query: &HashMap<String, String>,
+    body: &[u8],
+) -> Response {
+    let mut state = inner.state();
+    if !bearer(headers).is_some_and(|t| state.access_tokens.contains(&t)) {
+        return google_error(401, "authError", "Invalid Credentials");
+    }
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let magic_ok = match content_type.as_str() {
+        "image/jpeg" => body.starts_with(&[0xFF, 0xD8, 0xFF]),
+        "image/png" => body.starts_with(b"\x89PNG\r\n\x1a\n"),
+        _ => false,
+    };
+    if !magic_ok || body.is_empty() {
+        return google_error(
+            400,
+            "invalidImage",
+            "The thumbnail is not a JPEG or PNG image.",
+        );
+    }
+    if body.len() > 2 << 20 {
+        return google_error(
+            413,
+            "mediaBodyTooLarge",
+            "The thumbnail is larger than 2 MB.",
+        );
+    }
+    let video = query.get("videoId").cloned().unwrap_or_default();
+    if !state.videos.iter().any(|v| v["id"] == video.as_str()) {
+        return google_error(404, "videoNotFound", "The video could not be found.");
+    }
+    state.thumbnails.push((video, content_type, body.to_vec()));
+    answer(
+        200,
+        json!({"kind": "youtube#thumbnailSetResponse", "etag": "e",
+            "items": [{"default": {"url": "https://i.ytimg.com/vi/x/default.jpg", "width": 120, "height": 90}}]}),
+        None,
+    )
 }
 
 /// `videos.delete` as YouTube's Data API documents it: `DELETE /youtube/v3/videos?id=…`, no

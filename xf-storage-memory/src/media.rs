@@ -381,7 +381,7 @@ impl MediaStore for MemoryStore {
     async fn blob_keys_in_use(&self, keys: &[String]) -> StoreResult<HashSet<String>> {
         let wanted: HashSet<&str> = keys.iter().map(String::as_str).collect();
         let state = self.read();
-        let files = state.media.values().map(|item| item.file.key.as_str());
+        let files = state.media.values().flat_map(|item| item.blob_keys());
         let parts = state
             .uploads
             .values()

@@ -582,10 +582,13 @@ impl MediaStore for PgStore {
     }
 
     async fn blob_keys_in_use(&self, keys: &[String]) -> StoreResult<HashSet<String>> {
-        // Items by the index on their file's key; uploads are few (they expire in a day),
-        // and their parts are read whole.
+        // Items by the indexes on their file's key and their YouTube thumbnail's (only YouTube
+        // takes one); uploads are few (they expire in a day), and their parts are read whole.
         let rows = sqlx::query(
             "SELECT file->>'key' AS key FROM media_items WHERE file->>'key' = ANY($1) \
+             UNION \
+             SELECT targets->'youtube'->'thumbnail'->>'key' FROM media_items \
+             WHERE targets->'youtube'->'thumbnail'->>'key' = ANY($1) \
              UNION \
              SELECT part->>'key' FROM media_uploads, jsonb_array_elements(parts) AS part \
              WHERE part->>'key' = ANY($1)",

@@ -78,6 +78,7 @@ fn form(video: bool) -> Value {
     let text = |max: usize, description: &str| json!({"type": "string", "maxLength": max, "description": description});
     let boolean = |description: &str| json!({"type": "string", "enum": ["true", "false"], "description": description});
     let json_text = |description: &str| json!({"type": "string", "description": description});
+    let millis = |description: &str| json!({"type": "string", "pattern": "^[0-9]{1,7}$", "description": format!("{description}; within the video, at most {}", settings::COVER_MAX_MS)});
     // A platform's nested settings: JSON text whose content the settings schema describes.
     let settings = |platform: Platform| {
         json!({
@@ -104,6 +105,7 @@ fn form(video: bool) -> Value {
         "instagramCaption": text(2_200, "Instagram caption"),
         "instagramAutoPublish": boolean("Publish automatically"),
         "selectedInstagramAccounts": json_text("Instagram accountIds: a JSON array or comma-separated"),
+        "instagramFirstComment": text(2_200, "A comment posted under the post once it is published"),
         "tiktokCaption": text(2_200, "TikTok caption"),
         "tiktokPrivacy": {"type": "string", "enum": ["PUBLIC_TO_EVERYONE", "MUTUAL_FOLLOW_FRIENDS", "SELF_ONLY"]},
         "tiktokAutoPublish": boolean("Publish automatically"),
@@ -114,6 +116,7 @@ fn form(video: bool) -> Value {
         "linkedinComment": text(3_000, "LinkedIn post text"),
         "linkedinAutoPublish": boolean("Publish automatically"),
         "selectedLinkedinAccounts": json_text("LinkedIn accountIds (URNs): a JSON array or comma-separated"),
+        "linkedinFirstComment": text(1_250, "A comment posted under the post once it is published"),
         "pinterestTitle": text(100, "Pin title"),
         "pinterestDescription": text(500, "Pin description"),
         "pinterestBoardId": text(64, "The board the pin goes on (required when pinterest is chosen)"),
@@ -128,6 +131,11 @@ fn form(video: bool) -> Value {
             "youtubePrivacy": {"type": "string", "enum": ["public", "private", "unlisted"]},
             "youtubeAutoPublish": boolean("Publish automatically"),
             "selectedYoutubeChannels": json_text("YouTube channelIds: a JSON array or comma-separated"),
+            "youtubeFirstComment": text(10_000, "A comment posted under the video once it is published"),
+            "thumbnail": {"type": "string", "format": "binary", "contentMediaType": "application/octet-stream", "description": "YouTube's custom thumbnail: a .jpg or .png of at most 2 MB (content checked), set once the video is published; needs youtube among the platforms"},
+            "instagramCoverTimestampMs": millis("Instagram Reel cover: the frame this many milliseconds in"),
+            "tiktokCoverTimestampMs": millis("TikTok cover: the frame this many milliseconds in"),
+            "pinterestCoverTimestampMs": millis("Pinterest video pin cover: the frame at this many milliseconds (whole seconds are sent)"),
         });
         if let (Some(properties), Value::Object(extra)) = (properties.as_object_mut(), extra) {
             properties.extend(extra);
@@ -142,7 +150,11 @@ fn form(video: bool) -> Value {
         "description": "A multipart form; nested platform settings win over flat ones. Each post (platform and account) is published by a background job at scheduledAt (drafts never); GET the item to follow each platform's status",
         "content": {"multipart/form-data": {
             "schema": schema,
-            "encoding": {"file": {"contentType": if video { "video/mp4, video/quicktime" } else { "image/jpeg, image/png, image/webp" }}}
+            "encoding": if video {
+                json!({"file": {"contentType": "video/mp4, video/quicktime"}, "thumbnail": {"contentType": "image/jpeg, image/png"}})
+            } else {
+                json!({"file": {"contentType": "image/jpeg, image/png, image/webp"}})
+            }
         }}
     })
 }

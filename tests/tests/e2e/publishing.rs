@@ -49,6 +49,7 @@ crate::backends!(
     covers_reach_each_platform_in_its_documented_shape,
     first_comments_are_posted_once_and_never_fail_the_post,
     a_first_comment_cut_off_by_a_crash_is_not_sent_again,
+    a_custom_thumbnail_is_set_on_youtube_after_the_video,
 );
 
 const ACCESS: &str = "ya29.access-of-studio";
@@ -2277,7 +2278,7 @@ async fn first_comments_are_posted_once_and_never_fail_the_post(app: TestApp) {
         &[
             ("platforms", r#"["youtube", "instagram", "linkedin"]"#),
             ("youtube", nested.as_str()),
-            ("instagramFirstComment", said),
+            ("instagramFollowUp", said),
             ("linkedin", nested.as_str()),
         ],
     )
@@ -2286,7 +2287,7 @@ async fn first_comments_are_posted_once_and_never_fail_the_post(app: TestApp) {
     let posted = |i: &Value| {
         ["youtube", "instagram", "linkedin"]
             .iter()
-            .all(|p| i[p]["posts"][0]["firstComment"]["status"] == "posted")
+            .all(|p| i[p]["posts"][0]["firstComment"]["status"] == "done")
     };
     let shown = wait_for(&app, &org.key, &id, posted).await;
     assert_eq!(shown["status"], "completed");
@@ -2323,7 +2324,7 @@ async fn first_comments_are_posted_once_and_never_fail_the_post(app: TestApp) {
         &clip,
         &[
             ("platforms", r#"["youtube"]"#),
-            ("youtubeFirstComment", "First!"),
+            ("youtubeFollowUp", "First!"),
         ],
     )
     .await;
@@ -2347,7 +2348,7 @@ async fn first_comments_are_posted_once_and_never_fail_the_post(app: TestApp) {
         &clip,
         &[
             ("platforms", r#"["youtube"]"#),
-            ("youtubeFirstComment", "Second!"),
+            ("youtubeFollowUp", "Second!"),
         ],
     )
     .await;
@@ -2383,7 +2384,7 @@ async fn first_comments_are_posted_once_and_never_fail_the_post(app: TestApp) {
         "/media/videos",
         &[
             ("platforms", r#"["linkedin"]"#),
-            ("linkedinFirstComment", long.as_str()),
+            ("linkedinFollowUp", long.as_str()),
         ],
         Some(("launch.mp4", &clip)),
     )
@@ -2391,7 +2392,7 @@ async fn first_comments_are_posted_once_and_never_fail_the_post(app: TestApp) {
     reply.expect_error(400, "validation_error");
     assert_eq!(
         reply.body["error"]["details"][0]["field"],
-        "linkedinFirstComment"
+        "linkedinFollowUp"
     );
 }
 
@@ -2409,7 +2410,7 @@ async fn a_first_comment_cut_off_by_a_crash_is_not_sent_again(app: TestApp) {
         &clip,
         &[
             ("platforms", r#"["youtube"]"#),
-            ("youtubeFirstComment", "Hello"),
+            ("youtubeFollowUp", "Hello"),
         ],
     )
     .await;
@@ -2444,6 +2445,145 @@ async fn a_first_comment_cut_off_by_a_crash_is_not_sent_again(app: TestApp) {
         .count();
     assert_eq!(calls, 1, "the comment was sent once");
     assert_eq!(platforms.videos().len(), 1);
+}
+
+/// Uploads a video form with file parts `files` (part, file name, bytes).
+async fn upload_parts(
+    app: &TestApp,
+    key: &str,
+    fields: &[(&str, &str)],
+    files: &[(&str, &str, &[u8])],
+) -> xf_tests::Reply {
+    let (content_type, body) = xf_tests::media::multipart_parts(fields, files);
+    let request = http::Request::builder()
+        .method(Method::POST)
+        .uri("/media/videos")
+        .header("x-api-key", key)
+        .header("content-type", content_type)
+        .body(http_body_util::Full::new(bytes::Bytes::from(body)))
+        .unwrap();
+    app.send(request).await
+}
+
+async fn a_custom_thumbnail_is_set_on_youtube_after_the_video(app: TestApp) {
+    let files = Scratch::new();
+    let blobs = Arc::new(xf_core::media::blob::LocalBlobStore::new(files.path()).unwrap());
+    let store: Arc<dyn xf_core::media::blob::BlobStore> = blobs.clone();
+    let (app, platforms) = publishing_with(app, |builder| builder.blob_store(store)).await;
+    platforms.grant(ACCESS, None);
+    let org = studio(&app).await;
+    connect(&app, &org, "youtube", "UC-studio", 24 * 60).await;
+    connect(&app, &org, "tiktok", "tt-creator", 24 * 60).await;
+    let clip = video("mp4", 640, 360, 4, false, 0);
+    let cover = image("jpg", 1280, 720);
+    let youtube = [("platforms", r#"["youtube"]"#)];
+
+    // Refused, each naming the part: not a JPEG or PNG by name or by content, no YouTube
+    // among the platforms, twice.
+    let png_named_jpg = image("png", 64, 64);
+    type Form<'a> = (&'a [(&'a str, &'a str)], Vec<(&'a str, &'a str, &'a [u8])>);
+    let refusals: [Form<'_>; 4] = [
+        (
+            &youtube,
+            vec![("file", "a.mp4", &clip), ("thumbnail", "cover.gif", &cover)],
+        ),
+        (
+            &youtube,
+            vec![
+                ("file", "a.mp4", &clip),
+                ("thumbnail", "cover.jpg", &png_named_jpg),
+            ],
+        ),
+        (
+            &[("platforms", r#"["tiktok"]"#)],
+            vec![("file", "a.mp4", &clip), ("thumbnail", "cover.jpg", &cover)],
+        ),
+        (
+            &youtube,
+            vec![
+                ("file", "a.mp4", &clip),
+                ("thumbnail", "cover.jpg", &cover),
+                ("thumbnail", "cover.jpg", &cover),
+            ],
+        ),
+    ];
+    for (fields, parts) in &refusals {
+        let reply = upload_parts(&app, &org.key, fields, parts).await;
+        reply.expect_error(400, "validation_error");
+        assert_eq!(
+            reply.body["error"]["details"][0]["field"], "thumbnail",
+            "{}",
+            reply.body
+        );
+    }
+    let huge = vec![0xFFu8; (2 << 20) + 1];
+    let reply = upload_parts(
+        &app,
+        &org.key,
+        &youtube,
+        &[("file", "a.mp4", &clip), ("thumbnail", "cover.jpg", &huge)],
+    )
+    .await;
+    reply.expect_error(413, "payload_too_large");
+    // Nothing of the refused forms stayed in the blob store.
+    let left = std::fs::read_dir(files.path().join("media"))
+        .map(|dirs| {
+            dirs.flatten()
+                .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten())
+                .count()
+        })
+        .unwrap_or(0);
+    assert_eq!(left, 0, "refused forms leave no blob");
+
+    let reply = upload_parts(
+        &app,
+        &org.key,
+        &youtube,
+        &[("file", "a.mp4", &clip), ("thumbnail", "cover.jpg", &cover)],
+    )
+    .await;
+    let id = reply.expect(201)[0]["id"].as_str().unwrap().to_owned();
+    let shown = item(&app, &org.key, &id).await;
+    assert_eq!(shown["thumbnail"]["name"], "cover.jpg");
+    assert_eq!(shown["thumbnail"]["format"], "jpeg");
+    assert_eq!(shown["thumbnail"]["width"], 1280);
+    let workers = workers(&app);
+    let shown = wait_for(&app, &org.key, &id, |i| {
+        i["youtube"]["posts"][0]["thumbnail"]["status"] == "done"
+    })
+    .await;
+    workers.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(shown["status"], "completed");
+    let set = platforms.thumbnails();
+    assert_eq!(set.len(), 1);
+    assert_eq!(set[0].0, shown["youtube"]["videoId"].as_str().unwrap());
+    assert_eq!(set[0].1, "image/jpeg");
+    assert_eq!(set[0].2, cover, "the thumbnail's bytes as uploaded");
+    // The item's delete takes its thumbnail's blob with its file.
+    let key = {
+        let stored = app
+            .store
+            .get_media(&xf_core::ids::MediaId::parse(&id).unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        stored.targets[&xf_core::media::Platform::Youtube]
+            .thumbnail
+            .clone()
+            .unwrap()
+            .key
+    };
+    assert!(app
+        .store
+        .blob_keys_in_use(std::slice::from_ref(&key))
+        .await
+        .unwrap()
+        .contains(&key));
+    delete_at(&app, &org.key, &format!("/media/videos/{id}"))
+        .await
+        .expect(200);
+    use xf_core::media::blob::BlobStore;
+    assert!(blobs.open(&key).await.is_err(), "the thumbnail is gone");
 }
 
 /// A directory of its own under the system's temporary one, removed when dropped.

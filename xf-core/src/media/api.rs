@@ -30,6 +30,9 @@ pub struct MediaItemView {
     pub scheduled_at: Option<Timestamp>,
     /// The file: its name, size and what inspecting it found.
     pub file: FileView,
+    /// YouTube's custom thumbnail, when the upload had one (its `thumbnail` part).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thumbnail: Option<ImageFileView>,
     /// YouTube's state (`{status: idle, videoId: null, url: null}` when not selected).
     pub youtube: YoutubeState,
     /// Instagram's state.
@@ -104,7 +107,10 @@ macro_rules! platform_state {
             pub error: Option<String>,
             /// The first comment under it (`firstComment`), once xf started sending it.
             #[serde(skip_serializing_if = "Option::is_none")]
-            pub first_comment: Option<crate::model::media::FirstComment>,
+            pub first_comment: Option<crate::model::media::FollowUp>,
+            /// Its custom thumbnail (YouTube), once xf started setting it.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub thumbnail: Option<crate::model::media::FollowUp>,
         }
 
         impl $state {
@@ -145,6 +151,7 @@ macro_rules! platform_state {
                                     url: post.url.clone(),
                                     error: post.error.clone(),
                                     first_comment: post.first_comment.clone(),
+                                    thumbnail: post.thumbnail.clone(),
                                 })
                                 .collect(),
                         ),
@@ -254,6 +261,18 @@ impl From<&MediaItem> for MediaItemView {
             platforms: item.platforms(),
             scheduled_at: item.scheduled_at,
             file,
+            thumbnail: item
+                .targets
+                .values()
+                .find_map(|t| t.thumbnail.as_ref())
+                .and_then(|thumbnail| match &thumbnail.facts {
+                    FileFacts::Image(facts) => Some(ImageFileView {
+                        name: thumbnail.name.clone(),
+                        size: thumbnail.size,
+                        facts: facts.clone(),
+                    }),
+                    FileFacts::Video(_) => None,
+                }),
             youtube: YoutubeState::of(item),
             instagram: InstagramState::of(item),
             tiktok: TiktokState::of(item),

@@ -243,6 +243,7 @@ pub fn sample_data(event_type: EventType, now: Timestamp) -> Option<Value> {
         url: None,
         error: None,
         posts: [(account.clone(), post.clone())].into(),
+        thumbnail: None,
     };
     target.settle();
     let mut item = MediaItem {

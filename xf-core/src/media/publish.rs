@@ -306,6 +306,22 @@ pub trait Publisher: Send + Sync + std::fmt::Debug {
         ))
     }
 
+    /// Sets the published post's custom thumbnail to `image` (`content_type` `image/jpeg` or
+    /// `image/png`). Setting it again is harmless, so it may be retried. Only YouTube takes
+    /// one (the upload's `thumbnail` part); the default refuses.
+    async fn set_thumbnail(
+        &self,
+        post: &PublishedPost<'_>,
+        image: &dyn RangeRead,
+        content_type: &str,
+    ) -> Result<(), PublishError> {
+        let _ = (post, image, content_type);
+        Err(PublishError::rejected(
+            "thumbnails_unsupported",
+            format!("{} posts take no custom thumbnail", self.platform().label()),
+        ))
+    }
+
     /// Deletes a published post from the platform. A post the platform no longer has (it
     /// answers `404`) is deleted too. Only the platforms whose API can delete a post are
     /// asked ([`Platform::deletion_refused`]); the default refuses.

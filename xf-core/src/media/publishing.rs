@@ -41,7 +41,7 @@ use super::{
 };
 use crate::ids::MediaId;
 use crate::model::media::{
-    channel_owner, CommentStatus, FirstComment, DELETE_ATTEMPTS, MEDIA_DELETE_POST,
+    channel_owner, FollowUp, FollowUpStatus, DELETE_ATTEMPTS, MEDIA_DELETE_POST,
 };
 use crate::runtime::{JobContext, JobError, JobHandler};
 use crate::secret::Sealer;
@@ -397,8 +397,8 @@ impl JobHandler for PublishHandler {
             })
         };
         if record.get().is_final() {
-            // A first comment a stopped worker left unsent (or half sent) is settled now.
-            self.first_comment(&item, &record).await;
+            // Follow-ups a stopped worker left unsent (or half sent) are settled now.
+            self.follow_ups(&item, &record).await;
             return Ok(summary(&record));
         }
         let attempts = job.job().attempts;
@@ -425,7 +425,7 @@ impl JobHandler for PublishHandler {
         match self.publish(&job, &item, &record).await {
             Ok(()) => {
                 metrics.publish_attempt(platform, "published", "none");
-                self.first_comment(&item, &record).await;
+                self.follow_ups(&item, &record).await;
                 Ok(summary(&record))
             }
             Err(Halt::Cancelled) => {
@@ -603,8 +603,14 @@ impl PublishHandler {
         }
     }
 
+    /// What follows a published post: its first comment, then its custom thumbnail.
+    async fn follow_ups(&self, item: &MediaItem, record: &PostRecord) {
+        self.first_comment(item, record).await;
+        self.thumbnail(item, record).await;
+    }
+
     /// Posts the platform's `firstComment` under the post once it is published, at most once:
-    /// it is stored as `sending` before the call and as `posted` or `failed` after, and one
+    /// it is stored as `sending` before the call and as `done` or `failed` after, and one
     /// found `sending` (the worker stopped during the call) is marked failed, not sent again.
     /// Nothing here fails the post.
     async fn first_comment(&self, item: &MediaItem, record: &PostRecord) {
@@ -623,9 +629,9 @@ impl PublishHandler {
             return;
         }
         match post.first_comment.as_ref().map(|c| c.status) {
-            Some(CommentStatus::Posted | CommentStatus::Failed) => return,
-            Some(CommentStatus::Sending) => {
-                let lost = FirstComment::failed(
+            Some(FollowUpStatus::Done | FollowUpStatus::Failed) => return,
+            Some(FollowUpStatus::Sending) => {
+                let lost = FollowUp::failed(
                     "the worker stopped while the comment was being sent, so whether it was \
                      posted is not known; it is not sent again",
                 );
@@ -635,43 +641,104 @@ impl PublishHandler {
             None => {}
         }
         let sending = record
-            .update(|p| p.first_comment = Some(FirstComment::sending()))
+            .update(|p| p.first_comment = Some(FollowUp::sending()))
             .await;
         if sending.is_err() {
             return;
         }
-        let outcome = match self.channel(item, record).await {
-            Err(halt) => Err(halt_text(halt)),
-            Ok((publisher, mut channel)) => {
-                match self.fresh_token(&mut channel, publisher.as_ref()).await {
-                    Err(halt) => Err(halt_text(halt)),
-                    Ok(token) => {
-                        let published = PublishedPost {
-                            remote_id,
-                            account: &record.account,
-                            access_token: &token,
-                        };
-                        publisher
-                            .comment(&published, text)
-                            .await
-                            .map_err(|error| match error {
-                                PublishError::Unavailable(_) | PublishError::OutcomeUnknown(_) => {
-                                    format!(
-                                        "whether the comment was posted is not known ({error}); \
-                                         it is not sent again"
-                                    )
-                                }
-                                refused => refused.to_string(),
-                            })
-                    }
-                }
+        let outcome = match self.publisher_and_token(item, record).await {
+            Err(why) => Err(why),
+            Ok((publisher, token)) => {
+                let published = PublishedPost {
+                    remote_id,
+                    account: &record.account,
+                    access_token: &token,
+                };
+                publisher
+                    .comment(&published, text)
+                    .await
+                    .map_err(|error| match error {
+                        PublishError::Unavailable(_) | PublishError::OutcomeUnknown(_) => {
+                            format!(
+                                "whether the comment was posted is not known ({error}); it is \
+                                 not sent again"
+                            )
+                        }
+                        refused => refused.to_string(),
+                    })
             }
         };
         let comment = match outcome {
-            Ok(id) => FirstComment::posted(id),
-            Err(error) => FirstComment::failed(error),
+            Ok(id) => FollowUp::done(Some(id)),
+            Err(error) => FollowUp::failed(error),
         };
         let _ = record.update(|p| p.first_comment = Some(comment)).await;
+    }
+
+    /// Sets the post's custom thumbnail (YouTube's, from the upload's `thumbnail` part) once
+    /// it is published: stored as `sending` before the call and as `done` or `failed` after.
+    /// Setting a thumbnail again is harmless, so one found `sending` (the worker stopped
+    /// during the call) is sent again. Nothing here fails the post.
+    async fn thumbnail(&self, item: &MediaItem, record: &PostRecord) {
+        let post = record.get();
+        let thumbnail = item
+            .targets
+            .get(&record.platform)
+            .and_then(|target| target.thumbnail.as_ref());
+        let (Some(thumbnail), Some(remote_id)) = (thumbnail, post.remote_id.as_deref()) else {
+            return;
+        };
+        let settled = post
+            .thumbnail
+            .as_ref()
+            .is_some_and(|t| t.status != FollowUpStatus::Sending);
+        if post.status != PlatformStatus::Published || settled {
+            return;
+        }
+        let sending = record
+            .update(|p| p.thumbnail = Some(FollowUp::sending()))
+            .await;
+        if sending.is_err() {
+            return;
+        }
+        let outcome = async {
+            let image = (self.publishing.blobs)
+                .open(&thumbnail.key)
+                .await
+                .map_err(|e| format!("the thumbnail cannot be read: {e}"))?;
+            let (publisher, token) = self.publisher_and_token(item, record).await?;
+            let published = PublishedPost {
+                remote_id,
+                account: &record.account,
+                access_token: &token,
+            };
+            let content_type = thumbnail.facts.content_type();
+            publisher
+                .set_thumbnail(&published, image.as_ref(), content_type)
+                .await
+                .map_err(|error| error.to_string())
+        }
+        .await;
+        let done = match outcome {
+            Ok(()) => FollowUp::done(None),
+            Err(error) => FollowUp::failed(error),
+        };
+        let _ = record.update(|p| p.thumbnail = Some(done)).await;
+    }
+
+    /// What a follow-up of a published post calls with: the platform's client and the
+    /// channel's access token (refreshed when it expires soon); why not, as text.
+    async fn publisher_and_token(
+        &self,
+        item: &MediaItem,
+        record: &PostRecord,
+    ) -> Result<(Arc<dyn Publisher>, String), String> {
+        let (publisher, mut channel) = self.channel(item, record).await.map_err(halt_text)?;
+        let token = self
+            .fresh_token(&mut channel, publisher.as_ref())
+            .await
+            .map_err(halt_text)?;
+        Ok((publisher, token))
     }
 
     /// The platform's client and the item's channel on it, connected; why not, as the

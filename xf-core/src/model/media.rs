@@ -293,61 +293,66 @@ pub struct Post {
     /// The first comment posted under it (the platform's `firstComment` setting), once xf
     /// started sending it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub first_comment: Option<FirstComment>,
+    pub first_comment: Option<FollowUp>,
+    /// Its custom thumbnail (YouTube's, from the upload's `thumbnail` part), once xf started
+    /// setting it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thumbnail: Option<FollowUp>,
 }
 
-/// The first comment under a published post (`firstComment`): sent once, after the post, and
-/// never again; its failure does not fail the post.
+/// What xf does once a post is published (its first comment, its custom thumbnail): done after
+/// the post, reported on it; its failure does not fail the post.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
-pub struct FirstComment {
-    /// `sending`, `posted` or `failed`.
-    pub status: CommentStatus,
-    /// The platform's id of the comment, once posted.
+pub struct FollowUp {
+    /// `sending`, `done` or `failed`.
+    pub status: FollowUpStatus,
+    /// The platform's id of what was made (a comment's), once done; null where the platform
+    /// gives none (a thumbnail).
     #[cfg_attr(feature = "openapi", schema(required = true))]
     pub id: Option<String>,
-    /// Why it was not posted (or why its outcome is not known), when it failed.
+    /// Why it was not done (or why its outcome is not known), when it failed.
     #[cfg_attr(feature = "openapi", schema(required = true))]
     pub error: Option<String>,
 }
 
-/// Where a first comment stands.
+/// Where a follow-up stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
-pub enum CommentStatus {
+pub enum FollowUpStatus {
     /// Being sent now.
     Sending,
-    /// Posted under the post.
-    Posted,
-    /// Not posted (or its outcome is not known): it is not sent again.
+    /// Done: the comment posted, the thumbnail set.
+    Done,
+    /// Not done (or its outcome is not known).
     Failed,
 }
 
-impl FirstComment {
-    /// A comment being sent.
+impl FollowUp {
+    /// A follow-up being sent.
     pub fn sending() -> Self {
-        FirstComment {
-            status: CommentStatus::Sending,
+        FollowUp {
+            status: FollowUpStatus::Sending,
             id: None,
             error: None,
         }
     }
 
-    /// A comment posted, with its id.
-    pub fn posted(id: String) -> Self {
-        FirstComment {
-            status: CommentStatus::Posted,
-            id: Some(id),
+    /// A follow-up done, with the id of what it made, if any.
+    pub fn done(id: Option<String>) -> Self {
+        FollowUp {
+            status: FollowUpStatus::Done,
+            id,
             error: None,
         }
     }
 
-    /// A comment not posted, with why.
+    /// A follow-up not done, with why.
     pub fn failed(error: impl Into<String>) -> Self {
-        FirstComment {
-            status: CommentStatus::Failed,
+        FollowUp {
+            status: FollowUpStatus::Failed,
             id: None,
             error: Some(error.into()),
         }
@@ -422,6 +427,7 @@ impl Post {
             job_id: None,
             failure: None,
             first_comment: None,
+            thumbnail: None,
         }
     }
 
@@ -505,6 +511,9 @@ pub struct PlatformTarget {
     /// One post per account, by account.
     #[serde(default)]
     pub posts: BTreeMap<String, Post>,
+    /// The custom thumbnail its posts get (YouTube's, from the upload's `thumbnail` part).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thumbnail: Option<StoredFile>,
 }
 
 impl PlatformTarget {
@@ -641,6 +650,16 @@ impl MediaItem {
                 .all(Post::is_final)
     }
 
+    /// The blobs the item names: its file's, and its custom thumbnail's.
+    pub fn blob_keys(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.file.key.as_str()).chain(
+            self.targets
+                .values()
+                .filter_map(|t| t.thumbnail.as_ref())
+                .map(|thumbnail| thumbnail.key.as_str()),
+        )
+    }
+
     /// The selected platforms, in the order of [`Platform::ALL`].
     pub fn platforms(&self) -> Vec<Platform> {
         self.targets.keys().copied().collect()
@@ -685,13 +704,16 @@ impl MediaItem {
             post.job_id = slot.job_id.clone();
             post.error = slot.error.clone();
         }
-        let settled = |c: &Option<FirstComment>| {
+        let settled = |c: &Option<FollowUp>| {
             c.as_ref()
-                .is_some_and(|c| c.status != CommentStatus::Sending)
+                .is_some_and(|c| c.status != FollowUpStatus::Sending)
         };
+        // A follow-up's outcome only moves forward, whoever writes after.
         if settled(&slot.first_comment) && !settled(&post.first_comment) {
-            // A first comment's outcome only moves forward, whoever writes after.
             post.first_comment = slot.first_comment.clone();
+        }
+        if settled(&slot.thumbnail) && !settled(&post.thumbnail) {
+            post.thumbnail = slot.thumbnail.clone();
         }
         *slot = post;
         self.settle(now);
@@ -1204,6 +1226,7 @@ mod tests {
             url: None,
             error: None,
             posts,
+            thumbnail: None,
         };
         target.settle();
         target
@@ -1269,19 +1292,19 @@ mod tests {
         assert_eq!(deleting.job_id, Some(jobs[0].id.clone()));
         // Publishing's worker, still holding the post as published, stores its first comment.
         let mut stale = published.clone();
-        stale.first_comment = Some(FirstComment::posted("c1".into()));
+        stale.first_comment = Some(FollowUp::done(Some("c1".into())));
         item.set_post(Platform::Youtube, "UC1", stale, now);
         let kept = item.post(Platform::Youtube, "UC1").unwrap();
         assert_eq!(kept.status, PlatformStatus::Deleting);
         assert_eq!(kept.job_id, deleting.job_id);
-        assert_eq!(kept.first_comment, Some(FirstComment::posted("c1".into())));
+        assert_eq!(kept.first_comment, Some(FollowUp::done(Some("c1".into()))));
         // The deletion's worker, which read the post before the comment was posted, keeps it.
         let mut deleted = deleting.clone();
         deleted.status = PlatformStatus::Deleted;
         item.set_post(Platform::Youtube, "UC1", deleted, now);
         let kept = item.post(Platform::Youtube, "UC1").unwrap();
         assert_eq!(kept.status, PlatformStatus::Deleted);
-        assert_eq!(kept.first_comment, Some(FirstComment::posted("c1".into())));
+        assert_eq!(kept.first_comment, Some(FollowUp::done(Some("c1".into()))));
         // A deletion's own job may also give it up: published again. (A post published
         // anew, to delete again.)
         let post = item

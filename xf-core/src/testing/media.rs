@@ -36,6 +36,7 @@ pub fn media_item(
                 url: None,
                 error: None,
                 posts: BTreeMap::new(),
+                thumbnail: None,
             };
             (*platform, target)
         })
@@ -300,14 +301,22 @@ pub fn upload(
     }
 }
 
-/// `blob_keys_in_use` names the blobs of items' files and uploads' parts among those asked
+/// `blob_keys_in_use` names the blobs of items' files (and YouTube thumbnails) and uploads' parts among those asked
 /// about, whichever organization they belong to, and forgets an upload's parts once it is
 /// removed.
 pub async fn blob_keys_in_use_names_files_and_parts(store: Arc<dyn TestStore>) {
     use crate::media::UploadPart;
     let org = seed_organization(&*store, "Blobs").await;
     let other = seed_organization(&*store, "Blobs, other").await;
-    let item = media_item(&org.id, MediaKind::Video, &[Platform::Youtube], minutes(0));
+    let mut item = media_item(&org.id, MediaKind::Video, &[Platform::Youtube], minutes(0));
+    // A video's custom YouTube thumbnail is a blob of its own.
+    let thumbnail = StoredFile {
+        key: format!("media/{}/thumbnail.jpg", org.id),
+        ..item.file.clone()
+    };
+    if let Some(youtube) = item.targets.get_mut(&Platform::Youtube) {
+        youtube.thumbnail = Some(thumbnail.clone());
+    }
     let theirs = media_item(
         &other.id,
         MediaKind::Image,
@@ -329,16 +338,18 @@ pub async fn blob_keys_in_use_names_files_and_parts(store: Arc<dyn TestStore>) {
         .unwrap();
     let asked = vec![
         item.file.key.clone(),
+        thumbnail.key.clone(),
         theirs.file.key.clone(),
         part.key.clone(),
         "media/nobody".to_owned(),
         format!("uploads/{}/{}/b", org.id, created.id),
     ];
     let in_use = store.blob_keys_in_use(&asked).await.unwrap();
-    let expected: std::collections::HashSet<String> = [&item.file.key, &theirs.file.key, &part.key]
-        .into_iter()
-        .cloned()
-        .collect();
+    let expected: std::collections::HashSet<String> =
+        [&item.file.key, &thumbnail.key, &theirs.file.key, &part.key]
+            .into_iter()
+            .cloned()
+            .collect();
     assert_eq!(in_use, expected);
     assert!(store.blob_keys_in_use(&[]).await.unwrap().is_empty());
     store.delete_upload(&created.id).await.unwrap();

@@ -15,7 +15,7 @@ use crate::media::api::{
     NewChannel, Pagination, UploadedItem,
 };
 use crate::media::blob::BlobStore;
-use crate::media::inspect::{extension_of, inspect_image, inspect_video, Refused};
+use crate::media::inspect::{extension_of, inspect_image, inspect_video, RangeRead, Refused};
 use crate::media::publish::MEDIA_PUBLISH;
 use crate::media::publishing::PUBLISH_ATTEMPTS;
 use crate::media::rules::{self, ItemTexts};
@@ -271,11 +271,30 @@ fn accepted_extensions(kind: MediaKind) -> &'static [&'static str] {
 }
 
 fn refused(error: Refused) -> Error {
+    refused_in("file", error)
+}
+
+fn refused_in(field: &str, error: Refused) -> Error {
     match error {
         Refused::Io(cause) => Error::Internal(format!("reading a staged upload: {cause}")),
-        other => Error::invalid("file", other.to_string()),
+        other => Error::invalid(field, other.to_string()),
     }
 }
+
+/// What a form's file part may be: the field it is reported under, what it is called in a
+/// refusal, its extensions and its size limit.
+struct Accepted {
+    field: &'static str,
+    what: &'static str,
+    extensions: &'static [&'static str],
+    limit: u64,
+}
+
+/// The largest custom thumbnail YouTube's `thumbnails.set` takes: 2 MB.
+const THUMBNAIL_MAX_BYTES: u64 = 2 << 20;
+
+/// The extensions of custom thumbnails: JPEG and PNG, the images `thumbnails.set` takes.
+const THUMBNAIL_EXTENSIONS: &[&str] = &["jpg", "jpeg", "png"];
 
 /// The field a platform's account list is given in (nested form).
 fn accounts_field(platform: Platform) -> String {
@@ -326,35 +345,70 @@ impl Xf {
         file_name: &str,
         body: &mut (dyn ChunkSource + '_),
     ) -> Result<StagedFile> {
+        let accepted = Accepted {
+            field: "file",
+            what: kind.as_str(),
+            extensions: accepted_extensions(kind),
+            limit: self.inner.media_limits.of(kind),
+        };
+        self.stage(caller, &accepted, file_name, body).await
+    }
+
+    /// Streams the `thumbnail` part of a video's upload form (YouTube's custom thumbnail) into
+    /// the blob store: a `.jpg`, `.jpeg` or `.png` of at most 2 MB (`413`
+    /// past it). Its bytes are checked by [`Xf::create_media`].
+    pub async fn stage_thumbnail(
+        &self,
+        caller: &Caller,
+        file_name: &str,
+        body: &mut (dyn ChunkSource + '_),
+    ) -> Result<StagedFile> {
+        let accepted = Accepted {
+            field: "thumbnail",
+            what: "thumbnail (JPEG or PNG)",
+            extensions: THUMBNAIL_EXTENSIONS,
+            limit: THUMBNAIL_MAX_BYTES.min(self.inner.media_limits.of(MediaKind::Image)),
+        };
+        self.stage(caller, &accepted, file_name, body).await
+    }
+
+    async fn stage(
+        &self,
+        caller: &Caller,
+        accepted: &Accepted,
+        file_name: &str,
+        body: &mut (dyn ChunkSource + '_),
+    ) -> Result<StagedFile> {
+        let field = accepted.field;
         if file_name.len() > 255 || file_name.chars().any(char::is_control) {
             return Err(Error::invalid(
-                "file",
+                field,
                 "the file name must be at most 255 bytes, without control characters",
             ));
         }
         let extension = extension_of(file_name)
-            .filter(|e| accepted_extensions(kind).contains(&e.as_str()))
+            .filter(|e| accepted.extensions.contains(&e.as_str()))
             .ok_or_else(|| {
                 Error::invalid(
-                    "file",
+                    field,
                     format!(
                         "{file_name:?} is not an accepted {} file: .{}",
-                        kind.as_str(),
-                        accepted_extensions(kind).join(", .")
+                        accepted.what,
+                        accepted.extensions.join(", .")
                     ),
                 )
             })?;
         let _slot = self.upload_slot(&caller.organization.id)?;
-        let limit = self.inner.media_limits.of(kind);
+        let limit = accepted.limit;
         let key = format!(
             "media/{}/{}.{extension}",
             caller.organization.id,
             uuid::Uuid::now_v7().simple()
         );
         let (blob, size) = self
-            .write_blob(key, body, limit, ("file", "the upload was dropped"))
+            .write_blob(key, body, limit, (field, "the upload was dropped"))
             .await?
-            .ok_or_else(|| Error::invalid("file", "is empty"))?;
+            .ok_or_else(|| Error::invalid(field, "is empty"))?;
         self.metrics().upload_bytes("multipart", size);
         Ok(StagedFile {
             blob,
@@ -424,7 +478,7 @@ impl Xf {
         .await
     }
 
-    /// Deletes the staged file (if any) of a form that cannot be used.
+    /// Deletes the staged files of a form that cannot be used.
     pub async fn discard_staged(&self, staged: Option<StagedFile>) {
         if let Some(staged) = staged {
             staged.blob.discard().await;
@@ -444,12 +498,14 @@ impl Xf {
         kind: MediaKind,
         fields: &[(String, String)],
         staged: Option<StagedFile>,
+        thumbnail: Option<StagedFile>,
     ) -> Result<Vec<UploadedItem>> {
         let xf = self.clone();
         let caller = caller.clone();
         let fields = fields.to_vec();
         let item = to_the_end("storing a media item", async move {
-            xf.create_media_now(&caller, kind, &fields, staged).await
+            xf.create_media_now(&caller, kind, &fields, staged, thumbnail)
+                .await
         })
         .await?;
         Ok(vec![UploadedItem {
@@ -466,6 +522,7 @@ impl Xf {
         kind: MediaKind,
         fields: &[(String, String)],
         staged: Option<StagedFile>,
+        thumbnail: Option<StagedFile>,
     ) -> Result<MediaItem> {
         // A `fileId` (without a file part) names a finished resumable upload: its chunks are
         // copied into one staged file, which then goes the way of a file part.
@@ -483,7 +540,13 @@ impl Xf {
         };
         let stored: Result<MediaItem> = async {
             let (item, jobs) = self
-                .checked_media(caller, kind, fields, staged.as_ref(), upload.is_some())
+                .checked_media(
+                    caller,
+                    kind,
+                    fields,
+                    (staged.as_ref(), thumbnail.as_ref()),
+                    upload.is_some(),
+                )
                 .await?;
             if !caller.is_test() {
                 self.store().insert_media(&item, &jobs).await?;
@@ -493,9 +556,11 @@ impl Xf {
         .await;
         // The file stays only as a stored item's: a refused form, a test key's mock and a
         // failed insert leave nothing behind.
-        match (&stored, staged) {
-            (Ok(_), Some(staged)) if !caller.is_test() => staged.blob.keep(),
-            (_, staged) => self.discard_staged(staged).await,
+        for staged in [staged, thumbnail] {
+            match (&stored, staged) {
+                (Ok(_), Some(staged)) if !caller.is_test() => staged.blob.keep(),
+                (_, staged) => self.discard_staged(staged).await,
+            }
         }
         let item = stored?;
         if let Some(upload) = upload.filter(|_| !caller.is_test()) {
@@ -505,13 +570,14 @@ impl Xf {
     }
 
     /// The media item of a form, its file staged from a file part or (`from_upload`) from
-    /// the resumable upload its `fileId` names, and the jobs that publish its posts.
+    /// the resumable upload its `fileId` names (with YouTube's custom thumbnail, if the form
+    /// has one), and the jobs that publish its posts.
     async fn checked_media(
         &self,
         caller: &Caller,
         kind: MediaKind,
         fields: &[(String, String)],
-        staged: Option<&StagedFile>,
+        (staged, thumbnail): (Option<&StagedFile>, Option<&StagedFile>),
         from_upload: bool,
     ) -> Result<(MediaItem, Vec<JobRecord>)> {
         let form = parse_upload_fields(kind, fields)?;
@@ -530,12 +596,7 @@ impl Xf {
                 ))
             }
         };
-        let blob = self
-            .inner
-            .blobs
-            .open(staged.blob.key())
-            .await
-            .map_err(|e| Error::Internal(format!("a staged upload went missing: {e}")))?;
+        let blob = self.open_staged(staged).await?;
         let facts = match kind {
             MediaKind::Video => FileFacts::Video(
                 inspect_video(&staged.extension, &*blob)
@@ -549,6 +610,19 @@ impl Xf {
             ),
         };
         let mut targets = self.targets(caller, &form).await?;
+        if let Some(thumbnail) = thumbnail {
+            let youtube = targets
+                .get_mut(&Platform::Youtube)
+                .filter(|_| kind == MediaKind::Video)
+                .ok_or_else(|| {
+                    Error::invalid(
+                        "thumbnail",
+                        "is YouTube's custom thumbnail: send it with a video whose platforms \
+                         include youtube",
+                    )
+                })?;
+            youtube.thumbnail = Some(self.checked_thumbnail(thumbnail).await?);
+        }
         let file = StoredFile {
             key: staged.blob.key().to_owned(),
             name: staged.name.clone(),
@@ -631,6 +705,30 @@ impl Xf {
         };
         item.settle(now);
         Ok((item, jobs))
+    }
+
+    /// The bytes of a staged file.
+    async fn open_staged(&self, staged: &StagedFile) -> Result<Box<dyn RangeRead>> {
+        self.inner
+            .blobs
+            .open(staged.blob.key())
+            .await
+            .map_err(|e| Error::Internal(format!("a staged upload went missing: {e}")))
+    }
+
+    /// A staged thumbnail as stored, once its bytes are found to be the JPEG or PNG image its
+    /// name says.
+    async fn checked_thumbnail(&self, staged: &StagedFile) -> Result<StoredFile> {
+        let blob = self.open_staged(staged).await?;
+        let facts = inspect_image(&staged.extension, &*blob)
+            .await
+            .map_err(|error| refused_in("thumbnail", error))?;
+        Ok(StoredFile {
+            key: staged.blob.key().to_owned(),
+            name: staged.name.clone(),
+            size: staged.size,
+            facts: FileFacts::Image(facts),
+        })
     }
 
     /// Each chosen platform's plan: its settings and accounts. Named accounts must be
@@ -723,6 +821,7 @@ impl Xf {
                     url: None,
                     error: None,
                     posts: BTreeMap::new(),
+                    thumbnail: None,
                 },
             );
         }
@@ -797,7 +896,9 @@ impl Xf {
             MediaDelete::Missing => return Err(Error::NotFound(kind.as_str())),
         };
         self.cancel_jobs(&jobs, self.now()).await;
-        delete_logged(&*self.inner.blobs, &item.file.key).await;
+        for key in item.blob_keys() {
+            delete_logged(&*self.inner.blobs, key).await;
+        }
         Ok(DeletedMedia {
             id: item.id.clone(),
             deleted: true,
@@ -1310,6 +1411,7 @@ mod tests {
                     url: None,
                     error: None,
                     posts: [(account, Post::new(PlatformStatus::Idle))].into(),
+                    thumbnail: None,
                 };
                 (platform, target)
             })

@@ -155,14 +155,23 @@ async fn upload(xf: Xf, caller: xf_core::Caller, kind: MediaKind, request: Reque
         MediaKind::Image => "image uploaded",
     };
     let UploadForm {
-        fields, mut file, ..
+        fields,
+        mut file,
+        mut thumbnail,
+        ..
     } = form;
-    // The write borrows what it needs, and takes the file only if it runs.
-    let staged = &mut file;
+    // The write borrows what it needs, and takes the files only if it runs.
+    let (staged, staged_thumbnail) = (&mut file, &mut thumbnail);
     let (xf_ref, caller_ref, fields) = (&xf, &caller, &fields);
     let create = move || async move {
         let items = xf_ref
-            .create_media(caller_ref, kind, fields, staged.take())
+            .create_media(
+                caller_ref,
+                kind,
+                fields,
+                staged.take(),
+                staged_thumbnail.take(),
+            )
             .await?;
         let answer = Answer::of(&items).map_err(|e| Error::Internal(e.to_string()))?;
         Ok(answer.with_message(message))
@@ -177,9 +186,10 @@ async fn upload(xf: Xf, caller: xf_core::Caller, kind: MediaKind, request: Reque
         create,
     )
     .await;
-    // A replay or a refusal before the item was made leaves the file unused: it is deleted
-    // before the answer goes out.
+    // A replay or a refusal before the item was made leaves the files unused: they are
+    // deleted before the answer goes out.
     xf.discard_staged(file).await;
+    xf.discard_staged(thumbnail).await;
     Ok(response)
 }
 

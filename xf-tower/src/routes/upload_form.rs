@@ -1,5 +1,6 @@
 //! Reading an upload form (`multipart/form-data`): its text fields, each read only up to its
-//! limit, and its `file` part, streamed to the blob store as it arrives.
+//! limit, and its `file` part (and a video's `thumbnail`), streamed to the blob store as they
+//! arrive.
 
 use axum::extract::Request;
 use sha2::{Digest, Sha256};
@@ -20,6 +21,8 @@ pub struct UploadForm {
     pub fields: Vec<(String, String)>,
     /// The file part, staged in the blob store.
     pub file: Option<StagedFile>,
+    /// The `thumbnail` part (YouTube's custom thumbnail of a video), staged.
+    pub thumbnail: Option<StagedFile>,
     /// The file's SHA-256, taken on the way when the request is idempotent (its fingerprint
     /// covers the file's bytes).
     digest: Option<[u8; 32]>,
@@ -53,6 +56,7 @@ impl UploadForm {
             idempotency_key,
             fields: Vec::new(),
             file: None,
+            thumbnail: None,
             digest: None,
         };
         let read = form
@@ -61,6 +65,7 @@ impl UploadForm {
         if let Err(error) = read {
             // The form cannot be used: a file already stored goes before the answer does.
             xf.discard_staged(form.file.take()).await;
+            xf.discard_staged(form.thumbnail.take()).await;
             return Err(error);
         }
         form.digest = hasher.map(|hasher| hasher.finalize().into());
@@ -93,6 +98,17 @@ impl UploadForm {
                 );
                 continue;
             }
+            if part.name == "thumbnail" && kind == MediaKind::Video {
+                if self.thumbnail.is_some() {
+                    return Err(Error::invalid("thumbnail", "is given more than once"));
+                }
+                let file_name = part.file_name.ok_or_else(|| {
+                    Error::invalid("thumbnail", "must be a file part with a file name")
+                })?;
+                let mut chunks = FileChunks(reader, hasher.as_deref_mut());
+                self.thumbnail = Some(xf.stage_thumbnail(caller, &file_name, &mut chunks).await?);
+                continue;
+            }
             let room = limits
                 .max_form_field_bytes
                 .min(limits.max_form_text_bytes - text_bytes);
@@ -121,8 +137,8 @@ impl UploadForm {
         Ok(())
     }
 
-    /// The form's fingerprint: its path, its text fields (in order of name), and the file's
-    /// name, size and SHA-256.
+    /// The form's fingerprint: its path, its text fields (in order of name), and the files'
+    /// names and sizes and the SHA-256 of their bytes.
     pub fn fingerprint(&self) -> Fingerprint {
         let mut sorted: Vec<&(String, String)> = self.fields.iter().collect();
         sorted.sort();
@@ -133,9 +149,14 @@ impl UploadForm {
                 canonical.extend_from_slice(part);
             }
         }
-        if let Some(file) = &self.file {
-            canonical.extend_from_slice(file.name().as_bytes());
-            canonical.extend_from_slice(&file.size().to_be_bytes());
+        for (part, file) in [("file", &self.file), ("thumbnail", &self.thumbnail)] {
+            if let Some(file) = file {
+                canonical.extend_from_slice(part.as_bytes());
+                canonical.extend_from_slice(file.name().as_bytes());
+                canonical.extend_from_slice(&file.size().to_be_bytes());
+            }
+        }
+        if self.file.is_some() || self.thumbnail.is_some() {
             canonical.extend_from_slice(&self.digest.unwrap_or_default());
         }
         Fingerprint::of("POST", &self.path, &canonical)
