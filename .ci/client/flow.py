@@ -10,8 +10,9 @@ or a JSON object or array left as a plain `dict` fails the check, so nothing arr
 Flows: the SEO API (a property, a scan of a slow local site, the job, its cancellation, the
 property's scan history and a weekly scan schedule, webhooks with a test delivery to a local receiver, parsed with the `webhooks` section's
 model), the admin API (a media organization and a channel), and the media API (an upload of
-an ffmpeg-made video, read back with its per-platform objects, the list with integer
-paging, the channels).
+an ffmpeg-made video with a YouTube thumbnail, read back with its per-platform objects, the
+list with integer paging, the channels, a change, a cancel, a refused post deletion and the
+item's delete).
 
 Usage: python flow.py BASE_URL ADMIN_TOKEN LIVE_KEY VIDEO_PATH
 """
@@ -22,10 +23,13 @@ import base64
 import datetime
 import hashlib
 import hmac
+import io
 import json
+import struct
 import sys
 import threading
 import time
+import zlib
 from enum import Enum
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
@@ -89,6 +93,7 @@ from xf_client.models import (
     UpdateVideoResponse200,
     UploadVideoBody,
     UploadVideoResponse201,
+    ImageFileView,
     VideoFileView,
     WebhookPatch,
     Weekday,
@@ -281,7 +286,25 @@ def media_key(admin: xf_admin_client.AuthenticatedClient) -> str:
     return key
 
 
+def tiny_png(width: int, height: int) -> bytes:
+    """A grey PNG image of this size, made here (the thumbnail the upload carries)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(kind + data) & 0xFFFFFFFF
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    rows = b"".join(b"\x00" + b"\x80\x80\x80" * width for _ in range(height))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
 def media_flow(client: xf_client.AuthenticatedClient, video: str) -> None:
+    cover = io.BytesIO(tiny_png(64, 36))
     with open(video, "rb") as payload:
         uploaded = parsed(
             upload_video.sync_detailed(
@@ -292,6 +315,7 @@ def media_flow(client: xf_client.AuthenticatedClient, video: str) -> None:
                     title="Generated upload",
                     scheduled_at=datetime.datetime(2099, 1, 1, 9, tzinfo=datetime.timezone.utc),
                     youtube=json.dumps({"title": "Launch", "privacy": "unlisted"}),
+                    thumbnail=File(payload=cover, file_name="cover.png", mime_type="image/png"),
                 ),
             ),
             UploadVideoResponse201,
@@ -304,6 +328,10 @@ def media_flow(client: xf_client.AuthenticatedClient, video: str) -> None:
     assert isinstance(item.file, VideoFileView)
     check(item.file.duration_ms >= 1000 and item.file.width == 640, "the file facts type")
     check(item.file.video_codec == "avc1", "the codec types")
+    thumbnail = item.thumbnail
+    check(isinstance(thumbnail, ImageFileView), "the thumbnail is an image's view")
+    assert isinstance(thumbnail, ImageFileView)
+    check(thumbnail.name == "cover.png" and thumbnail.width == 64, "the thumbnail's facts type")
     youtube = item.youtube
     check(youtube.status == PlatformStatus.IDLE, "YouTube waits for the time (its post is idle)")
     check(isinstance(youtube.settings, YoutubeSettings), "YouTube's settings type")

@@ -593,6 +593,44 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// A flat field's text, whatever it is, reads as its setting's type or is refused:
+        /// milliseconds are whole, from 0 to the bound, and read back as sent.
+        #[test]
+        fn any_flat_text_reads_as_its_type_or_is_refused(raw in "\\PC{0,24}|[0-9 +-]{0,24}") {
+            let kinds = [
+                Kind::Millis(COVER_MAX_MS),
+                Kind::Text(100),
+                Kind::Bool,
+                Kind::Select(&["public", "private"]),
+                Kind::Accounts,
+            ];
+            for kind in kinds {
+                match (kind, flat_value(kind, &raw)) {
+                    (Kind::Millis(max), Ok(value)) => {
+                        let ms = value.as_u64().expect("a whole number");
+                        proptest::prop_assert!(ms <= max);
+                        proptest::prop_assert_eq!(raw.trim().parse::<u64>(), Ok(ms));
+                    }
+                    (Kind::Bool, Ok(value)) => proptest::prop_assert!(value.is_boolean()),
+                    (Kind::Accounts, Ok(value)) => proptest::prop_assert!(value.is_array()),
+                    (_, Ok(value)) => proptest::prop_assert!(value.is_string()),
+                    (_, Err(message)) => proptest::prop_assert!(message.starts_with("must")),
+                }
+            }
+        }
+
+        /// A nested setting's JSON number is milliseconds only when whole and in range.
+        #[test]
+        fn a_nested_cover_is_a_whole_number_in_range(number in proptest::num::f64::ANY, whole in proptest::num::i64::ANY) {
+            for value in [serde_json::json!(number), serde_json::json!(whole)] {
+                let read = nested_value(Kind::Millis(COVER_MAX_MS), &value);
+                let fits = value.as_u64().is_some_and(|ms| ms <= COVER_MAX_MS);
+                proptest::prop_assert_eq!(read.is_ok(), fits || value.is_null(), "{}", value);
+            }
+        }
+    }
+
     #[test]
     fn a_cover_frame_is_whole_milliseconds_within_the_longest_video() {
         let parsed = parse_upload_fields(

@@ -485,12 +485,13 @@ impl Xf {
         }
     }
 
-    /// Checks an upload form of `kind` (its text fields, and the file staged from its file
-    /// part, if any) and stores the media item. Whatever fails, the staged file is deleted.
-    /// With a test key nothing is stored and the answer is a mock (the file is deleted too).
+    /// Checks an upload form of `kind` (its text fields, the file staged from its file part,
+    /// if any, and a video's YouTube thumbnail staged by [`Xf::stage_thumbnail`], if any) and
+    /// stores the media item. Whatever fails, the staged files are deleted. With a test key
+    /// nothing is stored and the answer is a mock (the files are deleted too).
     ///
     /// The work runs on a task of its own: a client that goes away once its form is sent
-    /// does not cut it short, so the item is stored with its file or the file is deleted,
+    /// does not cut it short, so the item is stored with its files or the files are deleted,
     /// never one without the other.
     pub async fn create_media(
         &self,
