@@ -2464,10 +2464,7 @@ fn comment(
     let encoded = path
         .trim_start_matches("/linkedin/rest/socialActions/")
         .trim_end_matches("/comments");
-    let urn: String = url::form_urlencoded::parse(format!("u={encoded}").as_bytes())
-        .map(|(_, v)| v.into_owned())
-        .next()
-        .unwrap_or_default();
+    let urn = decoded_segment(encoded);
     let body: Value = serde_json::from_str(text).unwrap_or(Value::Null);
     let little = body["message"]["text"].as_str().unwrap_or("");
     let mut state = inner.state();
@@ -2506,6 +2503,14 @@ fn comment(
         .headers_mut()
         .insert("x-restli-id", id.parse().expect("a header value"));
     response
+}
+
+/// A percent-encoded path segment (a URN), decoded.
+fn decoded_segment(encoded: &str) -> String {
+    url::form_urlencoded::parse(format!("u={encoded}").as_bytes())
+        .map(|(_, v)| v.into_owned())
+        .next()
+        .unwrap_or_default()
 }
 
 /// `thumbnails.set` as YouTube's Data API documents it: a media upload to
@@ -2615,10 +2620,7 @@ fn linkedin_delete(inner: &Inner, path: &str, headers: &HeaderMap, body: &[u8]) 
             "the URN must be URL-encoded in the path",
         );
     }
-    let urn: String = url::form_urlencoded::parse(format!("u={encoded}").as_bytes())
-        .map(|(_, v)| v.into_owned())
-        .next()
-        .unwrap_or_default();
+    let urn = decoded_segment(encoded);
     let mut state = inner.state();
     if !state.linkedin_posts.iter().any(|(u, _, _, _)| *u == urn) {
         return linkedin_error(404, "NOT_FOUND", "no such post");

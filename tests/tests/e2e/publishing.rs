@@ -2278,7 +2278,7 @@ async fn first_comments_are_posted_once_and_never_fail_the_post(app: TestApp) {
         &[
             ("platforms", r#"["youtube", "instagram", "linkedin"]"#),
             ("youtube", nested.as_str()),
-            ("instagramFollowUp", said),
+            ("instagramFirstComment", said),
             ("linkedin", nested.as_str()),
         ],
     )
@@ -2324,7 +2324,7 @@ async fn first_comments_are_posted_once_and_never_fail_the_post(app: TestApp) {
         &clip,
         &[
             ("platforms", r#"["youtube"]"#),
-            ("youtubeFollowUp", "First!"),
+            ("youtubeFirstComment", "First!"),
         ],
     )
     .await;
@@ -2348,7 +2348,7 @@ async fn first_comments_are_posted_once_and_never_fail_the_post(app: TestApp) {
         &clip,
         &[
             ("platforms", r#"["youtube"]"#),
-            ("youtubeFollowUp", "Second!"),
+            ("youtubeFirstComment", "Second!"),
         ],
     )
     .await;
@@ -2384,7 +2384,7 @@ async fn first_comments_are_posted_once_and_never_fail_the_post(app: TestApp) {
         "/media/videos",
         &[
             ("platforms", r#"["linkedin"]"#),
-            ("linkedinFollowUp", long.as_str()),
+            ("linkedinFirstComment", long.as_str()),
         ],
         Some(("launch.mp4", &clip)),
     )
@@ -2392,7 +2392,7 @@ async fn first_comments_are_posted_once_and_never_fail_the_post(app: TestApp) {
     reply.expect_error(400, "validation_error");
     assert_eq!(
         reply.body["error"]["details"][0]["field"],
-        "linkedinFollowUp"
+        "linkedinFirstComment"
     );
 }
 
@@ -2410,7 +2410,7 @@ async fn a_first_comment_cut_off_by_a_crash_is_not_sent_again(app: TestApp) {
         &clip,
         &[
             ("platforms", r#"["youtube"]"#),
-            ("youtubeFollowUp", "Hello"),
+            ("youtubeFirstComment", "Hello"),
         ],
     )
     .await;

@@ -588,18 +588,37 @@ impl PublishHandler {
             };
             match publisher.delete(&context).await {
                 Ok(()) => return Ok(()),
-                Err(PublishError::Unauthorized(_))
-                    if !refreshed && channel.sealed_refresh_token.is_some() =>
-                {
-                    refreshed = true;
-                    token = self.refresh(&mut channel, publisher.as_ref()).await?;
+                Err(error) => {
+                    token = self
+                        .after_refusal(error, &mut channel, publisher.as_ref(), &mut refreshed)
+                        .await?;
                 }
-                Err(PublishError::Unauthorized(reason) | PublishError::Disconnected(reason)) => {
-                    self.publishing.disconnect(&channel, &reason).await;
-                    return Err(Halt::Fail(disconnected(&channel, &reason)));
-                }
-                Err(other) => return Err(other.into()),
             }
+        }
+    }
+
+    /// What a platform's error leaves to do with the channel's token: a first `401` with a
+    /// refresh token is a fresh token to try again with; another `401`, or a revoked grant,
+    /// disconnects the channel; anything else stops the attempt as it is.
+    async fn after_refusal(
+        &self,
+        error: PublishError,
+        channel: &mut Channel,
+        publisher: &dyn Publisher,
+        refreshed: &mut bool,
+    ) -> Result<String, Halt> {
+        match error {
+            PublishError::Unauthorized(_)
+                if !*refreshed && channel.sealed_refresh_token.is_some() =>
+            {
+                *refreshed = true;
+                self.refresh(channel, publisher).await
+            }
+            PublishError::Unauthorized(reason) | PublishError::Disconnected(reason) => {
+                self.publishing.disconnect(channel, &reason).await;
+                Err(Halt::Fail(disconnected(channel, &reason)))
+            }
+            other => Err(other.into()),
         }
     }
 
@@ -855,19 +874,9 @@ impl PublishHandler {
                 }
                 Err(error) => error,
             };
-            match error {
-                PublishError::Unauthorized(_)
-                    if !refreshed && channel.sealed_refresh_token.is_some() =>
-                {
-                    refreshed = true;
-                    token = self.refresh(&mut channel, publisher.as_ref()).await?;
-                }
-                PublishError::Unauthorized(reason) | PublishError::Disconnected(reason) => {
-                    publishing.disconnect(&channel, &reason).await;
-                    return Err(Halt::Fail(disconnected(&channel, &reason)));
-                }
-                other => return Err(other.into()),
-            }
+            token = self
+                .after_refusal(error, &mut channel, publisher.as_ref(), &mut refreshed)
+                .await?;
         }
     }
 

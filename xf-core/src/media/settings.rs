@@ -59,13 +59,13 @@ const YOUTUBE: &[Setting] = &[
     ),
     setting("autoPublish", "youtubeAutoPublish", Kind::Bool),
     setting("channels", "selectedYoutubeChannels", Kind::Accounts),
-    setting("firstComment", "youtubeFollowUp", Kind::Text(10_000)),
+    setting("firstComment", "youtubeFirstComment", Kind::Text(10_000)),
 ];
 const INSTAGRAM: &[Setting] = &[
     setting("caption", "instagramCaption", Kind::Text(2_200)),
     setting("autoPublish", "instagramAutoPublish", Kind::Bool),
     setting("accounts", "selectedInstagramAccounts", Kind::Accounts),
-    setting("firstComment", "instagramFollowUp", Kind::Text(2_200)),
+    setting("firstComment", "instagramFirstComment", Kind::Text(2_200)),
     setting(
         "coverTimestampMs",
         "instagramCoverTimestampMs",
@@ -94,7 +94,7 @@ const LINKEDIN: &[Setting] = &[
     setting("comment", "linkedinComment", Kind::Text(3_000)),
     setting("autoPublish", "linkedinAutoPublish", Kind::Bool),
     setting("accounts", "selectedLinkedinAccounts", Kind::Accounts),
-    setting("firstComment", "linkedinFollowUp", Kind::Text(1_250)),
+    setting("firstComment", "linkedinFirstComment", Kind::Text(1_250)),
 ];
 const PINTEREST: &[Setting] = &[
     setting("title", "pinterestTitle", Kind::Text(100)),

@@ -841,14 +841,23 @@ impl Xf {
         kind: MediaKind,
         id: &MediaId,
     ) -> Result<MediaItemView> {
-        let what = kind.as_str();
-        let item = self
-            .store()
+        let item = self.owned_media(caller, kind, id).await?;
+        Ok(MediaItemView::from(&item))
+    }
+
+    /// The item `id` if it is the caller's organization's and of `kind`; `404` otherwise
+    /// (another organization's item is not found, never refused).
+    async fn owned_media(
+        &self,
+        caller: &Caller,
+        kind: MediaKind,
+        id: &MediaId,
+    ) -> Result<MediaItem> {
+        self.store()
             .get_media(id)
             .await?
             .filter(|item| item.organization_id == caller.organization.id && item.kind == kind)
-            .ok_or(Error::NotFound(what))?;
-        Ok(MediaItemView::from(&item))
+            .ok_or(Error::NotFound(kind.as_str()))
     }
 
     /// `PATCH /media/videos/{id}` and `PATCH /media/images/{id}`: changes `scheduledAt`, the
@@ -864,12 +873,7 @@ impl Xf {
         id: &MediaId,
         body: &serde_json::Value,
     ) -> Result<MediaItemView> {
-        let item = self
-            .store()
-            .get_media(id)
-            .await?
-            .filter(|item| item.organization_id == caller.organization.id && item.kind == kind)
-            .ok_or(Error::NotFound(kind.as_str()))?;
+        let item = self.owned_media(caller, kind, id).await?;
         let edit = checked_edit(&item, body)?;
         match self.store().edit_media(id, &edit, self.now()).await? {
             MediaEdited::Edited(item) => Ok(MediaItemView::from(&*item)),
@@ -890,7 +894,7 @@ impl Xf {
         kind: MediaKind,
         id: &MediaId,
     ) -> Result<DeletedMedia> {
-        self.get_media(caller, kind, id).await?;
+        self.owned_media(caller, kind, id).await?;
         let (item, jobs) = match self.store().delete_media(id).await? {
             MediaDelete::Deleted(item, jobs) => (item, jobs),
             MediaDelete::Refused(reason) => return Err(Error::Conflict(reason)),
@@ -920,7 +924,7 @@ impl Xf {
         id: &MediaId,
     ) -> Result<MediaItemView> {
         // Ownership first: another organization's item is not found, never refused.
-        self.get_media(caller, kind, id).await?;
+        self.owned_media(caller, kind, id).await?;
         let now = self.now();
         let (item, jobs) = match self.store().cancel_media(id, now).await? {
             MediaCancel::Cancelled(item, jobs) => (item, jobs),
@@ -950,12 +954,7 @@ impl Xf {
         if account.is_some_and(|a| a.trim().is_empty()) {
             return Err(Error::invalid("account", "must name an account when given"));
         }
-        let item = self
-            .store()
-            .get_media(id)
-            .await?
-            .filter(|item| item.organization_id == caller.organization.id && item.kind == kind)
-            .ok_or(Error::NotFound(kind.as_str()))?;
+        let item = self.owned_media(caller, kind, id).await?;
         let has_posts = item.targets.get(&platform).is_some_and(|target| {
             account.map_or(!target.posts.is_empty(), |a| target.posts.contains_key(a))
         });
