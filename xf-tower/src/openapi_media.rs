@@ -279,7 +279,7 @@ fn delete_posts(operation_id: &str, platforms: &[&str]) -> Value {
         "parameters": [
             {"name": "id", "in": "path", "required": true, "schema": schema("MediaId")},
             {"name": "platform", "in": "path", "required": true, "schema": {"type": "string", "enum": platforms}},
-            {"name": "account", "in": "query", "required": false, "description": "Only the post to this account (`channelId` for YouTube, `accountId` elsewhere); by default every post on the platform", "schema": {"type": "string", "minLength": 1}},
+            {"name": "account", "in": "query", "required": false, "description": "Only the post to this account (`channelId` for YouTube, `accountId` elsewhere); by default every post on the platform", "schema": {"type": "string", "pattern": "^[!-~]{1,256}$"}},
         ],
         "responses": {
             "202": success("The item, its posts on the platform `deleting` (or already `deleted`)", schema("MediaItemView"), true),

@@ -2083,8 +2083,13 @@ async fn a_published_post_is_deleted_from_its_platform_once(app: TestApp) {
     delete_at(&app, &other.key, &format!("{path}/posts/youtube"))
         .await
         .expect_error(404, "not_found");
-    let empty = delete_at(&app, &org.key, &format!("{path}/posts/linkedin?account=")).await;
-    empty.expect_error(400, "validation_error");
+    // Empty, blank or not visible ASCII: no account id looks like that.
+    for account in ["", "%0B", "%20", "caf%C3%A9"] {
+        let query = format!("{path}/posts/linkedin?account={account}");
+        delete_at(&app, &org.key, &query)
+            .await
+            .expect_error(400, "validation_error");
+    }
     // Its posts deleted, the item itself can go.
     delete_at(&app, &org.key, &path).await.expect(200);
 }

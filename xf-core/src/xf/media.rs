@@ -951,8 +951,13 @@ impl Xf {
         platform: Platform,
         account: Option<&str>,
     ) -> Result<MediaItemView> {
-        if account.is_some_and(|a| a.trim().is_empty()) {
-            return Err(Error::invalid("account", "must name an account when given"));
+        if account.is_some_and(|a| {
+            a.is_empty() || a.len() > 256 || !a.bytes().all(|b| b.is_ascii_graphic())
+        }) {
+            return Err(Error::invalid(
+                "account",
+                "must be 1 to 256 visible ASCII characters when given",
+            ));
         }
         let item = self.owned_media(caller, kind, id).await?;
         let has_posts = item.targets.get(&platform).is_some_and(|target| {
