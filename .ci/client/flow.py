@@ -48,7 +48,7 @@ from xf_client.api.health import health
 from xf_client.api.jobs import cancel_job, get_job
 from xf_client.api.media import cancel_video, delete_video, get_video, list_channels, list_videos
 from xf_client.api.media import delete_video_posts, update_video
-from xf_client.api.media import upload_video
+from xf_client.api.media import get_image, upload_image, upload_video
 from xf_client.api.properties import create_property, get_property
 from xf_client.api.scans import (
     delete_schedule,
@@ -76,6 +76,7 @@ from xf_client.models import (
     EnvelopeWebhookData,
     EnvelopeWebhookWithSecret,
     EventType,
+    GetImageResponse200,
     GetVideoResponse200,
     JobCompletedEvent,
     JobStatus,
@@ -91,6 +92,8 @@ from xf_client.models import (
     TestDeliveryRequest,
     UpdateVideoBody,
     UpdateVideoResponse200,
+    UploadImageBody,
+    UploadImageResponse201,
     UploadVideoBody,
     UploadVideoResponse201,
     ImageFileView,
@@ -381,6 +384,24 @@ def media_flow(client: xf_client.AuthenticatedClient, video: str) -> None:
     check(deleted.id == media_id and deleted.deleted and deleted.cancelled_posts == 0, "the delete types")
     gone = get_video.sync_detailed(media_id, client=client)
     check(gone.status_code == 404, "a deleted item is not found")
+
+    # A carousel: two images as `file` parts make one item, its `carousel` both in order.
+    looks = [
+        File(payload=io.BytesIO(tiny_png(32 + n, 32)), file_name=f"look-{n}.png", mime_type="image/png")
+        for n in range(2)
+    ]
+    stored = parsed(
+        upload_image.sync_detailed(client=client, body=UploadImageBody(file=looks, title="Looks")),
+        UploadImageResponse201,
+        201,
+    )
+    check(len(stored.data) == 1, "a carousel is one item")
+    image = parsed(get_image.sync_detailed(stored.data[0].id, client=client), GetImageResponse200, 200).data
+    carousel = image.carousel
+    check(isinstance(carousel, list), "the carousel is a list of image views")
+    assert isinstance(carousel, list)
+    check([view.name for view in carousel] == ["look-0.png", "look-1.png"], "the images, in order")
+    check(carousel[1].width == 33 and image.file.name == "look-0.png", "each image's facts type")
 
 
 def main() -> None:

@@ -30,9 +30,33 @@
 //!   first kilobyte, then the whole) and checks the bytes are a video or a JPEG. Answers
 //!   `{"id"}` of the container, `IN_PROGRESS` for two status reads, then `FINISHED` (or
 //!   `ERROR` when the media could not be fetched).
+//! - Carousels on the same route: an item is `image_url` with `is_carousel_item=true` (no
+//!   caption), fetched as an image; the carousel is `media_type=CAROUSEL` with `children`,
+//!   2 to 10 comma-separated item containers of the account that no other carousel holds,
+//!   and an optional `caption`. It is `IN_PROGRESS` for two reads, then `FINISHED` (`ERROR`
+//!   when an item could not be fetched); an item is not published on its own.
 //! - `GET /{container-id}?fields=status_code`, `POST /{ig-user-id}/media_publish`
 //!   (`creation_id`), `GET /{media-id}?fields=permalink`, `GET /{ig-user-id}/media`.
 //! - An unknown token is `400` with `{"error": {"code": 190, "type": "OAuthException"}}`.
+//!
+//! **TikTok** (under `/tiktok`): a photo post (`POST /v2/post/publish/content/init/`,
+//! `media_type=PHOTO`, `PULL_FROM_URL`) has 1 to 35 `photo_images` and a
+//! `photo_cover_index` among them; each URL is fetched and must be a JPEG or WebP. Errors in
+//! TikTok's shape `{"error": {"code", "message", "log_id"}}`.
+//!
+//! **LinkedIn** (under `/linkedin`): `POST /rest/posts` carries `content.media`, or
+//! `content.multiImage.images`: 2 to 20 `{"id", "altText"?}`, each an image URN issued by
+//! `/rest/images?action=initializeUpload` to the post's author and uploaded; the author's
+//! posts (`GET /rest/posts?q=author`) show the content as sent. Errors in LinkedIn's shape
+//! `{"status", "code", "message"}`.
+//!
+//! **Pinterest** (under `/pinterest`): `POST /v5/pins` takes a `media_source` of
+//! `video_id`, `image_url` (a JPEG, fetched) or `multiple_image_urls`: 2 to 5 `items`
+//! `{"url", "title"?, "description"?, "link"?}` and an optional `index` among them, each URL
+//! fetched and a JPEG, PNG or WebP. Errors in Pinterest's shape `{"code", "message"}`.
+//!
+//! Posts of two images or more are recorded with their images' sizes
+//! ([`PlatformStandIn::carousels`]).
 //!
 //! Failures are scripted per route ([`PlatformStandIn::fail_next`]), and a route can be held
 //! until the test lets it go ([`PlatformStandIn::hold`]), before or after the stand-in acts
@@ -226,9 +250,16 @@ struct Session {
 struct Container {
     account: String,
     caption: Option<String>,
+    /// What was fetched of its media URL: its length, or why not. A carousel's: its items'
+    /// lengths summed, or why one failed.
     fetched: Result<usize, String>,
     reads: u32,
     media_id: Option<String>,
+    /// Whether it is a carousel item (`is_carousel_item=true`), published only through its
+    /// carousel.
+    carousel_item: bool,
+    /// A carousel's item containers, in order; empty for any other container.
+    children: Vec<String>,
 }
 
 #[derive(Debug, Default)]
@@ -253,10 +284,14 @@ struct StandInState {
     /// The access tokens that asked `creator_info/query`: TikTok's guidelines require it
     /// before a direct post.
     tiktok_creator_asked: HashSet<String>,
-    /// LinkedIn media by URN: parts (first, last, received), finalized, status reads.
+    /// LinkedIn media by URN: parts (first, last, received), finalized, status reads, owner
+    /// and bytes received.
     linkedin_media: HashMap<String, LinkedinMedia>,
-    /// LinkedIn posts: URN, author, media URN, and the commentary as LinkedIn shows it.
+    /// LinkedIn posts: URN, author, media URN (a multi-image post's first image), and the
+    /// commentary as LinkedIn shows it.
     linkedin_posts: Vec<(String, String, String, String)>,
+    /// The `content.multiImage.images` of LinkedIn's multi-image posts, as sent, by URN.
+    linkedin_images: HashMap<String, Value>,
     /// Pinterest media by id: uploaded, status reads.
     pinterest_media: HashMap<String, (bool, u32)>,
     /// Pinterest pins, as answered.
@@ -269,6 +304,10 @@ struct StandInState {
     comments: Vec<(&'static str, String, String)>,
     /// Custom thumbnails set, in order: the video's id, the content type and the bytes.
     thumbnails: Vec<(String, String, Vec<u8>)>,
+    /// Posts of two images or more, in order: platform, the post's id as answered (the
+    /// Instagram media id, the LinkedIn URN, the pin id, the TikTok publish id), and the
+    /// images' sizes in bytes, in order.
+    carousels: Vec<(&'static str, String, Vec<usize>)>,
     /// The accounts users consent as, by the access token the consent issues: the refresh
     /// token issued with it, and the accounts (id, name) the grant reaches.
     consenting: HashMap<String, Consenting>,
@@ -295,6 +334,10 @@ struct LinkedinMedia {
     parts: Vec<(u64, u64, bool)>,
     finalized: bool,
     reads: u32,
+    /// The `owner` it was initialized for (a person or organization URN).
+    owner: String,
+    /// The bytes its parts received (an image's one `PUT`).
+    received: usize,
 }
 
 #[derive(Debug)]
@@ -556,6 +599,11 @@ impl PlatformStandIn {
         self.inner.state().deleted.clone()
     }
 
+    /// The carousels posted, in order: platform, the post's id, and its images' sizes in bytes, in order.
+    pub fn carousels(&self) -> Vec<(&'static str, String, Vec<usize>)> {
+        self.inner.state().carousels.clone()
+    }
+
     /// The TikTok client's settings for this stand-in: 5 MB chunks, quick status reads.
     pub fn tiktok_config(&self) -> xf_core::media::platforms::tiktok::TiktokConfig {
         xf_core::media::platforms::tiktok::TiktokConfig {
@@ -601,12 +649,14 @@ impl PlatformStandIn {
         }
     }
 
-    /// What the stand-in fetched of each container's media URL: its length, or why not.
+    /// What the stand-in fetched of each container's media URL: its length, or why not
+    /// (carousel containers, which have no URL of their own, aside).
     pub fn fetched(&self) -> Vec<Result<usize, String>> {
         self.inner
             .state()
             .containers
             .values()
+            .filter(|c| c.children.is_empty())
             .map(|c| c.fetched.clone())
             .collect()
     }
@@ -1202,6 +1252,17 @@ async fn instagram_container(inner: &Inner, path: &str, text: &str) -> Response 
             "Error validating access token: Session has expired",
         );
     }
+    let item = match fields.get("is_carousel_item").map(String::as_str) {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(_) => return graph_error(400, 100, "(#100) is_carousel_item must be true or false"),
+    };
+    if fields.get("media_type").map(String::as_str) == Some("CAROUSEL") {
+        if item {
+            return graph_error(400, 100, "(#100) a carousel is not a carousel item");
+        }
+        return instagram_carousel(inner, account, &fields);
+    }
     let (url, video) = match (
         fields.get("media_type").map(String::as_str),
         fields.get("video_url"),
@@ -1217,11 +1278,22 @@ async fn instagram_container(inner: &Inner, path: &str, text: &str) -> Response 
             )
         }
     };
-    if fields
-        .get("caption")
-        .is_some_and(|c| c.chars().count() > 2200)
-    {
-        return graph_error(400, 100, "(#100) The caption is too long");
+    if item && video {
+        return graph_error(
+            400,
+            100,
+            "(#100) a carousel item is an image_url here (Reels are not carousel items)",
+        );
+    }
+    if item && fields.contains_key("caption") {
+        return graph_error(
+            400,
+            100,
+            "(#100) a carousel item takes no caption: its carousel container has it",
+        );
+    }
+    if let Some(refused) = caption_refused(&fields) {
+        return refused;
     }
     // `thumb_offset`: for videos and Reels, the cover frame's position in milliseconds.
     if let Some(offset) = fields.get("thumb_offset") {
@@ -1235,16 +1307,112 @@ async fn instagram_container(inner: &Inner, path: &str, text: &str) -> Response 
     }
     let fetched = fetch_media(&inner.client, &url, video).await;
     let mut state = inner.state();
-    state.next_id += 1;
-    let id = format!("1790{:08}", state.next_id);
-    state.containers.insert(
-        id.clone(),
+    let id = add_container(
+        &mut state,
         Container {
             account,
             caption: fields.get("caption").cloned(),
             fetched,
             reads: 0,
             media_id: None,
+            carousel_item: item,
+            children: Vec::new(),
+        },
+    );
+    answer(200, json!({"id": id}), None)
+}
+
+/// Stores a new container under a fresh id; the id.
+fn add_container(state: &mut StandInState, container: Container) -> String {
+    state.next_id += 1;
+    let id = format!("1790{:08}", state.next_id);
+    state.containers.insert(id.clone(), container);
+    id
+}
+
+/// Instagram's caption limit: 2,200 characters.
+fn caption_refused(fields: &HashMap<String, String>) -> Option<Response> {
+    fields
+        .get("caption")
+        .is_some_and(|c| c.chars().count() > 2200)
+        .then(|| graph_error(400, 100, "(#100) The caption is too long"))
+}
+
+/// A carousel container (`media_type=CAROUSEL`): `children`, 2 to 10 comma-separated
+/// carousel item containers of `account` that no other carousel holds, and an optional
+/// `caption`; no media URL of its own. Its status is `ERROR` when an item could not be
+/// fetched.
+fn instagram_carousel(
+    inner: &Inner,
+    account: String,
+    fields: &HashMap<String, String>,
+) -> Response {
+    if ["image_url", "video_url", "thumb_offset"]
+        .into_iter()
+        .any(|name| fields.contains_key(name))
+    {
+        return graph_error(
+            400,
+            100,
+            "(#100) a carousel container takes children, not image_url, video_url or thumb_offset",
+        );
+    }
+    if let Some(refused) = caption_refused(fields) {
+        return refused;
+    }
+    let children: Vec<String> = fields
+        .get("children")
+        .map(|c| c.split(',').map(str::to_owned).collect())
+        .unwrap_or_default();
+    if !(2..=10).contains(&children.len()) {
+        return graph_error(
+            400,
+            100,
+            "(#100) children must name 2 to 10 carousel item containers",
+        );
+    }
+    let mut state = inner.state();
+    let mut fetched: Result<usize, String> = Ok(0);
+    for (n, child) in children.iter().enumerate() {
+        let Some(container) = state
+            .containers
+            .get(child)
+            .filter(|c| c.account == account && c.carousel_item)
+        else {
+            return graph_error(
+                400,
+                100,
+                &format!("(#100) {child} is not a carousel item container of this user"),
+            );
+        };
+        let taken = children[..n].contains(child)
+            || state
+                .containers
+                .values()
+                .any(|c| c.children.contains(child));
+        if taken {
+            return graph_error(
+                400,
+                100,
+                &format!("(#100) {child} is already an item of a carousel"),
+            );
+        }
+        fetched = match (fetched, &container.fetched) {
+            (Ok(total), Ok(size)) => Ok(total + size),
+            (Ok(_), Err(why)) => Err(format!("carousel item {child}: {why}")),
+            (Err(why), _) => Err(why),
+        };
+    }
+    let id = add_container(
+        &mut state,
+        Container {
+            account,
+            caption: fields.get("caption").cloned(),
+            fetched,
+            reads: 0,
+            media_id: None,
+            carousel_item: false,
+            children,
         },
     );
     answer(200, json!({"id": id}), None)
@@ -1361,14 +1529,35 @@ fn instagram_publish(inner: &Inner, path: &str, text: &str) -> Response {
             "(#100) creation_id is not a container of this user",
         );
     };
+    if container.carousel_item {
+        return graph_error(
+            400,
+            100,
+            "(#100) a carousel item is published through its carousel",
+        );
+    }
     if container.media_id.is_some() || container.fetched.is_err() || container.reads <= 2 {
         return graph_error(400, 9007, "(#9007) The media is not ready for publishing");
     }
     let id = format!("1800{next:08}");
     container.media_id = Some(id.clone());
     let caption = container.caption.clone();
+    let children = container.children.clone();
     state.next_id = next;
     state.media.push((id.clone(), account, caption));
+    if children.len() >= 2 {
+        let sizes: Vec<usize> = children
+            .iter()
+            .map(|child| {
+                state
+                    .containers
+                    .get(child)
+                    .and_then(|c| c.fetched.as_ref().ok().copied())
+                    .unwrap_or(0)
+            })
+            .collect();
+        state.carousels.push(("instagram", id.clone(), sizes));
+    }
     answer(200, json!({"id": id}), None)
 }
 
@@ -1897,25 +2086,45 @@ async fn tiktok_init(inner: &Inner, path: &str, headers: &HeaderMap, text: &str)
         }
     }
     if photo {
-        let urls = body["source_info"]["photo_images"]
+        let images = body["source_info"]["photo_images"]
             .as_array()
             .cloned()
             .unwrap_or_default();
         if body["media_type"] != "PHOTO"
             || body["source_info"]["source"] != "PULL_FROM_URL"
-            || urls.is_empty()
+            || images.is_empty()
             || !["DIRECT_POST", "MEDIA_UPLOAD"].contains(&body["post_mode"].as_str().unwrap_or(""))
             || (body["post_mode"] == "DIRECT_POST" && !privacy_ok(&body["post_info"]))
         {
             return tiktok_error(400, "invalid_params", "a photo post needs media_type PHOTO, post_mode, PULL_FROM_URL photo_images and a privacy level");
         }
+        let urls: Vec<&str> = images.iter().filter_map(Value::as_str).collect();
+        if urls.len() != images.len() || urls.len() > 35 {
+            return tiktok_error(
+                400,
+                "invalid_params",
+                "source_info.photo_images must be 1 to 35 image URLs",
+            );
+        }
+        let cover = body["source_info"]["photo_cover_index"].as_u64();
+        if cover.is_none_or(|index| index >= urls.len() as u64) {
+            return tiktok_error(
+                400,
+                "invalid_params",
+                "source_info.photo_cover_index must be the index of one of photo_images",
+            );
+        }
+        let mut sizes = Vec::new();
         for url in &urls {
-            if let Err(why) = fetch_image(&inner.client, url.as_str().unwrap_or("")).await {
-                return tiktok_error(
-                    400,
-                    "invalid_params",
-                    &format!("photo could not be pulled: {why}"),
-                );
+            match fetch_image(&inner.client, url, &[ImageFormat::Jpeg, ImageFormat::Webp]).await {
+                Ok(size) => sizes.push(size),
+                Err(why) => {
+                    return tiktok_error(
+                        400,
+                        "invalid_params",
+                        &format!("photo could not be pulled: {why}"),
+                    )
+                }
             }
         }
         let mut state = inner.state();
@@ -1934,6 +2143,9 @@ async fn tiktok_init(inner: &Inner, path: &str, headers: &HeaderMap, text: &str)
                 post_id: None,
             },
         );
+        if sizes.len() >= 2 {
+            state.carousels.push(("tiktok", id.clone(), sizes));
+        }
         return tiktok_ok(json!({"publish_id": id}));
     }
     if !inbox
@@ -1989,15 +2201,55 @@ async fn tiktok_init(inner: &Inner, path: &str, headers: &HeaderMap, text: &str)
         "upload_url": format!("{}/tiktok/upload/?upload_id={}", inner.base_url, id)}))
 }
 
-/// Fetches an image URL: it must answer a JPEG.
-async fn fetch_image(client: &reqwest::Client, url: &str) -> Result<usize, String> {
+/// An image format, as told by a file's first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ImageFormat {
+    /// JPEG (`FF D8 FF`).
+    Jpeg,
+    /// PNG (its eight-byte signature).
+    Png,
+    /// WebP (`RIFF`, a length, `WEBP`).
+    Webp,
+}
+
+impl ImageFormat {
+    /// The format `bytes` start with, if one of these.
+    fn of(bytes: &[u8]) -> Option<ImageFormat> {
+        if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+            Some(ImageFormat::Jpeg)
+        } else if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+            Some(ImageFormat::Png)
+        } else if bytes.len() >= 12 && bytes.starts_with(b"RIFF") && &bytes[8..12] == b"WEBP" {
+            Some(ImageFormat::Webp)
+        } else {
+            None
+        }
+    }
+
+    /// Its usual name.
+    fn name(self) -> &'static str {
+        match self {
+            ImageFormat::Jpeg => "JPEG",
+            ImageFormat::Png => "PNG",
+            ImageFormat::Webp => "WebP",
+        }
+    }
+}
+
+/// Fetches an image URL: it must answer an image in one of `formats`; its length.
+async fn fetch_image(
+    client: &reqwest::Client,
+    url: &str,
+    formats: &[ImageFormat],
+) -> Result<usize, String> {
     let reply = client.get(url).send().await.map_err(|e| e.to_string())?;
     if !reply.status().is_success() {
         return Err(format!("answered {}", reply.status()));
     }
     let bytes = reply.bytes().await.map_err(|e| e.to_string())?;
-    if !bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
-        return Err("not a JPEG".into());
+    if !ImageFormat::of(&bytes).is_some_and(|format| formats.contains(&format)) {
+        let names: Vec<&str> = formats.iter().map(|format| format.name()).collect();
+        return Err(format!("not a {}", names.join(" or ")));
     }
     Ok(bytes.len())
 }
@@ -2192,6 +2444,8 @@ fn linkedin_media(
                         parts,
                         finalized: false,
                         reads: 0,
+                        owner: owner.to_owned(),
+                        received: 0,
                     },
                 );
                 answer(
@@ -2208,6 +2462,8 @@ fn linkedin_media(
                         parts: vec![(0, u64::MAX, false)],
                         finalized: true,
                         reads: 0,
+                        owner: owner.to_owned(),
+                        received: 0,
                     },
                 );
                 answer(
@@ -2270,14 +2526,21 @@ fn linkedin_part(inner: &Inner, path: &str, headers: &HeaderMap, body: &[u8]) ->
     let Some(part) = media.parts.get_mut(index) else {
         return linkedin_error(404, "NOT_FOUND", "no such part");
     };
-    if part.1 != u64::MAX && body.len() as u64 != part.1 - part.0 + 1 {
+    let image = part.1 == u64::MAX;
+    if !image && body.len() as u64 != part.1 - part.0 + 1 {
         return linkedin_error(
             400,
             "PART_SIZE",
             "the part is not the bytes the instruction names",
         );
     }
+    let again = part.2;
     part.2 = true;
+    if image {
+        media.received = body.len();
+    } else if !again {
+        media.received += body.len();
+    }
     let mut response = (StatusCode::OK, "").into_response();
     response.headers_mut().insert(
         header::ETAG,
@@ -2307,19 +2570,18 @@ fn linkedin_post(
             .iter()
             .rev()
             .filter(|(_, a, _, _)| *a == author)
-            .map(|(urn, _, media, _)| json!({"id": urn, "author": author, "content": {"media": {"id": media}}}))
+            .map(|(urn, _, media, _)| {
+                let content = match state.linkedin_images.get(urn) {
+                    Some(images) => json!({"multiImage": {"images": images}}),
+                    None => json!({"media": {"id": media}}),
+                };
+                json!({"id": urn, "author": author, "content": content})
+            })
             .collect();
         return answer(200, json!({"elements": elements}), None);
     }
     let body: Value = serde_json::from_str(text).unwrap_or(Value::Null);
-    let media = body["content"]["media"]["id"]
-        .as_str()
-        .unwrap_or("")
-        .to_owned();
-    let available = state
-        .linkedin_media
-        .get(&media)
-        .is_some_and(|m| m.finalized && m.parts.iter().all(|(_, _, got)| *got));
+    let content = &body["content"];
     let author = body["author"].as_str().unwrap_or("").to_owned();
     if !author.starts_with("urn:li:")
         || body["visibility"] != "PUBLIC"
@@ -2335,20 +2597,112 @@ fn linkedin_post(
             "author, commentary, visibility, distribution and lifecycleState are required",
         );
     }
-    if !available {
-        return linkedin_error(422, "MEDIA_NOT_READY", "the media is not available");
-    }
+    let multi = content.get("multiImage").is_some();
+    let (media, sizes) = if multi {
+        if content.get("media").is_some() {
+            return linkedin_error(
+                400,
+                "INVALID_CONTENT",
+                "content is media or multiImage, not both",
+            );
+        }
+        let images = &content["multiImage"]["images"];
+        let sizes = match linkedin_multi_image(&state, &author, images) {
+            Ok(sizes) => sizes,
+            Err(refused) => return *refused,
+        };
+        let first = images[0]["id"].as_str().unwrap_or("").to_owned();
+        (first, sizes)
+    } else {
+        let media = content["media"]["id"].as_str().unwrap_or("").to_owned();
+        let available = state
+            .linkedin_media
+            .get(&media)
+            .is_some_and(|m| m.finalized && m.parts.iter().all(|(_, _, got)| *got));
+        if !available {
+            return linkedin_error(422, "MEDIA_NOT_READY", "the media is not available");
+        }
+        (media, Vec::new())
+    };
     state.next_id += 1;
     let urn = format!("urn:li:share:70{:016}", state.next_id);
     let shown = little_shown(body["commentary"].as_str().unwrap_or(""));
     state
         .linkedin_posts
         .push((urn.clone(), author, media, shown));
+    if multi {
+        state
+            .linkedin_images
+            .insert(urn.clone(), content["multiImage"]["images"].clone());
+        state.carousels.push(("linkedin", urn.clone(), sizes));
+    }
     let mut response = (StatusCode::CREATED, "").into_response();
     response
         .headers_mut()
         .insert("x-restli-id", urn.parse().expect("a header value"));
     response
+}
+
+/// Checks a post's `content.multiImage.images` (the MultiImage API): 2 to 20 `{"id",
+/// "altText"?}`, each an image URN initialized for `author` whose bytes were uploaded; the
+/// images' uploaded sizes, in order.
+fn linkedin_multi_image(
+    state: &StandInState,
+    author: &str,
+    images: &Value,
+) -> Result<Vec<usize>, Box<Response>> {
+    let Some(images) = images.as_array().filter(|i| (2..=20).contains(&i.len())) else {
+        return Err(Box::new(linkedin_error(
+            400,
+            "INVALID_MULTI_IMAGE",
+            "content.multiImage.images must hold 2 to 20 images",
+        )));
+    };
+    let mut sizes = Vec::new();
+    for (n, image) in images.iter().enumerate() {
+        let alt_ok = image.get("altText").is_none_or(Value::is_string);
+        let Some(urn) = image["id"].as_str().filter(|_| image.is_object() && alt_ok) else {
+            return Err(Box::new(linkedin_error(
+                400,
+                "INVALID_MULTI_IMAGE",
+                "each image is {\"id\": an image URN, \"altText\"?: text}",
+            )));
+        };
+        let issued = state
+            .linkedin_media
+            .get(urn)
+            .filter(|_| urn.starts_with("urn:li:image:"));
+        let Some(media) = issued else {
+            return Err(Box::new(linkedin_error(
+                400,
+                "INVALID_MEDIA",
+                &format!("{urn} is not an image initialized here"),
+            )));
+        };
+        if images[..n].iter().any(|other| other["id"] == urn) {
+            return Err(Box::new(linkedin_error(
+                400,
+                "INVALID_MULTI_IMAGE",
+                &format!("{urn} is in the post twice"),
+            )));
+        }
+        if media.owner != author {
+            return Err(Box::new(linkedin_error(
+                422,
+                "MEDIA_OWNER_MISMATCH",
+                &format!("{urn} does not belong to the post's author"),
+            )));
+        }
+        if !(media.finalized && media.parts.iter().all(|(_, _, got)| *got)) {
+            return Err(Box::new(linkedin_error(
+                422,
+                "MEDIA_NOT_READY",
+                &format!("{urn} is not uploaded"),
+            )));
+        }
+        sizes.push(media.received);
+    }
+    Ok(sizes)
 }
 
 /// Commentary as LinkedIn shows it, read in its "little" text format (Microsoft's "little text
@@ -2789,6 +3143,8 @@ async fn pinterest_pin(
     {
         return pinterest_error(400, 1, "Invalid parameters: board_id, title or description");
     }
+    // The sizes of a carousel pin's images, in order.
+    let mut sizes = Vec::new();
     match source["source_type"].as_str() {
         Some("video_id") => {
             let ready = source["media_id"]
@@ -2801,24 +3157,89 @@ async fn pinterest_pin(
             }
         }
         Some("image_url") => {
-            if let Err(why) = fetch_image(&inner.client, source["url"].as_str().unwrap_or("")).await
-            {
+            let url = source["url"].as_str().unwrap_or("");
+            if let Err(why) = fetch_image(&inner.client, url, &[ImageFormat::Jpeg]).await {
                 return pinterest_error(400, 1, &format!("The image could not be fetched: {why}"));
+            }
+        }
+        Some("multiple_image_urls") => {
+            let urls = match pinterest_items(source) {
+                Ok(urls) => urls,
+                Err(refused) => return *refused,
+            };
+            let formats = [ImageFormat::Jpeg, ImageFormat::Png, ImageFormat::Webp];
+            for url in &urls {
+                match fetch_image(&inner.client, url, &formats).await {
+                    Ok(size) => sizes.push(size),
+                    Err(why) => {
+                        return pinterest_error(
+                            400,
+                            1,
+                            &format!("An image could not be fetched: {why}"),
+                        )
+                    }
+                }
             }
         }
         _ => {
             return pinterest_error(
                 400,
                 1,
-                "media_source.source_type must be video_id or image_url",
+                "media_source.source_type must be video_id, image_url or multiple_image_urls",
             )
         }
     }
     let mut state = inner.state();
     state.next_id += 1;
-    let pin = json!({"id": format!("98{:014}", state.next_id), "board_id": board,
+    let id = format!("98{:014}", state.next_id);
+    let pin = json!({"id": id, "board_id": board,
         "title": body["title"], "description": body["description"],
         "media": {"media_type": source["source_type"]}});
     state.pins.push(pin.clone());
+    if sizes.len() >= 2 {
+        state.carousels.push(("pinterest", id, sizes));
+    }
     answer(201, pin, None)
+}
+
+/// The image URLs of a `multiple_image_urls` media source: 2 to 5 `items`, each `{"url",
+/// "title"?, "description"?, "link"?}`, and an optional `index` among them.
+fn pinterest_items(source: &Value) -> Result<Vec<String>, Box<Response>> {
+    let Some(items) = source["items"]
+        .as_array()
+        .filter(|items| (2..=5).contains(&items.len()))
+    else {
+        return Err(Box::new(pinterest_error(
+            400,
+            1,
+            "media_source.items must hold 2 to 5 images",
+        )));
+    };
+    let index_ok = source
+        .get("index")
+        .is_none_or(|index| index.as_u64().is_some_and(|i| i < items.len() as u64));
+    if !index_ok {
+        return Err(Box::new(pinterest_error(
+            400,
+            1,
+            "media_source.index must be the position of one of its items",
+        )));
+    }
+    let mut urls = Vec::new();
+    for item in items {
+        let texts_ok = ["title", "description", "link"]
+            .into_iter()
+            .all(|name| item.get(name).is_none_or(Value::is_string));
+        match item["url"].as_str() {
+            Some(url) if item.is_object() && texts_ok => urls.push(url.to_owned()),
+            _ => {
+                return Err(Box::new(pinterest_error(
+                    400,
+                    1,
+                    "each item is {\"url\", \"title\"?, \"description\"?, \"link\"?}",
+                )))
+            }
+        }
+    }
+    Ok(urls)
 }

@@ -443,6 +443,7 @@ async fn check_whole_host(host: Host) {
         .to_owned();
     let url = host.xf.media_file_url(
         &xf_core::ids::MediaId::parse(&media_id).expect("a media id"),
+        0,
         host.xf.now().plus(chrono::Duration::hours(1)),
     );
     let path = url

@@ -43,6 +43,8 @@ impl MediaStore for MemoryStore {
             for job in jobs {
                 state.insert_job(job)?;
             }
+            let month = item.created_at.month_key();
+            state.add_usage(&item.organization_id, &month, &item.upload_usage());
         }
         if !jobs.is_empty() {
             self.signal(QueueSignal::JobsReady);
@@ -70,6 +72,8 @@ impl MediaStore for MemoryStore {
         for event in post_events(&before, &after, platform, account) {
             state.record_snapshot_event(event, now);
         }
+        let usage = MediaItem::post_usage(&before, &after, platform, account);
+        state.add_usage(&after.organization_id, &now.month_key(), &usage);
         Ok(Some(after))
     }
 

@@ -5,7 +5,7 @@ use xf_core::ids::OrganizationId;
 use xf_core::model::UsageCounters;
 use xf_core::store::{StoreResult, UsageStore};
 
-use crate::MemoryStore;
+use crate::{MemoryStore, State};
 
 #[async_trait]
 impl UsageStore for MemoryStore {
@@ -28,12 +28,23 @@ impl UsageStore for MemoryStore {
         month: &str,
         delta: &UsageCounters,
     ) -> StoreResult<UsageCounters> {
-        let mut state = self.write();
-        let entry = state
+        Ok(self.write().add_usage(organization_id, month, delta))
+    }
+}
+
+impl State {
+    /// Adds `delta` to the organization's meters of `month`; the totals.
+    pub(crate) fn add_usage(
+        &mut self,
+        organization_id: &OrganizationId,
+        month: &str,
+        delta: &UsageCounters,
+    ) -> UsageCounters {
+        let entry = self
             .usage
             .entry((organization_id.to_string(), month.to_owned()))
             .or_default();
         *entry = entry.plus(delta);
-        Ok(*entry)
+        *entry
     }
 }

@@ -1,6 +1,6 @@
 //! Media items and connected channels.
 //!
-//! See migration 0008 for the tables. A media item's file and per-platform plan are JSONB
+//! See migrations 0008 and 0023 for the tables. A media item's files and per-platform plan are JSONB
 //! (`StoredFile` and a map of `PlatformTarget`s, as their serde forms); its selected platforms
 //! are also kept as a text array, which the list's `platform` filter reads.
 
@@ -16,7 +16,7 @@ use xf_core::media::{
     Channel, MediaEdit, MediaItem, MediaKind, MediaStatus, Platform, PlatformTarget, Post,
     StoredFile, Upload, UploadPart,
 };
-use xf_core::model::JobRecord;
+use xf_core::model::{JobRecord, UsageCounters};
 use xf_core::store::{
     check_new_job, edit_refused_running, Appended, MediaCancel, MediaDelete, MediaEdited,
     MediaFilter, MediaStore, PostsDelete, StoreResult,
@@ -27,19 +27,20 @@ use xf_core::StoreError;
 use crate::error::store_error;
 use crate::jobs::insert_jobs_query;
 use crate::rows::{at, at_opt, big, unsigned, RowExt};
+use crate::usage::add_usage_in;
 use crate::{all, one, PgStore};
 
 /// The columns [`media_item`] reads (`platforms` is not among them: it repeats the keys of
 /// `targets`).
 const MEDIA_COLUMNS: &str = "id, organization_id, kind, title, description, status, \
-     scheduled_at, file, targets, created_at, updated_at";
+     scheduled_at, file, carousel, targets, created_at, updated_at";
 
 /// What a change of [`PgStore::change_media`] decided.
 enum Changed<T> {
     /// Write nothing; answer this.
     Keep(T),
-    /// Write the item back with these events; answer this.
-    Write(T, Vec<NewEvent>),
+    /// Write the item back with these events and this much usage; answer this.
+    Write(T, Vec<NewEvent>, UsageCounters),
 }
 
 impl PgStore {
@@ -59,7 +60,13 @@ impl PgStore {
         };
         let (answer, events) = match change(&mut item) {
             Changed::Keep(answer) => return Ok(Some(answer)),
-            Changed::Write(answer, events) => (answer, events),
+            Changed::Write(answer, events, usage) => {
+                if !usage.is_zero() {
+                    let (org, month) = (&item.organization_id, now.month_key());
+                    add_usage_in(&mut *tx, org, &month, &usage).await?;
+                }
+                (answer, events)
+            }
         };
         insert_events(&mut tx, &events, now).await?;
         write_item(&mut tx, &item).await?;
@@ -148,8 +155,8 @@ impl MediaStore for PgStore {
         let mut tx = self.begin().await?;
         sqlx::query(
             "INSERT INTO media_items (id, organization_id, kind, title, description, status, \
-                 scheduled_at, file, platforms, targets, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                 scheduled_at, file, carousel, platforms, targets, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
         )
         .bind(item.id.as_str())
         .bind(item.organization_id.as_str())
@@ -159,6 +166,7 @@ impl MediaStore for PgStore {
         .bind(item.status.as_str())
         .bind(at_opt(item.scheduled_at))
         .bind(Json(&item.file))
+        .bind(Json(&item.carousel))
         .bind(&platforms)
         .bind(Json(&item.targets))
         .bind(at(item.created_at))
@@ -166,6 +174,14 @@ impl MediaStore for PgStore {
         .execute(&mut *tx)
         .await
         .map_err(store_error)?;
+        let month = item.created_at.month_key();
+        add_usage_in(
+            &mut *tx,
+            &item.organization_id,
+            &month,
+            &item.upload_usage(),
+        )
+        .await?;
         // Jobs wake idle workers through their insert trigger, at commit.
         for chunk in jobs.chunks(1_000) {
             insert_jobs_query(chunk)
@@ -192,7 +208,8 @@ impl MediaStore for PgStore {
                     return Changed::Keep(None);
                 }
                 let events = post_events(&before, item, platform, account);
-                Changed::Write(Some(item.clone()), events)
+                let usage = MediaItem::post_usage(&before, item, platform, account);
+                Changed::Write(Some(item.clone()), events, usage)
             })
             .await?;
         Ok(changed.flatten())
@@ -303,7 +320,8 @@ impl MediaStore for PgStore {
                 match item.cancel(now) {
                     Ok(jobs) => {
                         let events = cancel_events(&before, item);
-                        Changed::Write(MediaCancel::Cancelled(Box::new(item.clone()), jobs), events)
+                        let cancelled = MediaCancel::Cancelled(Box::new(item.clone()), jobs);
+                        Changed::Write(cancelled, events, UsageCounters::default())
                     }
                     Err(reason) => Changed::Keep(MediaCancel::Refused(reason)),
                 }
@@ -582,13 +600,17 @@ impl MediaStore for PgStore {
     }
 
     async fn blob_keys_in_use(&self, keys: &[String]) -> StoreResult<HashSet<String>> {
-        // Items by the indexes on their file's key and their YouTube thumbnail's (only YouTube
-        // takes one); uploads are few (they expire in a day), and their parts are read whole.
+        // Items by the indexes on their file's key, their carousel's images (one probe of the
+        // GIN index per key asked) and their YouTube thumbnail's (only YouTube takes one);
+        // uploads are few (they expire in a day), and their parts are read whole.
         let rows = sqlx::query(
             "SELECT file->>'key' AS key FROM media_items WHERE file->>'key' = ANY($1) \
              UNION \
              SELECT targets->'youtube'->'thumbnail'->>'key' FROM media_items \
              WHERE targets->'youtube'->'thumbnail'->>'key' = ANY($1) \
+             UNION \
+             SELECT asked FROM unnest($1::text[]) AS asked WHERE EXISTS (SELECT 1 FROM media_items \
+                 WHERE carousel @> jsonb_build_array(jsonb_build_object('key', asked))) \
              UNION \
              SELECT part->>'key' FROM media_uploads, jsonb_array_elements(parts) AS part \
              WHERE part->>'key' = ANY($1)",
@@ -639,6 +661,7 @@ fn media_item(row: &PgRow) -> StoreResult<MediaItem> {
         status,
         scheduled_at: row.timestamp_opt("scheduled_at")?,
         file: row.col::<Json<StoredFile>>("file")?.0,
+        carousel: row.col::<Json<Vec<StoredFile>>>("carousel")?.0,
         targets: row
             .col::<Json<BTreeMap<Platform, PlatformTarget>>>("targets")?
             .0,

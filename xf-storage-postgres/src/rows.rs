@@ -41,7 +41,8 @@ pub(crate) const REPORT_COLUMNS: &str =
     "token, organization_id, property_id, scan_id, expires_at, view_count, created_at";
 /// The columns [`usage`] reads.
 pub(crate) const USAGE_COLUMNS: &str =
-    "scans, ai_input_tokens, ai_output_tokens, redirects_created, images_optimized";
+    "scans, ai_input_tokens, ai_output_tokens, redirects_created, images_optimized, \
+     media_uploads, media_bytes, posts_published, posts_deleted";
 /// The columns [`webhook`] reads.
 pub(crate) const WEBHOOK_COLUMNS: &str = "id, organization_id, name, url, secret_prefix, \
      events, enabled, last_delivery_at, last_delivery_status, secret_current, secret_previous, \
@@ -353,6 +354,10 @@ pub(crate) fn usage(row: &PgRow) -> StoreResult<UsageCounters> {
         ai_output_tokens: row.count("ai_output_tokens")?,
         redirects_created: row.count("redirects_created")?,
         images_optimized: row.count("images_optimized")?,
+        media_uploads: row.count("media_uploads")?,
+        media_bytes: row.count("media_bytes")?,
+        posts_published: row.count("posts_published")?,
+        posts_deleted: row.count("posts_deleted")?,
     })
 }
 

@@ -33,31 +33,48 @@ impl UsageStore for PgStore {
         month: &str,
         delta: &UsageCounters,
     ) -> StoreResult<UsageCounters> {
-        // One upsert: concurrent additions from any instance all count. Sums saturate at the
-        // largest bigint instead of failing.
-        let row = sqlx::query(&format!(
-            "INSERT INTO usage_counters AS u (organization_id, month, scans, ai_input_tokens, \
-             ai_output_tokens, redirects_created, images_optimized) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7) \
-             ON CONFLICT (organization_id, month) DO UPDATE SET \
-             scans = LEAST(u.scans::numeric + EXCLUDED.scans, {max})::bigint, \
-             ai_input_tokens = LEAST(u.ai_input_tokens::numeric + EXCLUDED.ai_input_tokens, {max})::bigint, \
-             ai_output_tokens = LEAST(u.ai_output_tokens::numeric + EXCLUDED.ai_output_tokens, {max})::bigint, \
-             redirects_created = LEAST(u.redirects_created::numeric + EXCLUDED.redirects_created, {max})::bigint, \
-             images_optimized = LEAST(u.images_optimized::numeric + EXCLUDED.images_optimized, {max})::bigint \
-             RETURNING {USAGE_COLUMNS}",
-            max = i64::MAX
-        ))
-        .bind(organization_id.as_str())
-        .bind(month)
-        .bind(big(delta.scans))
-        .bind(big(delta.ai_input_tokens))
-        .bind(big(delta.ai_output_tokens))
-        .bind(big(delta.redirects_created))
-        .bind(big(delta.images_optimized))
-        .fetch_one(&self.pool)
-        .await
-        .map_err(store_error)?;
-        rows::usage(&row)
+        add_usage_in(&self.pool, organization_id, month, delta).await
     }
+}
+
+/// Adds `delta` to the organization's meters of `month` through `executor` (the pool, or a
+/// transaction whose change the usage belongs to); the totals.
+pub(crate) async fn add_usage_in<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    organization_id: &OrganizationId,
+    month: &str,
+    delta: &UsageCounters,
+) -> StoreResult<UsageCounters> {
+    // One upsert: concurrent additions from any instance all count. Sums saturate at the
+    // largest bigint instead of failing.
+    let add = |column: &str| {
+        format!(
+            "{column} = LEAST(u.{column}::numeric + EXCLUDED.{column}, {max})::bigint",
+            max = i64::MAX
+        )
+    };
+    let columns: Vec<&str> = USAGE_COLUMNS.split(", ").collect();
+    let updates: Vec<String> = columns.iter().map(|column| add(column)).collect();
+    let row = sqlx::query(&format!(
+        "INSERT INTO usage_counters AS u (organization_id, month, {USAGE_COLUMNS}) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+         ON CONFLICT (organization_id, month) DO UPDATE SET {} \
+         RETURNING {USAGE_COLUMNS}",
+        updates.join(", ")
+    ))
+    .bind(organization_id.as_str())
+    .bind(month)
+    .bind(big(delta.scans))
+    .bind(big(delta.ai_input_tokens))
+    .bind(big(delta.ai_output_tokens))
+    .bind(big(delta.redirects_created))
+    .bind(big(delta.images_optimized))
+    .bind(big(delta.media_uploads))
+    .bind(big(delta.media_bytes))
+    .bind(big(delta.posts_published))
+    .bind(big(delta.posts_deleted))
+    .fetch_one(executor)
+    .await
+    .map_err(store_error)?;
+    rows::usage(&row)
 }

@@ -37,6 +37,7 @@ use crate::error::ApiError;
         xf_core::media::api::DeletedMedia,
         xf_core::media::api::Pagination,
         xf_core::media::api::ChannelsView,
+        xf_core::media::api::MediaUsage,
         xf_core::ids::MediaId,
     )),
     tags(

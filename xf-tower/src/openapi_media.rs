@@ -5,6 +5,7 @@
 //! every documented operation is routed.
 
 use serde_json::{json, Map, Value};
+use xf_core::media::rules::CAROUSEL_MAX;
 use xf_core::media::settings::{self, MAX_DESCRIPTION, MAX_TITLE};
 use xf_core::media::{MediaStatus, Platform};
 
@@ -81,17 +82,34 @@ fn form(video: bool) -> Value {
     let millis = |description: &str| json!({"type": "string", "pattern": "^[0-9]{1,7}$", "description": format!("{description}; within the video, at most {}", settings::COVER_MAX_MS)});
     // A platform's nested settings: JSON text whose content the settings schema describes.
     let settings = |platform: Platform| {
+        let mut nested = settings::json_schema(platform, settings::SettingsSchema::Form);
+        if !video {
+            // A cover frame is a moment of a video: an image's form has none.
+            if let Some(properties) = nested["properties"].as_object_mut() {
+                properties.remove("coverTimestampMs");
+            }
+        }
         json!({
             "type": "string",
             "contentMediaType": "application/json",
-            "contentSchema": settings::json_schema(platform, settings::SettingsSchema::Form),
+            "contentSchema": nested,
             "description": format!("JSON object of {}'s settings (see its schema); nested settings win over the flat fields", platform.label()),
         })
     };
     let mut properties = json!({
         // Binary both ways: OpenAPI 3.1's `contentMediaType` and 3.0's `format: binary`, which
         // generators still read.
-        "file": {"type": "string", "format": "binary", "contentMediaType": "application/octet-stream", "description": if video { "The video: .mp4 or .mov (content checked)" } else { "The image: .jpg, .png or .webp (content checked)" }},
+        "file": if video {
+            json!({"type": "string", "format": "binary", "contentMediaType": "application/octet-stream", "description": "The video: .mp4 or .mov (content checked)"})
+        } else {
+            json!({
+                "type": "array",
+                "items": {"type": "string", "format": "binary", "contentMediaType": "application/octet-stream"},
+                "minItems": 1,
+                "maxItems": CAROUSEL_MAX,
+                "description": format!("The image: .jpg, .png or .webp (content checked); or, as several `file` parts in order, a carousel of 2 to {CAROUSEL_MAX} images published as one post on each platform (Instagram 2 to 10, LinkedIn 2 to 20, Pinterest 2 to 5, TikTok up to 35)"),
+            })
+        },
         "fileId": {"type": "string", "pattern": "^upl_[0-9a-f]{32}$", "description": "A finished resumable upload to use instead of a file"},
         "title": text(MAX_TITLE, "Internal title"),
         "description": text(MAX_DESCRIPTION, "Internal description (default caption)"),
@@ -365,6 +383,13 @@ pub fn paths() -> Map<String, Value> {
         "/media/videos/{id}/posts/{platform}": {"delete": delete_posts("delete_video_posts", &video_platforms)},
         "/media/images/{id}/posts/{platform}": {"delete": delete_posts("delete_image_posts", &image_platforms)},
         "/video/upload": {"post": upload("upload_video_legacy", true, "Upload a video (the older path; same form)")},
+        "/media/usage": {"get": {
+            "operationId": "media_usage",
+            "tags": ["media"],
+            "summary": "This month's media meters",
+            "description": "This UTC month's uploads (a carousel counts once), the bytes of their files, posts published and posts deleted from their platforms, counted as they happen (a deleted item's upload still counts)",
+            "responses": {"200": success("The meters", schema("MediaUsage"), false)}
+        }},
         "/channels": {"get": {
             "operationId": "list_channels",
             "tags": ["media"],

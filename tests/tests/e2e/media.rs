@@ -22,6 +22,7 @@ crate::backends!(
     forms_are_read_within_their_limits,
     pixel_and_sample_bombs_are_refused_naming_the_limit,
     the_sweep_deletes_the_blobs_nothing_names,
+    a_carousel_is_stored_in_order_and_checked_per_platform,
 );
 
 /// A media organization (`plus` plan) and its keys.
@@ -1075,6 +1076,19 @@ async fn keys_plans_envelopes_and_tenants(app: TestApp) {
         1
     );
     assert_eq!(stored_files(&root).len(), 1);
+    // The month's media meters count the live upload, not the test key's mock, and are the
+    // organization's own.
+    let usage = ok(&get(&app, &org.live, "/media/usage").await, 200).clone();
+    assert_eq!(
+        usage,
+        json!({"period": app.xf.now().month_key(), "plan": "plus", "uploads": 1,
+               "bytes": clip.len(), "postsPublished": 0, "postsDeleted": 0})
+    );
+    let theirs = ok(&get(&app, &other.live, "/media/usage").await, 200).clone();
+    assert_eq!(
+        (&theirs["uploads"], &theirs["bytes"]),
+        (&json!(0), &json!(0))
+    );
 
     // Keys and plans.
     refused(
@@ -1087,11 +1101,18 @@ async fn keys_plans_envelopes_and_tenants(app: TestApp) {
         .await;
     refused(&anonymous, 401, "api_key_invalid");
     let seo_only = app.organization("SEO shop", "growth").await;
-    refused(
-        &get(&app, &seo_only.live_key, "/media/videos").await,
-        403,
-        "plan_required",
-    );
+    for path in ["/media/videos", "/media/usage"] {
+        refused(
+            &get(&app, &seo_only.live_key, path).await,
+            403,
+            "plan_required",
+        );
+        refused(
+            &get(&app, "xf_live_nope", path).await,
+            401,
+            "api_key_invalid",
+        );
+    }
     // The admin API checks what it is given.
     for bad in [
         json!({"platform": "myspace", "accountId": "a", "displayName": "A", "accessToken": "t"}),
@@ -1199,5 +1220,209 @@ async fn uploads_with_an_idempotency_key_happen_once(app: TestApp) {
         );
     }
     assert_eq!(stored_files(&root).len(), 2);
+    let _ = std::fs::remove_dir_all(root);
+}
+
+/// Sends an upload form with several file parts (`file` each, unless named otherwise) and,
+/// if given, an `Idempotency-Key`.
+async fn upload_files(
+    app: &TestApp,
+    key: &str,
+    path: &str,
+    fields: &[(&str, &str)],
+    files: &[(&str, &str, &[u8])],
+    idempotency_key: Option<&str>,
+) -> Reply {
+    let (content_type, body) = xf_tests::media::multipart_parts(fields, files);
+    let mut request = Request::builder()
+        .method(Method::POST)
+        .uri(path)
+        .header("x-api-key", key)
+        .header("content-type", content_type);
+    if let Some(idempotency_key) = idempotency_key {
+        request = request.header("idempotency-key", idempotency_key);
+    }
+    let request = request
+        .body(Full::new(Bytes::from(body)))
+        .expect("a request");
+    app.send(request).await
+}
+
+/// A refused carousel: what it is, its fields, its files, the field the refusal names and
+/// what its message says.
+type CarouselCase<'a> = (
+    &'a str,
+    Vec<(&'a str, &'a str)>,
+    Vec<(&'a str, &'a str, &'a [u8])>,
+    &'a str,
+    &'a str,
+);
+
+/// An image form with several `file` parts is one item, a carousel: its images kept in order
+/// (`file` the first, `carousel` all of them), each held to every chosen platform's rules for
+/// an image and their number to the platform's carousel sizes; a refusal names the image and
+/// leaves nothing stored, and deleting the item deletes every image.
+async fn a_carousel_is_stored_in_order_and_checked_per_platform(app: TestApp) {
+    let (app, root) = with_blobs(app, 50 << 20);
+    let org = media_org(&app, "Carousels").await;
+    for (platform, account) in [
+        ("instagram", "ig-1"),
+        ("linkedin", "urn:li:person:1"),
+        ("pinterest", "pin-1"),
+        ("tiktok", "tt-1"),
+    ] {
+        connect(&app, &org, platform, account).await;
+    }
+    let jpegs: Vec<Vec<u8>> = [(1080, 1080), (1080, 1350), (1200, 1000)]
+        .iter()
+        .map(|(w, h)| image("jpg", *w, *h))
+        .collect();
+    let all = [
+        (
+            "platforms",
+            r#"["instagram","linkedin","pinterest","tiktok"]"#,
+        ),
+        ("pinterestBoardId", "board-1"),
+    ];
+    let three: Vec<(&str, &str, &[u8])> = ["a.jpg", "b.jpg", "c.jpg"]
+        .iter()
+        .zip(&jpegs)
+        .map(|(name, bytes)| ("file", *name, bytes.as_slice()))
+        .collect();
+    let reply = upload_files(&app, &org.live, "/media/images", &all, &three, Some("k-1")).await;
+    let created = ok(&reply, 201);
+    assert_eq!(created.as_array().map(Vec::len), Some(1), "one item");
+    let id = created[0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(stored_files(&root).len(), 3);
+    let item = ok(
+        &get(&app, &org.live, &format!("/media/images/{id}")).await,
+        200,
+    )
+    .clone();
+    assert_eq!(item["file"]["name"], "a.jpg");
+    let carousel = item["carousel"].as_array().expect("a carousel");
+    let names: Vec<&str> = carousel.iter().filter_map(|f| f["name"].as_str()).collect();
+    assert_eq!(names, ["a.jpg", "b.jpg", "c.jpg"]);
+    assert_eq!(carousel[1]["height"], 1350);
+    assert_eq!(carousel[2]["size"], jpegs[2].len());
+    for platform in ["instagram", "linkedin", "pinterest", "tiktok"] {
+        assert_eq!(item[platform]["status"], "pending", "{platform}: one post");
+        assert_eq!(item[platform]["posts"].as_array().map(Vec::len), Some(1));
+    }
+    // A single image has no carousel in its view.
+    let one = upload(
+        &app,
+        &org.live,
+        "/media/images",
+        &[],
+        Some(("one.jpg", &jpegs[0])),
+    )
+    .await;
+    let one = ok(&one, 201)[0]["id"].as_str().unwrap().to_owned();
+    let shown = ok(
+        &get(&app, &org.live, &format!("/media/images/{one}")).await,
+        200,
+    )
+    .clone();
+    assert!(shown.get("carousel").is_none(), "{shown}");
+
+    // The same form again replays; the images in another order are another form.
+    let again = upload_files(&app, &org.live, "/media/images", &all, &three, Some("k-1")).await;
+    assert_eq!(ok(&again, 201)[0]["id"], id.as_str());
+    let mut swapped = three.clone();
+    swapped.swap(0, 1);
+    let other = upload_files(
+        &app,
+        &org.live,
+        "/media/images",
+        &all,
+        &swapped,
+        Some("k-1"),
+    )
+    .await;
+    refused(&other, 422, "idempotency_key_reused");
+    assert_eq!(stored_files(&root).len(), 4, "the replays' copies are gone");
+
+    // Refusals, each naming the platform or the image, each leaving nothing.
+    let png = image("png", 1080, 1080);
+    let six: Vec<(&str, &str, &[u8])> = (0..6)
+        .map(|_| ("file", "x.jpg", jpegs[0].as_slice()))
+        .collect();
+    let with_png = [three[0], ("file", "b.png", png.as_slice()), three[2]];
+    let garbage = [
+        three[0],
+        three[1],
+        ("file", "c.jpg", b"not a jpeg".as_slice()),
+    ];
+    let cases: Vec<CarouselCase> = vec![
+        (
+            "six images on Pinterest",
+            vec![("platforms", r#"["pinterest"]"#), ("pinterestBoardId", "b")],
+            six.clone(),
+            "pinterest",
+            "carousels of 2 to 5 images; this one has 6",
+        ),
+        (
+            "a PNG in an Instagram carousel",
+            vec![("platforms", r#"["instagram"]"#)],
+            with_png.to_vec(),
+            "instagram",
+            "JPEG images only (image 2 of the carousel, \"b.png\")",
+        ),
+        (
+            "an image that is none",
+            vec![],
+            garbage.to_vec(),
+            "file",
+            "image 3 of the carousel (\"c.jpg\")",
+        ),
+    ];
+    for (what, fields, files, field, needle) in cases {
+        let reply = upload_files(&app, &org.live, "/media/images", &fields, &files, None).await;
+        assert_eq!(refused(&reply, 400, "validation_error"), [field], "{what}");
+        assert!(
+            message(&reply).contains(needle) || reply.body.to_string().contains(needle),
+            "{what}: {}",
+            reply.body
+        );
+        assert_eq!(stored_files(&root).len(), 4, "{what} left a file");
+    }
+    // Six images suit TikTok (up to 35) and no more than the form's 35 are read.
+    let many: Vec<(&str, &str, &[u8])> = (0..36)
+        .map(|_| ("file", "x.jpg", jpegs[0].as_slice()))
+        .collect();
+    let reply = upload_files(&app, &org.live, "/media/images", &[], &many, None).await;
+    assert_eq!(refused(&reply, 400, "validation_error"), ["file"]);
+    assert!(
+        message(&reply).contains("at most 35 images"),
+        "{}",
+        reply.body
+    );
+    assert_eq!(stored_files(&root).len(), 4);
+    let tiktok = [("platforms", r#"["tiktok"]"#)];
+    let reply = upload_files(&app, &org.live, "/media/images", &tiktok, &six, None).await;
+    ok(&reply, 201);
+    assert_eq!(stored_files(&root).len(), 10);
+    // A video takes one file.
+    let clip = video("mp4", 160, 120, 1, true, 0);
+    let two = [
+        ("file", "a.mp4", clip.as_slice()),
+        ("file", "b.mp4", clip.as_slice()),
+    ];
+    let reply = upload_files(&app, &org.live, "/media/videos", &[], &two, None).await;
+    assert_eq!(refused(&reply, 400, "validation_error"), ["file"]);
+    assert!(message(&reply).contains("more than once"), "{}", reply.body);
+    assert_eq!(stored_files(&root).len(), 10);
+
+    // Deleting the carousel deletes its three images.
+    let path = format!("/media/images/{id}");
+    let request = Request::builder()
+        .method(Method::DELETE)
+        .uri(&path)
+        .header("x-api-key", &org.live)
+        .body(Full::new(Bytes::new()))
+        .expect("a request");
+    ok(&app.send(request).await, 200);
+    assert_eq!(stored_files(&root).len(), 7);
     let _ = std::fs::remove_dir_all(root);
 }

@@ -60,6 +60,7 @@ const EXPECTED: &[&str] = &[
     "DELETE /media/images/{id}/posts/{platform}",
     "POST /video/upload",
     "GET /channels",
+    "GET /media/usage",
     "OPTIONS /media/uploads",
     "POST /media/uploads",
     "HEAD /media/uploads/{uploadId}",
@@ -317,8 +318,53 @@ async fn the_webhooks_section_describes_every_event(app: TestApp) {
     }
 }
 
+/// Each upload form lists as its own fields exactly the flat fields its platforms' settings
+/// name (`x-flat-field` in each platform's nested schema, from the table the server reads
+/// forms with): none missing, none the server would refuse as unknown.
+async fn the_upload_forms_list_exactly_the_flat_settings(app: TestApp) {
+    let doc = app
+        .send(request(Method::GET, "/openapi.json", None, None, &[]))
+        .await
+        .body;
+    let common = [
+        "file",
+        "fileId",
+        "title",
+        "description",
+        "platforms",
+        "scheduledAt",
+        "isDraft",
+        "thumbnail",
+    ];
+    for path in ["/media/videos", "/media/images", "/video/upload"] {
+        let schema = &doc["paths"][path]["post"]["requestBody"]["content"]["multipart/form-data"]
+            ["schema"]["properties"];
+        let fields = schema.as_object().expect("the form's fields");
+        let mut flat_in_form: Vec<&str> = Vec::new();
+        let mut flat_of_settings: Vec<&str> = Vec::new();
+        for (name, field) in fields {
+            if xf_core::media::Platform::parse(name).is_some() {
+                let nested = field["contentSchema"]["properties"]
+                    .as_object()
+                    .expect("a platform's nested settings");
+                for setting in nested.values() {
+                    let flat = setting["x-flat-field"].as_str().expect("an x-flat-field");
+                    flat_of_settings.push(flat);
+                }
+            } else if !common.contains(&name.as_str()) {
+                flat_in_form.push(name);
+            }
+        }
+        flat_in_form.sort_unstable();
+        flat_of_settings.sort_unstable();
+        assert!(!flat_of_settings.is_empty(), "{path}");
+        assert_eq!(flat_in_form, flat_of_settings, "{path}");
+    }
+}
+
 crate::backends!(
     openapi_document_matches_the_router,
     the_admin_document_matches_its_router,
     the_webhooks_section_describes_every_event,
+    the_upload_forms_list_exactly_the_flat_settings,
 );

@@ -50,6 +50,8 @@ crate::backends!(
     first_comments_are_posted_once_and_never_fail_the_post,
     a_first_comment_cut_off_by_a_crash_is_not_sent_again,
     a_custom_thumbnail_is_set_on_youtube_after_the_video,
+    a_carousel_of_three_images_is_one_post_on_each_platform,
+    an_interrupted_carousel_goes_on_from_the_image_it_stopped_at,
 );
 
 const ACCESS: &str = "ya29.access-of-studio";
@@ -2065,6 +2067,12 @@ async fn a_published_post_is_deleted_from_its_platform_once(app: TestApp) {
         .filter(|e| e.event_type == xf_core::model::EventType::MediaCompleted)
         .count();
     assert_eq!(completed, 1);
+    // The month's meters count each post once published and once deleted.
+    let usage = app.get("/media/usage", &org.key).await.expect(200).clone();
+    let posts = (&usage["postsPublished"], &usage["postsDeleted"]);
+    assert_eq!(posts, (&json!(3), &json!(3)), "{usage}");
+    assert_eq!(usage["uploads"], 1);
+    assert_eq!(usage["bytes"], clip.len());
 
     // What names no post is not found: a platform that is none, one not selected, an
     // account the item does not post to, another organization's item, the wrong kind.
@@ -2456,13 +2464,14 @@ async fn a_first_comment_cut_off_by_a_crash_is_not_sent_again(app: TestApp) {
 async fn upload_parts(
     app: &TestApp,
     key: &str,
+    path: &str,
     fields: &[(&str, &str)],
     files: &[(&str, &str, &[u8])],
 ) -> xf_tests::Reply {
     let (content_type, body) = xf_tests::media::multipart_parts(fields, files);
     let request = http::Request::builder()
         .method(Method::POST)
-        .uri("/media/videos")
+        .uri(path)
         .header("x-api-key", key)
         .header("content-type", content_type)
         .body(http_body_util::Full::new(bytes::Bytes::from(body)))
@@ -2513,7 +2522,7 @@ async fn a_custom_thumbnail_is_set_on_youtube_after_the_video(app: TestApp) {
         ),
     ];
     for (fields, parts) in &refusals {
-        let reply = upload_parts(&app, &org.key, fields, parts).await;
+        let reply = upload_parts(&app, &org.key, "/media/videos", fields, parts).await;
         reply.expect_error(400, "validation_error");
         assert_eq!(
             reply.body["error"]["details"][0]["field"], "thumbnail",
@@ -2525,6 +2534,7 @@ async fn a_custom_thumbnail_is_set_on_youtube_after_the_video(app: TestApp) {
     let reply = upload_parts(
         &app,
         &org.key,
+        "/media/videos",
         &youtube,
         &[("file", "a.mp4", &clip), ("thumbnail", "cover.jpg", &huge)],
     )
@@ -2543,6 +2553,7 @@ async fn a_custom_thumbnail_is_set_on_youtube_after_the_video(app: TestApp) {
     let reply = upload_parts(
         &app,
         &org.key,
+        "/media/videos",
         &youtube,
         &[("file", "a.mp4", &clip), ("thumbnail", "cover.jpg", &cover)],
     )
@@ -2610,4 +2621,194 @@ impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// An image upload with three `file` parts is one carousel post on each platform that takes
+/// them, each sent the three images in order, once: Instagram (a container per image, then
+/// the carousel's, published), LinkedIn (three image uploads, one `multiImage` post),
+/// Pinterest (a `multiple_image_urls` pin) and TikTok (one photo post of three photos).
+async fn a_carousel_of_three_images_is_one_post_on_each_platform(app: TestApp) {
+    let (app, platforms) = publishing(app).await;
+    platforms.grant(ACCESS, None);
+    let org = studio(&app).await;
+    connect(&app, &org, "instagram", "17841400000000001", 24 * 60).await;
+    connect(&app, &org, "linkedin", "urn:li:organization:42", 24 * 60).await;
+    connect(&app, &org, "pinterest", "pin-user", 24 * 60).await;
+    connect(&app, &org, "tiktok", "tt-creator", 24 * 60).await;
+    let images: Vec<Vec<u8>> = [(1080, 1080), (1080, 1350), (1200, 1000)]
+        .iter()
+        .map(|(w, h)| image("jpg", *w, *h))
+        .collect();
+    let files: Vec<(&str, &str, &[u8])> = ["one.jpg", "two.jpg", "three.jpg"]
+        .iter()
+        .zip(&images)
+        .map(|(name, bytes)| ("file", *name, bytes.as_slice()))
+        .collect();
+    let fields = [
+        (
+            "platforms",
+            r#"["instagram","linkedin","pinterest","tiktok"]"#,
+        ),
+        ("description", "Three looks"),
+        ("pinterestBoardId", "board-9"),
+    ];
+    let reply = upload_parts(&app, &org.key, "/media/images", &fields, &files).await;
+    let id = reply.expect(201)[0]["id"].as_str().unwrap().to_owned();
+    let workers = workers(&app);
+    let shown = wait_for_image(&app, &org.key, &id, "completed").await;
+    let sizes: Vec<usize> = images.iter().map(Vec::len).collect();
+    let carousels = platforms.carousels();
+    for platform in ["instagram", "linkedin", "pinterest", "tiktok"] {
+        assert_eq!(
+            shown[platform]["status"], "published",
+            "{platform}: {shown}"
+        );
+        let posted: Vec<_> = carousels
+            .iter()
+            .filter(|(p, _, _)| *p == platform)
+            .collect();
+        assert_eq!(
+            posted.len(),
+            1,
+            "{platform}: one carousel post, {carousels:?}"
+        );
+        assert_eq!(posted[0].2, sizes, "{platform}: the three images, in order");
+    }
+    let id_of = |platform: &str| {
+        carousels
+            .iter()
+            .find(|(p, _, _)| *p == platform)
+            .map(|(_, id, _)| id.clone())
+            .unwrap()
+    };
+    assert_eq!(shown["instagram"]["mediaId"], id_of("instagram"));
+    assert_eq!(shown["linkedin"]["urn"], id_of("linkedin"));
+    assert_eq!(shown["pinterest"]["pinId"], id_of("pinterest"));
+    // Nothing else was posted: no image went out on its own.
+    assert_eq!(platforms.instagram_media().len(), 1);
+    assert_eq!(platforms.linkedin_posts().len(), 1);
+    assert_eq!(platforms.pins().len(), 1);
+    assert_eq!(platforms.tiktok_posts().len(), 1);
+    let seen = platforms.seen();
+    let body_of = |suffix: &str| -> Value {
+        let request = seen.iter().find(|s| s.uri.ends_with(suffix)).unwrap();
+        serde_json::from_str(&request.text).unwrap()
+    };
+    let post = body_of("/rest/posts");
+    assert_eq!(
+        post["content"]["multiImage"]["images"]
+            .as_array()
+            .map(Vec::len),
+        Some(3)
+    );
+    assert_eq!(post["commentary"], "Three looks");
+    let pin = body_of("/v5/pins");
+    assert_eq!(pin["media_source"]["source_type"], "multiple_image_urls");
+    let photo = body_of("/v2/post/publish/content/init/");
+    assert_eq!(photo["media_type"], "PHOTO");
+    assert_eq!(
+        photo["source_info"]["photo_images"]
+            .as_array()
+            .map(Vec::len),
+        Some(3)
+    );
+    let containers = seen
+        .iter()
+        .filter(|s| s.uri.ends_with("/17841400000000001/media") && s.method == Method::POST)
+        .count();
+    assert_eq!(containers, 4, "three image containers and the carousel's");
+    // The month's meters: one upload of three images, four posts.
+    let usage = app.get("/media/usage", &org.key).await.expect(200).clone();
+    assert_eq!(usage["uploads"], 1, "{usage}");
+    assert_eq!(usage["bytes"], sizes.iter().sum::<usize>());
+    assert_eq!(usage["postsPublished"], 4);
+    assert_eq!(usage["postsDeleted"], 0);
+    assert_eq!(usage["period"], app.xf.now().month_key());
+    workers.shutdown(Duration::from_secs(5)).await;
+}
+
+/// A carousel whose second image fails (Instagram's second container, LinkedIn's second
+/// upload) goes on from there when retried: no container made twice, no image uploaded twice,
+/// one post each of the three images in order.
+async fn an_interrupted_carousel_goes_on_from_the_image_it_stopped_at(app: TestApp) {
+    let (app, platforms) = publishing(app).await;
+    platforms.grant(ACCESS, None);
+    let org = studio(&app).await;
+    connect(&app, &org, "instagram", "17841400000000001", 24 * 60).await;
+    connect(&app, &org, "linkedin", "urn:li:organization:42", 24 * 60).await;
+    let images: Vec<Vec<u8>> = [(1080, 1080), (1080, 1350), (1200, 1000)]
+        .iter()
+        .map(|(w, h)| image("jpg", *w, *h))
+        .collect();
+    let files: Vec<(&str, &str, &[u8])> = images
+        .iter()
+        .map(|bytes| ("file", "look.jpg", bytes.as_slice()))
+        .collect();
+    // The first container and the first upload are made; the next of each fails.
+    let container = platforms.hold(Route::InstagramContainer, true);
+    let part = platforms.hold(Route::LinkedinPart, true);
+    let fields = [("platforms", r#"["instagram","linkedin"]"#)];
+    let reply = upload_parts(&app, &org.key, "/media/images", &fields, &files).await;
+    let id = reply.expect(201)[0]["id"].as_str().unwrap().to_owned();
+    let workers = workers(&app);
+    container.arrived().await;
+    part.arrived().await;
+    platforms.fail_next(
+        Route::InstagramContainer,
+        Failure::Answer(
+            500,
+            json!({"error": {"message": "An unexpected error has occurred", "code": 2}}),
+            None,
+        ),
+    );
+    platforms.fail_next(
+        Route::LinkedinPart,
+        Failure::Answer(
+            503,
+            json!({"status": 503, "message": "Service Unavailable"}),
+            None,
+        ),
+    );
+    container.release();
+    part.release();
+    for platform in ["instagram", "linkedin"] {
+        wait_at(&app, &org.key, &format!("/media/images/{id}"), |i| {
+            i[platform]["error"]
+                .as_str()
+                .is_some_and(|e| e.starts_with("will try again"))
+        })
+        .await;
+        retry_of(&app, &id, platform).await;
+    }
+    app.clock.advance(chrono::Duration::seconds(60));
+    let shown = wait_for_image(&app, &org.key, &id, "completed").await;
+    let sizes: Vec<usize> = images.iter().map(Vec::len).collect();
+    for platform in ["instagram", "linkedin"] {
+        assert_eq!(shown[platform]["status"], "published", "{shown}");
+        let posted: Vec<_> = platforms
+            .carousels()
+            .into_iter()
+            .filter(|(p, _, _)| *p == platform)
+            .collect();
+        assert_eq!(posted.len(), 1, "{platform}");
+        assert_eq!(posted[0].2, sizes, "{platform}");
+    }
+    let seen = platforms.seen();
+    let count = |method: Method, test: &dyn Fn(&str) -> bool| {
+        seen.iter()
+            .filter(|s| s.method == method && test(&s.uri))
+            .count()
+    };
+    // Instagram: the first child, the refused second, the second and third, the carousel.
+    let containers = count(Method::POST, &|uri| {
+        uri.ends_with("/17841400000000001/media")
+    });
+    assert_eq!(containers, 5);
+    // LinkedIn: three images initialized once each; four uploads, the refused one retried.
+    let initialized = count(Method::POST, &|uri| {
+        uri.contains("/rest/images?action=initializeUpload")
+    });
+    assert_eq!(initialized, 3);
+    assert_eq!(count(Method::PUT, &|_| true), 4);
+    workers.shutdown(Duration::from_secs(5)).await;
 }

@@ -151,7 +151,8 @@ async fn usage_limits_and_rate_limit_counters(app: TestApp) {
     assert_eq!(data["usage"]["plan"], "growth");
     assert_eq!(
         data["usage"]["counters"],
-        json!({"scans": 2, "aiInputTokens": 2000, "aiOutputTokens": 0, "redirectsCreated": 2, "imagesOptimized": 3})
+        json!({"scans": 2, "aiInputTokens": 2000, "aiOutputTokens": 0, "redirectsCreated": 2, "imagesOptimized": 3,
+               "mediaUploads": 0, "mediaBytes": 0, "postsPublished": 0, "postsDeleted": 0})
     );
     assert_eq!(
         data["usage"]["limits"],

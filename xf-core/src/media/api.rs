@@ -5,7 +5,8 @@ use serde_json::{Map, Value};
 
 use crate::ids::{ChannelId, MediaId};
 use crate::model::media::{
-    FileFacts, ImageFacts, MediaItem, MediaKind, MediaStatus, Platform, PlatformStatus, VideoFacts,
+    FileFacts, ImageFacts, MediaItem, MediaKind, MediaStatus, Platform, PlatformStatus, StoredFile,
+    VideoFacts,
 };
 use crate::time::Timestamp;
 
@@ -28,8 +29,13 @@ pub struct MediaItemView {
     pub platforms: Vec<Platform>,
     /// When it is to be published; null for as soon as possible.
     pub scheduled_at: Option<Timestamp>,
-    /// The file: its name, size and what inspecting it found.
+    /// The file: its name, size and what inspecting it found (a carousel's first image).
     pub file: FileView,
+    /// A carousel's images in order, `file` the first, when the upload had several `file`
+    /// parts (one post of them all on each platform); absent for a single file.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(required = false, min_items = 2))]
+    pub carousel: Vec<ImageFileView>,
     /// YouTube's custom thumbnail, when the upload had one (its `thumbnail` part).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thumbnail: Option<ImageFileView>,
@@ -237,6 +243,20 @@ pub struct ImageFileView {
     pub facts: ImageFacts,
 }
 
+impl ImageFileView {
+    /// The view of a stored image (`None` for a video).
+    fn of(file: &StoredFile) -> Option<Self> {
+        match &file.facts {
+            FileFacts::Image(facts) => Some(ImageFileView {
+                name: file.name.clone(),
+                size: file.size,
+                facts: facts.clone(),
+            }),
+            FileFacts::Video(_) => None,
+        }
+    }
+}
+
 impl From<&MediaItem> for MediaItemView {
     fn from(item: &MediaItem) -> Self {
         let (name, size) = (item.file.name.clone(), item.file.size);
@@ -261,18 +281,16 @@ impl From<&MediaItem> for MediaItemView {
             platforms: item.platforms(),
             scheduled_at: item.scheduled_at,
             file,
+            carousel: if item.is_carousel() {
+                item.files().filter_map(ImageFileView::of).collect()
+            } else {
+                Vec::new()
+            },
             thumbnail: item
                 .targets
                 .values()
                 .find_map(|t| t.thumbnail.as_ref())
-                .and_then(|thumbnail| match &thumbnail.facts {
-                    FileFacts::Image(facts) => Some(ImageFileView {
-                        name: thumbnail.name.clone(),
-                        size: thumbnail.size,
-                        facts: facts.clone(),
-                    }),
-                    FileFacts::Video(_) => None,
-                }),
+                .and_then(ImageFileView::of),
             youtube: YoutubeState::of(item),
             instagram: InstagramState::of(item),
             tiktok: TiktokState::of(item),
@@ -282,6 +300,25 @@ impl From<&MediaItem> for MediaItemView {
             updated_at: item.updated_at,
         }
     }
+}
+
+/// This UTC month's media meters of the caller's organization (`GET /media/usage`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct MediaUsage {
+    /// The month, `YYYY-MM` (UTC).
+    pub period: String,
+    /// The organization's plan.
+    pub plan: String,
+    /// Media items uploaded this month (a carousel counts once), counted as they are stored.
+    pub uploads: u64,
+    /// The bytes of their files (a carousel's images, a YouTube thumbnail).
+    pub bytes: u64,
+    /// Posts that reached `published` on their platform this month.
+    pub posts_published: u64,
+    /// Published posts deleted from their platform this month.
+    pub posts_deleted: u64,
 }
 
 /// The answer of `DELETE /media/videos/{id}` and `DELETE /media/images/{id}`.

@@ -269,6 +269,7 @@ pub fn sample_data(event_type: EventType, now: Timestamp) -> Option<Value> {
                 frame_rate_millis: 30_000,
             }),
         },
+        carousel: Vec::new(),
         targets: [(Platform::Youtube, target)].into(),
         created_at: now.plus(chrono::Duration::minutes(-5)),
         updated_at: now,

@@ -31,30 +31,75 @@ impl MediaUrls {
         }
     }
 
-    /// The URL of item `id`'s file, valid until `expires_at`.
-    pub(crate) fn url(&self, id: &MediaId, expires_at: Timestamp) -> String {
+    /// The URL of file `index` of item `id` (`0` for its file, `1`… for a carousel's other
+    /// images, in order), valid until `expires_at`.
+    pub(crate) fn url(&self, id: &MediaId, index: usize, expires_at: Timestamp) -> String {
         let expires = expires_at.unix_millis().div_euclid(1000);
-        let signature = self.signature(id.as_str(), expires);
-        format!("{}/m/{id}.{expires}.{signature}", self.base_url)
+        let subject = subject(id, index);
+        let signature = self.signature(&subject, expires);
+        format!("{}/m/{subject}.{expires}.{signature}", self.base_url)
     }
 
-    /// The item a URL's token names, if its signature is right and it has not expired at
-    /// `now`.
-    pub(crate) fn check(&self, token: &str, now: Timestamp) -> Option<MediaId> {
+    /// The item and file index a URL's token names, if its signature is right and it has not
+    /// expired at `now`.
+    pub(crate) fn check(&self, token: &str, now: Timestamp) -> Option<(MediaId, usize)> {
         let mut parts = token.splitn(3, '.');
-        let (id, expires, signature) = (parts.next()?, parts.next()?, parts.next()?);
+        let (subject, expires, signature) = (parts.next()?, parts.next()?, parts.next()?);
         let expires: i64 = expires.parse().ok()?;
-        let expected = self.signature(id, expires);
+        let expected = self.signature(subject, expires);
         let signature_ok: bool =
             subtle::ConstantTimeEq::ct_eq(expected.as_bytes(), signature.as_bytes()).into();
         if !signature_ok || now.unix_millis().div_euclid(1000) > expires {
             return None;
         }
-        MediaId::parse(id).ok()
+        let (id, index) = match subject.split_once('-') {
+            None => (subject, 0),
+            Some((id, index)) => (id, index.parse().ok().filter(|n| *n > 0)?),
+        };
+        Some((MediaId::parse(id).ok()?, index))
     }
 
     fn signature(&self, id: &str, expires: i64) -> String {
         let digest = keyed_digest(&self.key, &[id.as_bytes(), &expires.to_be_bytes()]);
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&digest[..24])
+    }
+}
+
+/// What a URL signs: the item's id, and `-{index}` for a carousel's image after the first (so
+/// the first file's URLs are as they were before carousels).
+fn subject(id: &MediaId, index: usize) -> String {
+    if index == 0 {
+        id.to_string()
+    } else {
+        format!("{id}-{index}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_names_one_file_of_one_item_until_it_expires() {
+        let urls = MediaUrls::new([7; 32], "https://xf.example");
+        let id = MediaId::new();
+        let now = Timestamp::from_datetime(chrono::Utc::now());
+        let later = now.plus(chrono::Duration::hours(1));
+        for index in [0, 1, 34] {
+            let url = urls.url(&id, index, later);
+            let token = url.strip_prefix("https://xf.example/m/").unwrap();
+            assert_eq!(urls.check(token, now), Some((id.clone(), index)));
+            assert_eq!(
+                urls.check(token, later.plus(chrono::Duration::seconds(1))),
+                None
+            );
+        }
+        // Another index under the same signature is refused, as is an index 0 spelled out.
+        let token = urls.url(&id, 1, later);
+        let token = token.strip_prefix("https://xf.example/m/").unwrap();
+        assert_eq!(urls.check(&token.replacen("-1.", "-2.", 1), now), None);
+        let (_, rest) = token.split_once('.').unwrap();
+        assert_eq!(urls.check(&format!("{id}-0.{rest}"), now), None);
+        assert_eq!(urls.check("garbage", now), None);
     }
 }

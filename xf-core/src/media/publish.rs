@@ -20,7 +20,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 use super::inspect::RangeRead;
-use crate::model::media::{MediaItem, MediaKind, Platform};
+use crate::model::media::{MediaItem, MediaKind, Platform, StoredFile};
 
 /// The job type of publishing one post.
 pub const MEDIA_PUBLISH: &str = "media-publish";
@@ -146,8 +146,29 @@ pub struct PostContext<'a> {
     pub file: &'a dyn RangeRead,
     /// A signed, expiring, `Range`-capable URL of the media, for platforms that pull it.
     pub media_url: &'a str,
+    /// A carousel's images in order, the first being [`PostContext::file`]; empty for a
+    /// single file ([`MediaItem::is_carousel`]).
+    pub carousel: &'a [CarouselImage<'a>],
     /// Stores checkpoints within a step.
     pub checkpoints: &'a dyn CheckpointSink,
+}
+
+/// One image of a carousel, as a step is given it.
+pub struct CarouselImage<'a> {
+    /// The image as stored: its name, size and format.
+    pub file: &'a StoredFile,
+    /// Its bytes.
+    pub bytes: &'a dyn RangeRead,
+    /// A signed, expiring URL of it, for platforms that pull images.
+    pub url: &'a str,
+}
+
+impl std::fmt::Debug for CarouselImage<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CarouselImage")
+            .field("name", &self.file.name)
+            .finish_non_exhaustive()
+    }
 }
 
 impl std::fmt::Debug for PostContext<'_> {

@@ -32,8 +32,8 @@ use tracing::Instrument;
 use super::blob::BlobStore;
 use super::file_url::MediaUrls;
 use super::publish::{
-    CheckpointSink, Outcome, PollOutcome, PostContext, PublishError, Published, PublishedPost,
-    Publisher,
+    CarouselImage, CheckpointSink, Outcome, PollOutcome, PostContext, PublishError, Published,
+    PublishedPost, Publisher,
 };
 use super::{
     Channel, FailureSource, MediaItem, MediaKind, MediaStatus, Platform, PlatformStatus, Post,
@@ -811,16 +811,30 @@ impl PublishHandler {
         let publishing = &*self.publishing;
         let (platform, account) = (record.platform, record.account.as_str());
         let (publisher, mut channel) = self.channel(item, record).await?;
-        let file = publishing.blobs.open(&item.file.key).await.map_err(|e| {
-            Halt::Retry(format!("the media file cannot be read: {e}"), None, "blob")
-        })?;
-        let media_url = publishing.media_urls.url(
-            &item.id,
-            publishing
-                .clock
-                .now()
-                .plus(chrono::Duration::hours(MEDIA_URL_LIFETIME_HOURS)),
-        );
+        // Every file (a carousel's images), opened, and a signed URL of each.
+        let expires = publishing
+            .clock
+            .now()
+            .plus(chrono::Duration::hours(MEDIA_URL_LIFETIME_HOURS));
+        let mut opened = Vec::new();
+        let mut urls = Vec::new();
+        for (index, file) in item.files().enumerate() {
+            opened.push(publishing.blobs.open(&file.key).await.map_err(|e| {
+                Halt::Retry(format!("the media file cannot be read: {e}"), None, "blob")
+            })?);
+            urls.push(publishing.media_urls.url(&item.id, index, expires));
+        }
+        let carousel: Vec<CarouselImage<'_>> = item
+            .files()
+            .zip(&opened)
+            .zip(&urls)
+            .map(|((file, bytes), url)| CarouselImage {
+                file,
+                bytes: bytes.as_ref(),
+                url,
+            })
+            .filter(|_| item.is_carousel())
+            .collect();
         let mut token = self.fresh_token(&mut channel, publisher.as_ref()).await?;
         if record.get().status != PlatformStatus::Processing {
             record
@@ -845,8 +859,9 @@ impl PublishHandler {
                 default_board: channel.default_board.as_deref(),
                 settings: &settings,
                 access_token: &token,
-                file: file.as_ref(),
-                media_url: &media_url,
+                file: opened[0].as_ref(),
+                media_url: &urls[0],
+                carousel: &carousel,
                 checkpoints: record,
             };
             let step = tracing::info_span!(

@@ -55,9 +55,13 @@ pub struct ItemTexts<'a> {
 
 /// Every rule of `platform` the file and settings break, each naming the platform (and the
 /// setting, where one is at fault).
+///
+/// `files` are the upload's files: one, or a carousel's images in order, each held to the
+/// platform's rules for one image, and their number to its carousel sizes
+/// ([`carousel_sizes`]).
 pub fn check(
     platform: Platform,
-    file: &StoredFile,
+    files: &[&StoredFile],
     settings: &Map<String, Value>,
     texts: ItemTexts<'_>,
 ) -> Vec<FieldError> {
@@ -73,6 +77,127 @@ pub fn check(
             .map(str::trim)
             .filter(|s| !s.is_empty())
     };
+    if let [_, _, ..] = files {
+        let (min, max) = carousel_sizes(platform);
+        if !(min..=max).contains(&files.len()) {
+            refuse(
+                name.into(),
+                format!(
+                    "{} takes carousels of {min} to {max} images; this one has {}",
+                    platform.label(),
+                    files.len()
+                ),
+            );
+        }
+    }
+    for (n, file) in files.iter().enumerate() {
+        let mut refuse_file = |field: String, message: String| {
+            let message = if files.len() > 1 {
+                format!(
+                    "{message} (image {} of the carousel, {:?})",
+                    n + 1,
+                    file.name
+                )
+            } else {
+                message
+            };
+            refuse(field, message);
+        };
+        file_rules(platform, file, &mut refuse_file);
+    }
+    // Texts: the platform's own setting, else the item's title or description.
+    let title = setting("title").or(texts.title);
+    let caption_key = match platform {
+        Platform::Youtube | Platform::Pinterest => "description",
+        Platform::Instagram | Platform::Tiktok => "caption",
+        Platform::Linkedin => "comment",
+    };
+    let caption = setting(caption_key).or(texts.description);
+    let field = |key: &str| format!("{name}.{key}");
+    if let (Platform::Youtube | Platform::Pinterest, Some(title)) = (platform, title) {
+        if title.chars().count() > 100 {
+            refuse(
+                field("title"),
+                format!("{} titles are at most 100 characters", platform.label()),
+            );
+        }
+    }
+    if let Some(caption) = caption {
+        let max = match platform {
+            Platform::Youtube => 5_000,
+            Platform::Instagram | Platform::Tiktok => 2_200,
+            Platform::Linkedin => 3_000,
+            Platform::Pinterest => 500,
+        };
+        let length = if platform == Platform::Youtube {
+            caption.len()
+        } else {
+            caption.chars().count()
+        };
+        if length > max {
+            refuse(
+                field(caption_key),
+                format!(
+                    "{} takes at most {max} {} here (the item's description is the default)",
+                    platform.label(),
+                    if platform == Platform::Youtube {
+                        "bytes"
+                    } else {
+                        "characters"
+                    }
+                ),
+            );
+        }
+        if platform == Platform::Instagram {
+            let hashtags = caption.matches('#').count();
+            let mentions = caption.matches('@').count();
+            if hashtags > 30 || mentions > 20 {
+                refuse(
+                    field("caption"),
+                    "Instagram captions take at most 30 hashtags and 20 @mentions".into(),
+                );
+            }
+        }
+    }
+    if platform == Platform::Youtube {
+        for (key, text) in [("title", title), ("description", caption)] {
+            if text.is_some_and(|t| t.contains(['<', '>'])) {
+                refuse(
+                    field(key),
+                    "YouTube refuses titles and descriptions with < or >".into(),
+                );
+            }
+        }
+    }
+    // A cover frame (Instagram's `thumb_offset`, TikTok's `video_cover_timestamp_ms`,
+    // Pinterest's `cover_image_key_frame_time`) is a moment of the video.
+    if let (Some(cover), Some(file)) = (
+        settings.get("coverTimestampMs").and_then(Value::as_u64),
+        files.first(),
+    ) {
+        match &file.facts {
+            FileFacts::Video(video) if video.duration_ms > 0 && cover >= video.duration_ms => {
+                refuse(
+                    field("coverTimestampMs"),
+                    format!(
+                        "the cover frame must be within the video, which is {} ms long; got {cover}",
+                        video.duration_ms
+                    ),
+                );
+            }
+            FileFacts::Video(_) => {}
+            FileFacts::Image(_) => refuse(
+                field("coverTimestampMs"),
+                "only a video has a cover frame; this upload is an image".into(),
+            ),
+        }
+    }
+    problems
+}
+
+/// The rules of `platform` for one file, each broken one given to `refuse` (field, message).
+fn file_rules(platform: Platform, file: &StoredFile, refuse: &mut dyn FnMut(String, String)) {
+    let name = platform.as_str();
     let size = file.size;
     match &file.facts {
         FileFacts::Video(video) => {
@@ -270,92 +395,25 @@ pub fn check(
             }
         }
     }
-    // Texts: the platform's own setting, else the item's title or description.
-    let title = setting("title").or(texts.title);
-    let caption_key = match platform {
-        Platform::Youtube | Platform::Pinterest => "description",
-        Platform::Instagram | Platform::Tiktok => "caption",
-        Platform::Linkedin => "comment",
-    };
-    let caption = setting(caption_key).or(texts.description);
-    let field = |key: &str| format!("{name}.{key}");
-    if let (Platform::Youtube | Platform::Pinterest, Some(title)) = (platform, title) {
-        if title.chars().count() > 100 {
-            refuse(
-                field("title"),
-                format!("{} titles are at most 100 characters", platform.label()),
-            );
-        }
-    }
-    if let Some(caption) = caption {
-        let max = match platform {
-            Platform::Youtube => 5_000,
-            Platform::Instagram | Platform::Tiktok => 2_200,
-            Platform::Linkedin => 3_000,
-            Platform::Pinterest => 500,
-        };
-        let length = if platform == Platform::Youtube {
-            caption.len()
-        } else {
-            caption.chars().count()
-        };
-        if length > max {
-            refuse(
-                field(caption_key),
-                format!(
-                    "{} takes at most {max} {} here (the item's description is the default)",
-                    platform.label(),
-                    if platform == Platform::Youtube {
-                        "bytes"
-                    } else {
-                        "characters"
-                    }
-                ),
-            );
-        }
-        if platform == Platform::Instagram {
-            let hashtags = caption.matches('#').count();
-            let mentions = caption.matches('@').count();
-            if hashtags > 30 || mentions > 20 {
-                refuse(
-                    field("caption"),
-                    "Instagram captions take at most 30 hashtags and 20 @mentions".into(),
-                );
-            }
-        }
-    }
-    if platform == Platform::Youtube {
-        for (key, text) in [("title", title), ("description", caption)] {
-            if text.is_some_and(|t| t.contains(['<', '>'])) {
-                refuse(
-                    field(key),
-                    "YouTube refuses titles and descriptions with < or >".into(),
-                );
-            }
-        }
-    }
-    // A cover frame (Instagram's `thumb_offset`, TikTok's `video_cover_timestamp_ms`,
-    // Pinterest's `cover_image_key_frame_time`) is a moment of the video.
-    if let Some(cover) = settings.get("coverTimestampMs").and_then(Value::as_u64) {
-        match &file.facts {
-            FileFacts::Video(video) if video.duration_ms > 0 && cover >= video.duration_ms => {
-                refuse(
-                    field("coverTimestampMs"),
-                    format!(
-                        "the cover frame must be within the video, which is {} ms long; got {cover}",
-                        video.duration_ms
-                    ),
-                );
-            }
-            FileFacts::Video(_) => {}
-            FileFacts::Image(_) => refuse(
-                field("coverTimestampMs"),
-                "only a video has a cover frame; this upload is an image".into(),
-            ),
-        }
-    }
-    problems
 }
+
+/// How many images a carousel of `platform` may have, by its API: Instagram 2 to 10 (IG User
+/// Media, `children`), TikTok 1 to 35 photos (Content Posting API, `photo_images`), LinkedIn 2
+/// to 20 (MultiImage API), Pinterest 2 to 5 (Pins API, `multiple_image_urls`). YouTube takes
+/// no images.
+pub fn carousel_sizes(platform: Platform) -> (usize, usize) {
+    match platform {
+        Platform::Instagram => (2, 10),
+        Platform::Tiktok => (1, 35),
+        Platform::Linkedin => (2, 20),
+        Platform::Pinterest => (2, 5),
+        Platform::Youtube => (0, 0),
+    }
+}
+
+/// The most images an upload form may carry: the largest carousel any platform takes
+/// (TikTok's 35 photos).
+pub const CAROUSEL_MAX: usize = 35;
 
 fn duration(seconds: f64) -> String {
     if seconds >= 3600.0 {
@@ -452,14 +510,14 @@ mod tests {
             settings
         };
         for platform in [Platform::Instagram, Platform::Tiktok, Platform::Pinterest] {
-            assert!(check(platform, &clip, &cover(19_999), NO_TEXT).is_empty());
-            let late = check(platform, &clip, &cover(20_000), NO_TEXT);
+            assert!(check(platform, &[&clip], &cover(19_999), NO_TEXT).is_empty());
+            let late = check(platform, &[&clip], &cover(20_000), NO_TEXT);
             let field = format!("{}.coverTimestampMs", platform.as_str());
             assert_eq!(fields(&late), vec![field.as_str()]);
             assert!(late[0].message.contains("20000 ms long"), "{late:?}");
         }
         let photo = image(ImageFormat::Jpeg, 1080, 1080, MB);
-        let problems = check(Platform::Instagram, &photo, &cover(0), NO_TEXT);
+        let problems = check(Platform::Instagram, &[&photo], &cover(0), NO_TEXT);
         assert_eq!(fields(&problems), vec!["instagram.coverTimestampMs"]);
         assert!(problems[0].message.contains("only a video"), "{problems:?}");
     }
@@ -469,7 +527,7 @@ mod tests {
         // (Pinterest's board is the channel's business: see `Xf::targets`.)
         let clip = video(20_000, 1080, 1920, 5 * MB);
         for platform in Platform::ALL {
-            let problems = check(platform, &clip, &Map::new(), NO_TEXT);
+            let problems = check(platform, &[&clip], &Map::new(), NO_TEXT);
             assert_eq!(
                 fields(&problems),
                 Vec::<&str>::new(),
@@ -481,7 +539,7 @@ mod tests {
     #[test]
     fn durations_sizes_and_shapes_are_refused_naming_the_platform() {
         let blip = video(2_000, 1080, 1920, 5 * MB);
-        let problems = check(Platform::Instagram, &blip, &Map::new(), NO_TEXT);
+        let problems = check(Platform::Instagram, &[&blip], &Map::new(), NO_TEXT);
         assert_eq!(fields(&problems), vec!["instagram"]);
         assert!(
             problems[0]
@@ -491,23 +549,23 @@ mod tests {
         );
 
         let huge = video(60_000, 1080, 1920, 600 * MB);
-        let problems = check(Platform::Linkedin, &huge, &Map::new(), NO_TEXT);
+        let problems = check(Platform::Linkedin, &[&huge], &Map::new(), NO_TEXT);
         assert!(
             problems[0].message.contains("at most 500 MB"),
             "{problems:?}"
         );
 
         let ribbon = video(60_000, 4000, 200, 5 * MB);
-        let problems = check(Platform::Instagram, &ribbon, &Map::new(), NO_TEXT);
+        let problems = check(Platform::Instagram, &[&ribbon], &Map::new(), NO_TEXT);
         assert!(problems[0].message.contains("aspect ratio"), "{problems:?}");
-        let problems = check(Platform::Tiktok, &ribbon, &Map::new(), NO_TEXT);
+        let problems = check(Platform::Tiktok, &[&ribbon], &Map::new(), NO_TEXT);
         assert!(problems[0].message.contains("360 pixels"), "{problems:?}");
 
         let png = image(ImageFormat::Png, 1080, 1080, MB);
-        let problems = check(Platform::Instagram, &png, &Map::new(), NO_TEXT);
+        let problems = check(Platform::Instagram, &[&png], &Map::new(), NO_TEXT);
         assert!(problems[0].message.contains("JPEG"), "{problems:?}");
         let tall = image(ImageFormat::Jpeg, 1080, 1920, MB);
-        let problems = check(Platform::Instagram, &tall, &Map::new(), NO_TEXT);
+        let problems = check(Platform::Instagram, &[&tall], &Map::new(), NO_TEXT);
         assert!(
             problems[0].message.contains("4:5 to 1.91:1"),
             "{problems:?}"
@@ -520,12 +578,17 @@ mod tests {
             for ok in [23_000, 23_976, 29_970, 30_000, 60_000] {
                 let clip = video_at(ok, 1080, 1920);
                 assert!(
-                    check(platform, &clip, &Map::new(), NO_TEXT).is_empty(),
+                    check(platform, &[&clip], &Map::new(), NO_TEXT).is_empty(),
                     "{platform:?} at {ok}"
                 );
             }
             for (bad, shown) in [(10_000, "10"), (22_980, "22.98"), (60_004, "60.004")] {
-                let problems = check(platform, &video_at(bad, 1080, 1920), &Map::new(), NO_TEXT);
+                let problems = check(
+                    platform,
+                    &[&video_at(bad, 1080, 1920)],
+                    &Map::new(),
+                    NO_TEXT,
+                );
                 assert_eq!(fields(&problems), vec![platform.as_str()], "{problems:?}");
                 assert_eq!(
                     problems[0].message,
@@ -539,7 +602,7 @@ mod tests {
         // Unknown (a fragmented MP4, or an item stored before frame rates were read): no rule.
         assert!(check(
             Platform::Tiktok,
-            &video_at(0, 1080, 1920),
+            &[&video_at(0, 1080, 1920)],
             &Map::new(),
             NO_TEXT
         )
@@ -548,7 +611,7 @@ mod tests {
         for platform in [Platform::Youtube, Platform::Linkedin] {
             let slow = video_at(10_000, 1080, 1920);
             assert!(
-                check(platform, &slow, &Map::new(), NO_TEXT).is_empty(),
+                check(platform, &[&slow], &Map::new(), NO_TEXT).is_empty(),
                 "{platform:?}"
             );
         }
@@ -557,26 +620,26 @@ mod tests {
     #[test]
     fn instagram_reels_are_at_most_1920_wide_and_tiktok_videos_4096_a_side() {
         let wide = video_at(30_000, 3840, 2160);
-        let problems = check(Platform::Instagram, &wide, &Map::new(), NO_TEXT);
+        let problems = check(Platform::Instagram, &[&wide], &Map::new(), NO_TEXT);
         assert_eq!(fields(&problems), vec!["instagram"]);
         assert_eq!(
             problems[0].message,
             "Instagram takes Reels at most 1920 pixels wide; this one is 3840x2160 as displayed"
         );
         for fits in [video_at(30_000, 1920, 1080), video_at(30_000, 1080, 1920)] {
-            assert!(check(Platform::Instagram, &fits, &Map::new(), NO_TEXT).is_empty());
+            assert!(check(Platform::Instagram, &[&fits], &Map::new(), NO_TEXT).is_empty());
         }
         // 4K UHD fits TikTok; 8K does not.
-        assert!(check(Platform::Tiktok, &wide, &Map::new(), NO_TEXT).is_empty());
+        assert!(check(Platform::Tiktok, &[&wide], &Map::new(), NO_TEXT).is_empty());
         let tall = video_at(30_000, 4320, 7680);
-        let problems = check(Platform::Tiktok, &tall, &Map::new(), NO_TEXT);
+        let problems = check(Platform::Tiktok, &[&tall], &Map::new(), NO_TEXT);
         assert_eq!(fields(&problems), vec!["tiktok"]);
         assert_eq!(
             problems[0].message,
             "TikTok takes videos at most 4096 pixels on each side; this one is 4320x7680"
         );
         // YouTube takes 8K.
-        assert!(check(Platform::Youtube, &tall, &Map::new(), NO_TEXT).is_empty());
+        assert!(check(Platform::Youtube, &[&tall], &Map::new(), NO_TEXT).is_empty());
     }
 
     #[test]
@@ -584,13 +647,13 @@ mod tests {
         for (w, h) in [(1920, 1080), (1080, 1920), (1080, 1080), (640, 480)] {
             let photo = image(ImageFormat::Jpeg, w, h, MB);
             assert!(
-                check(Platform::Tiktok, &photo, &Map::new(), NO_TEXT).is_empty(),
+                check(Platform::Tiktok, &[&photo], &Map::new(), NO_TEXT).is_empty(),
                 "{w}x{h}"
             );
         }
         for (w, h) in [(4000, 3000), (1921, 1080), (1440, 1440), (1080, 2400)] {
             let photo = image(ImageFormat::Webp, w, h, MB);
-            let problems = check(Platform::Tiktok, &photo, &Map::new(), NO_TEXT);
+            let problems = check(Platform::Tiktok, &[&photo], &Map::new(), NO_TEXT);
             assert_eq!(fields(&problems), vec!["tiktok"], "{w}x{h}");
             assert_eq!(
                 problems[0].message,
@@ -604,7 +667,7 @@ mod tests {
         let big = image(ImageFormat::Jpeg, 4000, 3000, MB);
         let settings: Map<String, Value> =
             serde_json::from_value(serde_json::json!({"boardId": "b"})).unwrap();
-        assert!(check(Platform::Pinterest, &big, &settings, NO_TEXT).is_empty());
+        assert!(check(Platform::Pinterest, &[&big], &settings, NO_TEXT).is_empty());
     }
 
     #[test]
@@ -625,16 +688,64 @@ mod tests {
             title: Some("A <b>bold</b> title"),
             description: Some(&long),
         };
-        let problems = check(Platform::Youtube, &clip, &Map::new(), texts);
+        let problems = check(Platform::Youtube, &[&clip], &Map::new(), texts);
         assert_eq!(fields(&problems), vec!["youtube.title"]);
-        let problems = check(Platform::Instagram, &clip, &Map::new(), texts);
+        let problems = check(Platform::Instagram, &[&clip], &Map::new(), texts);
         assert_eq!(fields(&problems), vec!["instagram.caption"]);
         let mut settings = Map::new();
         settings.insert("caption".into(), "short #one #two".into());
-        assert!(check(Platform::Instagram, &clip, &settings, texts).is_empty());
+        assert!(check(Platform::Instagram, &[&clip], &settings, texts).is_empty());
         let tags: String = (0..31).map(|i| format!("#t{i} ")).collect();
         settings.insert("caption".into(), tags.into());
-        let problems = check(Platform::Instagram, &clip, &settings, texts);
+        let problems = check(Platform::Instagram, &[&clip], &settings, texts);
         assert!(problems[0].message.contains("30 hashtags"), "{problems:?}");
+    }
+
+    #[test]
+    fn a_carousel_is_held_to_each_platform_s_sizes_and_each_image_to_its_rules() {
+        let photo = |name: &str, format: ImageFormat| StoredFile {
+            key: "k".into(),
+            name: name.into(),
+            size: 100_000,
+            facts: FileFacts::Image(ImageFacts {
+                format,
+                width: 1080,
+                height: 1080,
+            }),
+        };
+        let jpeg = photo("a.jpg", ImageFormat::Jpeg);
+        let within = |n: usize| vec![&jpeg; n];
+        for (platform, min, max) in [
+            (Platform::Instagram, 2, 10),
+            (Platform::Tiktok, 1, 35),
+            (Platform::Linkedin, 2, 20),
+            (Platform::Pinterest, 2, 5),
+        ] {
+            assert_eq!(carousel_sizes(platform), (min, max));
+            for n in [min.max(2), max] {
+                assert!(check(platform, &within(n), &Map::new(), NO_TEXT).is_empty());
+            }
+            let over = check(platform, &within(max + 1), &Map::new(), NO_TEXT);
+            assert_eq!(over.len(), 1, "{platform:?}");
+            assert_eq!(over[0].field, platform.as_str());
+            assert!(over[0]
+                .message
+                .contains(&format!("{min} to {max} images; this one has {}", max + 1)));
+        }
+        assert!(CAROUSEL_MAX >= carousel_sizes(Platform::Tiktok).1);
+        // One image that breaks a rule is named; a single file's refusal names none.
+        let png = photo("b.png", ImageFormat::Png);
+        let problems = check(
+            Platform::Instagram,
+            &[&jpeg, &png, &jpeg],
+            &Map::new(),
+            NO_TEXT,
+        );
+        assert_eq!(problems.len(), 1);
+        assert!(problems[0]
+            .message
+            .ends_with("(image 2 of the carousel, \"b.png\")"));
+        let alone = check(Platform::Instagram, &[&png], &Map::new(), NO_TEXT);
+        assert_eq!(alone[0].message, "Instagram takes JPEG images only");
     }
 }

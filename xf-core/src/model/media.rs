@@ -629,8 +629,11 @@ pub struct MediaItem {
     pub status: MediaStatus,
     /// When to publish; `None` for as soon as possible.
     pub scheduled_at: Option<Timestamp>,
-    /// The file.
+    /// The file (a carousel's first image).
     pub file: StoredFile,
+    /// A carousel's other images, in order after [`MediaItem::file`]; empty for a single
+    /// file. An image upload with several `file` parts is one carousel post on each platform.
+    pub carousel: Vec<StoredFile>,
     /// The selected platforms and their state, in the order of [`Platform::ALL`].
     pub targets: BTreeMap<Platform, PlatformTarget>,
     /// When it was uploaded.
@@ -650,14 +653,61 @@ impl MediaItem {
                 .all(Post::is_final)
     }
 
-    /// The blobs the item names: its file's, and its custom thumbnail's.
+    /// The blobs the item names: its files', and its custom thumbnail's.
     pub fn blob_keys(&self) -> impl Iterator<Item = &str> {
-        std::iter::once(self.file.key.as_str()).chain(
+        self.files().map(|file| file.key.as_str()).chain(
             self.targets
                 .values()
                 .filter_map(|t| t.thumbnail.as_ref())
                 .map(|thumbnail| thumbnail.key.as_str()),
         )
+    }
+
+    /// What storing it adds to its organization's meters: one upload, and the bytes of its
+    /// files and thumbnail.
+    pub fn upload_usage(&self) -> crate::model::UsageCounters {
+        let thumbnails = self.targets.values().filter_map(|t| t.thumbnail.as_ref());
+        crate::model::UsageCounters {
+            media_uploads: 1,
+            media_bytes: self
+                .files()
+                .chain(thumbnails)
+                .fold(0u64, |sum, file| sum.saturating_add(file.size)),
+            ..Default::default()
+        }
+    }
+
+    /// What a change of one post (from `before` to `after`) adds to the organization's
+    /// meters: a post counts once when it reaches `published`, and once when it reaches
+    /// `deleted`.
+    pub fn post_usage(
+        before: &MediaItem,
+        after: &MediaItem,
+        platform: Platform,
+        account: &str,
+    ) -> crate::model::UsageCounters {
+        let (Some(old), Some(new)) = (
+            before.post(platform, account),
+            after.post(platform, account),
+        ) else {
+            return crate::model::UsageCounters::default();
+        };
+        let reached = |status| u64::from(new.status == status && old.status != status);
+        crate::model::UsageCounters {
+            posts_published: reached(PlatformStatus::Published),
+            posts_deleted: reached(PlatformStatus::Deleted),
+            ..Default::default()
+        }
+    }
+
+    /// Its files in order: [`MediaItem::file`], then a carousel's other images.
+    pub fn files(&self) -> impl Iterator<Item = &StoredFile> {
+        std::iter::once(&self.file).chain(&self.carousel)
+    }
+
+    /// Whether it is a carousel (several images, one post).
+    pub fn is_carousel(&self) -> bool {
+        !self.carousel.is_empty()
     }
 
     /// The selected platforms, in the order of [`Platform::ALL`].
@@ -1281,6 +1331,7 @@ mod tests {
                     height: 1,
                 }),
             },
+            carousel: Vec::new(),
             targets: [(Platform::Youtube, target)].into(),
             created_at: now,
             updated_at: now,

@@ -721,6 +721,14 @@ pub struct UsageCounters {
     pub redirects_created: u64,
     /// Images optimized, recorded by the host.
     pub images_optimized: u64,
+    /// Media items uploaded (a carousel counts once), counted as they are stored.
+    pub media_uploads: u64,
+    /// The bytes of their files (a carousel's images, a YouTube thumbnail).
+    pub media_bytes: u64,
+    /// Posts that reached `published` on their platform.
+    pub posts_published: u64,
+    /// Published posts deleted from their platform.
+    pub posts_deleted: u64,
 }
 
 impl UsageCounters {
@@ -734,7 +742,16 @@ impl UsageCounters {
                 .redirects_created
                 .saturating_add(other.redirects_created),
             images_optimized: self.images_optimized.saturating_add(other.images_optimized),
+            media_uploads: self.media_uploads.saturating_add(other.media_uploads),
+            media_bytes: self.media_bytes.saturating_add(other.media_bytes),
+            posts_published: self.posts_published.saturating_add(other.posts_published),
+            posts_deleted: self.posts_deleted.saturating_add(other.posts_deleted),
         }
+    }
+
+    /// Whether it adds nothing.
+    pub fn is_zero(&self) -> bool {
+        *self == UsageCounters::default()
     }
 }
 

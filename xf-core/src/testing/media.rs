@@ -3,13 +3,14 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::{minutes, seed_organization, TestStore};
+use super::{minutes, seed_organization, TestStore, BASE_MONTH};
 use crate::ids::{ChannelId, MediaId, OrganizationId};
 use crate::media::inspect::{ImageFacts, ImageFormat};
 use crate::media::{
     Channel, FileFacts, MediaItem, MediaKind, MediaStatus, Platform, PlatformStatus,
     PlatformTarget, StoredFile,
 };
+use crate::model::UsageCounters;
 use crate::store::MediaFilter;
 use crate::time::Timestamp;
 use crate::StoreError;
@@ -59,6 +60,7 @@ pub fn media_item(
         description: None,
         status: MediaStatus::Pending,
         scheduled_at: Some(created_at.plus(chrono::Duration::days(1))),
+        carousel: Vec::new(),
         targets,
         created_at,
         updated_at: created_at,
@@ -301,9 +303,9 @@ pub fn upload(
     }
 }
 
-/// `blob_keys_in_use` names the blobs of items' files (and YouTube thumbnails) and uploads' parts among those asked
-/// about, whichever organization they belong to, and forgets an upload's parts once it is
-/// removed.
+/// `blob_keys_in_use` names the blobs of items' files (a carousel's images and YouTube
+/// thumbnails too) and uploads' parts among those asked about, whichever organization they
+/// belong to, and forgets an upload's parts once it is removed. A carousel comes back whole.
 pub async fn blob_keys_in_use_names_files_and_parts(store: Arc<dyn TestStore>) {
     use crate::media::UploadPart;
     let org = seed_organization(&*store, "Blobs").await;
@@ -317,14 +319,26 @@ pub async fn blob_keys_in_use_names_files_and_parts(store: Arc<dyn TestStore>) {
     if let Some(youtube) = item.targets.get_mut(&Platform::Youtube) {
         youtube.thumbnail = Some(thumbnail.clone());
     }
-    let theirs = media_item(
+    let mut theirs = media_item(
         &other.id,
         MediaKind::Image,
         &[Platform::Pinterest],
         minutes(1),
     );
+    // A carousel: its other images are blobs of their own, in order.
+    theirs.carousel = (2..=3)
+        .map(|n| StoredFile {
+            key: format!("media/{}/image-{n}.png", other.id),
+            name: format!("image-{n}.png"),
+            ..theirs.file.clone()
+        })
+        .collect();
     store.insert_media(&item, &[]).await.unwrap();
     store.insert_media(&theirs, &[]).await.unwrap();
+    assert_eq!(
+        store.get_media(&theirs.id).await.unwrap().as_ref(),
+        Some(&theirs)
+    );
     let created = upload(&org.id, 10, minutes(0));
     store.insert_upload(&created).await.unwrap();
     let part = UploadPart {
@@ -342,14 +356,20 @@ pub async fn blob_keys_in_use_names_files_and_parts(store: Arc<dyn TestStore>) {
         theirs.file.key.clone(),
         part.key.clone(),
         "media/nobody".to_owned(),
+        theirs.carousel[1].key.clone(),
         format!("uploads/{}/{}/b", org.id, created.id),
     ];
     let in_use = store.blob_keys_in_use(&asked).await.unwrap();
-    let expected: std::collections::HashSet<String> =
-        [&item.file.key, &thumbnail.key, &theirs.file.key, &part.key]
-            .into_iter()
-            .cloned()
-            .collect();
+    let expected: std::collections::HashSet<String> = [
+        &item.file.key,
+        &thumbnail.key,
+        &theirs.file.key,
+        &theirs.carousel[1].key,
+        &part.key,
+    ]
+    .into_iter()
+    .cloned()
+    .collect();
     assert_eq!(in_use, expected);
     assert!(store.blob_keys_in_use(&[]).await.unwrap().is_empty());
     store.delete_upload(&created.id).await.unwrap();
@@ -462,7 +482,8 @@ pub async fn upload_parts_append_once_per_offset(store: Arc<dyn TestStore>) {
 /// A media item comes with the jobs that publish its posts, all or nothing: with a job id
 /// already taken, neither the item nor its other jobs are stored. `update_post` replaces one
 /// post and derives the platform's and the item's statuses; an unknown item, platform or
-/// account changes nothing.
+/// account changes nothing. The month's meters count the stored item (one upload, its bytes)
+/// and a post once, when it reaches `published`.
 pub async fn media_insert_with_jobs_and_update_posts(store: Arc<dyn TestStore>) {
     use crate::media::publish::MEDIA_PUBLISH;
     use crate::media::Post;
@@ -510,8 +531,20 @@ pub async fn media_insert_with_jobs_and_update_posts(store: Arc<dyn TestStore>) 
         .is_err());
     assert_eq!(store.get_media(&clash.id).await.unwrap(), None);
     assert_eq!(store.get_job(&jobs[0].id).await.unwrap(), None);
+    let meters = || async { store.get_usage(&org.id, BASE_MONTH).await.unwrap() };
+    assert_eq!(
+        meters().await,
+        UsageCounters::default(),
+        "nothing stored, nothing counted"
+    );
 
     store.insert_media(&item, &jobs).await.unwrap();
+    let uploaded = UsageCounters {
+        media_uploads: 1,
+        media_bytes: 12_345,
+        ..UsageCounters::default()
+    };
+    assert_eq!(meters().await, uploaded);
     assert_eq!(store.get_media(&item.id).await.unwrap(), Some(item.clone()));
     for job in &jobs {
         let stored = store.get_job(&job.id).await.unwrap().expect("job stored");
@@ -527,17 +560,16 @@ pub async fn media_insert_with_jobs_and_update_posts(store: Arc<dyn TestStore>) 
     published.status = PlatformStatus::Published;
     published.remote_id = Some("vid1".into());
     published.url = Some("https://www.youtube.com/watch?v=vid1".into());
-    let updated = store
-        .update_post(
+    let publish = || {
+        store.update_post(
             &item.id,
             Platform::Youtube,
             &youtube_account,
             &published,
             minutes(2),
         )
-        .await
-        .unwrap()
-        .expect("the post exists");
+    };
+    let updated = publish().await.unwrap().expect("the post exists");
     assert_eq!(
         updated.targets[&Platform::Youtube].status,
         PlatformStatus::Published
@@ -556,6 +588,13 @@ pub async fn media_insert_with_jobs_and_update_posts(store: Arc<dyn TestStore>) 
         store.get_media(&item.id).await.unwrap(),
         Some(updated.clone())
     );
+    // The post counts once, however often it is written as published.
+    publish().await.unwrap();
+    let published_once = UsageCounters {
+        posts_published: 1,
+        ..uploaded
+    };
+    assert_eq!(meters().await, published_once);
 
     let tiktok_account = item.targets[&Platform::Tiktok].accounts[0].clone();
     let mut failed = item
@@ -592,6 +631,7 @@ pub async fn media_insert_with_jobs_and_update_posts(store: Arc<dyn TestStore>) 
     };
     let (listed, total) = store.list_media(&org.id, &filter, 0, 10).await.unwrap();
     assert_eq!((listed, total), (vec![updated.clone()], 1));
+    assert_eq!(meters().await, published_once, "a failure is no post");
 
     for (id, platform, account) in [
         (MediaId::new(), Platform::Youtube, youtube_account.as_str()),

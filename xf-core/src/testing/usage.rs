@@ -34,6 +34,10 @@ pub async fn usage_add_accumulates_per_month_and_organization(store: Arc<dyn Tes
         ai_output_tokens: 5,
         redirects_created: 2,
         images_optimized: 3,
+        media_uploads: 4,
+        media_bytes: 5_000_000_000,
+        posts_published: 6,
+        posts_deleted: 7,
     };
     let total = UsageCounters {
         scans: 1,
@@ -41,6 +45,10 @@ pub async fn usage_add_accumulates_per_month_and_organization(store: Arc<dyn Tes
         ai_output_tokens: 5,
         redirects_created: 2,
         images_optimized: 3,
+        media_uploads: 4,
+        media_bytes: 5_000_000_000,
+        posts_published: 6,
+        posts_deleted: 7,
     };
     assert_eq!(
         store.add_usage(&org.id, BASE_MONTH, &first).await.unwrap(),

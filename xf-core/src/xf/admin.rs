@@ -274,11 +274,11 @@ impl Xf {
             .await?
             .ok_or(Error::NotFound("organization"))?;
         let delta = UsageCounters {
-            scans: 0,
             ai_input_tokens: delta.ai_input_tokens,
             ai_output_tokens: delta.ai_output_tokens,
             redirects_created: delta.redirects_created,
             images_optimized: delta.images_optimized,
+            ..UsageCounters::default()
         };
         Ok(self
             .store()

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::ids::{ChannelId, Id, MediaId, OrganizationId};
 use crate::media::api::{
     AdminChannelView, ChannelsView, DeletedMedia, MediaItemView, MediaList, MediaListQuery,
-    NewChannel, Pagination, UploadedItem,
+    MediaUsage, NewChannel, Pagination, UploadedItem,
 };
 use crate::media::blob::BlobStore;
 use crate::media::inspect::{extension_of, inspect_image, inspect_video, RangeRead, Refused};
@@ -270,10 +270,6 @@ fn accepted_extensions(kind: MediaKind) -> &'static [&'static str] {
     }
 }
 
-fn refused(error: Refused) -> Error {
-    refused_in("file", error)
-}
-
 fn refused_in(field: &str, error: Refused) -> Error {
     match error {
         Refused::Io(cause) => Error::Internal(format!("reading a staged upload: {cause}")),
@@ -479,16 +475,17 @@ impl Xf {
     }
 
     /// Deletes the staged files of a form that cannot be used.
-    pub async fn discard_staged(&self, staged: Option<StagedFile>) {
-        if let Some(staged) = staged {
+    pub async fn discard_staged(&self, staged: impl IntoIterator<Item = StagedFile>) {
+        for staged in staged {
             staged.blob.discard().await;
         }
     }
 
-    /// Checks an upload form of `kind` (its text fields, the file staged from its file part,
-    /// if any, and a video's YouTube thumbnail staged by [`Xf::stage_thumbnail`], if any) and
-    /// stores the media item. Whatever fails, the staged files are deleted. With a test key
-    /// nothing is stored and the answer is a mock (the files are deleted too).
+    /// Checks an upload form of `kind` (its text fields, the files staged from its file
+    /// parts, if any: one, or an image carousel's images in order, and a video's YouTube
+    /// thumbnail staged by [`Xf::stage_thumbnail`], if any) and stores the media item.
+    /// Whatever fails, the staged files are deleted. With a test key nothing is stored and
+    /// the answer is a mock (the files are deleted too).
     ///
     /// The work runs on a task of its own: a client that goes away once its form is sent
     /// does not cut it short, so the item is stored with its files or the files are deleted,
@@ -498,14 +495,14 @@ impl Xf {
         caller: &Caller,
         kind: MediaKind,
         fields: &[(String, String)],
-        staged: Option<StagedFile>,
+        files: Vec<StagedFile>,
         thumbnail: Option<StagedFile>,
     ) -> Result<Vec<UploadedItem>> {
         let xf = self.clone();
         let caller = caller.clone();
         let fields = fields.to_vec();
         let item = to_the_end("storing a media item", async move {
-            xf.create_media_now(&caller, kind, &fields, staged, thumbnail)
+            xf.create_media_now(&caller, kind, &fields, files, thumbnail)
                 .await
         })
         .await?;
@@ -522,7 +519,7 @@ impl Xf {
         caller: &Caller,
         kind: MediaKind,
         fields: &[(String, String)],
-        staged: Option<StagedFile>,
+        mut files: Vec<StagedFile>,
         thumbnail: Option<StagedFile>,
     ) -> Result<MediaItem> {
         // A `fileId` (without a file part) names a finished resumable upload: its chunks are
@@ -532,12 +529,13 @@ impl Xf {
             .find(|(name, _)| name == "fileId")
             .map(|(_, value)| value.trim())
             .filter(|value| !value.is_empty());
-        let (staged, upload) = match (staged, file_id) {
-            (None, Some(file_id)) => {
+        let upload = match file_id {
+            Some(file_id) if files.is_empty() => {
                 let (staged, upload) = self.assemble_upload(caller, kind, file_id).await?;
-                (Some(staged), Some(upload))
+                files.push(staged);
+                Some(upload)
             }
-            (staged, _) => (staged, None),
+            _ => None,
         };
         let stored: Result<MediaItem> = async {
             let (item, jobs) = self
@@ -545,7 +543,7 @@ impl Xf {
                     caller,
                     kind,
                     fields,
-                    (staged.as_ref(), thumbnail.as_ref()),
+                    (&files, thumbnail.as_ref()),
                     upload.is_some(),
                 )
                 .await?;
@@ -557,10 +555,10 @@ impl Xf {
         .await;
         // The file stays only as a stored item's: a refused form, a test key's mock and a
         // failed insert leave nothing behind.
-        for staged in [staged, thumbnail] {
-            match (&stored, staged) {
-                (Ok(_), Some(staged)) if !caller.is_test() => staged.blob.keep(),
-                (_, staged) => self.discard_staged(staged).await,
+        for staged in files.into_iter().chain(thumbnail) {
+            match &stored {
+                Ok(_) if !caller.is_test() => staged.blob.keep(),
+                _ => self.discard_staged(Some(staged)).await,
             }
         }
         let item = stored?;
@@ -570,46 +568,58 @@ impl Xf {
         Ok(item)
     }
 
-    /// The media item of a form, its file staged from a file part or (`from_upload`) from
-    /// the resumable upload its `fileId` names (with YouTube's custom thumbnail, if the form
-    /// has one), and the jobs that publish its posts.
+    /// The media item of a form, its files staged from its file parts (a carousel's images
+    /// in order) or (`from_upload`) from the resumable upload its `fileId` names (with
+    /// YouTube's custom thumbnail, if the form has one), and the jobs that publish its posts.
     async fn checked_media(
         &self,
         caller: &Caller,
         kind: MediaKind,
         fields: &[(String, String)],
-        (staged, thumbnail): (Option<&StagedFile>, Option<&StagedFile>),
+        (staged, thumbnail): (&[StagedFile], Option<&StagedFile>),
         from_upload: bool,
     ) -> Result<(MediaItem, Vec<JobRecord>)> {
         let form = parse_upload_fields(kind, fields)?;
-        let staged = match (staged, &form.file_id) {
-            (Some(_), Some(_)) if !from_upload => {
+        match (staged.is_empty(), &form.file_id) {
+            (false, Some(_)) if !from_upload => {
                 return Err(Error::invalid(
                     "fileId",
                     "give either a file or a fileId, not both",
                 ))
             }
-            (Some(staged), _) => staged,
-            (None, _) => {
+            (true, _) => {
                 return Err(Error::invalid(
                     "file",
                     "is required (or a fileId of a finished resumable upload)",
                 ))
             }
-        };
-        let blob = self.open_staged(staged).await?;
-        let facts = match kind {
-            MediaKind::Video => FileFacts::Video(
-                inspect_video(&staged.extension, &*blob)
-                    .await
-                    .map_err(refused)?,
-            ),
-            MediaKind::Image => FileFacts::Image(
-                inspect_image(&staged.extension, &*blob)
-                    .await
-                    .map_err(refused)?,
-            ),
-        };
+            _ => {}
+        }
+        let carousel = staged.len() > 1;
+        let mut files = Vec::with_capacity(staged.len());
+        for (n, part) in staged.iter().enumerate() {
+            let facts = self
+                .inspected(kind, part)
+                .await
+                .map_err(|error| match error {
+                    Refused::Io(_) => refused_in("file", error),
+                    refusal if carousel => Error::invalid(
+                        "file",
+                        format!(
+                            "image {} of the carousel ({:?}): {refusal}",
+                            n + 1,
+                            part.name
+                        ),
+                    ),
+                    refusal => refused_in("file", refusal),
+                })?;
+            files.push(StoredFile {
+                key: part.blob.key().to_owned(),
+                name: part.name.clone(),
+                size: part.size,
+                facts,
+            });
+        }
         let mut targets = self.targets(caller, &form).await?;
         if let Some(thumbnail) = thumbnail {
             let youtube = targets
@@ -624,26 +634,21 @@ impl Xf {
                 })?;
             youtube.thumbnail = Some(self.checked_thumbnail(thumbnail).await?);
         }
-        let file = StoredFile {
-            key: staged.blob.key().to_owned(),
-            name: staged.name.clone(),
-            size: staged.size,
-            facts,
-        };
         let texts = ItemTexts {
             title: form.title.as_deref(),
             description: form.description.as_deref(),
         };
+        let all: Vec<&StoredFile> = files.iter().collect();
         let problems: Vec<_> = targets
             .iter()
-            .flat_map(|(platform, target)| rules::check(*platform, &file, &target.settings, texts))
+            .flat_map(|(platform, target)| rules::check(*platform, &all, &target.settings, texts))
             .collect();
         if !problems.is_empty() {
             return Err(Error::invalid_fields(problems));
         }
         let now = self.now();
         let (id, at) = if caller.is_test() {
-            let request = super::Fingerprint::of("POST", kind.as_str(), file.name.as_bytes());
+            let request = super::Fingerprint::of("POST", kind.as_str(), files[0].name.as_bytes());
             (
                 MediaId::derived(&self.mock_digest(caller, &request, MediaId::PREFIX, 0)),
                 self.mock_time(),
@@ -699,13 +704,30 @@ impl Xf {
             description: form.description,
             status,
             scheduled_at: form.scheduled_at,
-            file,
+            carousel: files.split_off(1),
+            file: files.remove(0),
             targets,
             created_at: at,
             updated_at: at,
         };
         item.settle(now);
         Ok((item, jobs))
+    }
+
+    /// What inspecting a staged file of `kind` finds.
+    async fn inspected(
+        &self,
+        kind: MediaKind,
+        staged: &StagedFile,
+    ) -> std::result::Result<FileFacts, Refused> {
+        let blob = self
+            .open_staged(staged)
+            .await
+            .map_err(|e| Refused::Io(e.to_string()))?;
+        Ok(match kind {
+            MediaKind::Video => FileFacts::Video(inspect_video(&staged.extension, &*blob).await?),
+            MediaKind::Image => FileFacts::Image(inspect_image(&staged.extension, &*blob).await?),
+        })
     }
 
     /// The bytes of a staged file.
@@ -1080,6 +1102,22 @@ impl Xf {
         Ok(ChannelsView::of(channels))
     }
 
+    /// `GET /media/usage`: this UTC month's media meters of the caller's organization (the
+    /// same meters `GET /usage` shows among its counters).
+    pub async fn media_usage(&self, caller: &Caller) -> Result<MediaUsage> {
+        let period = self.now().month_key();
+        let org = &caller.organization;
+        let counters = self.store().get_usage(&org.id, &period).await?;
+        Ok(MediaUsage {
+            period,
+            plan: org.plan.clone(),
+            uploads: counters.media_uploads,
+            bytes: counters.media_bytes,
+            posts_published: counters.posts_published,
+            posts_deleted: counters.posts_deleted,
+        })
+    }
+
     /// `POST /admin/organizations/{orgId}/channels`: connects (or connects again) a social
     /// account; its tokens are sealed with the host's secret.
     pub async fn admin_connect_channel(
@@ -1361,10 +1399,11 @@ fn checked_edit(item: &MediaItem, body: &serde_json::Value) -> Result<crate::med
         title: form.title.as_deref(),
         description: form.description.as_deref(),
     };
+    let files: Vec<&StoredFile> = item.files().collect();
     let problems: Vec<_> = form
         .choices
         .iter()
-        .flat_map(|(platform, choice)| rules::check(*platform, &item.file, &choice.settings, texts))
+        .flat_map(|(platform, choice)| rules::check(*platform, &files, &choice.settings, texts))
         .collect();
     if !problems.is_empty() {
         return Err(Error::invalid_fields(problems));
@@ -1444,6 +1483,7 @@ mod tests {
                     frame_rate_millis: 30_000,
                 }),
             },
+            carousel: Vec::new(),
             targets,
             created_at: now,
             updated_at: now,

@@ -20,10 +20,10 @@ impl Xf {
         )
     }
 
-    /// A signed URL of the item's file under the public base URL (`/m/{token}`), valid
-    /// until `expires_at`.
-    pub fn media_file_url(&self, id: &MediaId, expires_at: Timestamp) -> String {
-        self.inner.publishing.media_urls.url(id, expires_at)
+    /// A signed URL of the item's file `index` (`0` for its file, `1`… for a carousel's
+    /// other images) under the public base URL (`/m/{token}`), valid until `expires_at`.
+    pub fn media_file_url(&self, id: &MediaId, index: usize, expires_at: Timestamp) -> String {
+        self.inner.publishing.media_urls.url(id, index, expires_at)
     }
 
     /// The file a signed media URL's token names, with its MIME type, if the signature is
@@ -31,21 +31,22 @@ impl Xf {
     /// apart from a missing file).
     pub async fn open_media_file(&self, token: &str) -> Result<MediaFile> {
         let missing = || Error::NotFound("media file");
-        let id = self
+        let (id, index) = self
             .inner
             .publishing
             .media_urls
             .check(token, self.now())
             .ok_or_else(missing)?;
         let item = self.store().get_media(&id).await?.ok_or_else(missing)?;
+        let file = item.files().nth(index).ok_or_else(missing)?;
         let reader = self
             .inner
             .blobs
-            .open(&item.file.key)
+            .open(&file.key)
             .await
             .map_err(|_| missing())?;
         Ok(MediaFile {
-            content_type: item.file.facts.content_type(),
+            content_type: file.facts.content_type(),
             reader,
         })
     }

@@ -50,6 +50,7 @@ pub fn router(xf: Xf) -> Router<Xf> {
         )
         .route("/video/upload", post(upload_video))
         .route("/channels", get(list_channels))
+        .route("/media/usage", get(media_usage))
         .merge(super::uploads::router())
         // Uploads are streamed to the blob store under the media limits, not axum's 2 MB.
         .layer(axum::extract::DefaultBodyLimit::disable())
@@ -156,12 +157,12 @@ async fn upload(xf: Xf, caller: xf_core::Caller, kind: MediaKind, request: Reque
     };
     let UploadForm {
         fields,
-        mut file,
+        mut files,
         mut thumbnail,
         ..
     } = form;
     // The write borrows what it needs, and takes the files only if it runs.
-    let (staged, staged_thumbnail) = (&mut file, &mut thumbnail);
+    let (staged, staged_thumbnail) = (&mut files, &mut thumbnail);
     let (xf_ref, caller_ref, fields) = (&xf, &caller, &fields);
     let create = move || async move {
         let items = xf_ref
@@ -169,7 +170,7 @@ async fn upload(xf: Xf, caller: xf_core::Caller, kind: MediaKind, request: Reque
                 caller_ref,
                 kind,
                 fields,
-                staged.take(),
+                std::mem::take(staged),
                 staged_thumbnail.take(),
             )
             .await?;
@@ -188,7 +189,7 @@ async fn upload(xf: Xf, caller: xf_core::Caller, kind: MediaKind, request: Reque
     .await;
     // A replay or a refusal before the item was made leaves the files unused: they are
     // deleted before the answer goes out.
-    xf.discard_staged(file).await;
+    xf.discard_staged(files).await;
     xf.discard_staged(thumbnail).await;
     Ok(response)
 }
@@ -414,6 +415,11 @@ async fn list_images(
     query: Result<Query<MediaListQuery>, crate::error::ApiError>,
 ) -> Handled {
     list(xf, caller, MediaKind::Image, query).await
+}
+
+async fn media_usage(State(xf): State<Xf>, MediaCaller(caller): MediaCaller) -> Handled {
+    let usage = xf.media_usage(&caller).await?;
+    Ok(envelope::media_data(StatusCode::OK, &usage))
 }
 
 async fn list_channels(State(xf): State<Xf>, MediaCaller(caller): MediaCaller) -> Handled {

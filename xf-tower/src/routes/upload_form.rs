@@ -1,17 +1,18 @@
 //! Reading an upload form (`multipart/form-data`): its text fields, each read only up to its
-//! limit, and its `file` part (and a video's `thumbnail`), streamed to the blob store as they
-//! arrive.
+//! limit, and its `file` part (several for an image carousel; a video's `thumbnail` too),
+//! streamed to the blob store as they arrive.
 
 use axum::extract::Request;
 use sha2::{Digest, Sha256};
+use xf_core::media::rules::CAROUSEL_MAX;
 use xf_core::media::MediaKind;
 use xf_core::params::IdempotencyKey;
 use xf_core::{BodyError, Caller, ChunkSource, Error, Fingerprint, MediaLimits, StagedFile, Xf};
 
 use crate::multipart::{FormError, FormReader, TextField};
 
-/// An upload form as read. It owns the staged file: a form dropped before an item keeps the
-/// file (a refusal, a replay, a client gone) deletes it.
+/// An upload form as read. It owns the staged files: a form dropped before an item keeps the
+/// files (a refusal, a replay, a client gone) deletes them.
 pub struct UploadForm {
     /// The request's path, part of the fingerprint.
     path: String,
@@ -19,12 +20,13 @@ pub struct UploadForm {
     pub idempotency_key: Option<IdempotencyKey>,
     /// The text fields, in the order sent.
     pub fields: Vec<(String, String)>,
-    /// The file part, staged in the blob store.
-    pub file: Option<StagedFile>,
+    /// The file parts, staged in the blob store, in order: a video's one, or an image's one
+    /// or several (a carousel, at most [`CAROUSEL_MAX`]).
+    pub files: Vec<StagedFile>,
     /// The `thumbnail` part (YouTube's custom thumbnail of a video), staged.
     pub thumbnail: Option<StagedFile>,
-    /// The file's SHA-256, taken on the way when the request is idempotent (its fingerprint
-    /// covers the file's bytes).
+    /// The files' SHA-256, taken on the way when the request is idempotent (its fingerprint
+    /// covers the files' bytes).
     digest: Option<[u8; 32]>,
 }
 
@@ -55,7 +57,7 @@ impl UploadForm {
             path,
             idempotency_key,
             fields: Vec::new(),
-            file: None,
+            files: Vec::new(),
             thumbnail: None,
             digest: None,
         };
@@ -63,8 +65,8 @@ impl UploadForm {
             .read_parts(xf, caller, kind, &limits, &mut reader, hasher.as_mut())
             .await;
         if let Err(error) = read {
-            // The form cannot be used: a file already stored goes before the answer does.
-            xf.discard_staged(form.file.take()).await;
+            // The form cannot be used: files already stored go before the answer does.
+            xf.discard_staged(std::mem::take(&mut form.files)).await;
             xf.discard_staged(form.thumbnail.take()).await;
             return Err(error);
         }
@@ -72,7 +74,7 @@ impl UploadForm {
         Ok(form)
     }
 
-    /// Reads the parts: text fields into `fields`, the file part staged into `file`.
+    /// Reads the parts: text fields into `fields`, the file parts staged into `files`.
     async fn read_parts(
         &mut self,
         xf: &Xf,
@@ -85,17 +87,26 @@ impl UploadForm {
         let mut text_bytes = 0usize;
         while let Some(part) = reader.next_part().await.map_err(FormError::into_error)? {
             if part.name == "file" {
-                if self.file.is_some() {
-                    return Err(Error::invalid("file", "is given more than once"));
+                match (kind, self.files.len()) {
+                    (MediaKind::Video, 1..) => {
+                        return Err(Error::invalid("file", "is given more than once"))
+                    }
+                    (MediaKind::Image, CAROUSEL_MAX..) => {
+                        return Err(Error::invalid(
+                            "file",
+                            format!("a carousel takes at most {CAROUSEL_MAX} images"),
+                        ))
+                    }
+                    _ => {}
                 }
                 let file_name = part.file_name.ok_or_else(|| {
                     Error::invalid("file", "must be a file part with a file name")
                 })?;
                 let mut chunks = FileChunks(reader, hasher.as_deref_mut());
-                self.file = Some(
-                    xf.stage_media_file(caller, kind, &file_name, &mut chunks)
-                        .await?,
-                );
+                let staged = xf
+                    .stage_media_file(caller, kind, &file_name, &mut chunks)
+                    .await?;
+                self.files.push(staged);
                 continue;
             }
             if part.name == "thumbnail" && kind == MediaKind::Video {
@@ -149,14 +160,13 @@ impl UploadForm {
                 canonical.extend_from_slice(part);
             }
         }
-        for (part, file) in [("file", &self.file), ("thumbnail", &self.thumbnail)] {
-            if let Some(file) = file {
-                canonical.extend_from_slice(part.as_bytes());
-                canonical.extend_from_slice(file.name().as_bytes());
-                canonical.extend_from_slice(&file.size().to_be_bytes());
-            }
+        let files = self.files.iter().map(|file| ("file", file));
+        for (part, file) in files.chain(self.thumbnail.iter().map(|file| ("thumbnail", file))) {
+            canonical.extend_from_slice(part.as_bytes());
+            canonical.extend_from_slice(file.name().as_bytes());
+            canonical.extend_from_slice(&file.size().to_be_bytes());
         }
-        if self.file.is_some() || self.thumbnail.is_some() {
+        if !self.files.is_empty() || self.thumbnail.is_some() {
             canonical.extend_from_slice(&self.digest.unwrap_or_default());
         }
         Fingerprint::of("POST", &self.path, &canonical)

@@ -3,7 +3,9 @@
 //!
 //! - **start**: `POST /{ig-user-id}/media` with `media_type=REELS` and `video_url` (videos)
 //!   or `image_url` (images), the `caption`, and the token: the answer's `id` is the
-//!   container, stored.
+//!   container, stored. A carousel first makes one container per image (`image_url` with
+//!   `is_carousel_item=true`, each id stored as it comes), then the carousel's own
+//!   (`media_type=CAROUSEL`, its `children` comma-separated in order, and the `caption`).
 //! - **poll**: `GET /{container}?fields=status_code` until `FINISHED` (`IN_PROGRESS` waits;
 //!   `ERROR` and `EXPIRED` are refusals).
 //! - **finalize**: `POST /{ig-user-id}/media_publish?creation_id={container}`: the answer's
@@ -166,6 +168,64 @@ impl Instagram {
             .ok_or_else(|| PublishError::Unavailable("the container has no status_code".into()))
     }
 
+    /// Creates a container: `POST /{ig-user-id}/media` with `form` and the token; its id.
+    async fn create_container(
+        &self,
+        post: &PostContext<'_>,
+        mut form: Vec<(&'static str, String)>,
+    ) -> Result<String, PublishError> {
+        form.push(("access_token", post.access_token.to_owned()));
+        let request = self
+            .client
+            .post(self.url(&format!("{}/media", post.account)))
+            .form(&form);
+        let answer = self.call(request, "creating the media container").await?;
+        answer
+            .get("id")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| PublishError::Unavailable("the container answer has no id".into()))
+    }
+
+    /// A carousel's containers: one per image still without one (each stored as it comes,
+    /// so a restart makes only the missing ones), then the carousel's, stored as
+    /// `container`.
+    async fn start_carousel(
+        &self,
+        post: &PostContext<'_>,
+        checkpoint: &mut Value,
+    ) -> Result<(), PublishError> {
+        let mut children: Vec<String> = checkpoint
+            .get("children")
+            .and_then(Value::as_array)
+            .map(|ids| {
+                ids.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        for image in post.carousel.iter().skip(children.len()) {
+            let form = vec![
+                ("image_url", image.url.to_owned()),
+                ("is_carousel_item", "true".to_owned()),
+            ];
+            children.push(self.create_container(post, form).await?);
+            *checkpoint = json!({"children": children});
+            post.save(checkpoint).await?;
+        }
+        let mut form = vec![
+            ("media_type", "CAROUSEL".to_owned()),
+            ("children", children.join(",")),
+        ];
+        if let Some(caption) = post.caption("caption") {
+            form.push(("caption", caption.to_owned()));
+        }
+        let container = self.create_container(post, form).await?;
+        *checkpoint = json!({"container": container, "children": children});
+        Ok(())
+    }
+
     async fn permalink(&self, post: &PostContext<'_>, media_id: &str) -> Option<String> {
         let request = self
             .client
@@ -196,7 +256,10 @@ impl Publisher for Instagram {
         if checkpoint.get("container").is_some() {
             return Ok(());
         }
-        let mut form = vec![("access_token", post.access_token.to_owned())];
+        if !post.carousel.is_empty() {
+            return self.start_carousel(post, checkpoint).await;
+        }
+        let mut form = Vec::new();
         if post.is_video() {
             form.push(("media_type", "REELS".to_owned()));
             form.push(("video_url", post.media_url.to_owned()));
@@ -211,15 +274,7 @@ impl Publisher for Instagram {
         if let Some(caption) = post.caption("caption") {
             form.push(("caption", caption.to_owned()));
         }
-        let request = self
-            .client
-            .post(self.url(&format!("{}/media", post.account)))
-            .form(&form);
-        let answer = self.call(request, "creating the media container").await?;
-        let container = answer
-            .get("id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| PublishError::Unavailable("the container answer has no id".into()))?;
+        let container = self.create_container(post, form).await?;
         *checkpoint = json!({"container": container});
         Ok(())
     }

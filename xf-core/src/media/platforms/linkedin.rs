@@ -6,13 +6,16 @@
 //!   `POST /rest/videos?action=finalizeUpload` with the video, the upload token and the
 //!   ETags in order. The instructions and the ETags so far are stored, so a restart sends
 //!   only the parts still missing. (Images: `POST /rest/images?action=initializeUpload`
-//!   and one `PUT`.)
-//! - **poll**: `GET /rest/videos/{urn}` (or `/rest/images/{urn}`) until `AVAILABLE`;
-//!   `PROCESSING_FAILED` is a refusal.
+//!   and one `PUT`; a carousel does that for each image in turn, storing each image's URN and
+//!   whether its bytes went.)
+//! - **poll**: `GET /rest/videos/{urn}` (or `/rest/images/{urn}`, each image of a carousel)
+//!   until `AVAILABLE`; `PROCESSING_FAILED` is a refusal.
 //! - **finalize**: `POST /rest/posts` with the author, the commentary (in LinkedIn's
 //!   "little" text format: see [`little_text`]), public visibility, the main feed, and the
-//!   media; the post's URN comes back in `x-restli-id`.
-//! - **find**: the author's recent posts (`GET /rest/posts?q=author`) with this media.
+//!   media (`content.media`, or for a carousel `content.multiImage.images`, the images'
+//!   URNs in order: the MultiImage API); the post's URN comes back in `x-restli-id`.
+//! - **find**: the author's recent posts (`GET /rest/posts?q=author`) with this media (a
+//!   carousel's: its first image).
 //! - **tokens**: `POST /oauth/v2/accessToken` with the refresh-token grant.
 
 use async_trait::async_trait;
@@ -150,6 +153,97 @@ impl Linkedin {
             .ok_or_else(|| PublishError::rejected("no_media", "no uploaded media"))
     }
 
+    /// A carousel's images in the checkpoint: `{image, uploadUrl, uploaded}` each, in order.
+    fn carousel_images(checkpoint: &Value) -> Vec<Value> {
+        checkpoint["images"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// `POST /rest/images?action=initializeUpload` for the account: the image's URN and where
+    /// its bytes go.
+    async fn initialize_image(&self, post: &PostContext<'_>) -> Result<Value, PublishError> {
+        let body = json!({"initializeUploadRequest": {"owner": post.account}});
+        let answer = self
+            .json_call(
+                reqwest::Method::POST,
+                "/rest/images?action=initializeUpload",
+                post.access_token,
+                Some(body),
+            )
+            .await?;
+        let value = parse::<Value>(&answer, "initializeUpload")?["value"].clone();
+        match (value["image"].as_str(), value["uploadUrl"].as_str()) {
+            (Some(image), Some(url)) => {
+                Ok(json!({"image": image, "uploadUrl": url, "uploaded": false}))
+            }
+            _ => Err(PublishError::Unavailable(
+                "initializeUpload answered no image URN or upload URL".into(),
+            )),
+        }
+    }
+
+    /// `PUT`s `bytes` to an upload URL LinkedIn gave; the answer's `ETag`.
+    async fn put(&self, token: &str, url: &str, bytes: Vec<u8>) -> Result<String, PublishError> {
+        let request = self
+            .client
+            .put(url)
+            .bearer_auth(token)
+            .header("content-type", "application/octet-stream")
+            .body(bytes);
+        let answer = send(request).await?;
+        if !answer.is_success() {
+            return Err(api_error(&answer));
+        }
+        Ok(answer.header("etag").unwrap_or("").to_owned())
+    }
+
+    /// A carousel's uploads: each image still without a URN is initialized, and each whose
+    /// bytes did not go is uploaded, the checkpoint stored after every step.
+    async fn start_carousel(
+        &self,
+        post: &PostContext<'_>,
+        checkpoint: &mut Value,
+    ) -> Result<(), PublishError> {
+        let mut images = Self::carousel_images(checkpoint);
+        for (n, image) in post.carousel.iter().enumerate() {
+            if images.len() <= n {
+                images.push(self.initialize_image(post).await?);
+                *checkpoint = json!({"images": images});
+                post.save(checkpoint).await?;
+            }
+            if images[n]["uploaded"] != json!(true) {
+                let url = images[n]["uploadUrl"].as_str().unwrap_or("").to_owned();
+                let bytes = read(image.bytes, 0, image.bytes.len()).await?;
+                self.put(post.access_token, &url, bytes).await?;
+                images[n]["uploaded"] = json!(true);
+                *checkpoint = json!({"images": images});
+                post.save(checkpoint).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The status of one uploaded image or video: ready, failed or still processing.
+    async fn media_status(
+        &self,
+        post: &PostContext<'_>,
+        resource: &str,
+        media: &str,
+    ) -> Result<PollOutcome, PublishError> {
+        let path = format!("/rest/{resource}/{}", segment(media));
+        let answer = self
+            .json_call(reqwest::Method::GET, &path, post.access_token, None)
+            .await?;
+        let status: Value = parse(&answer, "the media's status")?;
+        match status["status"].as_str().unwrap_or("") {
+            "AVAILABLE" => Ok(PollOutcome::Ready),
+            "PROCESSING_FAILED" => Err(PublishError::rejected(
+                "PROCESSING_FAILED",
+                "LinkedIn could not process the media",
+            )),
+            _ => Ok(PollOutcome::Wait(self.config.poll_interval)),
+        }
+    }
+
     fn resource(post: &PostContext<'_>) -> &'static str {
         if post.is_video() {
             "videos"
@@ -178,6 +272,9 @@ impl Publisher for Linkedin {
         checkpoint: &mut Value,
     ) -> Result<(), PublishError> {
         let token = post.access_token;
+        if !post.carousel.is_empty() {
+            return self.start_carousel(post, checkpoint).await;
+        }
         if checkpoint["media"].is_null() {
             let mut request = json!({"owner": post.account});
             if post.is_video() {
@@ -228,17 +325,7 @@ impl Publisher for Linkedin {
                 ));
             };
             let bytes = read(post.file, first, last - first + 1).await?;
-            let request = self
-                .client
-                .put(url)
-                .bearer_auth(token)
-                .header("content-type", "application/octet-stream")
-                .body(bytes);
-            let answer = send(request).await?;
-            if !answer.is_success() {
-                return Err(api_error(&answer));
-            }
-            let etag = answer.header("etag").unwrap_or("").to_owned();
+            let etag = self.put(token, url, bytes).await?;
             if let Some(etags) = checkpoint["etags"].as_array_mut() {
                 etags.push(json!(etag));
             }
@@ -265,20 +352,17 @@ impl Publisher for Linkedin {
         post: &PostContext<'_>,
         checkpoint: &mut Value,
     ) -> Result<PollOutcome, PublishError> {
-        let media = Self::media(checkpoint)?;
-        let path = format!("/rest/{}/{}", Self::resource(post), segment(media));
-        let answer = self
-            .json_call(reqwest::Method::GET, &path, post.access_token, None)
-            .await?;
-        let status: Value = parse(&answer, "the media's status")?;
-        match status["status"].as_str().unwrap_or("") {
-            "AVAILABLE" => Ok(PollOutcome::Ready),
-            "PROCESSING_FAILED" => Err(PublishError::rejected(
-                "PROCESSING_FAILED",
-                "LinkedIn could not process the media",
-            )),
-            _ => Ok(PollOutcome::Wait(self.config.poll_interval)),
+        if !post.carousel.is_empty() {
+            for image in Self::carousel_images(checkpoint) {
+                let urn = image["image"].as_str().unwrap_or("");
+                if let wait @ PollOutcome::Wait(_) = self.media_status(post, "images", urn).await? {
+                    return Ok(wait);
+                }
+            }
+            return Ok(PollOutcome::Ready);
         }
+        let media = Self::media(checkpoint)?;
+        self.media_status(post, Self::resource(post), media).await
     }
 
     async fn finalize(
@@ -286,9 +370,21 @@ impl Publisher for Linkedin {
         post: &PostContext<'_>,
         checkpoint: &mut Value,
     ) -> Result<Outcome, PublishError> {
-        let media = Self::media(checkpoint)?.to_owned();
-        let mut content = json!({"media": {"id": media}});
-        content["media"]["title"] = json!(post.title());
+        let content = if post.carousel.is_empty() {
+            json!({"media": {"id": Self::media(checkpoint)?, "title": post.title()}})
+        } else {
+            let images: Vec<Value> = Self::carousel_images(checkpoint)
+                .iter()
+                .map(|image| json!({"id": image["image"]}))
+                .collect();
+            if images.len() != post.carousel.len() {
+                return Err(PublishError::rejected(
+                    "no_media",
+                    "the images are not uploaded",
+                ));
+            }
+            json!({"multiImage": {"images": images}})
+        };
         let body = json!({
             "author": post.account,
             "commentary": little_text(post.caption("comment").unwrap_or("")),
@@ -321,7 +417,11 @@ impl Publisher for Linkedin {
         post: &PostContext<'_>,
         checkpoint: &Value,
     ) -> Result<Option<Outcome>, PublishError> {
-        let media = Self::media(checkpoint)?;
+        let carousel = Self::carousel_images(checkpoint);
+        let media = match carousel.first() {
+            Some(first) => first["image"].as_str().unwrap_or(""),
+            None => Self::media(checkpoint)?,
+        };
         let path = format!(
             "/rest/posts?q=author&author={}&count=20&sortBy=LAST_MODIFIED",
             segment(post.account)
@@ -331,9 +431,15 @@ impl Publisher for Linkedin {
             .await?;
         let posts: Value = parse(&answer, "the author's posts")?;
         let found = posts["elements"].as_array().and_then(|elements| {
-            elements
-                .iter()
-                .find(|p| p["content"]["media"]["id"].as_str() == Some(media))
+            elements.iter().find(|p| {
+                let content = &p["content"];
+                let id = if carousel.is_empty() {
+                    &content["media"]["id"]
+                } else {
+                    &content["multiImage"]["images"][0]["id"]
+                };
+                id.as_str() == Some(media)
+            })
         });
         Ok(found
             .and_then(|p| p["id"].as_str())

@@ -7,8 +7,9 @@
 //!   them from the signed URL.
 //! - **poll**: `GET /v5/media/{media_id}` until `succeeded` (`failed` is a refusal).
 //! - **finalize**: `POST /v5/pins` on the board (`boardId` setting) with the title,
-//!   description and `media_source` (`video_id` with the media and a cover frame, or
-//!   `image_url` with the signed URL); the pin's `id` comes back.
+//!   description and `media_source` (`video_id` with the media and a cover frame,
+//!   `image_url` with the signed URL, or for a carousel pin `multiple_image_urls`, its
+//!   `items` the images' signed URLs in order); the pin's `id` comes back.
 //! - **find**: the board's recent pins (`GET /v5/boards/{board_id}/pins`) with this title
 //!   and description.
 //! - **tokens**: `POST /v5/oauth/token` with HTTP Basic client authentication and the
@@ -256,6 +257,14 @@ impl Publisher for Pinterest {
             // the first second's.
             Some(media_id) => json!({"source_type": "video_id", "media_id": media_id,
                 "cover_image_key_frame_time": post.cover_ms().map_or(1, |ms| ms / 1000)}),
+            None if !post.carousel.is_empty() => {
+                let items: Vec<Value> = post
+                    .carousel
+                    .iter()
+                    .map(|image| json!({"url": image.url}))
+                    .collect();
+                json!({"source_type": "multiple_image_urls", "items": items, "index": 0})
+            }
             None => json!({"source_type": "image_url", "url": post.media_url}),
         };
         let mut body = json!({"board_id": Self::board(post)?, "title": title,

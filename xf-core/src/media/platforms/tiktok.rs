@@ -17,7 +17,8 @@
 //! - **finalize**: the last chunk (`201`): TikTok then posts it, or sends it to the
 //!   creator's inbox.
 //! - **photos**: finalize is `POST /v2/post/publish/content/init/` with `media_type=PHOTO`
-//!   and `source_info` `PULL_FROM_URL` (TikTok pulls the signed URL).
+//!   and `source_info` `PULL_FROM_URL` (TikTok pulls the signed URL; a carousel's
+//!   `photo_images` are its images' URLs in order, the first the cover).
 //! - **find**: `POST /v2/post/publish/status/fetch/`: `PUBLISH_COMPLETE` is published
 //!   (the post id is `publicaly_available_post_id`), `SEND_TO_USER_INBOX` needs the creator
 //!   (`manual`), `FAILED` a refusal with its `fail_reason`, processing waits. A photo post
@@ -339,13 +340,18 @@ impl Publisher for Tiktok {
             if let Some(caption) = post.caption("caption") {
                 info["description"] = json!(caption);
             }
+            let photo_images: Vec<&str> = if post.carousel.is_empty() {
+                vec![post.media_url]
+            } else {
+                post.carousel.iter().map(|image| image.url).collect()
+            };
             let data = self
                 .call(
                     post.access_token,
                     "/v2/post/publish/content/init/",
                     json!({"post_info": info, "post_mode": mode, "media_type": "PHOTO",
                         "source_info": {"source": "PULL_FROM_URL", "photo_cover_index": 0,
-                                        "photo_images": [post.media_url]}}),
+                                        "photo_images": photo_images}}),
                 )
                 .await?;
             let publish_id = data["publish_id"].as_str().ok_or_else(|| {
