@@ -73,7 +73,9 @@ impl MediaStore for MemoryStore {
             state.record_snapshot_event(event, now);
         }
         let usage = MediaItem::post_usage(&before, &after, platform, account);
-        state.add_usage(&after.organization_id, &now.month_key(), &usage);
+        if !usage.is_zero() {
+            state.add_usage(&after.organization_id, &now.month_key(), &usage);
+        }
         Ok(Some(after))
     }
 

@@ -23,6 +23,7 @@ crate::backends!(
     pixel_and_sample_bombs_are_refused_naming_the_limit,
     the_sweep_deletes_the_blobs_nothing_names,
     a_carousel_is_stored_in_order_and_checked_per_platform,
+    a_file_removed_before_its_form_ended_is_the_clients_400,
 );
 
 /// A media organization (`plus` plan) and its keys.
@@ -1424,5 +1425,75 @@ async fn a_carousel_is_stored_in_order_and_checked_per_platform(app: TestApp) {
         .expect("a request");
     ok(&app.send(request).await, 200);
     assert_eq!(stored_files(&root).len(), 7);
+    let _ = std::fs::remove_dir_all(root);
+}
+
+/// A blob store that, as the second blob of a form is started, deletes the first: what the
+/// blob sweep does to a file kept unrecorded for over an hour while its form still streams.
+#[derive(Debug)]
+struct SweptMidForm {
+    inner: LocalBlobStore,
+    created: std::sync::Mutex<Vec<String>>,
+}
+
+#[async_trait::async_trait]
+impl xf_core::media::blob::BlobStore for SweptMidForm {
+    async fn create(
+        &self,
+        key: &str,
+    ) -> std::io::Result<Box<dyn xf_core::media::blob::BlobWriter>> {
+        let first = {
+            let mut created = self.created.lock().unwrap();
+            created.push(key.to_owned());
+            (created.len() == 2).then(|| created[0].clone())
+        };
+        if let Some(first) = first {
+            self.inner.delete(&first).await?;
+        }
+        self.inner.create(key).await
+    }
+
+    async fn open(
+        &self,
+        key: &str,
+    ) -> std::io::Result<Box<dyn xf_core::media::inspect::RangeRead>> {
+        self.inner.open(key).await
+    }
+
+    async fn delete(&self, key: &str) -> std::io::Result<()> {
+        self.inner.delete(key).await
+    }
+
+    async fn list(&self, folder: &str) -> std::io::Result<xf_core::media::blob::BlobListing> {
+        self.inner.list(folder).await
+    }
+}
+
+/// A form whose first file was removed before the form ended (the blob sweep takes a file
+/// unrecorded for an hour for a leftover) is refused as the client's `400` naming the file,
+/// not a server error, and leaves nothing.
+async fn a_file_removed_before_its_form_ended_is_the_clients_400(app: TestApp) {
+    let root = std::env::temp_dir().join(format!("xf-media-swept-{}", uuid_like()));
+    let blobs = SweptMidForm {
+        inner: LocalBlobStore::new(&root).expect("a blob directory"),
+        created: std::sync::Mutex::new(Vec::new()),
+    };
+    let app = app.reconfigured(|builder| builder.blob_store(std::sync::Arc::new(blobs)));
+    let org = media_org(&app, "Slow forms").await;
+    let jpeg = image("jpg", 640, 480);
+    let files = [
+        ("file", "first.jpg", jpeg.as_slice()),
+        ("file", "second.jpg", jpeg.as_slice()),
+    ];
+    let reply = upload_files(&app, &org.live, "/media/images", &[], &files, None).await;
+    assert_eq!(refused(&reply, 400, "validation_error"), ["file"]);
+    assert!(
+        message(&reply).contains("\"first.jpg\" was removed before the form ended"),
+        "{}",
+        reply.body
+    );
+    assert!(stored_files(&root).is_empty());
+    let list = get(&app, &org.live, "/media/images").await;
+    assert_eq!(ok(&list, 200)["pagination"]["total"], 0);
     let _ = std::fs::remove_dir_all(root);
 }

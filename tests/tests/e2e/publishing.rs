@@ -2145,6 +2145,18 @@ async fn a_deletion_the_platform_refuses_leaves_the_post_published(app: TestApp)
     assert_eq!(shown["status"], "completed");
     assert!(platforms.deleted().is_empty());
     assert!(deleted_events(&app).await.is_empty());
+    // Back to `published` is no new post: no second event, no second count.
+    let published = app.store.list_events(None, 10_000).await.unwrap();
+    let published = published
+        .iter()
+        .filter(|e| e.event_type == xf_core::model::EventType::MediaPostPublished)
+        .count();
+    assert_eq!(published, 1);
+    let usage = app.get("/media/usage", &org.key).await.expect(200).clone();
+    assert_eq!(
+        (&usage["postsPublished"], &usage["postsDeleted"]),
+        (&json!(1), &json!(0))
+    );
 
     // Asked again, it goes.
     delete_at(&app, &org.key, &format!("{path}/posts/pinterest"))
@@ -2158,6 +2170,11 @@ async fn a_deletion_the_platform_refuses_leaves_the_post_published(app: TestApp)
     workers.shutdown(Duration::from_secs(5)).await;
     assert_eq!(platforms.deleted().len(), 1);
     assert_eq!(deleted_events(&app).await.len(), 1);
+    let usage = app.get("/media/usage", &org.key).await.expect(200).clone();
+    assert_eq!(
+        (&usage["postsPublished"], &usage["postsDeleted"]),
+        (&json!(1), &json!(1))
+    );
 }
 
 async fn posts_that_cannot_be_deleted_are_refused_with_the_reason(app: TestApp) {

@@ -101,7 +101,7 @@ pub fn post_events(
     };
     let mut events = Vec::new();
     let reached = |status| new.status == status && old.status != status;
-    let post_event = if reached(PlatformStatus::Published) {
+    let post_event = if old.status.publishes(new.status) {
         Some(EventType::MediaPostPublished)
     } else if reached(PlatformStatus::Failed) {
         Some(EventType::MediaPostFailed)

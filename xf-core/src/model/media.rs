@@ -218,6 +218,13 @@ impl PlatformStatus {
             PlatformStatus::Deleted => "deleted",
         }
     }
+
+    /// Whether a post going from this status to `next` is published for the first time: a
+    /// deletion given up puts a `deleting` post back to `published`, which is no new post.
+    pub fn publishes(self, next: PlatformStatus) -> bool {
+        use PlatformStatus::{Deleted, Deleting, Published};
+        next == Published && !matches!(self, Published | Deleting | Deleted)
+    }
 }
 
 /// The file of a media item, as stored and inspected.
@@ -692,10 +699,11 @@ impl MediaItem {
         ) else {
             return crate::model::UsageCounters::default();
         };
-        let reached = |status| u64::from(new.status == status && old.status != status);
+        let deleted =
+            new.status == PlatformStatus::Deleted && old.status != PlatformStatus::Deleted;
         crate::model::UsageCounters {
-            posts_published: reached(PlatformStatus::Published),
-            posts_deleted: reached(PlatformStatus::Deleted),
+            posts_published: u64::from(old.status.publishes(new.status)),
+            posts_deleted: u64::from(deleted),
             ..Default::default()
         }
     }

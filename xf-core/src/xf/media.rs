@@ -599,9 +599,7 @@ impl Xf {
         let mut files = Vec::with_capacity(staged.len());
         for (n, part) in staged.iter().enumerate() {
             let facts = self
-                .inspected(kind, part)
-                .await
-                .map_err(|error| match error {
+                .inspected(kind, part, |error| match error {
                     Refused::Io(_) => refused_in("file", error),
                     refusal if carousel => Error::invalid(
                         "file",
@@ -612,7 +610,8 @@ impl Xf {
                         ),
                     ),
                     refusal => refused_in("file", refusal),
-                })?;
+                })
+                .await?;
             files.push(StoredFile {
                 key: part.blob.key().to_owned(),
                 name: part.name.clone(),
@@ -719,30 +718,50 @@ impl Xf {
         &self,
         kind: MediaKind,
         staged: &StagedFile,
-    ) -> std::result::Result<FileFacts, Refused> {
-        let blob = self
-            .open_staged(staged)
-            .await
-            .map_err(|e| Refused::Io(e.to_string()))?;
-        Ok(match kind {
-            MediaKind::Video => FileFacts::Video(inspect_video(&staged.extension, &*blob).await?),
-            MediaKind::Image => FileFacts::Image(inspect_image(&staged.extension, &*blob).await?),
-        })
+        refusal: impl Fn(Refused) -> Error,
+    ) -> Result<FileFacts> {
+        let blob = self.open_staged(staged, "file").await?;
+        let facts = match kind {
+            MediaKind::Video => inspect_video(&staged.extension, &*blob)
+                .await
+                .map(FileFacts::Video),
+            MediaKind::Image => inspect_image(&staged.extension, &*blob)
+                .await
+                .map(FileFacts::Image),
+        };
+        facts.map_err(refusal)
     }
 
     /// The bytes of a staged file.
-    async fn open_staged(&self, staged: &StagedFile) -> Result<Box<dyn RangeRead>> {
+    ///
+    /// A staged file that is gone was taken for a leftover: the blob sweep deletes what
+    /// nothing records after an hour, and a form still streaming its later parts (a large
+    /// carousel, sent slowly) may outlast that. That is the client's `400`, naming `field`.
+    async fn open_staged(&self, staged: &StagedFile, field: &str) -> Result<Box<dyn RangeRead>> {
         self.inner
             .blobs
             .open(staged.blob.key())
             .await
-            .map_err(|e| Error::Internal(format!("a staged upload went missing: {e}")))
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => Error::invalid(
+                    field,
+                    format!(
+                        "{:?} was removed before the form ended: a form that takes over an \
+                         hour loses its first files; send it again faster, or send large \
+                         files as resumable uploads (fileId)",
+                        staged.name
+                    ),
+                ),
+                _ => Error::Unavailable {
+                    cause: format!("reading a staged upload: {e}"),
+                },
+            })
     }
 
     /// A staged thumbnail as stored, once its bytes are found to be the JPEG or PNG image its
     /// name says.
     async fn checked_thumbnail(&self, staged: &StagedFile) -> Result<StoredFile> {
-        let blob = self.open_staged(staged).await?;
+        let blob = self.open_staged(staged, "thumbnail").await?;
         let facts = inspect_image(&staged.extension, &*blob)
             .await
             .map_err(|error| refused_in("thumbnail", error))?;
