@@ -102,4 +102,28 @@ mod tests {
         assert_eq!(urls.check(&format!("{id}-0.{rest}"), now), None);
         assert_eq!(urls.check("garbage", now), None);
     }
+
+    proptest::proptest! {
+        /// Any token (anything a path segment may carry) is read without a panic, and only
+        /// the tokens made here name a file.
+        #[test]
+        fn any_token_is_read_and_only_signed_ones_name_a_file(
+            token in "\\PC{0,120}|[a-z0-9_.-]{0,80}",
+            index in 0usize..64,
+        ) {
+            let urls = MediaUrls::new([3; 32], "https://xf.example");
+            let now = Timestamp::from_datetime(chrono::Utc::now());
+            proptest::prop_assert_eq!(urls.check(&token, now), None);
+            let id = MediaId::new();
+            let url = urls.url(&id, index, now.plus(chrono::Duration::minutes(5)));
+            let signed = url.strip_prefix("https://xf.example/m/").unwrap();
+            proptest::prop_assert_eq!(urls.check(signed, now), Some((id, index)));
+            // The signed token with anything appended or cut is refused.
+            let longer = format!("{signed}{token}");
+            if !token.is_empty() {
+                proptest::prop_assert_eq!(urls.check(&longer, now), None);
+            }
+            proptest::prop_assert_eq!(urls.check(&signed[..signed.len() - 1], now), None);
+        }
+    }
 }
