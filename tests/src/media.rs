@@ -94,6 +94,15 @@ pub fn grainy_video(container: &str, width: u32, height: u32, seconds: u32) -> V
     bytes
 }
 
+/// Three JPEGs that suit every platform's carousel (square, 4:5 and 6:5, each at most 1080p),
+/// for carousel uploads.
+pub fn carousel_jpegs() -> Vec<Vec<u8>> {
+    [(1080, 1080), (1080, 1350), (1200, 1000)]
+        .iter()
+        .map(|(width, height)| image("jpg", *width, *height))
+        .collect()
+}
+
 /// An image of `width`×`height` in `format` (`png`, `jpg` or `webp`).
 pub fn image(format: &str, width: u32, height: u32) -> Vec<u8> {
     let path = scratch(format);

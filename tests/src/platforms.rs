@@ -1433,7 +1433,7 @@ async fn fetch_media(client: &reqwest::Client, url: &str, video: bool) -> Result
     let looks_right = if video {
         first.len() >= 8 && &first[4..8] == b"ftyp"
     } else {
-        first.starts_with(&[0xFF, 0xD8, 0xFF])
+        ImageFormat::of(&first) == Some(ImageFormat::Jpeg)
     };
     if !looks_right || first.len() > 1024 {
         return Err("the first kilobyte is not the media".into());
@@ -2886,8 +2886,8 @@ fn youtube_thumbnail(
         .unwrap_or("")
         .to_owned();
     let magic_ok = match content_type.as_str() {
-        "image/jpeg" => body.starts_with(&[0xFF, 0xD8, 0xFF]),
-        "image/png" => body.starts_with(b"\x89PNG\r\n\x1a\n"),
+        "image/jpeg" => ImageFormat::of(body) == Some(ImageFormat::Jpeg),
+        "image/png" => ImageFormat::of(body) == Some(ImageFormat::Png),
         _ => false,
     };
     if !magic_ok || body.is_empty() {

@@ -8,7 +8,7 @@ use http_body_util::Full;
 use serde_json::{json, Value};
 use xf_core::media::blob::LocalBlobStore;
 use xf_core::MediaLimits;
-use xf_tests::media::{grainy_video, image, multipart, video};
+use xf_tests::media::{carousel_jpegs, grainy_video, image, multipart, video};
 use xf_tests::{Reply, TestApp};
 
 crate::backends!(
@@ -1224,9 +1224,9 @@ async fn uploads_with_an_idempotency_key_happen_once(app: TestApp) {
     let _ = std::fs::remove_dir_all(root);
 }
 
-/// Sends an upload form with several file parts (`file` each, unless named otherwise) and,
-/// if given, an `Idempotency-Key`.
-async fn upload_files(
+/// Sends an upload form with several file parts (part name, file name, bytes) and, if given,
+/// an `Idempotency-Key`.
+pub(crate) async fn upload_files(
     app: &TestApp,
     key: &str,
     path: &str,
@@ -1274,10 +1274,7 @@ async fn a_carousel_is_stored_in_order_and_checked_per_platform(app: TestApp) {
     ] {
         connect(&app, &org, platform, account).await;
     }
-    let jpegs: Vec<Vec<u8>> = [(1080, 1080), (1080, 1350), (1200, 1000)]
-        .iter()
-        .map(|(w, h)| image("jpg", *w, *h))
-        .collect();
+    let jpegs = carousel_jpegs();
     let all = [
         (
             "platforms",

@@ -16,11 +16,11 @@ use xf_core::media::platforms::tiktok::Tiktok;
 use xf_core::media::platforms::youtube::{Youtube, CHUNK_UNIT};
 use xf_core::media::publish::MEDIA_PUBLISH;
 use xf_core::runtime::{WorkerHandle, WorkerOptions};
-use xf_tests::media::{grainy_video, image, video};
+use xf_tests::media::{carousel_jpegs, grainy_video, image, video};
 use xf_tests::platforms::{Failure, PlatformStandIn, Route};
 use xf_tests::TestApp;
 
-use crate::media::upload;
+use crate::media::{upload, upload_files};
 
 crate::backends!(
     youtube_publishes_in_chunks_and_reports_each_stage,
@@ -2477,25 +2477,6 @@ async fn a_first_comment_cut_off_by_a_crash_is_not_sent_again(app: TestApp) {
     assert_eq!(platforms.videos().len(), 1);
 }
 
-/// Uploads a video form with file parts `files` (part, file name, bytes).
-async fn upload_parts(
-    app: &TestApp,
-    key: &str,
-    path: &str,
-    fields: &[(&str, &str)],
-    files: &[(&str, &str, &[u8])],
-) -> xf_tests::Reply {
-    let (content_type, body) = xf_tests::media::multipart_parts(fields, files);
-    let request = http::Request::builder()
-        .method(Method::POST)
-        .uri(path)
-        .header("x-api-key", key)
-        .header("content-type", content_type)
-        .body(http_body_util::Full::new(bytes::Bytes::from(body)))
-        .unwrap();
-    app.send(request).await
-}
-
 async fn a_custom_thumbnail_is_set_on_youtube_after_the_video(app: TestApp) {
     let files = Scratch::new();
     let blobs = Arc::new(xf_core::media::blob::LocalBlobStore::new(files.path()).unwrap());
@@ -2539,7 +2520,7 @@ async fn a_custom_thumbnail_is_set_on_youtube_after_the_video(app: TestApp) {
         ),
     ];
     for (fields, parts) in &refusals {
-        let reply = upload_parts(&app, &org.key, "/media/videos", fields, parts).await;
+        let reply = upload_files(&app, &org.key, "/media/videos", fields, parts, None).await;
         reply.expect_error(400, "validation_error");
         assert_eq!(
             reply.body["error"]["details"][0]["field"], "thumbnail",
@@ -2548,14 +2529,9 @@ async fn a_custom_thumbnail_is_set_on_youtube_after_the_video(app: TestApp) {
         );
     }
     let huge = vec![0xFFu8; (2 << 20) + 1];
-    let reply = upload_parts(
-        &app,
-        &org.key,
-        "/media/videos",
-        &youtube,
-        &[("file", "a.mp4", &clip), ("thumbnail", "cover.jpg", &huge)],
-    )
-    .await;
+    let parts: [(&str, &str, &[u8]); 2] =
+        [("file", "a.mp4", &clip), ("thumbnail", "cover.jpg", &huge)];
+    let reply = upload_files(&app, &org.key, "/media/videos", &youtube, &parts, None).await;
     reply.expect_error(413, "payload_too_large");
     // Nothing of the refused forms stayed in the blob store.
     let left = std::fs::read_dir(files.path().join("media"))
@@ -2567,14 +2543,9 @@ async fn a_custom_thumbnail_is_set_on_youtube_after_the_video(app: TestApp) {
         .unwrap_or(0);
     assert_eq!(left, 0, "refused forms leave no blob");
 
-    let reply = upload_parts(
-        &app,
-        &org.key,
-        "/media/videos",
-        &youtube,
-        &[("file", "a.mp4", &clip), ("thumbnail", "cover.jpg", &cover)],
-    )
-    .await;
+    let parts: [(&str, &str, &[u8]); 2] =
+        [("file", "a.mp4", &clip), ("thumbnail", "cover.jpg", &cover)];
+    let reply = upload_files(&app, &org.key, "/media/videos", &youtube, &parts, None).await;
     let id = reply.expect(201)[0]["id"].as_str().unwrap().to_owned();
     let shown = item(&app, &org.key, &id).await;
     assert_eq!(shown["thumbnail"]["name"], "cover.jpg");
@@ -2652,10 +2623,7 @@ async fn a_carousel_of_three_images_is_one_post_on_each_platform(app: TestApp) {
     connect(&app, &org, "linkedin", "urn:li:organization:42", 24 * 60).await;
     connect(&app, &org, "pinterest", "pin-user", 24 * 60).await;
     connect(&app, &org, "tiktok", "tt-creator", 24 * 60).await;
-    let images: Vec<Vec<u8>> = [(1080, 1080), (1080, 1350), (1200, 1000)]
-        .iter()
-        .map(|(w, h)| image("jpg", *w, *h))
-        .collect();
+    let images = carousel_jpegs();
     let files: Vec<(&str, &str, &[u8])> = ["one.jpg", "two.jpg", "three.jpg"]
         .iter()
         .zip(&images)
@@ -2669,7 +2637,7 @@ async fn a_carousel_of_three_images_is_one_post_on_each_platform(app: TestApp) {
         ("description", "Three looks"),
         ("pinterestBoardId", "board-9"),
     ];
-    let reply = upload_parts(&app, &org.key, "/media/images", &fields, &files).await;
+    let reply = upload_files(&app, &org.key, "/media/images", &fields, &files, None).await;
     let id = reply.expect(201)[0]["id"].as_str().unwrap().to_owned();
     let workers = workers(&app);
     let shown = wait_for_image(&app, &org.key, &id, "completed").await;
@@ -2753,10 +2721,7 @@ async fn an_interrupted_carousel_goes_on_from_the_image_it_stopped_at(app: TestA
     let org = studio(&app).await;
     connect(&app, &org, "instagram", "17841400000000001", 24 * 60).await;
     connect(&app, &org, "linkedin", "urn:li:organization:42", 24 * 60).await;
-    let images: Vec<Vec<u8>> = [(1080, 1080), (1080, 1350), (1200, 1000)]
-        .iter()
-        .map(|(w, h)| image("jpg", *w, *h))
-        .collect();
+    let images = carousel_jpegs();
     let files: Vec<(&str, &str, &[u8])> = images
         .iter()
         .map(|bytes| ("file", "look.jpg", bytes.as_slice()))
@@ -2765,7 +2730,7 @@ async fn an_interrupted_carousel_goes_on_from_the_image_it_stopped_at(app: TestA
     let container = platforms.hold(Route::InstagramContainer, true);
     let part = platforms.hold(Route::LinkedinPart, true);
     let fields = [("platforms", r#"["instagram","linkedin"]"#)];
-    let reply = upload_parts(&app, &org.key, "/media/images", &fields, &files).await;
+    let reply = upload_files(&app, &org.key, "/media/images", &fields, &files, None).await;
     let id = reply.expect(201)[0]["id"].as_str().unwrap().to_owned();
     let workers = workers(&app);
     container.arrived().await;

@@ -598,8 +598,8 @@ impl Xf {
         let carousel = staged.len() > 1;
         let mut files = Vec::with_capacity(staged.len());
         for (n, part) in staged.iter().enumerate() {
-            let facts = self
-                .inspected(kind, part, |error| match error {
+            let file = self
+                .stored(kind, part, "file", |error| match error {
                     Refused::Io(_) => refused_in("file", error),
                     refusal if carousel => Error::invalid(
                         "file",
@@ -612,12 +612,7 @@ impl Xf {
                     refusal => refused_in("file", refusal),
                 })
                 .await?;
-            files.push(StoredFile {
-                key: part.blob.key().to_owned(),
-                name: part.name.clone(),
-                size: part.size,
-                facts,
-            });
+            files.push(file);
         }
         let mut targets = self.targets(caller, &form).await?;
         if let Some(thumbnail) = thumbnail {
@@ -631,7 +626,10 @@ impl Xf {
                          include youtube",
                     )
                 })?;
-            youtube.thumbnail = Some(self.checked_thumbnail(thumbnail).await?);
+            // A JPEG or PNG, as its name says (the extensions `stage_thumbnail` takes).
+            let refusal = |error| refused_in("thumbnail", error);
+            let stored = self.stored(MediaKind::Image, thumbnail, "thumbnail", refusal);
+            youtube.thumbnail = Some(stored.await?);
         }
         let texts = ItemTexts {
             title: form.title.as_deref(),
@@ -713,14 +711,16 @@ impl Xf {
         Ok((item, jobs))
     }
 
-    /// What inspecting a staged file of `kind` finds.
-    async fn inspected(
+    /// A staged file of `kind` (the form's part `field`) as stored, once inspecting its bytes
+    /// found what its name says; `refusal` names what it found wrong.
+    async fn stored(
         &self,
         kind: MediaKind,
         staged: &StagedFile,
+        field: &str,
         refusal: impl Fn(Refused) -> Error,
-    ) -> Result<FileFacts> {
-        let blob = self.open_staged(staged, "file").await?;
+    ) -> Result<StoredFile> {
+        let blob = self.open_staged(staged, field).await?;
         let facts = match kind {
             MediaKind::Video => inspect_video(&staged.extension, &*blob)
                 .await
@@ -729,7 +729,12 @@ impl Xf {
                 .await
                 .map(FileFacts::Image),
         };
-        facts.map_err(refusal)
+        Ok(StoredFile {
+            key: staged.blob.key().to_owned(),
+            name: staged.name.clone(),
+            size: staged.size,
+            facts: facts.map_err(refusal)?,
+        })
     }
 
     /// The bytes of a staged file.
@@ -756,21 +761,6 @@ impl Xf {
                     cause: format!("reading a staged upload: {e}"),
                 },
             })
-    }
-
-    /// A staged thumbnail as stored, once its bytes are found to be the JPEG or PNG image its
-    /// name says.
-    async fn checked_thumbnail(&self, staged: &StagedFile) -> Result<StoredFile> {
-        let blob = self.open_staged(staged, "thumbnail").await?;
-        let facts = inspect_image(&staged.extension, &*blob)
-            .await
-            .map_err(|error| refused_in("thumbnail", error))?;
-        Ok(StoredFile {
-            key: staged.blob.key().to_owned(),
-            name: staged.name.clone(),
-            size: staged.size,
-            facts: FileFacts::Image(facts),
-        })
     }
 
     /// Each chosen platform's plan: its settings and accounts. Named accounts must be
