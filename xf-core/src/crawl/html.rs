@@ -1,22 +1,19 @@
 //! What a page says about itself, read from its HTML as it streams in.
 //!
-//! [`PageScanner`] feeds chunks to a streaming HTML parser (`lol_html`: no DOM, memory bounded
-//! by the largest tag, not by the page) and collects the [`PageFacts`] the checks need: titles,
+//! [`PageScanner`] feeds chunks to a streaming HTML tokenizer of its own (no tree, memory
+//! bounded by the largest tag, not by the page; it reads only what the facts need) and collects the [`PageFacts`] the checks need: titles,
 //! meta descriptions and robots directives, a meta refresh, headings, canonical and hreflang
 //! links, links and what their text says, anchors search engines cannot follow, images,
 //! sub-resources, JSON-LD blocks, the language, the viewport, and the visible text's size,
 //! fingerprint and SimHash. It is `Send`, so a crawler can feed it chunk by chunk between
 //! `.await`s.
 //!
-//! The scanner is total: any bytes give facts (a tag too large for the parser's memory
+//! The scanner is total: any bytes give facts (a tag too large for the tokenizer's memory
 //! marks them [`PageFacts::truncated`]), and every text it keeps is bounded.
 
-use std::sync::{Arc, Mutex, MutexGuard};
-
-use lol_html::send::{EndTagHandler, HtmlRewriter, Settings};
-use lol_html::{doc_text, MemorySettings};
 use serde_json::Value;
 
+use super::markup::{Sink, Tag, Tokenizer};
 use crate::text::excerpt;
 
 /// A link found on a page.
@@ -238,7 +235,7 @@ const SPREAD: [u64; 256] = {
 
 /// SplitMix64's finaliser: a strong 64-bit mix, the same on every platform and release (the
 /// standard library's hasher promises neither).
-fn mix(mut z: u64) -> u64 {
+const fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
@@ -253,14 +250,42 @@ fn word_hash(word: &str) -> u64 {
     bytes_hash(lower.as_bytes())
 }
 
+/// The mixed lengths of words up to 63 bytes, where a word's hash starts.
+const SEEDS: [u64; 64] = {
+    let mut seeds = [0; 64];
+    let mut length = 0;
+    while length < 64 {
+        seeds[length] = mix(length as u64);
+        length += 1;
+    }
+    seeds
+};
+
+/// Where the hash of a word of `length` bytes starts: its length, mixed.
+fn seed(length: usize) -> u64 {
+    SEEDS
+        .get(length)
+        .copied()
+        .unwrap_or_else(|| mix(length as u64))
+}
+
+/// Up to eight bytes as the low bytes of a little-endian `u64`.
+fn group(chunk: &[u8]) -> u64 {
+    match <[u8; 8]>::try_from(chunk) {
+        Ok(bytes) => u64::from_le_bytes(bytes),
+        Err(_) => chunk
+            .iter()
+            .rev()
+            .fold(0, |group, byte| group << 8 | u64::from(*byte)),
+    }
+}
+
 /// [`word_hash`] of an ASCII word, lower-cased eight bytes at a time.
 fn ascii_word_hash(word: &[u8]) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
-    let mut hash = mix(word.len() as u64);
+    let mut hash = seed(word.len());
     for chunk in word.chunks(8) {
-        let mut bytes = [0; 8];
-        bytes[..chunk.len()].copy_from_slice(chunk);
-        let group = u64::from_le_bytes(bytes);
+        let group = group(chunk);
         // A high bit in each byte that is an upper-case letter: at least `A` and below `[`.
         let at_least_a = group + ONES * (0x80 - u64::from(b'A'));
         let past_z = group + ONES * (0x80 - u64::from(b'Z') - 1);
@@ -272,11 +297,9 @@ fn ascii_word_hash(word: &[u8]) -> u64 {
 
 /// The same hash over bytes that are already lower case (any UTF-8).
 fn bytes_hash(word: &[u8]) -> u64 {
-    let mut hash = mix(word.len() as u64);
+    let mut hash = seed(word.len());
     for chunk in word.chunks(8) {
-        let mut bytes = [0; 8];
-        bytes[..chunk.len()].copy_from_slice(chunk);
-        hash = mix(hash ^ u64::from_le_bytes(bytes));
+        hash = mix(hash ^ group(chunk));
     }
     hash
 }
@@ -322,22 +345,70 @@ impl SimHash {
     }
 }
 
+/// The elements whose being open changes what their content counts for: text that is not
+/// visible (the first four), markup browsers running scripts do not apply (`noscript`,
+/// `template`), text that is no main content (the last five).
+const COUNTED: [&[u8]; 9] = [
+    b"script",
+    b"style",
+    b"noscript",
+    b"template",
+    b"title",
+    b"nav",
+    b"header",
+    b"footer",
+    b"aside",
+];
+
+/// How many of each of [`COUNTED`] are open. An end tag closes only an element of its own
+/// name, as browsers match end tags.
+#[derive(Debug, Default)]
+struct OpenElements([u32; COUNTED.len()]);
+
+impl OpenElements {
+    fn count(&mut self, name: &[u8]) -> Option<&mut u32> {
+        let index = COUNTED.iter().position(|counted| *counted == name)?;
+        Some(&mut self.0[index])
+    }
+
+    fn enter(&mut self, name: &[u8]) {
+        if let Some(count) = self.count(name) {
+            *count = count.saturating_add(1);
+        }
+    }
+
+    fn leave(&mut self, name: &[u8]) {
+        if let Some(count) = self.count(name) {
+            *count = count.saturating_sub(1);
+        }
+    }
+
+    /// Inside `script`, `style`, `noscript` or `template`: text not shown.
+    fn hidden(&self) -> bool {
+        self.0[..4].iter().any(|open| *open > 0)
+    }
+
+    /// Inside `noscript` or `template`.
+    fn inert(&self) -> bool {
+        self.0[2..4].iter().any(|open| *open > 0)
+    }
+
+    /// Inside `title`, `nav`, `header`, `footer` or `aside`: text that is no main content.
+    fn boilerplate(&self) -> bool {
+        self.0[4..].iter().any(|open| *open > 0)
+    }
+}
+
 /// Facts being collected, and the parser state that needs to outlive one handler call.
 #[derive(Debug, Default)]
 struct Collector {
     facts: PageFacts,
-    /// Open elements whose text is not visible (`script`, `style`, `noscript`, `template`).
-    hidden_depth: u32,
-    /// Open `noscript` and `template` elements, whose meta refresh browsers do not apply.
-    inert_depth: u32,
-    /// Open `title`, `nav`, `header`, `footer` and `aside` elements: text that is not main
-    /// content.
-    boilerplate_depth: u32,
-    /// Open `svg` and `math` elements, whose `<title>` is not the page's.
-    foreign_depth: u32,
+    open_elements: OpenElements,
     title: Option<String>,
     h1: Option<String>,
     anchor: Option<OpenAnchor>,
+    /// Inside the latest anchor: its text is the link's.
+    in_anchor: bool,
     /// The text of the JSON-LD block being read (`None` outside one).
     json_ld: Option<String>,
     /// The block being read is larger than [`JSON_LD_MAX`]: it is not checked.
@@ -356,18 +427,16 @@ enum Captured {
     H1,
 }
 
-/// Counters of open elements, kept by [`depth_counter`].
-#[derive(Debug, Clone, Copy)]
-enum Depth {
-    /// Text that is not visible (`script`, `style`).
-    Hidden,
-    /// Not visible, and not applied by browsers running scripts (`noscript`, `template`).
-    Inert,
-    /// Not main content.
-    Boilerplate,
-    /// A drawing or a formula (`svg`, `math`).
-    Foreign,
-}
+/// The white space of ASCII text, as `char::is_whitespace` has it.
+const ASCII_SPACE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut at = 0;
+    while at < 6 {
+        table[b" \t\n\x0B\x0C\r"[at] as usize] = true;
+        at += 1;
+    }
+    table
+};
 
 /// Appends `text` to `to` while `to` stays within `max` bytes, cutting at a character
 /// boundary.
@@ -413,7 +482,7 @@ impl Collector {
     /// Counts and hashes the words of a chunk of visible text. A chunk may end inside a word,
     /// so the last partial word waits for the next chunk (or the end of the text node).
     fn visible_text(&mut self, text: &str, last_in_node: bool) {
-        if self.hidden_depth > 0 {
+        if self.open_elements.hidden() {
             return;
         }
         let cut = if last_in_node {
@@ -438,20 +507,31 @@ impl Collector {
         self.partial_word.push_str(rest);
     }
 
-    /// Counts and hashes whole words.
+    /// Counts and hashes whole words: split at ASCII white space byte by byte, and a piece
+    /// with other characters split again at theirs.
     fn count_words(&mut self, text: &str) {
-        if text.is_ascii() {
-            // The white space of ASCII text, as `char::is_whitespace` has it.
-            let words = text
-                .as_bytes()
-                .split(|byte| matches!(byte, b' ' | b'\t' | b'\n' | b'\x0B' | b'\x0C' | b'\r'))
-                .filter(|word| !word.is_empty());
-            for word in words {
-                self.count_word(ascii_word_hash(word));
+        let bytes = text.as_bytes();
+        let mut at = 0;
+        loop {
+            while at < bytes.len() && ASCII_SPACE[usize::from(bytes[at])] {
+                at += 1;
             }
-        } else {
-            for word in text.split_whitespace() {
-                self.count_word(word_hash(word));
+            if at == bytes.len() {
+                return;
+            }
+            let start = at;
+            let mut all = 0;
+            while at < bytes.len() && !ASCII_SPACE[usize::from(bytes[at])] {
+                all |= bytes[at];
+                at += 1;
+            }
+            if all.is_ascii() {
+                self.count_word(ascii_word_hash(&bytes[start..at]));
+            } else {
+                // Split at ASCII bytes, so at character boundaries.
+                for word in text[start..at].split_whitespace() {
+                    self.count_word(word_hash(word));
+                }
             }
         }
     }
@@ -460,7 +540,7 @@ impl Collector {
         self.facts.word_count = self.facts.word_count.saturating_add(1);
         self.fingerprint =
             (self.fingerprint.rotate_left(17) ^ hash).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        if self.boilerplate_depth == 0 {
+        if !self.open_elements.boilerplate() {
             self.facts.content_words = self.facts.content_words.saturating_add(1);
             self.simhash.add_word(hash);
         }
@@ -581,15 +661,12 @@ fn collapse(text: &str) -> String {
 
 /// The value of an attribute, character references decoded (`href="/a?x=1&amp;y=2"` is
 /// `/a?x=1&y=2`), as a browser reads it.
-fn attribute(
-    element: &lol_html::html_content::Element<'_, '_, impl lol_html::HandlerTypes>,
-    name: &str,
-) -> Option<String> {
-    let value = element.get_attribute(name)?;
+fn attribute(tag: &Tag<'_>, name: &str) -> Option<String> {
+    let value = String::from_utf8_lossy(tag.raw(name)?);
     Some(if value.contains('&') {
         html_escape::decode_html_entities(&value).into_owned()
     } else {
-        value
+        value.into_owned()
     })
 }
 
@@ -603,431 +680,267 @@ fn trimmed(value: String) -> String {
     }
 }
 
-/// Whether an element has a non-blank value for one of `names`.
-fn has_value(
-    element: &lol_html::html_content::Element<'_, '_, impl lol_html::HandlerTypes>,
-    names: &[&str],
-) -> bool {
+/// Whether a tag has a non-blank value for one of `names`.
+fn has_value(tag: &Tag<'_>, names: &[&str]) -> bool {
     names.iter().any(|name| {
-        element
-            .get_attribute(name)
-            .is_some_and(|value| !value.trim().is_empty())
+        tag.raw(name)
+            .is_some_and(|value| !value.trim_ascii().is_empty())
     })
 }
 
-/// The largest amount of memory the parser may buffer (a single tag or text node larger than
-/// this stops the scan of that page, which is then marked truncated).
-const PARSER_MEMORY: usize = 1024 * 1024;
-
-type Shared = Arc<Mutex<Collector>>;
-
-fn lock(shared: &Shared) -> MutexGuard<'_, Collector> {
-    shared.lock().unwrap_or_else(|p| p.into_inner())
+/// Whether the tag names a link of its own: `aria-label`, `aria-labelledby` or `title`.
+fn names_itself(tag: &Tag<'_>) -> bool {
+    has_value(tag, &["aria-label", "aria-labelledby", "title"])
 }
 
-/// The parser, writing its (unused) output nowhere.
-type Parser = HtmlRewriter<'static, fn(&[u8])>;
-
-/// Reads a page's HTML chunk by chunk. See the module documentation.
-pub struct PageScanner {
-    rewriter: Option<Parser>,
-    collector: Shared,
-}
-
-impl std::fmt::Debug for PageScanner {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PageScanner")
-            .field("collector", &self.collector)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Default for PageScanner {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-fn discard(_: &[u8]) {}
-
-/// A handler as the parser takes it: a selector and what to do with its matches.
-type Handler = (
-    std::borrow::Cow<'static, lol_html::Selector>,
-    lol_html::send::ElementContentHandlers<'static>,
-);
-
-/// A selector parsed once for the process (the `element!` and `text!` macros of lol_html
-/// parse theirs for every page).
-macro_rules! selector {
-    ($text:literal) => {{
-        static PARSED: std::sync::LazyLock<lol_html::Selector> =
-            std::sync::LazyLock::new(|| $text.parse().expect("a valid selector"));
-        std::borrow::Cow::Borrowed(&*PARSED)
-    }};
-}
-
-/// A handler of the elements a selector matches.
-fn on_element(
-    selector: std::borrow::Cow<'static, lol_html::Selector>,
-    handler: impl FnMut(&mut lol_html::send::Element<'_, '_>) -> lol_html::HandlerResult
-        + Send
-        + 'static,
-) -> Handler {
-    (
-        selector,
-        lol_html::send::ElementContentHandlers::default().element(handler),
-    )
-}
-
-/// A handler of the text inside the elements a selector matches.
-fn on_text(
-    selector: std::borrow::Cow<'static, lol_html::Selector>,
-    handler: impl FnMut(&mut lol_html::html_content::TextChunk<'_>) -> lol_html::HandlerResult
-        + Send
-        + 'static,
-) -> Handler {
-    (
-        selector,
-        lol_html::send::ElementContentHandlers::default().text(handler),
-    )
-}
-
-/// Runs `on_end` on the collector when the element's end tag comes (elements that cannot
-/// have one, like `<img>`, never run it).
-fn at_end_tag(
-    el: &mut lol_html::send::Element<'_, '_>,
-    shared: &Shared,
-    on_end: fn(&mut Collector),
-) {
-    let shared = Arc::clone(shared);
-    if let Some(handlers) = el.end_tag_handlers() {
-        let on_end: EndTagHandler<'static> = Box::new(move |_end| {
-            on_end(&mut lock(&shared));
-            Ok(())
-        });
-        handlers.push(on_end);
-    }
-}
-
-/// The handlers that read the text of each `selector` element into `what`: opened at its start
-/// tag, filled by its text, kept at its end tag (or at the end of the page).
-fn captured_text(
-    selector: std::borrow::Cow<'static, lol_html::Selector>,
-    what: Captured,
-    shared: &Shared,
-) -> [Handler; 2] {
-    let (opening, filling) = (Arc::clone(shared), Arc::clone(shared));
-    [
-        on_element(selector.clone(), move |el| {
-            // An SVG or MathML `<title>` names a drawing, not the page (lol_html gives it
-            // the HTML namespace, so the drawings are counted instead).
-            let mut collector = lock(&opening);
-            if collector.foreign_depth > 0 {
-                return Ok(());
-            }
-            *collector.slot(what).0 = Some(String::new());
-            drop(collector);
-            let close: fn(&mut Collector) = match what {
-                Captured::Title => |c| c.close(Captured::Title),
-                Captured::H1 => |c| c.close(Captured::H1),
-            };
-            at_end_tag(el, &opening, close);
-            Ok(())
-        }),
-        on_text(selector, move |chunk| {
-            if let Some(text) = lock(&filling).slot(what).0.as_mut() {
-                text.push_str(chunk.as_str());
-            }
-            Ok(())
-        }),
-    ]
-}
-
-/// The handler that counts the open elements of `selector` in `which`.
-fn depth_counter(
-    selector: std::borrow::Cow<'static, lol_html::Selector>,
-    which: Depth,
-    shared: &Shared,
-) -> Handler {
-    let shared = Arc::clone(shared);
-    on_element(selector, move |el| {
-        let which = match which {
-            Depth::Hidden if matches!(el.tag_name().as_str(), "noscript" | "template") => {
-                Depth::Inert
-            }
-            other => other,
+impl Collector {
+    /// The text of a piece of the page (see [`Sink::text`]).
+    fn read_text(&mut self, raw: &[u8], ends_node: bool) {
+        let text = match std::str::from_utf8(raw) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(raw),
         };
-        // An element that cannot have an end tag (`<script/>` inside SVG) holds nothing.
-        if !el.can_have_content() {
-            return Ok(());
-        }
-        let mut collector = lock(&shared);
-        let leave: fn(&mut Collector) = match which {
-            Depth::Hidden => {
-                collector.hidden_depth += 1;
-                |c| c.hidden_depth = c.hidden_depth.saturating_sub(1)
+        if let Some(json_ld) = self.json_ld.as_mut() {
+            // A block past the limit is not kept, nor checked.
+            if json_ld.len() + text.len() > JSON_LD_MAX {
+                self.json_ld_too_large = true;
+                json_ld.clear();
+            } else if !self.json_ld_too_large {
+                json_ld.push_str(&text);
             }
-            Depth::Inert => {
-                collector.hidden_depth += 1;
-                collector.inert_depth += 1;
-                |c| {
-                    c.hidden_depth = c.hidden_depth.saturating_sub(1);
-                    c.inert_depth = c.inert_depth.saturating_sub(1);
+        }
+        for open in [&mut self.title, &mut self.h1].into_iter().flatten() {
+            open.push_str(&text);
+        }
+        if self.in_anchor {
+            if let Some(anchor) = self.anchor.as_mut() {
+                push_bounded(&mut anchor.text, &text, LINK_TEXT_MAX);
+            }
+        }
+        self.visible_text(&text, ends_node);
+    }
+
+    /// Opens the text kept for `what`; one still open is kept as it is.
+    fn open(&mut self, what: Captured) {
+        self.close(what);
+        *self.slot(what).0 = Some(String::new());
+    }
+
+    fn meta(&mut self, tag: &Tag<'_>) {
+        let name = attribute(tag, "name")
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let content = attribute(tag, "content");
+        match name.trim() {
+            "description" => self
+                .facts
+                .meta_descriptions
+                .push(collapse(content.as_deref().unwrap_or_default())),
+            "robots" => self.facts.robots_directives.extend(
+                content
+                    .as_deref()
+                    .unwrap_or_default()
+                    .split(',')
+                    .map(|d| d.trim().to_ascii_lowercase())
+                    .filter(|d| !d.is_empty()),
+            ),
+            "viewport" => self.facts.has_viewport = true,
+            _ => {}
+        }
+        let refresh = attribute(tag, "http-equiv")
+            .is_some_and(|equiv| equiv.trim().eq_ignore_ascii_case("refresh"));
+        if refresh && !self.open_elements.inert() && self.facts.meta_refresh.is_none() {
+            self.facts.meta_refresh = Some(excerpt(content.as_deref().unwrap_or_default(), 2048));
+        }
+    }
+
+    fn link(&mut self, tag: &Tag<'_>) {
+        let (Some(rel), Some(href)) = (attribute(tag, "rel"), attribute(tag, "href")) else {
+            return;
+        };
+        let rel = rel.to_ascii_lowercase();
+        let rels: Vec<&str> = rel.split_ascii_whitespace().collect();
+        if rels.contains(&"canonical") {
+            self.facts.canonicals.push(href.trim().to_owned());
+        }
+        if rels.contains(&"alternate") {
+            if let Some(lang) = attribute(tag, "hreflang") {
+                self.facts
+                    .hreflangs
+                    .push((lang.trim().to_owned(), href.trim().to_owned()));
+            }
+        }
+        if rels.contains(&"stylesheet") {
+            self.facts.subresources.push(href.trim().to_owned());
+        }
+    }
+
+    fn anchor(&mut self, tag: &Tag<'_>) {
+        let href = attribute(tag, "href").map(trimmed);
+        // The latest anchor ends here (an `<a>` inside another, invalid but written, ends the
+        // outer one too, as browsers read it).
+        self.close_anchor();
+        // A named anchor (`<a name>`, a target) or one given a role is no link, and one in a
+        // `<template>` or `<noscript>` is not what a browser shows.
+        if !self.open_elements.inert() && !has_value(tag, &["name", "role"]) {
+            match href.as_deref() {
+                Some(href) if is_javascript(href) => self
+                    .facts
+                    .uncrawlable_links
+                    .push(format!("<a href=\"{}\">", excerpt(href, 80))),
+                None | Some("") if tag.has("onclick") => self
+                    .facts
+                    .uncrawlable_links
+                    .push("<a onclick> without an href".to_owned()),
+                _ => {}
+            }
+        }
+        let link = href.map(|href| {
+            let nofollow = tag.raw("rel").is_some_and(|rel| {
+                rel.split(|b| b.is_ascii_whitespace()).any(|r| {
+                    [&b"nofollow"[..], b"ugc", b"sponsored"]
+                        .iter()
+                        .any(|kind| r.eq_ignore_ascii_case(kind))
+                })
+            });
+            self.facts.links.push(Link { href, nofollow });
+            self.facts.links.len() - 1
+        });
+        self.anchor = Some(OpenAnchor {
+            link: link.filter(|_| !self.open_elements.inert()),
+            text: String::new(),
+            labelled: names_itself(tag),
+        });
+        self.in_anchor = tag.has_content();
+    }
+
+    fn image(&mut self, tag: &Tag<'_>) {
+        let src = attribute(tag, "src").map(trimmed);
+        self.facts.images = self.facts.images.saturating_add(1);
+        if !tag.has("alt") {
+            self.facts
+                .images_without_alt
+                .push(src.clone().unwrap_or_default());
+        }
+        self.facts.subresources.extend(src);
+    }
+
+    fn script(&mut self, tag: &Tag<'_>) {
+        if let Some(src) = attribute(tag, "src") {
+            self.facts.subresources.push(src.trim().to_owned());
+        }
+        let json_ld = attribute(tag, "type")
+            .is_some_and(|kind| kind.trim().eq_ignore_ascii_case("application/ld+json"));
+        if json_ld && tag.has_content() {
+            self.close_json_ld();
+            self.json_ld = Some(String::new());
+            self.json_ld_too_large = false;
+        }
+    }
+}
+
+impl Sink for Collector {
+    fn text(&mut self, text: &[u8], ends_node: bool) {
+        self.read_text(text, ends_node);
+    }
+
+    fn start_tag(&mut self, tag: &Tag<'_>) {
+        let name = tag.name;
+        // Something inside a link that names it.
+        if self.in_anchor && name != b"a" {
+            let label = names_itself(tag) || (name == b"img" && tag.has("alt"));
+            if label && has_value(tag, &["aria-label", "aria-labelledby", "title", "alt"]) {
+                if let Some(anchor) = self.anchor.as_mut() {
+                    anchor.labelled = true;
                 }
             }
-            Depth::Boilerplate => {
-                collector.boilerplate_depth += 1;
-                |c| c.boilerplate_depth = c.boilerplate_depth.saturating_sub(1)
+        }
+        let content = tag.has_content();
+        match name {
+            b"h1" | b"h2" | b"h3" | b"h4" | b"h5" | b"h6" => {
+                self.facts.heading_levels.push(name[1] - b'0');
+                // A heading ends the h1 it would be in (browsers do not nest headings).
+                self.close(Captured::H1);
+                // An SVG or MathML heading is no heading of the page's.
+                if name == b"h1" && !tag.foreign {
+                    self.open(Captured::H1);
+                }
             }
-            Depth::Foreign => {
-                collector.foreign_depth += 1;
-                |c| c.foreign_depth = c.foreign_depth.saturating_sub(1)
+            b"meta" => self.meta(tag),
+            b"link" => self.link(tag),
+            b"a" => self.anchor(tag),
+            b"img" => self.image(tag),
+            b"script" => self.script(tag),
+            b"iframe" | b"source" | b"video" | b"audio" => {
+                if let Some(src) = attribute(tag, "src") {
+                    self.facts.subresources.push(src.trim().to_owned());
+                }
             }
-        };
-        drop(collector);
-        at_end_tag(el, &shared, leave);
-        Ok(())
-    })
+            b"html" => {
+                if let Some(lang) = attribute(tag, "lang") {
+                    self.facts.lang = Some(lang.trim().to_owned());
+                }
+            }
+            b"base" if self.facts.base_href.is_none() => {
+                self.facts.base_href = attribute(tag, "href").map(|h| h.trim().to_owned());
+            }
+            _ => {}
+        }
+        if !content {
+            return;
+        }
+        self.open_elements.enter(name);
+        // A drawing's `<title>` names the drawing, not the page.
+        if name == b"title" && !tag.foreign {
+            self.open(Captured::Title);
+        }
+    }
+
+    fn end_tag(&mut self, name: &[u8]) {
+        match name {
+            b"h1" => self.close(Captured::H1),
+            b"a" => self.in_anchor = false,
+            b"script" => self.close_json_ld(),
+            b"title" => self.close(Captured::Title),
+            _ => {}
+        }
+        self.open_elements.leave(name);
+    }
+}
+
+/// Reads a page's HTML chunk by chunk. See the module documentation.
+#[derive(Debug, Default)]
+pub struct PageScanner {
+    tokenizer: Option<Tokenizer>,
+    collector: Collector,
 }
 
 impl PageScanner {
     /// A scanner for one page.
     pub fn new() -> Self {
-        let collector: Shared = Arc::default();
-        let c = |collector: &Shared| Arc::clone(collector);
-        let (meta, heading, link, anchor) =
-            (c(&collector), c(&collector), c(&collector), c(&collector));
-        let (image, resource, html, base) =
-            (c(&collector), c(&collector), c(&collector), c(&collector));
-        let (anchor_text, label, script, script_text) =
-            (c(&collector), c(&collector), c(&collector), c(&collector));
-        let words = c(&collector);
-        let element_handlers = vec![
-            on_element(selector!("h1, h2, h3, h4, h5, h6"), move |el| {
-                let level = el.tag_name().as_bytes().get(1).map_or(0, |b| b - b'0');
-                lock(&heading).facts.heading_levels.push(level);
-                Ok(())
-            }),
-            on_element(selector!("meta"), move |el| {
-                let name = attribute(el, "name")
-                    .unwrap_or_default()
-                    .to_ascii_lowercase();
-                let content = attribute(el, "content");
-                let mut collector = lock(&meta);
-                match name.trim() {
-                    "description" => collector
-                        .facts
-                        .meta_descriptions
-                        .push(collapse(&content.unwrap_or_default())),
-                    "robots" => collector.facts.robots_directives.extend(
-                        content
-                            .unwrap_or_default()
-                            .split(',')
-                            .map(|d| d.trim().to_ascii_lowercase())
-                            .filter(|d| !d.is_empty()),
-                    ),
-                    "viewport" => collector.facts.has_viewport = true,
-                    _ => {}
-                }
-                let refresh = attribute(el, "http-equiv")
-                    .is_some_and(|equiv| equiv.trim().eq_ignore_ascii_case("refresh"));
-                if refresh && collector.inert_depth == 0 && collector.facts.meta_refresh.is_none() {
-                    let content = attribute(el, "content").unwrap_or_default();
-                    collector.facts.meta_refresh = Some(excerpt(&content, 2048));
-                }
-                Ok(())
-            }),
-            on_element(selector!("link[rel][href]"), move |el| {
-                let rel = attribute(el, "rel")
-                    .unwrap_or_default()
-                    .to_ascii_lowercase();
-                let href = attribute(el, "href").unwrap_or_default();
-                let mut collector = lock(&link);
-                let rels: Vec<&str> = rel.split_ascii_whitespace().collect();
-                if rels.contains(&"canonical") {
-                    collector.facts.canonicals.push(href.trim().to_owned());
-                }
-                if rels.contains(&"alternate") {
-                    if let Some(lang) = attribute(el, "hreflang") {
-                        collector
-                            .facts
-                            .hreflangs
-                            .push((lang.trim().to_owned(), href.trim().to_owned()));
-                    }
-                }
-                if rels.contains(&"stylesheet") {
-                    collector.facts.subresources.push(href.trim().to_owned());
-                }
-                Ok(())
-            }),
-            on_element(selector!("a"), move |el| {
-                let href = attribute(el, "href").map(trimmed);
-                let mut collector = lock(&anchor);
-                // The latest anchor ends here (an `<a>` inside another, invalid but written,
-                // ends the outer one too, as browsers read it).
-                collector.close_anchor();
-                // A named anchor (`<a name>`, a target) or one given a role is no link, and
-                // one in a `<template>` or `<noscript>` is not what a browser shows.
-                if collector.inert_depth == 0 && !has_value(el, &["name", "role"]) {
-                    match href.as_deref() {
-                        Some(href) if is_javascript(href) => collector
-                            .facts
-                            .uncrawlable_links
-                            .push(format!("<a href=\"{}\">", excerpt(href, 80))),
-                        None | Some("") if el.has_attribute("onclick") => collector
-                            .facts
-                            .uncrawlable_links
-                            .push("<a onclick> without an href".to_owned()),
-                        _ => {}
-                    }
-                }
-                let link = href.map(|href| {
-                    let nofollow = el.get_attribute("rel").is_some_and(|rel| {
-                        rel.split_ascii_whitespace().any(|r| {
-                            ["nofollow", "ugc", "sponsored"]
-                                .iter()
-                                .any(|kind| r.eq_ignore_ascii_case(kind))
-                        })
-                    });
-                    collector.facts.links.push(Link { href, nofollow });
-                    collector.facts.links.len() - 1
-                });
-                let link = link.filter(|_| collector.inert_depth == 0);
-                collector.anchor = Some(OpenAnchor {
-                    link,
-                    text: String::new(),
-                    labelled: has_value(el, &["aria-label", "aria-labelledby", "title"]),
-                });
-                Ok(())
-            }),
-            on_text(selector!("a"), move |chunk| {
-                if let Some(open) = lock(&anchor_text).anchor.as_mut() {
-                    push_bounded(&mut open.text, chunk.as_str(), LINK_TEXT_MAX);
-                }
-                Ok(())
-            }),
-            on_element(
-                selector!("a [aria-label], a [aria-labelledby], a [title], a img[alt]"),
-                move |el| {
-                    if has_value(el, &["aria-label", "aria-labelledby", "title", "alt"]) {
-                        if let Some(open) = lock(&label).anchor.as_mut() {
-                            open.labelled = true;
-                        }
-                    }
-                    Ok(())
-                },
-            ),
-            on_element(selector!("img"), move |el| {
-                let src = attribute(el, "src").map(trimmed);
-                let mut collector = lock(&image);
-                collector.facts.images = collector.facts.images.saturating_add(1);
-                if !el.has_attribute("alt") {
-                    collector
-                        .facts
-                        .images_without_alt
-                        .push(src.clone().unwrap_or_default());
-                }
-                collector.facts.subresources.extend(src);
-                Ok(())
-            }),
-            on_element(
-                selector!("script[src], iframe[src], source[src], video[src], audio[src]"),
-                move |el| {
-                    let src = attribute(el, "src").unwrap_or_default().trim().to_owned();
-                    lock(&resource).facts.subresources.push(src);
-                    Ok(())
-                },
-            ),
-            on_element(selector!("html[lang]"), move |el| {
-                lock(&html).facts.lang = attribute(el, "lang").map(|l| l.trim().to_owned());
-                Ok(())
-            }),
-            on_element(selector!("base[href]"), move |el| {
-                let mut collector = lock(&base);
-                if collector.facts.base_href.is_none() {
-                    collector.facts.base_href = attribute(el, "href").map(|h| h.trim().to_owned());
-                }
-                Ok(())
-            }),
-            on_element(selector!("script[type]"), move |el| {
-                let kind = attribute(el, "type").unwrap_or_default();
-                if kind.trim().eq_ignore_ascii_case("application/ld+json") {
-                    let mut collector = lock(&script);
-                    collector.json_ld = Some(String::new());
-                    collector.json_ld_too_large = false;
-                    drop(collector);
-                    at_end_tag(el, &script, Collector::close_json_ld);
-                }
-                Ok(())
-            }),
-            on_text(selector!("script[type]"), move |chunk| {
-                let mut collector = lock(&script_text);
-                let collector = &mut *collector;
-                if let Some(text) = collector.json_ld.as_mut() {
-                    // A block past the limit is not kept, nor checked.
-                    if text.len() + chunk.as_str().len() > JSON_LD_MAX {
-                        collector.json_ld_too_large = true;
-                        text.clear();
-                    } else if !collector.json_ld_too_large {
-                        text.push_str(chunk.as_str());
-                    }
-                }
-                Ok(())
-            }),
-            depth_counter(
-                selector!("script, style, noscript, template"),
-                Depth::Hidden,
-                &collector,
-            ),
-            depth_counter(
-                selector!("title, nav, header, footer, aside"),
-                Depth::Boilerplate,
-                &collector,
-            ),
-            depth_counter(selector!("svg, math"), Depth::Foreign, &collector),
-        ];
-        let captured = [
-            captured_text(selector!("title"), Captured::Title, &collector),
-            captured_text(selector!("h1"), Captured::H1, &collector),
-        ];
-        let mut settings = Settings::new_send().with_memory_settings(
-            MemorySettings::new().with_max_allowed_memory_usage(PARSER_MEMORY),
-        );
-        for handler in element_handlers
-            .into_iter()
-            .chain(captured.into_iter().flatten())
-        {
-            settings = settings.append_element_content_handler(handler);
-        }
-        let settings = settings.append_document_content_handler(doc_text!(move |chunk| {
-            lock(&words).visible_text(chunk.as_str(), chunk.last_in_text_node());
-            Ok(())
-        }));
         PageScanner {
-            rewriter: Some(HtmlRewriter::new(settings, discard as fn(&[u8]))),
-            collector,
+            tokenizer: Some(Tokenizer::new()),
+            collector: Collector::default(),
         }
     }
 
     /// Feeds the next chunk of the body.
     pub fn write(&mut self, chunk: &[u8]) {
-        if let Some(rewriter) = self.rewriter.as_mut() {
-            if rewriter.write(chunk).is_err() {
-                self.rewriter = None;
-                lock(&self.collector).facts.truncated = true;
+        if let Some(tokenizer) = self.tokenizer.as_mut() {
+            if tokenizer.write(chunk, &mut self.collector).is_err() {
+                self.tokenizer = None;
+                self.collector.facts.truncated = true;
             }
         }
     }
 
     /// The facts, once the whole body was fed.
     pub fn finish(mut self) -> PageFacts {
-        if let Some(rewriter) = self.rewriter.take() {
-            if rewriter.end().is_err() {
-                lock(&self.collector).facts.truncated = true;
-            }
+        if let Some(mut tokenizer) = self.tokenizer.take() {
+            tokenizer.end(&mut self.collector);
         }
-        let mut collector = lock(&self.collector);
-        // A JSON-LD block cut short by a parser that gave up is not what the page says.
+        let collector = &mut self.collector;
+        // A JSON-LD block cut short by a tokenizer that gave up is not what the page says.
         if collector.facts.truncated {
             collector.json_ld = None;
         }
@@ -1384,7 +1297,7 @@ mod tests {
     #[test]
     fn a_giant_tag_stops_the_scan_without_failing() {
         let mut body = b"<title>t</title><a href=\"".to_vec();
-        body.extend(std::iter::repeat_n(b'x', 2 * PARSER_MEMORY));
+        body.extend(std::iter::repeat_n(b'x', 2 * Tokenizer::MEMORY));
         body.extend(b"\">");
         let mut scanner = PageScanner::new();
         for chunk in body.chunks(16 * 1024) {

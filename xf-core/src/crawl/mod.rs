@@ -11,6 +11,8 @@ pub mod fetch;
 pub mod headers;
 #[cfg(feature = "crawler")]
 pub mod html;
+#[cfg(feature = "crawler")]
+mod markup;
 pub mod robots;
 #[cfg(feature = "crawler")]
 pub mod scan;
