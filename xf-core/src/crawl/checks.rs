@@ -286,6 +286,36 @@ pub fn catalogue_markdown() -> String {
     table
 }
 
+/// A page's links resolved and normalised, not yet in the crawl's address table: each
+/// address, whether it is `nofollow`, and whether it is in the crawl's scope.
+#[derive(Debug, Default)]
+pub struct ResolvedLinks(Vec<(String, bool, bool)>);
+
+impl ResolvedLinks {
+    /// Takes the raw links of a page's facts and resolves them against `<base href>` or its
+    /// final address ([`urls::resolve`]), links to itself left out. Pure and per page, so it
+    /// can run anywhere.
+    pub fn of(page: &mut PageRecord, scope: &urls::Scope) -> ResolvedLinks {
+        let base = page.link_base_of();
+        let (Some(facts), Some(base)) = (page.facts.as_mut(), base) else {
+            return ResolvedLinks::default();
+        };
+        let links = std::mem::take(&mut facts.links);
+        let resolved = links
+            .into_iter()
+            .filter_map(|link| {
+                let target = urls::resolve(&base, &link.href)?;
+                if target.as_str() == page.url {
+                    return None;
+                }
+                let inside = scope.contains(&target);
+                Some((String::from(target), link.nofollow, inside))
+            })
+            .collect();
+        ResolvedLinks(resolved)
+    }
+}
+
 /// A link from a crawled page to an address of the site.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InternalLink {
@@ -549,38 +579,34 @@ impl CrawlRecord {
     /// (elsewhere, each once), resolved against `<base href>` or its final address and
     /// normalised, links to itself left out, and drops the raw links of its facts. Done as
     /// soon as a page is fetched, so a crawl never holds more than a few pages' worth of link
-    /// text. Doing it twice changes nothing.
+    /// text. Doing it twice changes nothing. It is [`ResolvedLinks::of`] (which a crawler
+    /// runs beside the fetch, off the crawl's own task) then [`CrawlRecord::add_links`].
     pub fn link(&mut self, page: &mut PageRecord) {
-        let scope = self.scope.clone().or_else(|| {
+        let Some(scope) = self.scope.clone().or_else(|| {
             Url::parse(&self.start_url)
                 .ok()
                 .map(|s| urls::Scope::of(&s))
-        });
-        let base = page.link_base_of();
-        if let (Some(facts), Some(base), Some(scope)) = (page.facts.as_mut(), base, scope) {
-            let links = std::mem::take(&mut facts.links);
-            let mut external = HashSet::new();
-            for link in links {
-                let Some(target) = urls::resolve(&base, &link.href) else {
-                    continue;
-                };
-                if target.as_str() == page.url {
-                    continue;
-                }
-                let inside = scope.contains(&target);
-                let target = self.intern(target.into());
-                if inside {
-                    page.internal_links.push(InternalLink {
-                        target,
-                        nofollow: link.nofollow,
-                    });
-                } else if external.insert(target) {
-                    page.external_links.push(target);
-                }
+        }) else {
+            return;
+        };
+        let links = ResolvedLinks::of(page, &scope);
+        self.add_links(page, links);
+    }
+
+    /// Gives a page the links [`ResolvedLinks::of`] resolved, as ids of the crawl's address
+    /// table.
+    pub fn add_links(&mut self, page: &mut PageRecord, links: ResolvedLinks) {
+        let mut external = HashSet::new();
+        for (address, nofollow, inside) in links.0 {
+            let target = self.intern(address);
+            if inside {
+                page.internal_links.push(InternalLink { target, nofollow });
+            } else if external.insert(target) {
+                page.external_links.push(target);
             }
-            page.internal_links.shrink_to_fit();
-            page.external_links.shrink_to_fit();
         }
+        page.internal_links.shrink_to_fit();
+        page.external_links.shrink_to_fit();
     }
 
     /// The address of an [`InternalLink`].

@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 use url::Url;
 
 use super::checks::{
-    CrawlRecord, ExternalCheck, LinkOutcome, PageRecord, Redirect, RedirectKind, RobotsOutcome,
-    SitemapOutcome,
+    CrawlRecord, ExternalCheck, LinkOutcome, PageRecord, Redirect, RedirectKind, ResolvedLinks,
+    RobotsOutcome, SitemapOutcome,
 };
 use super::fetch::{Answer, FetchError, PageFetcher};
 use super::headers::{is_html, parse_refresh, robots_tag_noindex};
@@ -171,6 +171,9 @@ impl Crawler {
         }
         let budget = self.options.max_pages as usize;
         let mut seen: HashSet<String> = HashSet::from([start.to_string()]);
+        // Addresses of the crawl's table already looked at as links to follow: each is
+        // parsed and queued once, however many pages link to it.
+        let mut followed: HashSet<u32> = HashSet::new();
         let mut level = vec![Target {
             url: start.clone(),
             depth: 0,
@@ -206,14 +209,22 @@ impl Crawler {
                 if page.depth >= self.options.max_depth {
                     continue;
                 }
-                for link in links_to_follow(&scope, &record, page) {
+                for link in links_to_follow(&scope, page) {
                     // The queue holds no more than the budget can still fetch.
                     if next.len() >= budget.saturating_sub(record.pages.len()) {
                         break;
                     }
-                    if seen.insert(link.to_string()) {
+                    if !followed.insert(link) {
+                        continue;
+                    }
+                    let address = record.address(link);
+                    if seen.contains(address) {
+                        continue;
+                    }
+                    if let Ok(url) = Url::parse(address) {
+                        seen.insert(address.to_owned());
                         next.push(Target {
-                            url: link,
+                            url,
                             depth: page.depth + 1,
                         });
                     }
@@ -273,7 +284,10 @@ impl Crawler {
                     if let Some(pause) = pause {
                         tokio::time::sleep(pause).await;
                     }
-                    crawler.fetch_page(&scope, fetched).await
+                    let mut page = crawler.fetch_page(&scope, fetched).await;
+                    // Resolved here, beside the other fetches, not on the crawl's own task.
+                    let links = ResolvedLinks::of(&mut page, &scope);
+                    (page, links)
                 });
                 running.insert(task.id(), (index, target));
             }
@@ -287,14 +301,19 @@ impl Crawler {
             let Some((index, target)) = running.remove(&id) else {
                 continue;
             };
-            let mut page = match outcome {
-                Ok(page) => page,
-                Err(error) if error.is_panic() => {
-                    failed_page(&target, panic_text(&*error.into_panic()))
-                }
-                Err(error) => failed_page(&target, error.to_string()),
+            let (mut page, links) = match outcome {
+                Ok(fetched) => fetched,
+                Err(error) if error.is_panic() => (
+                    failed_page(&target, panic_text(&*error.into_panic())),
+                    ResolvedLinks::default(),
+                ),
+                Err(error) => (
+                    failed_page(&target, error.to_string()),
+                    ResolvedLinks::default(),
+                ),
             };
-            let linked = std::panic::catch_unwind(AssertUnwindSafe(|| record.link(&mut page)));
+            let linked =
+                std::panic::catch_unwind(AssertUnwindSafe(|| record.add_links(&mut page, links)));
             if let Err(payload) = linked {
                 page = failed_page(&target, panic_text(&*payload));
             }
@@ -694,9 +713,9 @@ impl Crawler {
     }
 }
 
-/// The links of a page to follow: from a fetched HTML page that answered 2xx in the scope,
-/// unless it says `nofollow` for robots.
-fn links_to_follow(scope: &Scope, record: &CrawlRecord, page: &PageRecord) -> Vec<Url> {
+/// The links of a page to follow, as ids of the crawl's address table: from a fetched HTML
+/// page that answered 2xx in the scope, unless it says `nofollow` for robots.
+fn links_to_follow(scope: &Scope, page: &PageRecord) -> Vec<u32> {
     let Some(facts) = &page.facts else {
         return Vec::new();
     };
@@ -711,10 +730,7 @@ fn links_to_follow(scope: &Scope, record: &CrawlRecord, page: &PageRecord) -> Ve
     if !Url::parse(&page.final_url).is_ok_and(|final_url| scope.contains(&final_url)) {
         return Vec::new();
     }
-    page.internal_links
-        .iter()
-        .filter_map(|link| Url::parse(record.address(link.target)).ok())
-        .collect()
+    page.internal_links.iter().map(|link| link.target).collect()
 }
 
 /// Every address a crawl reached and audited: the pages it fetched and read through (see
