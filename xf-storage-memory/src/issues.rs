@@ -284,7 +284,7 @@ impl State {
                     };
                     let id = issue.id.to_string();
                     change(&id, &finding.issue_type, IssueChange::Opened);
-                    self.issues.insert(property, scan.now, &id, &issue);
+                    self.issues.insert_owned(property, scan.now, &id, || issue);
                     self.issue_keys.insert(key, id.clone());
                     id
                 }

@@ -249,12 +249,23 @@ impl<T> Default for Indexed<T> {
 impl<T: Clone> Indexed<T> {
     /// Adds a record; `false` (and nothing stored) when the id is taken.
     fn insert(&mut self, owner: &str, created_at: Timestamp, id: &str, row: &T) -> bool {
+        self.insert_owned(owner, created_at, id, || row.clone())
+    }
+
+    /// [`Indexed::insert`] of a row made only if the id is free (nothing cloned).
+    fn insert_owned(
+        &mut self,
+        owner: &str,
+        created_at: Timestamp,
+        id: &str,
+        row: impl FnOnce() -> T,
+    ) -> bool {
         if self.contains(id) {
             return false;
         }
         self.by_owner
             .insert((owner.to_owned(), created_at, id.to_owned()));
-        self.rows.insert(id.to_owned(), row.clone());
+        self.rows.insert(id.to_owned(), row());
         true
     }
 
