@@ -9,7 +9,8 @@
 //! `.await`s.
 //!
 //! The scanner is total: any bytes give facts (a tag too large for the tokenizer's memory
-//! marks them [`PageFacts::truncated`]), and every text it keeps is bounded.
+//! marks them [`PageFacts::truncated`]), and every text it keeps is bounded (a word cut by a
+//! chunk's end waits for the next chunk whole, as long as the page allows).
 
 use serde_json::Value;
 
@@ -130,6 +131,10 @@ pub struct PageFacts {
 
 /// The longest link text kept (bytes); longer texts say enough to be no vague text.
 const LINK_TEXT_MAX: usize = 256;
+
+/// The longest title or h1 text kept (bytes, as written): an unclosed `<h1>` holds no more
+/// of the page than this.
+const CAPTURED_MAX: usize = 64 * 1024;
 
 /// The largest JSON-LD block read (bytes); a larger one is not checked.
 const JSON_LD_MAX: usize = 256 * 1024;
@@ -710,7 +715,7 @@ impl Collector {
             }
         }
         for open in [&mut self.title, &mut self.h1].into_iter().flatten() {
-            open.push_str(&text);
+            push_bounded(open, &text, CAPTURED_MAX);
         }
         if self.in_anchor {
             if let Some(anchor) = self.anchor.as_mut() {

@@ -102,8 +102,84 @@ enum State {
     Data,
     /// The text of a raw text element, up to its end tag (the name, in lower case).
     RawText(&'static [u8]),
+    /// The text of a `script`, which `<!--` and `<script>` inside it may keep from ending at
+    /// its first `</script>`; `skip` bytes from where it goes on were read already.
+    Script { escape: Escape, skip: usize },
     /// Everything left is text (`<plaintext>`).
     Plaintext,
+}
+
+/// Where a script's text is in the escapes of the HTML standard, which keep old pages'
+/// `<!-- document.write("<script>…</script>") -->` one script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Escape {
+    /// Plain script text: `</script>` ends it.
+    None,
+    /// After `<!--`: `</script>` still ends it, `<script>` starts a script in the script.
+    Escaped,
+    /// After `<!--` and `<script>`: `</script>` ends only the inner script.
+    DoubleEscaped,
+}
+
+/// The length of a `<script` (or, with `closing`, `</script`) tag's opening at the start of
+/// `text`, in any case and followed by white space, `/` or `>`.
+fn script_tag_at(text: &[u8], closing: bool) -> Option<usize> {
+    let name = if closing { 2 } else { 1 };
+    let opens = text.first() == Some(&b'<') && (!closing || text.get(1) == Some(&b'/'));
+    let named = text
+        .get(name..name + 6)
+        .is_some_and(|n| n.eq_ignore_ascii_case(b"script"));
+    let ends = text
+        .get(name + 6)
+        .is_some_and(|b| is_space(*b) || matches!(b, b'/' | b'>'));
+    (opens && named && ends).then_some(name + 6)
+}
+
+/// Reads a script's text from `from` up to `until` (looking past it for what starts before
+/// it): where its end tag starts, if it is there, and otherwise where the reading stopped (a
+/// sequence begun before `until` is read whole).
+fn script_end(
+    input: &[u8],
+    from: usize,
+    until: usize,
+    escape: &mut Escape,
+) -> (Option<usize>, usize) {
+    let mut at = from;
+    while at < until {
+        let Some(found) = memchr::memchr2(b'<', b'-', &input[at..until]) else {
+            return (None, until);
+        };
+        at += found;
+        let rest = &input[at..];
+        if rest[0] == b'-' {
+            if *escape != Escape::None && rest.starts_with(b"-->") {
+                *escape = Escape::None;
+                at += 3;
+            } else {
+                at += 1;
+            }
+            continue;
+        }
+        if *escape == Escape::None && rest.starts_with(b"<!--") {
+            // The dashes may also close it (`<!-->`).
+            *escape = Escape::Escaped;
+            at += 2;
+        } else if let Some(length) = script_tag_at(rest, true) {
+            if *escape != Escape::DoubleEscaped {
+                return (Some(at), at);
+            }
+            *escape = Escape::Escaped;
+            at += length;
+        } else if let Some(length) =
+            script_tag_at(rest, false).filter(|_| *escape == Escape::Escaped)
+        {
+            *escape = Escape::DoubleEscaped;
+            at += length;
+        } else {
+            at += 1;
+        }
+    }
+    (None, at)
 }
 
 /// The raw text element a start tag read in HTML content opens, if any.
@@ -184,6 +260,10 @@ const MATH_INTEGRATION_POINTS: &[&[u8]] = &[b"mi", b"mo", b"mn", b"ms", b"mtext"
 /// drawing's elements).
 const INTEGRATION_POINTS_MAX: usize = 64;
 
+/// The most attributes of a tag kept (the first ones; a browser keeps the first of each
+/// name).
+const ATTRIBUTES_MAX: usize = 256;
+
 /// What opens a CDATA section.
 const CDATA: &[u8] = b"<![CDATA[";
 
@@ -202,8 +282,9 @@ fn leaves_foreign_content(tag: &Tag<'_>) -> bool {
 }
 
 /// The end of a comment that starts at `at` (`<!--`): just past its `-->` or `--!>`.
-fn comment_end(input: &[u8], at: usize) -> Option<usize> {
-    let mut from = at + 4;
+fn comment_end(input: &[u8], at: usize, searched: usize) -> Option<usize> {
+    // A `>` already looked at did not end it, and what comes later does not change that.
+    let mut from = at + searched.max(4);
     loop {
         let gt = from + memchr::memchr(b'>', input.get(from..)?)?;
         let before = &input[at + 2..gt];
@@ -349,6 +430,35 @@ impl Tokenizer {
                     self.emit(sink, &input[at..end], at_end);
                     return Ran::Upto(end);
                 }
+                State::Script { escape, skip } => {
+                    // Keep what could start a sequence (`</script>` is the longest) and a
+                    // cut character.
+                    let until = if at_end {
+                        input.len()
+                    } else {
+                        char_boundary(input, input.len().saturating_sub(8).max(at)).max(at)
+                    };
+                    let mut escape = escape;
+                    match script_end(input, at + skip, until, &mut escape) {
+                        (Some(end_tag), _) => {
+                            self.emit(sink, &input[at..end_tag], true);
+                            self.state = State::Data;
+                            at = end_tag;
+                        }
+                        (None, _) if at_end => {
+                            self.emit(sink, &input[at..], true);
+                            return Ran::Upto(input.len());
+                        }
+                        (None, read) => {
+                            self.emit(sink, &input[at..until], false);
+                            self.state = State::Script {
+                                escape,
+                                skip: read - until,
+                            };
+                            return Ran::Upto(until);
+                        }
+                    }
+                }
                 State::RawText(element) => match raw_text_end(input, at, element) {
                     Some(end_tag) => {
                         self.emit(sink, &input[at..end_tag], true);
@@ -408,10 +518,11 @@ impl Tokenizer {
         let (open, markup) = open;
         self.emit(sink, &input[at..open], true);
         let end = match markup {
-            Markup::Comment => comment_end(input, open),
+            Markup::Comment => comment_end(input, open, self.searched),
             Markup::Cdata => {
                 let start = open + CDATA.len();
-                let end = memchr::memmem::find(&input[start..], b"]]>").map(|end| start + end);
+                let look = (open + self.searched.saturating_sub(2)).max(start);
+                let end = memchr::memmem::find(&input[look..], b"]]>").map(|end| look + end);
                 match end {
                     Some(end) => self.emit(sink, &input[start..end], true),
                     // A section cut by the end of the page runs to it.
@@ -420,7 +531,7 @@ impl Tokenizer {
                 }
                 end.map(|end| end + 3)
             }
-            Markup::Bogus => self.find_gt(input, open + 2),
+            Markup::Bogus => self.find_gt(input, open + self.searched.max(2)),
             Markup::StartTag | Markup::EndTag => self.tag(input, open, sink),
             Markup::Text | Markup::Unknown => unreachable!("handled above"),
         };
@@ -509,7 +620,9 @@ impl Tokenizer {
             } else {
                 at..at
             };
-            self.attributes.push((name, value));
+            if self.attributes.len() < ATTRIBUTES_MAX {
+                self.attributes.push((name, value));
+            }
         }
         let end = at + 1;
         let source = &input[open..end];
@@ -521,6 +634,12 @@ impl Tokenizer {
         let name = self.name.as_slice();
         if end_tag {
             if matches!(name, b"svg" | b"math") {
+                if self.foreign_depth == 0 {
+                    // Inside an integration point, the drawing's end ends it too.
+                    if let Some((_, depth)) = self.integration_points.pop() {
+                        self.foreign_depth = depth;
+                    }
+                }
                 self.foreign_depth = self.foreign_depth.saturating_sub(1);
             } else if matches!(name, b"br" | b"p") {
                 self.foreign_depth = 0;
@@ -567,6 +686,11 @@ impl Tokenizer {
             } else if !tag.foreign {
                 if name == b"plaintext" {
                     self.state = State::Plaintext;
+                } else if name == b"script" {
+                    self.state = State::Script {
+                        escape: Escape::None,
+                        skip: 0,
+                    };
                 } else if let Some(element) = raw_text_element(name) {
                     self.state = State::RawText(element);
                 }
@@ -728,6 +852,58 @@ mod tests {
         assert_eq!(
             tokens("<plaintext><p>all</p> text"),
             ["<plaintext >", "text:<p>all</p> text|"]
+        );
+    }
+
+    #[test]
+    fn a_script_in_a_comment_in_a_script_does_not_end_it() {
+        // The old way of writing a script from a script, as browsers read it.
+        assert_eq!(
+            tokens(
+                "<script><!--\ndocument.write('<SCRIPT src=a.js></script><a href=/ad>');\n//--></script>t"
+            ),
+            [
+                "<script >",
+                "text:<!--\ndocument.write('<SCRIPT src=a.js></script><a href=/ad>');\n//-->|",
+                "</script>",
+                "text:t|"
+            ]
+        );
+        // Without `<!--`, or once `-->` closed it, the first `</script>` ends the script.
+        assert_eq!(
+            tokens("<script>w('<script></script>x')</script><script><!----><script></script>y"),
+            [
+                "<script >",
+                "text:w('<script>|",
+                "</script>",
+                "text:x')|",
+                "</script>",
+                "<script >",
+                "text:<!----><script>|",
+                "</script>",
+                "text:y|"
+            ]
+        );
+        // Escaped, a `</script>` still ends it.
+        assert_eq!(
+            tokens("<script><!-- a </script>b"),
+            ["<script >", "text:<!-- a |", "</script>", "text:b|"]
+        );
+    }
+
+    #[test]
+    fn the_end_of_a_drawing_ends_the_html_inside_it() {
+        assert_eq!(
+            tokens("<svg><title>Logo</svg><title>Page</title>"),
+            [
+                "<svg >",
+                "<title foreign>",
+                "text:Logo|",
+                "</svg>",
+                "<title >",
+                "text:Page|",
+                "</title>"
+            ]
         );
     }
 
