@@ -698,9 +698,8 @@ fn names_itself(tag: &Tag<'_>) -> bool {
     has_value(tag, &["aria-label", "aria-labelledby", "title"])
 }
 
-impl Collector {
-    /// The text of a piece of the page (see [`Sink::text`]).
-    fn read_text(&mut self, raw: &[u8], ends_node: bool) {
+impl Sink for Collector {
+    fn text(&mut self, raw: &[u8], ends_node: bool) {
         let text = match std::str::from_utf8(raw) {
             Ok(text) => std::borrow::Cow::Borrowed(text),
             Err(_) => String::from_utf8_lossy(raw),
@@ -725,6 +724,68 @@ impl Collector {
         self.visible_text(&text, ends_node);
     }
 
+    fn start_tag(&mut self, tag: &Tag<'_>) {
+        let name = tag.name;
+        // Something inside a link that names it.
+        let labels = |tag| names_itself(tag) || (name == b"img" && has_value(tag, &["alt"]));
+        if self.in_anchor && name != b"a" && labels(tag) {
+            if let Some(anchor) = self.anchor.as_mut() {
+                anchor.labelled = true;
+            }
+        }
+        match name {
+            b"h1" | b"h2" | b"h3" | b"h4" | b"h5" | b"h6" => {
+                self.facts.heading_levels.push(name[1] - b'0');
+                // A heading ends the h1 it would be in (browsers do not nest headings).
+                self.close(Captured::H1);
+                // An SVG or MathML heading is no heading of the page's.
+                if name == b"h1" && !tag.foreign {
+                    self.open(Captured::H1);
+                }
+            }
+            b"meta" => self.meta(tag),
+            b"link" => self.link(tag),
+            b"a" => self.anchor(tag),
+            b"img" => self.image(tag),
+            b"script" => self.script(tag),
+            b"iframe" | b"source" | b"video" | b"audio" => {
+                if let Some(src) = attribute(tag, "src") {
+                    self.facts.subresources.push(src.trim().to_owned());
+                }
+            }
+            b"html" => {
+                if let Some(lang) = attribute(tag, "lang") {
+                    self.facts.lang = Some(lang.trim().to_owned());
+                }
+            }
+            b"base" if self.facts.base_href.is_none() => {
+                self.facts.base_href = attribute(tag, "href").map(|h| h.trim().to_owned());
+            }
+            _ => {}
+        }
+        if !tag.has_content() {
+            return;
+        }
+        self.open_elements.enter(name);
+        // A drawing's `<title>` names the drawing, not the page.
+        if name == b"title" && !tag.foreign {
+            self.open(Captured::Title);
+        }
+    }
+
+    fn end_tag(&mut self, name: &[u8]) {
+        match name {
+            b"h1" => self.close(Captured::H1),
+            b"a" => self.in_anchor = false,
+            b"script" => self.close_json_ld(),
+            b"title" => self.close(Captured::Title),
+            _ => {}
+        }
+        self.open_elements.leave(name);
+    }
+}
+
+impl Collector {
     /// Opens the text kept for `what`; one still open is kept as it is.
     fn open(&mut self, what: Captured) {
         self.close(what);
@@ -844,80 +905,17 @@ impl Collector {
     }
 }
 
-impl Sink for Collector {
-    fn text(&mut self, text: &[u8], ends_node: bool) {
-        self.read_text(text, ends_node);
-    }
-
-    fn start_tag(&mut self, tag: &Tag<'_>) {
-        let name = tag.name;
-        // Something inside a link that names it.
-        if self.in_anchor && name != b"a" {
-            let label = names_itself(tag) || (name == b"img" && tag.has("alt"));
-            if label && has_value(tag, &["aria-label", "aria-labelledby", "title", "alt"]) {
-                if let Some(anchor) = self.anchor.as_mut() {
-                    anchor.labelled = true;
-                }
-            }
-        }
-        let content = tag.has_content();
-        match name {
-            b"h1" | b"h2" | b"h3" | b"h4" | b"h5" | b"h6" => {
-                self.facts.heading_levels.push(name[1] - b'0');
-                // A heading ends the h1 it would be in (browsers do not nest headings).
-                self.close(Captured::H1);
-                // An SVG or MathML heading is no heading of the page's.
-                if name == b"h1" && !tag.foreign {
-                    self.open(Captured::H1);
-                }
-            }
-            b"meta" => self.meta(tag),
-            b"link" => self.link(tag),
-            b"a" => self.anchor(tag),
-            b"img" => self.image(tag),
-            b"script" => self.script(tag),
-            b"iframe" | b"source" | b"video" | b"audio" => {
-                if let Some(src) = attribute(tag, "src") {
-                    self.facts.subresources.push(src.trim().to_owned());
-                }
-            }
-            b"html" => {
-                if let Some(lang) = attribute(tag, "lang") {
-                    self.facts.lang = Some(lang.trim().to_owned());
-                }
-            }
-            b"base" if self.facts.base_href.is_none() => {
-                self.facts.base_href = attribute(tag, "href").map(|h| h.trim().to_owned());
-            }
-            _ => {}
-        }
-        if !content {
-            return;
-        }
-        self.open_elements.enter(name);
-        // A drawing's `<title>` names the drawing, not the page.
-        if name == b"title" && !tag.foreign {
-            self.open(Captured::Title);
-        }
-    }
-
-    fn end_tag(&mut self, name: &[u8]) {
-        match name {
-            b"h1" => self.close(Captured::H1),
-            b"a" => self.in_anchor = false,
-            b"script" => self.close_json_ld(),
-            b"title" => self.close(Captured::Title),
-            _ => {}
-        }
-        self.open_elements.leave(name);
-    }
-}
-
 /// Reads a page's HTML chunk by chunk. See the module documentation.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct PageScanner {
     tokenizer: Option<Tokenizer>,
     collector: Collector,
+}
+
+impl Default for PageScanner {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl PageScanner {
@@ -1057,7 +1055,7 @@ mod tests {
     fn chunk_boundaries_change_nothing() {
         let whole = scan(PAGE.as_bytes());
         for size in [1, 7, 64] {
-            let mut scanner = PageScanner::new();
+            let mut scanner = PageScanner::default();
             for chunk in PAGE.as_bytes().chunks(size) {
                 scanner.write(chunk);
             }
