@@ -100,11 +100,14 @@ fn is_void(name: &[u8]) -> bool {
 enum State {
     /// Markup and text.
     Data,
-    /// The text of a raw text element, up to its end tag (the name, in lower case).
-    RawText(&'static [u8]),
-    /// The text of a `script`, which `<!--` and `<script>` inside it may keep from ending at
-    /// its first `</script>`; `skip` bytes from where it goes on were read already.
-    Script { escape: Escape, skip: usize },
+    /// The text of a raw text element (its name, in lower case), up to its end tag; in a
+    /// `script`, `<!--` and `<script>` may keep it from ending at the first one (`escape`).
+    /// `skip` bytes from where it goes on were read already.
+    RawText {
+        element: &'static [u8],
+        escape: Escape,
+        skip: usize,
+    },
     /// Everything left is text (`<plaintext>`).
     Plaintext,
 }
@@ -121,32 +124,41 @@ enum Escape {
     DoubleEscaped,
 }
 
-/// The length of a `<script` (or, with `closing`, `</script`) tag's opening at the start of
-/// `text`, in any case and followed by white space, `/` or `>`.
-fn script_tag_at(text: &[u8], closing: bool) -> Option<usize> {
+/// The length of a `<element` (or, with `closing`, `</element`) tag's opening at the start
+/// of `text`, the name in any case and followed by white space, `/` or `>`.
+fn tag_opening_at(text: &[u8], element: &[u8], closing: bool) -> Option<usize> {
     let name = if closing { 2 } else { 1 };
+    let end = name + element.len();
     let opens = text.first() == Some(&b'<') && (!closing || text.get(1) == Some(&b'/'));
     let named = text
-        .get(name..name + 6)
-        .is_some_and(|n| n.eq_ignore_ascii_case(b"script"));
+        .get(name..end)
+        .is_some_and(|n| n.eq_ignore_ascii_case(element));
     let ends = text
-        .get(name + 6)
+        .get(end)
         .is_some_and(|b| is_space(*b) || matches!(b, b'/' | b'>'));
-    (opens && named && ends).then_some(name + 6)
+    (opens && named && ends).then_some(end)
 }
 
-/// Reads a script's text from `from` up to `until` (looking past it for what starts before
-/// it): where its end tag starts, if it is there, and otherwise where the reading stopped (a
-/// sequence begun before `until` is read whole).
-fn script_end(
+/// Reads the text of the raw text element `element` from `from` up to `until` (looking past
+/// it for what starts before it): where its end tag starts, if it is there, and otherwise
+/// where the reading stopped (a sequence begun before `until` is read whole). A `script`
+/// follows the standard's escapes, kept in `escape`.
+fn raw_text_end(
     input: &[u8],
     from: usize,
     until: usize,
+    element: &[u8],
     escape: &mut Escape,
 ) -> (Option<usize>, usize) {
+    let script = element == b"script";
     let mut at = from;
     while at < until {
-        let Some(found) = memchr::memchr2(b'<', b'-', &input[at..until]) else {
+        let found = if script {
+            memchr::memchr2(b'<', b'-', &input[at..until])
+        } else {
+            memchr::memchr(b'<', &input[at..until])
+        };
+        let Some(found) = found else {
             return (None, until);
         };
         at += found;
@@ -160,18 +172,18 @@ fn script_end(
             }
             continue;
         }
-        if *escape == Escape::None && rest.starts_with(b"<!--") {
+        if script && *escape == Escape::None && rest.starts_with(b"<!--") {
             // The dashes may also close it (`<!-->`).
             *escape = Escape::Escaped;
             at += 2;
-        } else if let Some(length) = script_tag_at(rest, true) {
+        } else if let Some(length) = tag_opening_at(rest, element, true) {
             if *escape != Escape::DoubleEscaped {
                 return (Some(at), at);
             }
             *escape = Escape::Escaped;
             at += length;
         } else if let Some(length) =
-            script_tag_at(rest, false).filter(|_| *escape == Escape::Escaped)
+            tag_opening_at(rest, element, false).filter(|_| *escape == Escape::Escaped)
         {
             *escape = Escape::DoubleEscaped;
             at += length;
@@ -279,6 +291,11 @@ fn leaves_foreign_content(tag: &Tag<'_>) -> bool {
         b"font" => tag.has("color") || tag.has("face") || tag.has("size"),
         _ => false,
     }
+}
+
+/// Just past the first `>` from `from`.
+fn after_gt(input: &[u8], from: usize) -> Option<usize> {
+    memchr::memchr(b'>', &input[from..]).map(|gt| from + gt + 1)
 }
 
 /// The end of a comment that starts at `at` (`<!--`): just past its `-->` or `--!>`.
@@ -430,16 +447,20 @@ impl Tokenizer {
                     self.emit(sink, &input[at..end], at_end);
                     return Ran::Upto(end);
                 }
-                State::Script { escape, skip } => {
-                    // Keep what could start a sequence (`</script>` is the longest) and a
-                    // cut character.
+                State::RawText {
+                    element,
+                    mut escape,
+                    skip,
+                } => {
+                    // Keep what could start its end tag (`</script` and what follows it is
+                    // the longest sequence read) and a cut character.
                     let until = if at_end {
                         input.len()
                     } else {
-                        char_boundary(input, input.len().saturating_sub(8).max(at)).max(at)
+                        let keep = input.len().saturating_sub(element.len() + 2).max(at);
+                        char_boundary(input, keep).max(at)
                     };
-                    let mut escape = escape;
-                    match script_end(input, at + skip, until, &mut escape) {
+                    match raw_text_end(input, at + skip, until, element, &mut escape) {
                         (Some(end_tag), _) => {
                             self.emit(sink, &input[at..end_tag], true);
                             self.state = State::Data;
@@ -451,7 +472,8 @@ impl Tokenizer {
                         }
                         (None, read) => {
                             self.emit(sink, &input[at..until], false);
-                            self.state = State::Script {
+                            self.state = State::RawText {
+                                element,
                                 escape,
                                 skip: read - until,
                             };
@@ -459,24 +481,6 @@ impl Tokenizer {
                         }
                     }
                 }
-                State::RawText(element) => match raw_text_end(input, at, element) {
-                    Some(end_tag) => {
-                        self.emit(sink, &input[at..end_tag], true);
-                        self.state = State::Data;
-                        at = end_tag;
-                    }
-                    None if at_end => {
-                        self.emit(sink, &input[at..], true);
-                        return Ran::Upto(input.len());
-                    }
-                    None => {
-                        // Keep what could start the end tag (`</script`) and a cut character.
-                        let keep = input.len().saturating_sub(element.len() + 2).max(at);
-                        let end = char_boundary(input, keep).max(at);
-                        self.emit(sink, &input[at..end], false);
-                        return Ran::Upto(end);
-                    }
-                },
                 State::Data => match self.data(input, at, at_end, sink) {
                     Ok(next) => at = next,
                     Err(ran) => return ran,
@@ -531,7 +535,7 @@ impl Tokenizer {
                 }
                 end.map(|end| end + 3)
             }
-            Markup::Bogus => self.find_gt(input, open + self.searched.max(2)),
+            Markup::Bogus => after_gt(input, open + self.searched.max(2)),
             Markup::StartTag | Markup::EndTag => self.tag(input, open, sink),
             Markup::Text | Markup::Unknown => unreachable!("handled above"),
         };
@@ -548,11 +552,6 @@ impl Tokenizer {
                 Err(Ran::Upto(open))
             }
         }
-    }
-
-    /// Just past the first `>` from `from`.
-    fn find_gt(&self, input: &[u8], from: usize) -> Option<usize> {
-        memchr::memchr(b'>', &input[from..]).map(|gt| from + gt + 1)
     }
 
     /// Reads the tag that starts at `open` and hands it over; returns just past its `>`, or
@@ -686,38 +685,16 @@ impl Tokenizer {
             } else if !tag.foreign {
                 if name == b"plaintext" {
                     self.state = State::Plaintext;
-                } else if name == b"script" {
-                    self.state = State::Script {
+                } else if let Some(element) = raw_text_element(name) {
+                    self.state = State::RawText {
+                        element,
                         escape: Escape::None,
                         skip: 0,
                     };
-                } else if let Some(element) = raw_text_element(name) {
-                    self.state = State::RawText(element);
                 }
             }
         }
         Some(end)
-    }
-}
-
-/// Where the end tag of the raw text element `element` starts, from `at`: a `</`, the name
-/// in any case, then white space, `/` or `>`.
-fn raw_text_end(input: &[u8], at: usize, element: &[u8]) -> Option<usize> {
-    let mut from = at;
-    loop {
-        let open = from + memchr::memchr(b'<', &input[from..])?;
-        let name = open + 2..open + 2 + element.len();
-        let closes = input.get(open + 1) == Some(&b'/')
-            && input
-                .get(name.clone())
-                .is_some_and(|n| n.eq_ignore_ascii_case(element))
-            && input
-                .get(name.end)
-                .is_some_and(|b| is_space(*b) || matches!(b, b'/' | b'>'));
-        if closes {
-            return Some(open);
-        }
-        from = open + 1;
     }
 }
 
