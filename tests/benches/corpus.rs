@@ -21,11 +21,10 @@
 //! `XF_BENCH_SMOKE=1` makes one small run that checks the benchmark works (`xf_tests::bench`).
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use xf_tests::bench::{median, runs};
 
-use lol_html::{element, HtmlRewriter, Settings};
 use url::Url;
 use xf_core::crawl::checks::analyse;
 use xf_core::crawl::crawler::{CrawlOptions, Crawler};
@@ -92,23 +91,18 @@ async fn xf_crawl_and_analysis(start: &str) -> (u64, Duration, Duration) {
     (record.pages.len() as u64, crawled, analysed)
 }
 
-/// The same-host links of a page.
+mod bare;
+
+/// The links of a page, resolved against its address, without their fragments.
 fn links(base: &Url, body: &[u8]) -> Vec<Url> {
-    let found: Arc<Mutex<Vec<Url>>> = Arc::default();
-    let sink = Arc::clone(&found);
-    let base = base.clone();
-    let settings = Settings::new().append_element_content_handler(element!("a[href]", move |el| {
-        if let Some(mut url) = el.get_attribute("href").and_then(|h| base.join(&h).ok()) {
+    bare::hrefs(body)
+        .iter()
+        .filter_map(|href| base.join(href).ok())
+        .map(|mut url| {
             url.set_fragment(None);
-            sink.lock().expect("links").push(url);
-        }
-        Ok(())
-    }));
-    let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
-    let _ = rewriter.write(body);
-    let _ = rewriter.end();
-    let links = std::mem::take(&mut *found.lock().expect("links"));
-    links
+            url
+        })
+        .collect()
 }
 
 /// One bare breadth-first crawl; returns the pages it read and how long it took.

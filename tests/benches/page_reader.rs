@@ -7,32 +7,15 @@
 //! Run with: `cargo bench -p xf-tests --bench page_reader` (`XF_BENCH_RUNS`, default 5).
 //! `XF_BENCH_SMOKE=1` reads a few pages once, to check the benchmark works.
 
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use lol_html::{element, HtmlRewriter, Settings};
 use xf_tests::bench::{median, runs, smoke};
 use xf_tests::corpus::corpus_dir;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// The `href` of every `<a>`, as the bare crawler reads a page.
-fn bare_links(body: &[u8]) -> usize {
-    let found: Arc<Mutex<Vec<String>>> = Arc::default();
-    let sink = Arc::clone(&found);
-    let settings = Settings::new().append_element_content_handler(element!("a[href]", move |el| {
-        if let Some(href) = el.get_attribute("href") {
-            sink.lock().expect("links").push(href);
-        }
-        Ok(())
-    }));
-    let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
-    let _ = rewriter.write(body);
-    let _ = rewriter.end();
-    let links = found.lock().expect("links").len();
-    links
-}
+mod bare;
 
 fn main() {
     let dir = corpus_dir();
@@ -65,7 +48,7 @@ fn main() {
             .sum();
         xf.push(per_page(began));
         let began = Instant::now();
-        let links: usize = pages.iter().map(|page| bare_links(page)).sum();
+        let links: usize = pages.iter().map(|page| bare::hrefs(page).len()).sum();
         bare.push(per_page(began));
         assert!(words > 0 && links > 0);
         println!(
