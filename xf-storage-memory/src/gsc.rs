@@ -35,13 +35,13 @@ impl State {
         &mut self,
         property_id: &PropertyId,
         job_id: &JobId,
-        pages: &[FetchedPage],
+        pages: Vec<FetchedPage>,
     ) {
         self.scan_pages.insert(
             property_id.to_string(),
             LatestScan {
                 job_id: job_id.clone(),
-                pages: pages.to_vec(),
+                pages,
             },
         );
     }

@@ -1,17 +1,17 @@
 //! Issues.
 
 use async_trait::async_trait;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 use xf_core::ids::{IssueId, JobId, PropertyId};
 use xf_core::model::JobStatus;
 use xf_core::model::{
-    Issue, IssueChange, IssueChangeRecord, IssueStatus, IssueSummary, ScanRecord,
+    ChangeCounts, Issue, IssueChange, IssueChangeRecord, IssueStatus, IssueSummary, ScanRecord,
 };
 use xf_core::store::{
-    subject_is_address, Attempt, AttemptOutcome, Finish, IssueFilter, IssueStore, PageRequest,
-    ScanFindings, StoreResult,
+    subject_is_address, Attempt, AttemptOutcome, Finish, IssueFilter, IssueStore, NewFinding,
+    PageRequest, ScanFindings, StoreResult,
 };
 use xf_core::time::Timestamp;
 use xf_core::StoreError;
@@ -25,8 +25,16 @@ impl IssueStore for MemoryStore {
         if state.issues.contains(issue.id.as_str()) {
             return Err(StoreError::Duplicate("issue id"));
         }
-        let key = issue_key(issue);
-        if state.issue_keys.contains_key(&key) {
+        let (property, issue_type, subject) = (
+            issue.property_id.as_str(),
+            issue.issue_type.as_str(),
+            issue.subject.as_str(),
+        );
+        if state
+            .issue_keys
+            .get(property, issue_type, subject)
+            .is_some()
+        {
             return Err(StoreError::Duplicate("issue"));
         }
         let (owner, at, id) = (
@@ -35,13 +43,15 @@ impl IssueStore for MemoryStore {
             issue.id.as_str(),
         );
         state.issues.insert(owner, at, id, issue);
-        state.issue_keys.insert(key, issue.id.to_string());
+        state
+            .issue_keys
+            .insert(property, issue_type, subject.to_owned(), id.to_owned());
         Ok(())
     }
 
     async fn complete_scan(
         &self,
-        scan: &ScanFindings,
+        mut scan: ScanFindings,
         attempt: &Attempt,
         result: &Value,
     ) -> StoreResult<bool> {
@@ -55,9 +65,13 @@ impl IssueStore for MemoryStore {
         if state.finish(&finish, scan.now) != Some(JobStatus::Completed) {
             return Ok(false);
         }
-        let changes = state.apply_findings(scan);
-        state.record_scan(scan, changes);
-        state.record_scan_pages(&scan.property_id, &scan.job_id, &scan.pages);
+        // The record counts the findings before they become issues.
+        let mut record = scan.record(&[]);
+        let findings = std::mem::take(&mut scan.findings);
+        let changes = state.apply_findings(&scan, findings);
+        record.changes = ChangeCounts::of(&changes);
+        state.record_scan(record, changes);
+        state.record_scan_pages(&scan.property_id, &scan.job_id, scan.pages);
         Ok(true)
     }
 
@@ -166,13 +180,25 @@ impl IssueStore for MemoryStore {
     }
 }
 
-/// The identity of an issue within its property: its check and subject.
-fn issue_key(issue: &Issue) -> (String, String, String) {
-    (
-        issue.property_id.to_string(),
-        issue.issue_type.clone(),
-        issue.subject.clone(),
-    )
+/// Issue ids by property, check and subject (an issue's identity), found without building a
+/// key.
+#[derive(Debug, Default)]
+pub(crate) struct IssueKeys(HashMap<String, HashMap<String, HashMap<String, String>>>);
+
+impl IssueKeys {
+    fn get(&self, property: &str, issue_type: &str, subject: &str) -> Option<&str> {
+        let id = self.0.get(property)?.get(issue_type)?.get(subject)?;
+        Some(id.as_str())
+    }
+
+    fn insert(&mut self, property: &str, issue_type: &str, subject: String, id: String) {
+        self.0
+            .entry(property.to_owned())
+            .or_default()
+            .entry(issue_type.to_owned())
+            .or_default()
+            .insert(subject, id);
+    }
 }
 
 impl State {
@@ -206,9 +232,8 @@ impl State {
     }
 
     /// Keeps a completed scan's history record and its issue changes.
-    fn record_scan(&mut self, scan: &ScanFindings, mut changes: Vec<IssueChangeRecord>) {
+    fn record_scan(&mut self, record: ScanRecord, mut changes: Vec<IssueChangeRecord>) {
         changes.sort_by(|a, b| a.issue_id.as_str().cmp(b.issue_id.as_str()));
-        let record = scan.record(&changes);
         let job = record.job_id.to_string();
         self.scan_order.insert((
             record.property_id.to_string(),
@@ -219,98 +244,85 @@ impl State {
         self.issue_changes.insert(job, changes);
     }
 
-    /// The findings' lifecycle of [`IssueStore::complete_scan`], under the caller's lock;
-    /// returns what it changed.
-    fn apply_findings(&mut self, scan: &ScanFindings) -> Vec<IssueChangeRecord> {
+    /// The lifecycle of [`IssueStore::complete_scan`] for `scan`'s `findings`, under the
+    /// caller's lock; returns what it changed.
+    fn apply_findings(
+        &mut self,
+        scan: &ScanFindings,
+        findings: Vec<NewFinding>,
+    ) -> Vec<IssueChangeRecord> {
         let property = scan.property_id.as_str();
-        let mut found = HashSet::new();
         let mut changes = Vec::new();
-        let mut change = |issue_id: &str, issue_type: &str, change: IssueChange| {
-            changes.push(IssueChangeRecord {
-                job_id: scan.job_id.clone(),
-                issue_id: IssueId::from_trusted(issue_id.to_owned()),
-                issue_type: issue_type.to_owned(),
-                change,
-            });
+        let change = |issue: &Issue, change: IssueChange| IssueChangeRecord {
+            job_id: scan.job_id.clone(),
+            issue_id: issue.id.clone(),
+            issue_type: issue.issue_type.clone(),
+            change,
         };
-        for finding in &scan.findings {
-            let key = (
-                property.to_owned(),
-                finding.issue_type.clone(),
+        for finding in findings {
+            let known = self
+                .issue_keys
+                .get(property, &finding.issue_type, &finding.subject)
+                .and_then(|id| self.issues.get_mut(id));
+            if let Some(issue) = known {
+                if let Some(made) = IssueChange::of_finding(Some(issue.status)) {
+                    changes.push(change(issue, made));
+                }
+                issue.job_id.clone_from(&scan.job_id);
+                issue.last_seen_at = scan.now;
+                issue.url = finding.url;
+                issue.evidence = finding.evidence;
+                issue.title = finding.title;
+                issue.severity = finding.severity;
+                issue.how_to_fix = finding.how_to_fix;
+                issue.status = IssueStatus::Open;
+                issue.resolved_at = None;
+                issue.fixed_at = None;
+                continue;
+            }
+            let id = IssueId::new();
+            self.issue_keys.insert(
+                property,
+                &finding.issue_type,
                 finding.subject.clone(),
+                id.to_string(),
             );
-            let existing = self.issue_keys.get(&key).cloned();
-            let id = match existing {
-                Some(id) => {
-                    let before = self.issues.get(&id).map(|issue| issue.status);
-                    if let Some(made) =
-                        before.and_then(|status| IssueChange::of_finding(Some(status)))
-                    {
-                        change(&id, &finding.issue_type, made);
-                    }
-                    self.issues.update(&id, |issue| {
-                        issue.job_id = scan.job_id.clone();
-                        issue.last_seen_at = scan.now;
-                        issue.url = finding.url.clone();
-                        issue.evidence = finding.evidence.clone();
-                        issue.title = finding.title.clone();
-                        issue.severity = finding.severity;
-                        issue.how_to_fix = finding.how_to_fix.clone();
-                        issue.status = IssueStatus::Open;
-                        issue.resolved_at = None;
-                        issue.fixed_at = None;
-                    });
-                    id
-                }
-                None => {
-                    let issue = Issue {
-                        id: IssueId::new(),
-                        organization_id: scan.organization_id.clone(),
-                        property_id: scan.property_id.clone(),
-                        job_id: scan.job_id.clone(),
-                        scan_kind: finding.scan_kind,
-                        issue_type: finding.issue_type.clone(),
-                        title: finding.title.clone(),
-                        severity: finding.severity,
-                        url: finding.url.clone(),
-                        evidence: finding.evidence.clone(),
-                        how_to_fix: finding.how_to_fix.clone(),
-                        subject: finding.subject.clone(),
-                        status: IssueStatus::Open,
-                        created_at: scan.now,
-                        last_seen_at: scan.now,
-                        resolved_at: None,
-                        fixed_at: None,
-                    };
-                    let id = issue.id.to_string();
-                    change(&id, &finding.issue_type, IssueChange::Opened);
-                    self.issues.insert_owned(property, scan.now, &id, || issue);
-                    self.issue_keys.insert(key, id.clone());
-                    id
-                }
+            let issue = Issue {
+                id,
+                organization_id: scan.organization_id.clone(),
+                property_id: scan.property_id.clone(),
+                job_id: scan.job_id.clone(),
+                scan_kind: finding.scan_kind,
+                issue_type: finding.issue_type,
+                title: finding.title,
+                severity: finding.severity,
+                url: finding.url,
+                evidence: finding.evidence,
+                how_to_fix: finding.how_to_fix,
+                subject: finding.subject,
+                status: IssueStatus::Open,
+                created_at: scan.now,
+                last_seen_at: scan.now,
+                resolved_at: None,
+                fixed_at: None,
             };
-            found.insert(id);
+            changes.push(change(&issue, IssueChange::Opened));
+            let id = issue.id.to_string();
+            self.issues.insert_owned(property, scan.now, &id, || issue);
         }
+        // What this scan did not find (everything it found now carries its job id) is
+        // resolved, where the scan reached it.
         let reached: HashSet<&str> = scan.reached.iter().map(String::as_str).collect();
-        let to_resolve: Vec<(String, String)> = self
-            .issues
-            .values()
-            .filter(|issue| {
-                issue.property_id == scan.property_id
-                    && issue.status == IssueStatus::Open
-                    && !found.contains(issue.id.as_str())
-                    && (!subject_is_address(&issue.subject)
-                        || reached.contains(issue.subject.as_str()))
-            })
-            .map(|issue| (issue.id.to_string(), issue.issue_type.clone()))
-            .collect();
-        for (id, issue_type) in to_resolve {
-            change(&id, &issue_type, IssueChange::Resolved);
-            self.issues.update(&id, |issue| {
+        self.issues.for_each_of(property, |issue| {
+            if issue.status == IssueStatus::Open
+                && issue.job_id != scan.job_id
+                && (!subject_is_address(&issue.subject) || reached.contains(issue.subject.as_str()))
+            {
                 issue.status = IssueStatus::Resolved;
                 issue.resolved_at = Some(scan.now);
-            });
-        }
+                changes.push(change(issue, IssueChange::Resolved));
+            }
+        });
         changes
     }
 }

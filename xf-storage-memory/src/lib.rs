@@ -55,7 +55,8 @@ use crate::jobs::StoredJob;
 use crate::webhooks::{MessageKey, QueuedMessage};
 
 /// Newest-first index key: (owner, created_at, id). Iterated in reverse.
-type IndexKey = (String, Timestamp, String);
+/// An owner's index entry: when the record was created, and its id.
+type IndexKey = (Timestamp, String);
 
 #[derive(Debug, Default)]
 struct State {
@@ -75,8 +76,8 @@ struct State {
     events: Vec<Event>,
     /// Indexed by property.
     issues: Indexed<Issue>,
-    /// Issue ids by (property, type, subject): one issue per check and subject.
-    issue_keys: HashMap<(String, String, String), String>,
+    /// Issue ids by property, type and subject: one issue per check and subject.
+    issue_keys: issues::IssueKeys,
     /// Scan history records by job id.
     scan_records: HashMap<String, xf_core::model::ScanRecord>,
     /// The history records in order: (property, completed at, job id).
@@ -233,15 +234,16 @@ impl Drop for WriteGuard<'_> {
 /// Records by id, with a newest-first index per owner (an organization or a property).
 #[derive(Debug)]
 struct Indexed<T> {
-    rows: BTreeMap<String, T>,
-    by_owner: BTreeSet<IndexKey>,
+    /// Boxed, so that the map moves pointers, not records, as it grows.
+    rows: BTreeMap<String, Box<T>>,
+    by_owner: HashMap<String, BTreeSet<IndexKey>>,
 }
 
 impl<T> Default for Indexed<T> {
     fn default() -> Self {
         Self {
             rows: BTreeMap::new(),
-            by_owner: BTreeSet::new(),
+            by_owner: HashMap::new(),
         }
     }
 }
@@ -263,9 +265,17 @@ impl<T: Clone> Indexed<T> {
         if self.contains(id) {
             return false;
         }
-        self.by_owner
-            .insert((owner.to_owned(), created_at, id.to_owned()));
-        self.rows.insert(id.to_owned(), row());
+        let entry = (created_at, id.to_owned());
+        match self.by_owner.get_mut(owner) {
+            Some(index) => {
+                index.insert(entry);
+            }
+            None => {
+                self.by_owner
+                    .insert(owner.to_owned(), BTreeSet::from([entry]));
+            }
+        }
+        self.rows.insert(id.to_owned(), Box::new(row()));
         true
     }
 
@@ -274,52 +284,64 @@ impl<T: Clone> Indexed<T> {
     }
 
     fn get(&self, id: &str) -> Option<T> {
-        self.rows.get(id).cloned()
+        self.rows.get(id).map(|row| T::clone(row))
     }
 
     /// Applies `change` to the record and returns the result.
     fn update(&mut self, id: &str, change: impl FnOnce(&mut T)) -> Option<T> {
         self.rows.get_mut(id).map(|row| {
             change(row);
-            row.clone()
+            T::clone(row)
         })
     }
 
     fn get_mut(&mut self, id: &str) -> Option<&mut T> {
-        self.rows.get_mut(id)
+        self.rows.get_mut(id).map(|row| &mut **row)
+    }
+
+    /// `owner`'s index entries, oldest first.
+    fn index_of(&self, owner: &str) -> impl DoubleEndedIterator<Item = &IndexKey> {
+        self.by_owner.get(owner).into_iter().flatten()
+    }
+
+    /// Calls `visit` with each of `owner`'s records, oldest first.
+    fn for_each_of(&mut self, owner: &str, mut visit: impl FnMut(&mut T)) {
+        let Some(index) = self.by_owner.get(owner) else {
+            return;
+        };
+        for (_, id) in index {
+            if let Some(row) = self.rows.get_mut(id) {
+                visit(row);
+            }
+        }
     }
 
     /// Removes the record, which must be indexed under `owner` at `created_at`.
     fn remove(&mut self, owner: &str, created_at: Timestamp, id: &str) -> Option<T> {
-        self.by_owner
-            .remove(&(owner.to_owned(), created_at, id.to_owned()));
-        self.rows.remove(id)
+        if let Some(index) = self.by_owner.get_mut(owner) {
+            index.remove(&(created_at, id.to_owned()));
+            if index.is_empty() {
+                self.by_owner.remove(owner);
+            }
+        }
+        self.rows.remove(id).map(|row| *row)
     }
 
     /// How many records `owner` has.
     fn count(&self, owner: &str) -> usize {
-        let low = (owner.to_owned(), Timestamp::MIN, String::new());
-        self.by_owner
-            .range(low..)
-            .take_while(|(o, _, _)| o == owner)
-            .count()
+        self.by_owner.get(owner).map_or(0, BTreeSet::len)
     }
 
     /// The ids of `owner`'s records, newest first.
     fn ids_of(&self, owner: &str) -> Vec<String> {
-        let low = (owner.to_owned(), Timestamp::MIN, String::new());
-        let mut ids: Vec<String> = self
-            .by_owner
-            .range(low..)
-            .take_while(|(o, _, _)| o == owner)
-            .map(|(_, _, id)| id.clone())
-            .collect();
-        ids.reverse();
-        ids
+        self.index_of(owner)
+            .rev()
+            .map(|(_, id)| id.clone())
+            .collect()
     }
 
     fn values(&self) -> impl Iterator<Item = &T> {
-        self.rows.values()
+        self.rows.values().map(|row| &**row)
     }
 
     /// The owner's records newest first, starting after `page.after`, that `keep` accepts;
@@ -330,17 +352,19 @@ impl<T: Clone> Indexed<T> {
         page: &PageRequest,
         keep: impl Fn(&T) -> bool,
     ) -> StoreResult<Vec<T>> {
-        let low = (owner.to_owned(), Timestamp::MIN, String::new());
-        let high = match &page.after {
-            Some(After { created_at, id }) => (owner.to_owned(), *created_at, id.clone()),
-            None => (owner.to_owned(), Timestamp::MAX, String::new()),
+        let Some(index) = self.by_owner.get(owner) else {
+            return Ok(Vec::new());
         };
-        self.by_owner
-            .range(low..high)
+        let entries = match &page.after {
+            Some(After { created_at, id }) => index.range(..(*created_at, id.clone())),
+            None => index.range(..),
+        };
+        entries
             .rev()
-            .map(|(_, _, id)| {
+            .map(|(_, id)| {
                 self.rows
                     .get(id)
+                    .map(|row| &**row)
                     .ok_or_else(|| StoreError::Internal(format!("index entry {id} has no record")))
             })
             .filter(|row| row.as_ref().map_or(true, |row| keep(row)))

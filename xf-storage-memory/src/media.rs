@@ -265,7 +265,7 @@ impl MediaStore for MemoryStore {
                 continue;
             }
             if total >= offset && page.len() < limit {
-                page.push(item.clone());
+                page.push(MediaItem::clone(item));
             }
             total += 1;
         }

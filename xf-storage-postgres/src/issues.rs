@@ -54,7 +54,7 @@ impl IssueStore for PgStore {
 
     async fn complete_scan(
         &self,
-        scan: &ScanFindings,
+        scan: ScanFindings,
         attempt: &Attempt,
         result: &Value,
     ) -> StoreResult<bool> {
@@ -79,9 +79,9 @@ impl IssueStore for PgStore {
             .execute(&mut *tx)
             .await
             .map_err(store_error)?;
-        let changes = apply_findings(&mut tx, scan).await?;
-        record_scan(&mut tx, scan, &changes).await?;
-        replace_scan_pages(&mut tx, scan).await?;
+        let changes = apply_findings(&mut tx, &scan).await?;
+        record_scan(&mut tx, &scan, &changes).await?;
+        replace_scan_pages(&mut tx, &scan).await?;
         tx.commit().await.map_err(store_error)?;
         Ok(true)
     }

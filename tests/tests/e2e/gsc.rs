@@ -389,7 +389,7 @@ async fn complete_scan_with_pages(
     let result = json!({"score": 80, "pagesScanned": pages.len(), "issuesCount": findings.len()});
     assert!(app
         .store
-        .complete_scan(&scan, &attempt, &result)
+        .complete_scan(scan, &attempt, &result)
         .await
         .unwrap());
     job_id

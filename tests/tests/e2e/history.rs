@@ -71,7 +71,7 @@ async fn complete_with(app: &TestApp, property_id: &str, job_id: &str, found: &[
     let result = json!({"score": 81, "pagesScanned": 12, "issuesCount": found.len()});
     assert!(app
         .store
-        .complete_scan(&scan, &attempt, &result)
+        .complete_scan(scan, &attempt, &result)
         .await
         .unwrap());
 }

@@ -758,8 +758,14 @@ pub fn analyse(crawl: &CrawlRecord) -> Vec<Finding> {
     // One finding per check and subject, as the store keeps them (two could meet where a
     // long subject is clipped, or a site names the same thing twice).
     let mut seen = HashSet::new();
-    out.0
-        .retain(|finding| seen.insert((finding.check.id, finding.subject.clone())));
+    let first: Vec<bool> = out
+        .0
+        .iter()
+        .map(|finding| seen.insert((finding.check.id, finding.subject.as_str())))
+        .collect();
+    drop(seen);
+    let mut first = first.into_iter();
+    out.0.retain(|_| first.next().unwrap_or(true));
     out.0
 }
 

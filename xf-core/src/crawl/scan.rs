@@ -46,16 +46,16 @@ impl ScanHandler {
     }
 }
 
-impl From<&Finding> for NewFinding {
-    fn from(finding: &Finding) -> Self {
+impl From<Finding> for NewFinding {
+    fn from(finding: Finding) -> Self {
         NewFinding {
             issue_type: finding.check.id.to_owned(),
             title: finding.check.title.to_owned(),
             severity: finding.check.severity,
             scan_kind: finding.check.scope,
-            url: finding.url.clone(),
-            subject: finding.subject.clone(),
-            evidence: finding.evidence.clone(),
+            url: finding.url,
+            subject: finding.subject,
+            evidence: finding.evidence,
             how_to_fix: finding.check.fix.to_owned(),
         }
     }
@@ -136,6 +136,7 @@ impl JobHandler for ScanHandler {
         });
         let mut reached = reached(&crawl);
         reached.retain(|address| !not_audited.contains(address.as_str()));
+        drop(not_audited);
         let scan = ScanFindings {
             organization_id: record.organization_id.clone(),
             property_id: property.id.clone(),
@@ -143,14 +144,14 @@ impl JobHandler for ScanHandler {
             now: self.clock.now(),
             score,
             pages_scanned: audited as u64,
-            findings: findings.iter().map(NewFinding::from).collect(),
+            findings: findings.into_iter().map(NewFinding::from).collect(),
             reached,
             pages: fetched_pages(&crawl),
         };
         // Findings and completion in one transaction: a scan cancelled meanwhile records
         // nothing (and then there is nothing left for the runtime to write either).
         self.store
-            .complete_scan(&scan, job.attempt(), &result)
+            .complete_scan(scan, job.attempt(), &result)
             .await
             .map_err(store_failure)?;
         job.settle();

@@ -59,6 +59,15 @@ impl ChangeCounts {
         };
         *count += 1;
     }
+
+    /// Counts `changes`.
+    pub fn of(changes: &[IssueChangeRecord]) -> Self {
+        let mut counts = ChangeCounts::default();
+        for change in changes {
+            counts.add(change.change);
+        }
+        counts
+    }
 }
 
 /// What a scan did to one issue.

@@ -60,15 +60,16 @@ impl ScanFindings {
     /// The scan's history record: its figures, its findings counted by severity and by check,
     /// and `changes` (what it did to the property's issues) counted.
     pub fn record(&self, changes: &[IssueChangeRecord]) -> ScanRecord {
-        let mut counts = ChangeCounts::default();
-        for change in changes {
-            counts.add(change.change);
-        }
         let mut by_severity = SeverityCounts::default();
         let mut by_check = std::collections::BTreeMap::new();
         for finding in &self.findings {
             by_severity.add(finding.severity);
-            *by_check.entry(finding.issue_type.clone()).or_insert(0) += 1;
+            match by_check.get_mut(&finding.issue_type) {
+                Some(count) => *count += 1,
+                None => {
+                    by_check.insert(finding.issue_type.clone(), 1);
+                }
+            }
         }
         ScanRecord {
             job_id: self.job_id.clone(),
@@ -80,7 +81,7 @@ impl ScanFindings {
             issues_count: self.findings.len() as u64,
             by_severity,
             by_check,
-            changes: counts,
+            changes: ChangeCounts::of(changes),
         }
     }
 }
@@ -209,7 +210,7 @@ pub trait IssueStore: Send + Sync {
     /// written; `false`. So a cancelled or failed scan never changes an issue.
     async fn complete_scan(
         &self,
-        scan: &ScanFindings,
+        scan: ScanFindings,
         attempt: &Attempt,
         result: &serde_json::Value,
     ) -> StoreResult<bool>;

@@ -270,7 +270,7 @@ impl IssueStore for Counting {
     }
     async fn complete_scan(
         &self,
-        scan: &ScanFindings,
+        scan: ScanFindings,
         attempt: &Attempt,
         result: &serde_json::Value,
     ) -> StoreResult<bool> {

@@ -211,7 +211,7 @@ pub async fn history_records_each_completed_scan(store: Arc<dyn TestStore>) {
         ..scan(3, vec![c()])
     };
     let done = store
-        .complete_scan(&late, &cancelled.attempt, &serde_json::json!({}))
+        .complete_scan(late, &cancelled.attempt, &serde_json::json!({}))
         .await
         .unwrap();
     assert!(!done);

@@ -458,7 +458,7 @@ pub(super) async fn complete(
 ) {
     let result = serde_json::json!({"issuesCount": scan.findings.len()});
     let done = store
-        .complete_scan(scan, &run.attempt, &result)
+        .complete_scan(scan.clone(), &run.attempt, &result)
         .await
         .expect("complete the scan");
     assert!(done, "the scan's attempt is current");
@@ -686,7 +686,7 @@ pub async fn issue_scan_completes_with_its_findings_or_not_at_all(store: Arc<dyn
 
     let running = seed_running_job(&*store, &org, &site, minutes(1)).await;
     let done = store
-        .complete_scan(&scan_of(&site, &running.job.id), &running.attempt, &result)
+        .complete_scan(scan_of(&site, &running.job.id), &running.attempt, &result)
         .await
         .unwrap();
     assert!(done);
@@ -716,7 +716,7 @@ pub async fn issue_scan_completes_with_its_findings_or_not_at_all(store: Arc<dyn
     );
     // The attempt is spent: a second completion writes nothing.
     assert!(!store
-        .complete_scan(&scan_of(&site, &running.job.id), &running.attempt, &result)
+        .complete_scan(scan_of(&site, &running.job.id), &running.attempt, &result)
         .await
         .unwrap());
 
@@ -728,7 +728,7 @@ pub async fn issue_scan_completes_with_its_findings_or_not_at_all(store: Arc<dyn
         .unwrap();
     let done = store
         .complete_scan(
-            &scan_of(&other_site, &cancelled.job.id),
+            scan_of(&other_site, &cancelled.job.id),
             &cancelled.attempt,
             &result,
         )
