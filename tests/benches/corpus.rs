@@ -12,9 +12,10 @@
 //!
 //! The two alternate, run after run; each reports pages per second, and the ratio of the
 //! medians is xf's speed as a share of the bare crawler's. The process runs on mimalloc, as
-//! xf-server does. Each run also times xf's crawler
-//! alone (`Crawler::crawl`, no API, runtime or store) and the analysis, to show where a
-//! scan's time goes. Not a test: it asserts nothing about speed.
+//! xf-server does. To show where a scan's time goes, each run also reads the scan's phases
+//! from xf's `xf_scan_phase_duration_seconds` (the crawl, the analysis, the store writing the
+//! findings) and times xf's crawler alone (`Crawler::crawl`, no API, runtime or store). Not a
+//! test: it asserts nothing about speed.
 //!
 //! Run with: `cargo bench -p xf-tests --bench corpus` (`XF_BENCH_RUNS`, default 5;
 //! `XF_BENCH_CRAWLER_ONLY=1` runs xf's crawler alone, `XF_BENCH_RUNS` times, for a profiler).
@@ -41,8 +42,11 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// Requests at once, for both crawlers (xf's default).
 const CONCURRENCY: usize = 4;
 
-/// One scan by xf; returns the pages it audited and how long it took.
-async fn xf_scan(start: &str) -> (u64, Duration) {
+/// How long the phases of a scan took, in seconds: the crawl, the analysis, the store.
+type Phases = [f64; 3];
+
+/// One scan by xf; returns the pages it audited, how long it took, and its phases.
+async fn xf_scan(start: &str) -> (u64, Duration, Phases) {
     let options = CrawlOptions {
         external_links: 0,
         ..CrawlOptions::default()
@@ -60,12 +64,26 @@ async fn xf_scan(start: &str) -> (u64, Duration) {
     let result = &job["result"];
     let elapsed = began.elapsed();
     workers.shutdown(Duration::from_secs(5)).await;
-    (result["pagesScanned"].as_u64().unwrap_or(0), elapsed)
+    // The app is the scan's own: each phase's sum is this scan's time in it.
+    let metrics = app.xf.metrics().encode();
+    let phase = |name: &str| {
+        let series = format!("xf_scan_phase_duration_seconds_sum{{phase=\"{name}\"}} ");
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(&series)?.parse().ok())
+            .unwrap_or_else(|| panic!("no {series}in the scan's metrics"))
+    };
+    let phases = [phase("crawl"), phase("analysis"), phase("store")];
+    (
+        result["pagesScanned"].as_u64().unwrap_or(0),
+        elapsed,
+        phases,
+    )
 }
 
 /// xf's crawler and analysis alone, without the API, the runtime and the store: returns the
-/// pages, the crawl's time and the analysis's.
-async fn xf_crawl_and_analysis(start: &str) -> (u64, Duration, Duration) {
+/// pages and the crawl's time.
+async fn xf_crawl_and_analysis(start: &str) -> (u64, Duration) {
     let fetcher = Arc::new(HttpFetcher::new(
         "xf-seo-bot/bench",
         Duration::from_secs(10),
@@ -84,11 +102,8 @@ async fn xf_crawl_and_analysis(start: &str) -> (u64, Duration, Duration) {
     let began = Instant::now();
     let record = crawler.crawl(&start, &|_| {}).await.expect("a crawl");
     let crawled = began.elapsed();
-    let began = Instant::now();
-    let findings = analyse(&record);
-    let analysed = began.elapsed();
-    assert!(!findings.is_empty());
-    (record.pages.len() as u64, crawled, analysed)
+    assert!(!analyse(&record).is_empty());
+    (record.pages.len() as u64, crawled)
 }
 
 mod bare;
@@ -180,7 +195,7 @@ fn main() {
     if std::env::var_os("XF_BENCH_CRAWLER_ONLY").is_some() {
         // For a profiler: xf's crawler and analysis alone, `runs` times.
         for _ in 0..runs {
-            let (pages, crawl, _) = runtime.block_on(xf_crawl_and_analysis(&start));
+            let (pages, crawl) = runtime.block_on(xf_crawl_and_analysis(&start));
             println!("{pages} pages in {:.3} s", crawl.as_secs_f64());
         }
         return;
@@ -190,14 +205,17 @@ fn main() {
         corpus_dir().display()
     );
     let (mut xf_speeds, mut bare_speeds) = (Vec::new(), Vec::new());
-    let (mut crawl_speeds, mut analysis_shares) = (Vec::new(), Vec::new());
+    let (mut crawl_speeds, mut scan_times) = (Vec::new(), Vec::new());
+    let mut phases: [Vec<f64>; 3] = Default::default();
     for run in 1..=runs {
-        let (xf_pages, xf_time) = runtime.block_on(xf_scan(&start));
+        let (xf_pages, xf_time, xf_phases) = runtime.block_on(xf_scan(&start));
         let (bare_pages, bare_time) = runtime.block_on(bare_crawl(&start));
-        let (crawled_pages, crawl_time, analysis_time) =
-            runtime.block_on(xf_crawl_and_analysis(&start));
+        let (crawled_pages, crawl_time) = runtime.block_on(xf_crawl_and_analysis(&start));
         crawl_speeds.push(crawled_pages as f64 / crawl_time.as_secs_f64());
-        analysis_shares.push(analysis_time.as_secs_f64() / xf_time.as_secs_f64());
+        scan_times.push(xf_time.as_secs_f64());
+        for (times, took) in phases.iter_mut().zip(xf_phases) {
+            times.push(took);
+        }
         let (xf_speed, bare_speed) = (
             xf_pages as f64 / xf_time.as_secs_f64(),
             bare_pages as f64 / bare_time.as_secs_f64(),
@@ -217,10 +235,12 @@ fn main() {
         xf / bare
     );
     let crawl = median(crawl_speeds);
+    let [crawling, analysis, store] = phases.map(|times| median(times) * 1000.0);
     println!(
-        "where it goes (medians): xf's crawler alone {crawl:.0} pages/s ({:.2}x the bare crawl); \
-         the analysis {:.0}% of a scan's time",
+        "where it goes (medians): a scan {:.1} ms: its crawl {crawling:.1} ms, the analysis \
+         {analysis:.1} ms, the store {store:.1} ms; xf's crawler alone {crawl:.0} pages/s \
+         ({:.2}x the bare crawl)",
+        median(scan_times) * 1000.0,
         crawl / bare,
-        median(analysis_shares) * 100.0
     );
 }

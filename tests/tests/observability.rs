@@ -643,6 +643,19 @@ async fn an_operator_sees_the_metrics_and_traces_of_what_xf_server_did() {
         ),
         ("xf_crawl_pages_per_scan_count".into(), 1.0),
         ("xf_crawl_pages_per_scan_sum".into(), pages_scanned),
+        // Each phase of the one scan, timed once.
+        (
+            r#"xf_scan_phase_duration_seconds_count{phase="crawl"}"#.into(),
+            1.0,
+        ),
+        (
+            r#"xf_scan_phase_duration_seconds_count{phase="analysis"}"#.into(),
+            1.0,
+        ),
+        (
+            r#"xf_scan_phase_duration_seconds_count{phase="store"}"#.into(),
+            1.0,
+        ),
         // Publishing: the pin after a refresh, and the one on the revoked grant.
         (
             format!(r#"{attempts},outcome="published",error="none"}}"#),

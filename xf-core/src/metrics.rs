@@ -57,6 +57,10 @@ const JOB_BUCKETS: [f64; 12] = [
 ];
 /// Webhook deliveries: 5 ms to the 15 s an attempt may take.
 const DELIVERY_BUCKETS: [f64; 10] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 15.0];
+/// The phases of a scan: 1 ms to 30 minutes.
+const PHASE_BUCKETS: [f64; 12] = [
+    0.001, 0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 60.0, 300.0, 1800.0,
+];
 /// Pages audited per scan.
 const PAGES_BUCKETS: [f64; 10] = [
     1.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 5000.0,
@@ -72,6 +76,11 @@ fn histograms<L: Clone + std::hash::Hash + Eq>(constructor: fn() -> Histogram) -
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindLabels {
     kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PhaseLabels {
+    phase: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -188,6 +197,7 @@ struct Families {
     crawl_bytes: Counter,
     crawl_fetch_errors: Family<KindLabels, Counter>,
     crawl_pages_per_scan: Histogram,
+    scan_phases: Histograms<PhaseLabels>,
     publish_attempts: Family<PublishLabels, Counter>,
     token_refreshes: Family<PlatformOutcomeLabels, Counter>,
     disconnections: Family<PlatformLabels, Counter>,
@@ -219,6 +229,7 @@ impl Metrics {
             crawl_bytes: Counter::default(),
             crawl_fetch_errors: Family::default(),
             crawl_pages_per_scan: Histogram::new(PAGES_BUCKETS),
+            scan_phases: histograms(|| Histogram::new(PHASE_BUCKETS)),
             publish_attempts: Family::default(),
             token_refreshes: Family::default(),
             disconnections: Family::default(),
@@ -341,6 +352,15 @@ impl Metrics {
         self.inner.crawl_pages_per_scan.observe(pages as f64);
     }
 
+    /// A phase of a scan (`crawl`, `analysis`, `store`) took `took`.
+    pub fn scan_phase(&self, phase: &'static str, took: std::time::Duration) {
+        let labels = PhaseLabels { phase };
+        self.inner
+            .scan_phases
+            .get_or_create(&labels)
+            .observe(took.as_secs_f64());
+    }
+
     /// A publishing attempt ended on `platform`: `outcome` is `published`, `retrying`,
     /// `failed` or `cancelled`, `error` the class of what stopped it (`none` when published
     /// or cancelled).
@@ -442,6 +462,12 @@ impl Families {
             "xf_crawl_pages_per_scan",
             "Pages audited by each finished scan",
             self.crawl_pages_per_scan.clone(),
+        );
+        registry.register(
+            "xf_scan_phase_duration_seconds",
+            "How long the phases of each scan that reached its findings took: crawl, analysis \
+             (the checks) and store (the findings and the completion written)",
+            self.scan_phases.clone(),
         );
         registry.register(
             "xf_publish_attempts",

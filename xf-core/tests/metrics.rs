@@ -53,6 +53,7 @@ fn counters_carry_the_total_suffix_and_their_labels() {
     metrics.crawl_page_fetched(1_500);
     metrics.crawl_page_fetched(500);
     metrics.crawl_fetch_failed("timeout");
+    metrics.scan_phase("store", Duration::from_millis(12));
     metrics.publish_attempt("tiktok", "failed", "rejected");
     metrics.token_refresh("tiktok", "refreshed");
     metrics.disconnection("linkedin");
@@ -67,6 +68,8 @@ fn counters_carry_the_total_suffix_and_their_labels() {
         "xf_crawl_pages_total 2",
         "xf_crawl_bytes_total 2000",
         r#"xf_crawl_fetch_errors_total{kind="timeout"} 1"#,
+        r#"xf_scan_phase_duration_seconds_count{phase="store"} 1"#,
+        r#"xf_scan_phase_duration_seconds_sum{phase="store"} 0.012"#,
         r#"xf_publish_attempts_total{platform="tiktok",outcome="failed",error="rejected"} 1"#,
         r#"xf_token_refreshes_total{platform="tiktok",outcome="refreshed"} 1"#,
         r#"xf_channel_disconnections_total{platform="linkedin"} 1"#,

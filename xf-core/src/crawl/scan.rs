@@ -3,6 +3,7 @@
 //! issuesCount}`), in one transaction.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
@@ -91,6 +92,7 @@ impl JobHandler for ScanHandler {
                 ..self.options.clone()
             },
         );
+        let began = Instant::now();
         let crawled = crawler.crawl(&start, &|p| job.set_progress(p)).await;
         if let Err(error) = &crawled {
             self.metrics.crawl_fetch_failed(error.kind());
@@ -119,7 +121,10 @@ impl JobHandler for ScanHandler {
                 self.metrics.crawl_fetch_failed(kind);
             }
         }
+        self.metrics.scan_phase("crawl", began.elapsed());
+        let began = Instant::now();
         let findings = analyse(&crawl);
+        self.metrics.scan_phase("analysis", began.elapsed());
         // Pages whose checks did not run are fetched but not audited: they are not counted,
         // and what was found on them before keeps its state.
         let not_audited = not_audited(&findings);
@@ -150,10 +155,12 @@ impl JobHandler for ScanHandler {
         };
         // Findings and completion in one transaction: a scan cancelled meanwhile records
         // nothing (and then there is nothing left for the runtime to write either).
+        let began = Instant::now();
         self.store
             .complete_scan(scan, job.attempt(), &result)
             .await
             .map_err(store_failure)?;
+        self.metrics.scan_phase("store", began.elapsed());
         job.settle();
         self.metrics.scan_finished(audited as u64);
         Ok(result)
