@@ -722,11 +722,15 @@ pub fn analyse(crawl: &CrawlRecord) -> Vec<Finding> {
 
     // Internal links: target → the pages linking to it (followed or not), by index, so
     // that a large site's hundreds of thousands of links take no strings.
-    let mut inlinks = Inlinks::default();
+    let mut inlinks = Inlinks {
+        by_target: vec![Vec::new(); crawl.addresses.len()],
+    };
     for (index, page) in crawl.pages.iter().enumerate() {
         let source = u32::try_from(index).unwrap_or(u32::MAX);
         for link in &page.internal_links {
-            let sources = inlinks.by_target.entry(link.target).or_default();
+            let Some(sources) = inlinks.by_target.get_mut(link.target as usize) else {
+                continue;
+            };
             if sources.last() != Some(&source) {
                 sources.push(source);
             }
@@ -779,10 +783,11 @@ pub fn not_audited(findings: &[Finding]) -> BTreeSet<&str> {
         .collect()
 }
 
-/// The pages linking to each address of the site: address id → page indexes, in crawl order.
+/// The pages linking to each address of the site: by address id, the page indexes, in crawl
+/// order (none for an address no page links to).
 #[derive(Debug, Default)]
 struct Inlinks {
-    by_target: HashMap<u32, Vec<u32>>,
+    by_target: Vec<Vec<u32>>,
 }
 
 impl Inlinks {
@@ -791,7 +796,8 @@ impl Inlinks {
         crawl
             .address_ids
             .get(address)
-            .is_some_and(|id| self.by_target.contains_key(id))
+            .and_then(|id| self.by_target.get(*id as usize))
+            .is_some_and(|sources| !sources.is_empty())
     }
 
     /// The addresses of the pages in `sources`.
@@ -912,7 +918,9 @@ fn site_checks(
     let mut broken: Vec<(&str, &Vec<u32>)> = inlinks
         .by_target
         .iter()
-        .map(|(target, sources)| (crawl.address(*target), sources))
+        .zip(0..)
+        .filter(|(sources, _)| !sources.is_empty())
+        .map(|(sources, target)| (crawl.address(target), sources))
         .collect();
     broken.sort_unstable();
     for (target, sources) in broken {
