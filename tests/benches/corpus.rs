@@ -64,7 +64,8 @@ async fn xf_scan(start: &str) -> (u64, Duration, Phases) {
     let result = &job["result"];
     let elapsed = began.elapsed();
     workers.shutdown(Duration::from_secs(5)).await;
-    // The app is the scan's own: each phase's sum is this scan's time in it.
+    // The app is the scan's own, and the scan completed in one attempt (the site is on
+    // loopback): each phase's sum is this scan's time in it.
     let metrics = app.xf.metrics().encode();
     let phase = |name: &str| {
         let series = format!("xf_scan_phase_duration_seconds_sum{{phase=\"{name}\"}} ");

@@ -352,7 +352,7 @@ impl Metrics {
         self.inner.crawl_pages_per_scan.observe(pages as f64);
     }
 
-    /// A phase of a scan (`crawl`, `analysis`, `store`) took `took`.
+    /// A phase of a scan attempt (`crawl`, `analysis`, `store`) took `took`.
     pub fn scan_phase(&self, phase: &'static str, took: std::time::Duration) {
         let labels = PhaseLabels { phase };
         self.inner
@@ -465,8 +465,9 @@ impl Families {
         );
         registry.register(
             "xf_scan_phase_duration_seconds",
-            "How long the phases of each scan that reached its findings took: crawl, analysis \
-             (the checks) and store (the findings and the completion written)",
+            "How long the phases of each scan attempt took: crawl (whether or not it reached \
+             the site), analysis (the checks) and store (the findings and the completion \
+             written)",
             self.scan_phases.clone(),
         );
         registry.register(

@@ -65,7 +65,8 @@ impl IssueStore for MemoryStore {
         if state.finish(&finish, scan.now) != Some(JobStatus::Completed) {
             return Ok(false);
         }
-        // The record counts the findings before they become issues.
+        // The record counts the findings (by severity and check), so it is made before they
+        // are taken to become issues; the changes are counted once they are known.
         let mut record = scan.record(&[]);
         let findings = std::mem::take(&mut scan.findings);
         let changes = state.apply_findings(&scan, findings);
@@ -244,8 +245,8 @@ impl State {
         self.issue_changes.insert(job, changes);
     }
 
-    /// The lifecycle of [`IssueStore::complete_scan`] for `scan`'s `findings`, under the
-    /// caller's lock; returns what it changed.
+    /// The lifecycle of [`IssueStore::complete_scan`] for `findings` (taken out of `scan`),
+    /// under the caller's lock; returns what it changed.
     fn apply_findings(
         &mut self,
         scan: &ScanFindings,

@@ -54,7 +54,6 @@ use xf_core::StoreError;
 use crate::jobs::StoredJob;
 use crate::webhooks::{MessageKey, QueuedMessage};
 
-/// Newest-first index key: (owner, created_at, id). Iterated in reverse.
 /// An owner's index entry: when the record was created, and its id.
 type IndexKey = (Timestamp, String);
 

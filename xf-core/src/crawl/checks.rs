@@ -785,7 +785,7 @@ pub fn not_audited(findings: &[Finding]) -> BTreeSet<&str> {
 
 /// The pages linking to each address of the site: by address id, the page indexes, in crawl
 /// order (none for an address no page links to).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Inlinks {
     by_target: Vec<Vec<u32>>,
 }

@@ -94,6 +94,7 @@ impl JobHandler for ScanHandler {
         );
         let began = Instant::now();
         let crawled = crawler.crawl(&start, &|p| job.set_progress(p)).await;
+        self.metrics.scan_phase("crawl", began.elapsed());
         if let Err(error) = &crawled {
             self.metrics.crawl_fetch_failed(error.kind());
         }
@@ -121,7 +122,6 @@ impl JobHandler for ScanHandler {
                 self.metrics.crawl_fetch_failed(kind);
             }
         }
-        self.metrics.scan_phase("crawl", began.elapsed());
         let began = Instant::now();
         let findings = analyse(&crawl);
         self.metrics.scan_phase("analysis", began.elapsed());
