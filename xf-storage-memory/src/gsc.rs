@@ -228,9 +228,11 @@ impl GscStore for MemoryStore {
             return Ok(None);
         };
         let mut open: HashMap<&str, u32> = HashMap::new();
-        for issue in state.issues.values().filter(|i| {
-            &i.property_id == property_id && i.status == IssueStatus::Open && i.url.is_some()
-        }) {
+        for issue in state
+            .issues
+            .of(property_id.as_str())
+            .filter(|i| i.status == IssueStatus::Open && i.url.is_some())
+        {
             *open
                 .entry(issue.url.as_deref().unwrap_or_default())
                 .or_default() += 1;

@@ -149,11 +149,7 @@ impl IssueStore for MemoryStore {
     async fn issue_summary(&self, property_id: &PropertyId) -> StoreResult<IssueSummary> {
         let state = self.read();
         let mut summary = IssueSummary::default();
-        for issue in state
-            .issues
-            .values()
-            .filter(|i| &i.property_id == property_id)
-        {
+        for issue in state.issues.of(property_id.as_str()) {
             match issue.status {
                 IssueStatus::Open => summary.open += 1,
                 IssueStatus::Resolved => summary.resolved += 1,
@@ -172,8 +168,8 @@ impl IssueStore for MemoryStore {
         let state = self.read();
         let mut seen: Vec<Issue> = state
             .issues
-            .values()
-            .filter(|i| &i.property_id == property_id && i.created_at <= at && i.last_seen_at >= at)
+            .of(property_id.as_str())
+            .filter(|i| i.created_at <= at && i.last_seen_at >= at)
             .cloned()
             .collect();
         seen.sort_by(|a, b| (&a.issue_type, &a.subject).cmp(&(&b.issue_type, &b.subject)));

@@ -303,6 +303,12 @@ impl<T: Clone> Indexed<T> {
         self.by_owner.get(owner).into_iter().flatten()
     }
 
+    /// `owner`'s records, oldest first.
+    fn of(&self, owner: &str) -> impl Iterator<Item = &T> {
+        self.index_of(owner)
+            .filter_map(|(_, id)| self.rows.get(id).map(|row| &**row))
+    }
+
     /// Calls `visit` with each of `owner`'s records, oldest first.
     fn for_each_of(&mut self, owner: &str, mut visit: impl FnMut(&mut T)) {
         let Some(index) = self.by_owner.get(owner) else {
