@@ -199,8 +199,9 @@ pub trait IssueStore: Send + Sync {
     /// check and subject is updated (scan, last seen, evidence, url, title, severity, fix) and
     /// opened again if it was resolved or fixed (`resolvedAt` and `fixedAt` cleared); a
     /// finding without one becomes a new open issue. Then each open issue of the property that
-    /// the scan did not find (that does not carry the scan's job id now) is resolved at `now` if the scan reached its subject (see
-    /// [`ScanFindings::reached`]; a subject that is not an address is always reached).
+    /// the scan did not find (that does not carry the scan's job id now) is resolved at `now`
+    /// if the scan reached its subject (see [`ScanFindings::reached`]; a subject that is not
+    /// an address is always reached).
     /// Resolved and fixed issues not found stay as they are. Each issue opened, reopened or
     /// resolved gets an [`IssueChangeRecord`], and the scan its [`ScanRecord`]
     /// ([`ScanFindings::record`] with those changes counted). Completions of one property's
