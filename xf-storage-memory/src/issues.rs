@@ -1,7 +1,7 @@
 //! Issues.
 
 use async_trait::async_trait;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use serde_json::Value;
 use xf_core::ids::{IssueId, JobId, PropertyId};
@@ -16,7 +16,7 @@ use xf_core::store::{
 use xf_core::time::Timestamp;
 use xf_core::StoreError;
 
-use crate::{MemoryStore, State};
+use crate::{FastMap, MemoryStore, State};
 
 #[async_trait]
 impl IssueStore for MemoryStore {
@@ -180,7 +180,7 @@ impl IssueStore for MemoryStore {
 /// Issue ids by property, check and subject (an issue's identity), found without building a
 /// key.
 #[derive(Debug, Default)]
-pub(crate) struct IssueKeys(HashMap<String, HashMap<String, HashMap<String, String>>>);
+pub(crate) struct IssueKeys(FastMap<String, FastMap<String, FastMap<String, String>>>);
 
 impl IssueKeys {
     fn get(&self, property: &str, issue_type: &str, subject: &str) -> Option<&str> {
@@ -189,11 +189,18 @@ impl IssueKeys {
     }
 
     fn insert(&mut self, property: &str, issue_type: &str, subject: String, id: String) {
-        self.0
-            .entry(property.to_owned())
-            .or_default()
-            .entry(issue_type.to_owned())
-            .or_default()
+        // Looked up before an owned key is made: the property and the check are there
+        // almost always.
+        if !self.0.contains_key(property) {
+            self.0.insert(property.to_owned(), FastMap::default());
+        }
+        let of_property = self.0.get_mut(property).expect("inserted above");
+        if !of_property.contains_key(issue_type) {
+            of_property.insert(issue_type.to_owned(), FastMap::default());
+        }
+        of_property
+            .get_mut(issue_type)
+            .expect("inserted above")
             .insert(subject, id);
     }
 }

@@ -230,20 +230,64 @@ impl Drop for WriteGuard<'_> {
     }
 }
 
-/// Records by id, with a newest-first index per owner (an organization or a property).
+/// The store's hash maps: hashbrown's fast hasher, seeded at random per process. Keys include
+/// what crawled sites send (addresses), so the seed is random rather than fixed.
+pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+/// Records by id, with an index per owner (an organization or a property) in creation order.
 #[derive(Debug)]
 struct Indexed<T> {
     /// Boxed, so that the map moves pointers, not records, as it grows.
-    rows: BTreeMap<String, Box<T>>,
-    by_owner: HashMap<String, BTreeSet<IndexKey>>,
+    rows: FastMap<String, Box<T>>,
+    by_owner: FastMap<String, OwnerIndex>,
 }
 
 impl<T> Default for Indexed<T> {
     fn default() -> Self {
         Self {
-            rows: BTreeMap::new(),
-            by_owner: HashMap::new(),
+            rows: FastMap::default(),
+            by_owner: FastMap::default(),
         }
+    }
+}
+
+/// One owner's records as `(created_at, id)`, oldest first, in a sorted vector: records
+/// arrive in that order almost always (ids grow with time), so a new one is one comparison
+/// and a push, where a tree would compare its id with a dozen others.
+#[derive(Debug, Default)]
+struct OwnerIndex(Vec<IndexKey>);
+
+impl OwnerIndex {
+    /// Where `(created_at, id)` is, or would go.
+    fn search(&self, created_at: Timestamp, id: &str) -> Result<usize, usize> {
+        self.0
+            .binary_search_by(|(at, other)| (*at, other.as_str()).cmp(&(created_at, id)))
+    }
+
+    fn insert(&mut self, created_at: Timestamp, id: &str) {
+        let in_order = self
+            .0
+            .last()
+            .is_none_or(|(at, last)| (*at, last.as_str()) < (created_at, id));
+        if in_order {
+            self.0.push((created_at, id.to_owned()));
+        } else if let Err(at) = self.search(created_at, id) {
+            self.0.insert(at, (created_at, id.to_owned()));
+        }
+    }
+
+    fn remove(&mut self, created_at: Timestamp, id: &str) {
+        if let Ok(at) = self.search(created_at, id) {
+            self.0.remove(at);
+        }
+    }
+
+    /// The entries strictly before `(created_at, id)`.
+    fn before(&self, created_at: Timestamp, id: &str) -> &[IndexKey] {
+        let end = self
+            .0
+            .partition_point(|(at, other)| (*at, other.as_str()) < (created_at, id));
+        &self.0[..end]
     }
 }
 
@@ -264,14 +308,12 @@ impl<T: Clone> Indexed<T> {
         if self.contains(id) {
             return false;
         }
-        let entry = (created_at, id.to_owned());
         match self.by_owner.get_mut(owner) {
-            Some(index) => {
-                index.insert(entry);
-            }
+            Some(index) => index.insert(created_at, id),
             None => {
-                self.by_owner
-                    .insert(owner.to_owned(), BTreeSet::from([entry]));
+                let mut index = OwnerIndex::default();
+                index.insert(created_at, id);
+                self.by_owner.insert(owner.to_owned(), index);
             }
         }
         self.rows.insert(id.to_owned(), Box::new(row()));
@@ -300,7 +342,10 @@ impl<T: Clone> Indexed<T> {
 
     /// `owner`'s index entries, oldest first.
     fn index_of(&self, owner: &str) -> impl DoubleEndedIterator<Item = &IndexKey> {
-        self.by_owner.get(owner).into_iter().flatten()
+        self.by_owner
+            .get(owner)
+            .into_iter()
+            .flat_map(|index| &index.0)
     }
 
     /// `owner`'s records, oldest first.
@@ -314,7 +359,7 @@ impl<T: Clone> Indexed<T> {
         let Some(index) = self.by_owner.get(owner) else {
             return;
         };
-        for (_, id) in index {
+        for (_, id) in &index.0 {
             if let Some(row) = self.rows.get_mut(id) {
                 visit(row);
             }
@@ -324,8 +369,8 @@ impl<T: Clone> Indexed<T> {
     /// Removes the record, which must be indexed under `owner` at `created_at`.
     fn remove(&mut self, owner: &str, created_at: Timestamp, id: &str) -> Option<T> {
         if let Some(index) = self.by_owner.get_mut(owner) {
-            index.remove(&(created_at, id.to_owned()));
-            if index.is_empty() {
+            index.remove(created_at, id);
+            if index.0.is_empty() {
                 self.by_owner.remove(owner);
             }
         }
@@ -334,7 +379,7 @@ impl<T: Clone> Indexed<T> {
 
     /// How many records `owner` has.
     fn count(&self, owner: &str) -> usize {
-        self.by_owner.get(owner).map_or(0, BTreeSet::len)
+        self.by_owner.get(owner).map_or(0, |index| index.0.len())
     }
 
     /// The ids of `owner`'s records, newest first.
@@ -345,8 +390,26 @@ impl<T: Clone> Indexed<T> {
             .collect()
     }
 
+    /// Every record, in no particular order.
     fn values(&self) -> impl Iterator<Item = &T> {
         self.rows.values().map(|row| &**row)
+    }
+
+    /// Removes every record that `gone` accepts; returns how many. One pass over the rows
+    /// and one over each index, where removing them one by one would shift an index per
+    /// record.
+    fn remove_where(&mut self, gone: impl Fn(&T) -> bool) -> u64 {
+        let before = self.rows.len();
+        self.rows.retain(|_, row| !gone(row));
+        let removed = before - self.rows.len();
+        if removed > 0 {
+            let rows = &self.rows;
+            self.by_owner.retain(|_, index| {
+                index.0.retain(|(_, id)| rows.contains_key(id));
+                !index.0.is_empty()
+            });
+        }
+        removed as u64
     }
 
     /// The owner's records newest first, starting after `page.after`, that `keep` accepts;
@@ -361,10 +424,11 @@ impl<T: Clone> Indexed<T> {
             return Ok(Vec::new());
         };
         let entries = match &page.after {
-            Some(After { created_at, id }) => index.range(..(*created_at, id.clone())),
-            None => index.range(..),
+            Some(After { created_at, id }) => index.before(*created_at, id),
+            None => &index.0[..],
         };
         entries
+            .iter()
             .rev()
             .map(|(_, id)| {
                 self.rows
@@ -420,15 +484,19 @@ impl xf_core::testing::Dump for MemoryStore {
         Ok(xf_core::testing::StoreDump {
             organizations: state.organizations.values().cloned().collect(),
             api_keys: state.api_keys.values().cloned().collect(),
-            properties: state.properties.values().cloned().collect(),
-            jobs: state.jobs.values().map(|j| j.record.clone()).collect(),
-            issues: state.issues.values().cloned().collect(),
+            properties: sorted(&state.properties, |p| p.id.as_str()),
+            jobs: {
+                let mut jobs: Vec<_> = state.jobs.values().map(|j| j.record.clone()).collect();
+                jobs.sort_by(|a, b| a.id.as_str().cmp(b.id.as_str()));
+                jobs
+            },
+            issues: sorted(&state.issues, |i| i.id.as_str()),
             scan_records: {
                 let mut records: Vec<_> = state.scan_records.values().cloned().collect();
                 records.sort_by(|a, b| a.job_id.as_str().cmp(b.job_id.as_str()));
                 records
             },
-            reports: state.reports.values().cloned().collect(),
+            reports: sorted(&state.reports, |r| r.token.as_str()),
             usage: state
                 .usage
                 .iter()
@@ -436,5 +504,68 @@ impl xf_core::testing::Dump for MemoryStore {
                 .collect(),
             events: state.events.clone(),
         })
+    }
+}
+
+/// The records of `indexed`, sorted by `key` (a dump lists them by their key).
+#[cfg(feature = "testing")]
+fn sorted<T: Clone>(indexed: &Indexed<T>, key: impl Fn(&T) -> &str) -> Vec<T> {
+    let mut rows: Vec<&T> = indexed.values().collect();
+    rows.sort_by(|a, b| key(a).cmp(key(b)));
+    rows.into_iter().cloned().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(millis: i64) -> Timestamp {
+        Timestamp::from_unix_millis(millis).expect("a time")
+    }
+
+    fn ids(index: &OwnerIndex) -> Vec<&str> {
+        index.0.iter().map(|(_, id)| id.as_str()).collect()
+    }
+
+    #[test]
+    fn an_owner_index_stays_sorted_whatever_the_order_of_arrival() {
+        let mut index = OwnerIndex::default();
+        index.insert(at(2), "b");
+        index.insert(at(3), "a");
+        // Late arrivals: an earlier time, and the same time with a smaller id.
+        index.insert(at(1), "z");
+        index.insert(at(2), "a");
+        // Already there: kept once.
+        index.insert(at(2), "b");
+        assert_eq!(ids(&index), ["z", "a", "b", "a"]);
+        assert_eq!(index.0[3].0, at(3));
+        let before: Vec<&str> = index
+            .before(at(2), "b")
+            .iter()
+            .map(|(_, id)| id.as_str())
+            .collect();
+        assert_eq!(before, ["z", "a"]);
+        assert!(index.before(at(1), "z").is_empty());
+        assert_eq!(index.before(at(9), "").len(), 4);
+        index.remove(at(2), "a");
+        index.remove(at(7), "missing");
+        assert_eq!(ids(&index), ["z", "b", "a"]);
+    }
+
+    #[test]
+    fn removing_where_keeps_the_rest_and_their_indexes() {
+        let mut rows: Indexed<i64> = Indexed::default();
+        for n in 0..6_i64 {
+            let owner = if n % 2 == 0 { "even" } else { "odd" };
+            assert!(rows.insert(owner, at(n), &format!("r{n}"), &n));
+        }
+        assert_eq!(rows.remove_where(|n| *n < 3), 3);
+        assert_eq!(rows.ids_of("even"), ["r4"]);
+        assert_eq!(rows.ids_of("odd"), ["r5", "r3"]);
+        assert_eq!(rows.remove_where(|n| *n == 4), 1);
+        assert_eq!(rows.count("even"), 0);
+        assert!(!rows.by_owner.contains_key("even"));
+        assert_eq!(rows.remove_where(|_| false), 0);
+        assert_eq!(rows.values().count(), 2);
     }
 }

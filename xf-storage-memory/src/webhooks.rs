@@ -366,21 +366,6 @@ impl WebhookStore for MemoryStore {
 
     async fn purge_deliveries(&self, before: Timestamp) -> StoreResult<u64> {
         let mut state = self.write();
-        let old: Vec<(String, Timestamp, String)> = state
-            .deliveries
-            .values()
-            .filter(|row| row.created_at < before)
-            .map(|row| {
-                (
-                    row.webhook_id.to_string(),
-                    row.created_at,
-                    row.id.to_string(),
-                )
-            })
-            .collect();
-        for (webhook, created_at, id) in &old {
-            state.deliveries.remove(webhook, *created_at, id);
-        }
-        Ok(old.len() as u64)
+        Ok(state.deliveries.remove_where(|row| row.created_at < before))
     }
 }
