@@ -276,28 +276,42 @@ fn seed(length: usize) -> u64 {
 
 /// Up to eight bytes as the low bytes of a little-endian `u64`.
 fn group(chunk: &[u8]) -> u64 {
-    match <[u8; 8]>::try_from(chunk) {
-        Ok(bytes) => u64::from_le_bytes(bytes),
-        Err(_) => chunk
-            .iter()
-            .rev()
-            .fold(0, |group, byte| group << 8 | u64::from(*byte)),
+    // Shorter chunks in two loads that overlap (the bytes both hold land in the same place),
+    // not a byte at a time: most words are shorter than eight bytes.
+    let n = chunk.len();
+    match chunk {
+        [a, b, c, d, e, f, g, h] => u64::from_le_bytes([*a, *b, *c, *d, *e, *f, *g, *h]),
+        [a, b, c, d, ..] if n > 4 => {
+            let [w, x, y, z] = [chunk[n - 4], chunk[n - 3], chunk[n - 2], chunk[n - 1]];
+            u64::from(u32::from_le_bytes([*a, *b, *c, *d]))
+                | u64::from(u32::from_le_bytes([w, x, y, z])) << (8 * (n - 4))
+        }
+        [a, b, c, d] => u64::from(u32::from_le_bytes([*a, *b, *c, *d])),
+        [a, b, rest @ ..] => {
+            let tail = rest.first().map_or(0, |c| u64::from(*c) << 16);
+            u64::from(u16::from_le_bytes([*a, *b])) | tail
+        }
+        [a] => u64::from(*a),
+        _ => 0,
     }
 }
 
 /// [`word_hash`] of an ASCII word, lower-cased eight bytes at a time.
 fn ascii_word_hash(word: &[u8]) -> u64 {
-    const ONES: u64 = 0x0101_0101_0101_0101;
     let mut hash = seed(word.len());
     for chunk in word.chunks(8) {
-        let group = group(chunk);
-        // A high bit in each byte that is an upper-case letter: at least `A` and below `[`.
-        let at_least_a = group + ONES * (0x80 - u64::from(b'A'));
-        let past_z = group + ONES * (0x80 - u64::from(b'Z') - 1);
-        let upper = at_least_a & !past_z & (ONES * 0x80);
-        hash = mix(hash ^ (group | upper >> 2));
+        hash = mix(hash ^ ascii_lower_case(group(chunk)));
     }
     hash
+}
+
+/// Eight ASCII bytes lower-cased.
+const fn ascii_lower_case(group: u64) -> u64 {
+    // A high bit in each byte that is an upper-case letter: at least `A` and below `[`.
+    let at_least_a = group + ONES * (0x80 - b'A' as u64);
+    let past_z = group + ONES * (0x80 - b'Z' as u64 - 1);
+    let upper = at_least_a & !past_z & HIGH;
+    group | upper >> 2
 }
 
 /// The same hash over bytes that are already lower case (any UTF-8).
@@ -310,23 +324,31 @@ fn bytes_hash(word: &[u8]) -> u64 {
 }
 
 impl SimHash {
-    /// Adds the next word, by its [`word_hash`].
-    fn add_word(&mut self, hash: u64) {
-        self.words = self.words.saturating_add(1);
-        if self.words >= 3 {
-            // The three word hashes are mixed already: rotations keep their order apart.
-            let shingle =
-                mix(self.previous[0].rotate_left(21) ^ self.previous[1].rotate_left(42) ^ hash);
-            self.shingles = self.shingles.saturating_add(1);
-            for (byte, lane) in self.lanes.iter_mut().enumerate() {
-                *lane += SPREAD[(shingle >> (8 * byte) & 0xFF) as usize];
+    /// Adds the next words, by their [`word_hash`]: a batch, so that the counters stay in
+    /// registers.
+    fn add_words(&mut self, hashes: &[u64]) {
+        let mut lanes = self.lanes;
+        let [mut before, mut last] = self.previous;
+        for &hash in hashes {
+            if self.words >= 2 {
+                // The three word hashes are mixed already: rotations keep their order apart.
+                let shingle = mix(before.rotate_left(21) ^ last.rotate_left(42) ^ hash);
+                self.shingles = self.shingles.saturating_add(1);
+                for (byte, lane) in lanes.iter_mut().enumerate() {
+                    *lane += SPREAD[(shingle >> (8 * byte) & 0xFF) as usize];
+                }
+                self.in_lanes += 1;
+                if self.in_lanes == u8::MAX {
+                    self.lanes = lanes;
+                    self.flush();
+                    lanes = self.lanes;
+                }
             }
-            self.in_lanes += 1;
-            if self.in_lanes == u8::MAX {
-                self.flush();
-            }
+            self.words = self.words.saturating_add(1);
+            [before, last] = [last, hash];
         }
-        self.previous = [self.previous[1], hash];
+        self.lanes = lanes;
+        self.previous = [before, last];
     }
 
     fn flush(&mut self) {
@@ -432,16 +454,91 @@ enum Captured {
     H1,
 }
 
-/// The white space of ASCII text, as `char::is_whitespace` has it.
-const ASCII_SPACE: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut at = 0;
-    while at < 6 {
-        table[b" \t\n\x0B\x0C\r"[at] as usize] = true;
-        at += 1;
+/// A byte in each of the eight bytes of a `u64`.
+const ONES: u64 = 0x0101_0101_0101_0101;
+
+/// The high bit of each byte.
+const HIGH: u64 = ONES * 0x80;
+
+/// The high bit of each byte of `group` that is white space in ASCII text (as
+/// `char::is_whitespace` has it: space, and tab to carriage return), eight bytes at once.
+const fn ascii_space_bits(group: u64) -> u64 {
+    let low = group & !HIGH;
+    // Adding to bytes below 0x80 carries into no neighbour.
+    let from_tab = low + ONES * (0x80 - 0x09);
+    let past_return = low + ONES * (0x80 - 0x0E);
+    let not_space = low ^ (ONES * 0x20);
+    let space = !((not_space + ONES * 0x7F) | not_space);
+    ((from_tab & !past_return) | space) & !group & HIGH
+}
+
+/// Eight bytes of `bytes` from `at` as a little-endian number, zero past the end (a zero byte
+/// is neither white space nor beyond ASCII).
+fn load(bytes: &[u8], at: usize) -> u64 {
+    match bytes.get(at..at + 8) {
+        Some(eight) => group(eight),
+        None => group(bytes.get(at..).unwrap_or_default()),
     }
-    table
-};
+}
+
+/// Calls `each` with the [`word_hash`] of each word of `text`, in order: split at ASCII white
+/// space eight bytes at a time, and a piece with other characters split again at theirs.
+fn for_each_word_hash(text: &str, mut each: impl FnMut(u64)) {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        let words = !ascii_space_bits(load(bytes, at)) & HIGH;
+        if words == 0 {
+            at += 8;
+            continue;
+        }
+        at += (words.trailing_zeros() / 8) as usize;
+        if at >= bytes.len() {
+            return;
+        }
+        let start = at;
+        let first = load(bytes, at);
+        let spaces = ascii_space_bits(first);
+        if spaces != 0 {
+            // A word of fewer than eight bytes (most are), already loaded: hashed here, as
+            // [`ascii_word_hash`] would, without a branch on its length.
+            let length = (spaces.trailing_zeros() / 8) as usize;
+            let word = first & ((1 << (8 * length)) - 1);
+            if word & HIGH == 0 {
+                at += length;
+                each(mix(seed(length) ^ ascii_lower_case(word)));
+                continue;
+            }
+        }
+        // To the next white space (never in the zeros past the end), noting bytes beyond ASCII.
+        let mut beyond_ascii = 0;
+        loop {
+            let group = load(bytes, at);
+            let spaces = ascii_space_bits(group);
+            if spaces == 0 {
+                beyond_ascii |= group;
+                at += 8;
+                if at >= bytes.len() {
+                    at = bytes.len();
+                    break;
+                }
+            } else {
+                let word_bytes = spaces.trailing_zeros() / 8;
+                beyond_ascii |= group & ((1 << (8 * word_bytes)) - 1);
+                at += word_bytes as usize;
+                break;
+            }
+        }
+        if beyond_ascii & HIGH == 0 {
+            each(ascii_word_hash(&bytes[start..at]));
+        } else {
+            // Split at ASCII bytes, so at character boundaries.
+            for word in text[start..at].split_whitespace() {
+                each(word_hash(word));
+            }
+        }
+    }
+}
 
 /// Appends `text` to `to` while `to` stays within `max` bytes, cutting at a character
 /// boundary.
@@ -512,42 +609,32 @@ impl Collector {
         self.partial_word.push_str(rest);
     }
 
-    /// Counts and hashes whole words: split at ASCII white space byte by byte, and a piece
-    /// with other characters split again at theirs.
+    /// Counts and hashes whole words, taken in batches.
     fn count_words(&mut self, text: &str) {
-        let bytes = text.as_bytes();
-        let mut at = 0;
-        loop {
-            while at < bytes.len() && ASCII_SPACE[usize::from(bytes[at])] {
-                at += 1;
+        // What a text node counts for is the same for all its words.
+        let content = !self.open_elements.boilerplate();
+        let mut batch = [0; 64];
+        let mut in_batch = 0;
+        for_each_word_hash(text, |hash| {
+            batch[in_batch] = hash;
+            in_batch += 1;
+            if in_batch == batch.len() {
+                self.count_batch(&batch, content);
+                in_batch = 0;
             }
-            if at == bytes.len() {
-                return;
-            }
-            let start = at;
-            let mut all = 0;
-            while at < bytes.len() && !ASCII_SPACE[usize::from(bytes[at])] {
-                all |= bytes[at];
-                at += 1;
-            }
-            if all.is_ascii() {
-                self.count_word(ascii_word_hash(&bytes[start..at]));
-            } else {
-                // Split at ASCII bytes, so at character boundaries.
-                for word in text[start..at].split_whitespace() {
-                    self.count_word(word_hash(word));
-                }
-            }
-        }
+        });
+        self.count_batch(&batch[..in_batch], content);
     }
 
-    fn count_word(&mut self, hash: u64) {
-        self.facts.word_count = self.facts.word_count.saturating_add(1);
-        self.fingerprint =
-            (self.fingerprint.rotate_left(17) ^ hash).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        if !self.open_elements.boilerplate() {
-            self.facts.content_words = self.facts.content_words.saturating_add(1);
-            self.simhash.add_word(hash);
+    fn count_batch(&mut self, hashes: &[u64], content: bool) {
+        let words = u32::try_from(hashes.len()).unwrap_or(u32::MAX);
+        self.facts.word_count = self.facts.word_count.saturating_add(words);
+        self.fingerprint = hashes.iter().fold(self.fingerprint, |fingerprint, hash| {
+            (fingerprint.rotate_left(17) ^ hash).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        });
+        if content {
+            self.facts.content_words = self.facts.content_words.saturating_add(words);
+            self.simhash.add_words(hashes);
         }
     }
 
@@ -1281,7 +1368,10 @@ mod tests {
         // Against a plain count, over more shingles than a byte lane holds.
         let hashes: Vec<u64> = (0..1_000_u64).map(|i| mix(i.wrapping_mul(7_919))).collect();
         let mut simhash = SimHash::default();
-        hashes.iter().for_each(|hash| simhash.add_word(*hash));
+        // In batches of every size, as text nodes give them.
+        for batch in hashes.chunks(7) {
+            simhash.add_words(batch);
+        }
         let shingles: Vec<u64> = hashes
             .windows(3)
             .map(|w| mix(w[0].rotate_left(21) ^ w[1].rotate_left(42) ^ w[2]))
@@ -1309,5 +1399,78 @@ mod tests {
         let facts = scanner.finish();
         assert!(facts.truncated);
         assert_eq!(facts.titles, ["t"]);
+    }
+
+    /// The words of `text` as the byte-at-a-time reader saw them: split at ASCII white
+    /// space, and a piece with other characters split again at theirs.
+    fn words_one_byte_at_a_time(text: &str) -> Vec<u64> {
+        let space = |byte: &u8| b" \t\n\x0B\x0C\r".contains(byte);
+        text.as_bytes()
+            .split(space)
+            .filter(|piece| !piece.is_empty())
+            .flat_map(|piece| {
+                let piece = std::str::from_utf8(piece).expect("split at ASCII bytes");
+                piece.split_whitespace().map(word_hash).collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    fn words(text: &str) -> Vec<u64> {
+        let mut hashes = Vec::new();
+        for_each_word_hash(text, |hash| hashes.push(hash));
+        hashes
+    }
+
+    #[test]
+    fn space_bits_match_ascii_white_space_in_every_byte() {
+        for byte in 0..=255_u8 {
+            let space = b" \t\n\x0B\x0C\r".contains(&byte);
+            for at in 0..8 {
+                // The byte among neighbours of both kinds.
+                for fill in [b'a', b' ', 0xC2] {
+                    let mut bytes = [fill; 8];
+                    bytes[at] = byte;
+                    let bits = ascii_space_bits(u64::from_le_bytes(bytes));
+                    assert_eq!(bits >> (8 * at + 7) & 1 == 1, space, "{byte:#x} at {at}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_short_group_is_its_bytes_zero_extended() {
+        let bytes = [0x81, 0x02, 0xF3, 0x44, 0x05, 0xA6, 0x77, 0x08];
+        for n in 0..=8 {
+            let expected = bytes[..n]
+                .iter()
+                .rev()
+                .fold(0, |group, byte| group << 8 | u64::from(*byte));
+            assert_eq!(group(&bytes[..n]), expected, "{n} bytes");
+        }
+    }
+
+    #[test]
+    fn words_are_split_at_every_kind_of_white_space() {
+        let text = "  Price:\u{A0}100 EUR\t\x0B\x0Cé\u{2003}été  lowercase\r\nLOWERCASE abcdefghijklmnopq ";
+        assert_eq!(words(text), words_one_byte_at_a_time(text));
+        assert_eq!(words(text).len(), 8);
+        assert_eq!(words(text)[5], words(text)[6]);
+        assert!(words("").is_empty());
+        assert!(words(" \t\n        ").is_empty());
+        assert_eq!(words("x"), [word_hash("x")]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn words_eight_bytes_at_a_time_are_the_words_byte_by_byte(
+            text in "([a-zA-Z0-9]{0,12}|[ \t\n\x0B\x0C\r]{0,9}|\u{A0}|\u{2003}|é|\u{301}|\x00){0,40}",
+        ) {
+            proptest::prop_assert_eq!(words(&text), words_one_byte_at_a_time(&text));
+        }
+
+        #[test]
+        fn any_text_is_split_as_byte_by_byte(text in proptest::prelude::any::<String>()) {
+            proptest::prop_assert_eq!(words(&text), words_one_byte_at_a_time(&text));
+        }
     }
 }
