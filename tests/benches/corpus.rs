@@ -18,7 +18,8 @@
 //! test: it asserts nothing about speed.
 //!
 //! Run with: `cargo bench -p xf-tests --bench corpus` (`XF_BENCH_RUNS`, default 5;
-//! `XF_BENCH_CRAWLER_ONLY=1` runs xf's crawler alone, `XF_BENCH_RUNS` times, for a profiler).
+//! `XF_BENCH_CRAWLER_ONLY=1` runs xf's crawler alone, `XF_BENCH_RUNS` times, for a profiler;
+//! `XF_BENCH_BARE_ONLY=1` the bare crawler alone, to profile the two in the same way).
 //! `XF_BENCH_SMOKE=1` makes one small run that checks the benchmark works (`xf_tests::bench`).
 
 use std::collections::HashSet;
@@ -57,8 +58,11 @@ async fn xf_scan(start: &str) -> (u64, Duration, Phases) {
     let (key, property) = app.crawlable_property(start, 10_000).await;
     let workers = app.xf.spawn_workers(WorkerOptions::new());
     let began = Instant::now();
+    // Polled every millisecond (the timer's resolution): the poll adds at most that to the
+    // time of the scan.
+    let every = Duration::from_millis(1);
     let job = app
-        .scan_to_end(&key, &property, 10_000, Duration::from_secs(600))
+        .scan_to_end_polling(&key, &property, 10_000, Duration::from_secs(600), every)
         .await;
     assert_eq!(job["status"], "completed", "{job}");
     let result = &job["result"];
@@ -193,10 +197,16 @@ fn main() {
         .enable_all()
         .build()
         .expect("the crawlers' runtime");
-    if std::env::var_os("XF_BENCH_CRAWLER_ONLY").is_some() {
-        // For a profiler: xf's crawler and analysis alone, `runs` times.
+    let bare_only = std::env::var_os("XF_BENCH_BARE_ONLY").is_some();
+    if bare_only || std::env::var_os("XF_BENCH_CRAWLER_ONLY").is_some() {
+        // For a profiler: one crawler alone (xf's, then its analysis untimed; or the bare
+        // one), `runs` times.
         for _ in 0..runs {
-            let (pages, crawl) = runtime.block_on(xf_crawl_and_analysis(&start));
+            let (pages, crawl) = if bare_only {
+                runtime.block_on(bare_crawl(&start))
+            } else {
+                runtime.block_on(xf_crawl_and_analysis(&start))
+            };
             println!("{pages} pages in {:.3} s", crawl.as_secs_f64());
         }
         return;

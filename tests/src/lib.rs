@@ -279,6 +279,21 @@ impl TestApp {
         max_pages: u32,
         patience: std::time::Duration,
     ) -> Value {
+        let every = std::time::Duration::from_millis(5);
+        self.scan_to_end_polling(key, property, max_pages, patience, every)
+            .await
+    }
+
+    /// [`TestApp::scan_to_end`], polling the job `every` so often (a benchmark polls often,
+    /// so that the poll adds little to what it times).
+    pub async fn scan_to_end_polling(
+        &self,
+        key: &str,
+        property: &str,
+        max_pages: u32,
+        patience: std::time::Duration,
+        every: std::time::Duration,
+    ) -> Value {
         let queued = self
             .post(
                 &format!("/properties/{property}/scans"),
@@ -303,7 +318,7 @@ impl TestApp {
                 began.elapsed() < patience,
                 "the scan did not end within {patience:?}: {job}"
             );
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            tokio::time::sleep(every).await;
         }
     }
 }

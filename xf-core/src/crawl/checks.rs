@@ -11,7 +11,9 @@
 //! identifies the finding across scans (the page's URL, or what a site finding is about) and a
 //! short evidence string.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{FastMap, FastSet};
 
 use url::Url;
 
@@ -550,7 +552,7 @@ pub struct CrawlRecord {
     /// holds 600,000 links, which as strings would take more memory than the rest of the
     /// crawl together.
     addresses: Vec<String>,
-    address_ids: HashMap<String, u32>,
+    address_ids: FastMap<String, u32>,
     /// What the crawl may fetch, from `start_url`.
     scope: Option<urls::Scope>,
 }
@@ -596,7 +598,7 @@ impl CrawlRecord {
     /// Gives a page the links [`ResolvedLinks::of`] resolved, as ids of the crawl's address
     /// table.
     pub fn add_links(&mut self, page: &mut PageRecord, links: ResolvedLinks) {
-        let mut external = HashSet::new();
+        let mut external = FastSet::default();
         for (address, nofollow, inside) in links.0 {
             let target = self.intern(address);
             if inside {
@@ -717,7 +719,7 @@ fn valid_hreflang(code: &str) -> bool {
 /// The findings of a crawl.
 pub fn analyse(crawl: &CrawlRecord) -> Vec<Finding> {
     let mut out = Findings(Vec::new());
-    let by_url: HashMap<&str, &PageRecord> =
+    let by_url: FastMap<&str, &PageRecord> =
         crawl.pages.iter().map(|p| (p.url.as_str(), p)).collect();
 
     // Internal links: target → the pages linking to it (followed or not), by index, so
@@ -761,7 +763,7 @@ pub fn analyse(crawl: &CrawlRecord) -> Vec<Finding> {
     near_duplicate_checks(crawl, &mut out);
     // One finding per check and subject, as the store keeps them (two could meet where a
     // long subject is clipped, or a site names the same thing twice).
-    let mut seen = HashSet::new();
+    let mut seen = FastSet::default();
     let first: Vec<bool> = out
         .0
         .iter()
@@ -812,7 +814,7 @@ impl Inlinks {
 
 fn site_checks(
     crawl: &CrawlRecord,
-    by_url: &HashMap<&str, &PageRecord>,
+    by_url: &FastMap<&str, &PageRecord>,
     inlinks: &Inlinks,
     out: &mut Findings,
 ) {
@@ -954,7 +956,7 @@ fn site_checks(
 fn page_checks(
     crawl: &CrawlRecord,
     page: &PageRecord,
-    by_url: &HashMap<&str, &PageRecord>,
+    by_url: &FastMap<&str, &PageRecord>,
     inlinks: &Inlinks,
     out: &mut Findings,
 ) {
@@ -1218,7 +1220,7 @@ fn canonical_checks(
     page: &PageRecord,
     facts: &PageFacts,
     page_url: &Url,
-    by_url: &HashMap<&str, &PageRecord>,
+    by_url: &FastMap<&str, &PageRecord>,
     out: &mut Findings,
 ) {
     if facts.canonicals.len() > 1 {
@@ -1267,7 +1269,7 @@ fn hreflang_checks(
     page: &PageRecord,
     facts: &PageFacts,
     page_url: &Url,
-    by_url: &HashMap<&str, &PageRecord>,
+    by_url: &FastMap<&str, &PageRecord>,
     out: &mut Findings,
 ) {
     if facts.hreflangs.is_empty() {
@@ -1378,7 +1380,7 @@ fn duplicate_checks(crawl: &CrawlRecord, out: &mut Findings) {
 
 /// Broken external links: one finding per address, naming the pages that link to it.
 fn external_link_checks(crawl: &CrawlRecord, out: &mut Findings) {
-    let broken: HashMap<u32, String> = crawl
+    let broken: FastMap<u32, String> = crawl
         .external_checks
         .iter()
         .filter_map(|check| Some((check.target, check.outcome.broken()?)))
@@ -1440,7 +1442,7 @@ fn near_duplicate_checks(crawl: &CrawlRecord, out: &mut Findings) {
     for band in 0..bands {
         let (from, to) = (band * 64 / bands, (band + 1) * 64 / bands);
         let mask = (1_u64 << (to - from)) - 1;
-        let mut buckets: HashMap<u64, Vec<usize>> = HashMap::new();
+        let mut buckets: FastMap<u64, Vec<usize>> = FastMap::default();
         for (index, (_, facts)) in pages.iter().enumerate() {
             let key = facts.content_simhash >> from & mask;
             buckets.entry(key).or_default().push(index);

@@ -16,7 +16,9 @@
 //! [`PageRecord::crawler_failure`], logged with its address, and reported; it still counts
 //! against the page budget, so no more than [`CrawlOptions::max_pages`] pages are fetched.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
+
+use super::{FastMap, FastSet};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -170,10 +172,10 @@ impl Crawler {
             return Ok(record);
         }
         let budget = self.options.max_pages as usize;
-        let mut seen: HashSet<String> = HashSet::from([start.to_string()]);
+        let mut seen: FastSet<String> = FastSet::from_iter([start.to_string()]);
         // Addresses of the crawl's table already looked at as links to follow: each is
         // parsed and queued once, however many pages link to it.
-        let mut followed: HashSet<u32> = HashSet::new();
+        let mut followed: FastSet<u32> = FastSet::default();
         let mut level = vec![Target {
             url: start.clone(),
             depth: 0,
@@ -268,7 +270,7 @@ impl Crawler {
             self.options.concurrency.max(1)
         };
         let mut tasks = tokio::task::JoinSet::new();
-        let mut running: HashMap<tokio::task::Id, (usize, Target)> = HashMap::new();
+        let mut running: FastMap<tokio::task::Id, (usize, Target)> = FastMap::default();
         let mut queue = targets.into_iter().enumerate();
         let mut done = 0;
         loop {
@@ -603,8 +605,8 @@ impl Crawler {
     /// budgets, each host's links one after the other and up to `concurrency` hosts at once.
     async fn check_external_links(&self, scope: &Scope, record: &mut CrawlRecord) {
         let mut chosen: Vec<(u32, Url)> = Vec::new();
-        let mut per_host: HashMap<String, usize> = HashMap::new();
-        let mut considered: HashSet<u32> = HashSet::new();
+        let mut per_host: FastMap<String, usize> = FastMap::default();
+        let mut considered: FastSet<u32> = FastSet::default();
         let mut over_budget = 0_u32;
         for page in &record.pages {
             for &target in &page.external_links {
@@ -638,7 +640,7 @@ impl Crawler {
             );
         }
         let mut by_host: Vec<Vec<(u32, Url)>> = Vec::new();
-        let mut host_index: HashMap<String, usize> = HashMap::new();
+        let mut host_index: FastMap<String, usize> = FastMap::default();
         for (target, url) in chosen {
             let host = url.host_str().unwrap_or_default().to_owned();
             let index = *host_index.entry(host).or_insert_with(|| {

@@ -19,6 +19,15 @@ pub mod scan;
 pub mod sitemap;
 pub mod urls;
 
+/// The crawler's hash maps: fast, and seeded at random per process, since their keys are
+/// addresses the crawled site chose.
+#[cfg(feature = "crawler")]
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
+/// The set of [`FastMap`].
+#[cfg(feature = "crawler")]
+pub(crate) type FastSet<T> = std::collections::HashSet<T, foldhash::fast::RandomState>;
+
 /// The message of a panic's payload, when it has one.
 #[cfg(feature = "crawler")]
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> Option<String> {

@@ -169,7 +169,7 @@ impl JobHandler for ScanHandler {
 
 /// The pages of a crawl, each address once (the first fetch of it).
 fn fetched_pages(crawl: &crate::crawl::checks::CrawlRecord) -> Vec<FetchedPage> {
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = super::FastSet::default();
     crawl
         .pages
         .iter()
