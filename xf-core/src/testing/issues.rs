@@ -481,8 +481,9 @@ pub(super) fn finding(check: &str, kind: ScanKind, subject: &str, evidence: &str
 /// `complete_scan` applies the lifecycle of docs/crawler.md: a new finding opens an issue; a
 /// known one is updated (and a fixed or resolved one reopens); an open issue a later scan
 /// reached and did not find is resolved; one whose address the scan did not reach keeps its
-/// state; fixed and resolved issues not found stay; other properties are untouched. Also: a
-/// second issue of the same check and subject is a duplicate.
+/// state; fixed and resolved issues not found stay; an issue already carrying the scan's job
+/// counts as found; other properties are untouched. Also: a second issue of the same check
+/// and subject is a duplicate.
 pub async fn issue_scans_apply_the_lifecycle(store: Arc<dyn TestStore>) {
     let org = seed_organization(&*store, "Lifecycle").await;
     let site = seed_property(&*store, &org, minutes(0)).await;
@@ -633,13 +634,28 @@ pub async fn issue_scans_apply_the_lifecycle(store: Arc<dyn TestStore>) {
     );
 
     // Scan 4 finds c again: resolved issues reopen too. It reached u1 and found nothing there.
+    // An issue that already carries scan 4's job (inserted while it ran) counts as one the
+    // scan found: it stays open, though the scan reached its page and did not find it there.
+    let carried = issue(
+        &site,
+        &runs[3].job.id,
+        ScanKind::Page,
+        IssueStatus::Open,
+        minutes(35),
+    );
+    store.insert_issue(&carried).await.unwrap();
     let fourth = ScanFindings {
         findings: vec![finding("check_c", ScanKind::Site, "robots.txt", "c again")],
-        reached: vec![u1.clone()],
+        reached: vec![u1.clone(), carried.subject.clone()],
         ..scan(4)
     };
     complete(&*store, &fourth, &runs[3]).await;
     let issues = list(store.clone(), site.id.clone()).await;
+    assert_eq!(
+        one(&issues, &carried.issue_type, &carried.subject),
+        carried,
+        "an issue carrying the scan's job is left as it was"
+    );
     let c4 = one(&issues, "check_c", "robots.txt");
     assert_eq!((c4.status, c4.resolved_at), (IssueStatus::Open, None));
     let a4 = one(&issues, "check_a", &u1);
@@ -650,10 +666,10 @@ pub async fn issue_scans_apply_the_lifecycle(store: Arc<dyn TestStore>) {
     assert_eq!(
         store.issue_summary(&site.id).await.unwrap(),
         IssueSummary {
-            open: 3,
+            open: 4,
             resolved: 1,
             fixed: 0,
-            total: 4
+            total: 5
         }
     );
     assert!(list(store.clone(), other_site.id.clone()).await.is_empty());
