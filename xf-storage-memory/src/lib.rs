@@ -484,19 +484,13 @@ impl xf_core::testing::Dump for MemoryStore {
         Ok(xf_core::testing::StoreDump {
             organizations: state.organizations.values().cloned().collect(),
             api_keys: state.api_keys.values().cloned().collect(),
-            properties: sorted(&state.properties, |p| p.id.as_str()),
-            jobs: {
-                let mut jobs: Vec<_> = state.jobs.values().map(|j| j.record.clone()).collect();
-                jobs.sort_by(|a, b| a.id.as_str().cmp(b.id.as_str()));
-                jobs
-            },
-            issues: sorted(&state.issues, |i| i.id.as_str()),
-            scan_records: {
-                let mut records: Vec<_> = state.scan_records.values().cloned().collect();
-                records.sort_by(|a, b| a.job_id.as_str().cmp(b.job_id.as_str()));
-                records
-            },
-            reports: sorted(&state.reports, |r| r.token.as_str()),
+            properties: sorted(state.properties.values().cloned(), |p| p.id.as_str()),
+            jobs: sorted(state.jobs.values().map(|j| j.record.clone()), |j| {
+                j.id.as_str()
+            }),
+            issues: sorted(state.issues.values().cloned(), |i| i.id.as_str()),
+            scan_records: sorted(state.scan_records.values().cloned(), |r| r.job_id.as_str()),
+            reports: sorted(state.reports.values().cloned(), |r| r.token.as_str()),
             usage: state
                 .usage
                 .iter()
@@ -507,12 +501,12 @@ impl xf_core::testing::Dump for MemoryStore {
     }
 }
 
-/// The records of `indexed`, sorted by `key` (a dump lists them by their key).
+/// `records` sorted by `key` (a dump lists them by their key).
 #[cfg(feature = "testing")]
-fn sorted<T: Clone>(indexed: &Indexed<T>, key: impl Fn(&T) -> &str) -> Vec<T> {
-    let mut rows: Vec<&T> = indexed.values().collect();
-    rows.sort_by(|a, b| key(a).cmp(key(b)));
-    rows.into_iter().cloned().collect()
+fn sorted<T>(records: impl Iterator<Item = T>, key: impl Fn(&T) -> &str) -> Vec<T> {
+    let mut records: Vec<T> = records.collect();
+    records.sort_by(|a, b| key(a).cmp(key(b)));
+    records
 }
 
 #[cfg(test)]

@@ -13,12 +13,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{FastMap, FastSet};
-
 use url::Url;
 
 use super::html::{PageFacts, Sampled};
 use super::urls;
+use super::{FastMap, FastSet};
 use crate::model::{ScanKind, Severity};
 
 /// One check of the catalogue.

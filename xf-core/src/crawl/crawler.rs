@@ -17,8 +17,6 @@
 //! against the page budget, so no more than [`CrawlOptions::max_pages`] pages are fetched.
 
 use std::collections::BTreeSet;
-
-use super::{FastMap, FastSet};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,6 +33,7 @@ use super::html::{PageFacts, PageScanner};
 use super::robots::Robots;
 use super::sitemap::{parse_sitemap, Sitemap};
 use super::urls::{self, Scope};
+use super::{FastMap, FastSet};
 
 /// The crawler's product token in robots.txt and its user agent.
 pub const AGENT_TOKEN: &str = "xf-seo-bot";

@@ -497,36 +497,32 @@ fn for_each_word_hash(text: &str, mut each: impl FnMut(u64)) {
             return;
         }
         let start = at;
-        let first = load(bytes, at);
-        let spaces = ascii_space_bits(first);
-        if spaces != 0 {
-            // A word of fewer than eight bytes (most are), already loaded: hashed here, as
-            // [`ascii_word_hash`] would, without a branch on its length.
-            let length = (spaces.trailing_zeros() / 8) as usize;
-            let word = first & ((1 << (8 * length)) - 1);
-            if word & HIGH == 0 {
-                at += length;
-                each(mix(seed(length) ^ ascii_lower_case(word)));
-                continue;
-            }
-        }
-        // To the next white space (never in the zeros past the end), noting bytes beyond ASCII.
+        // Whole groups to the group holding the next white space (never in the zeros past
+        // the end), noting bytes beyond ASCII.
+        let mut group = load(bytes, at);
+        let mut spaces = ascii_space_bits(group);
         let mut beyond_ascii = 0;
-        loop {
-            let group = load(bytes, at);
-            let spaces = ascii_space_bits(group);
-            if spaces == 0 {
-                beyond_ascii |= group;
-                at += 8;
-                if at >= bytes.len() {
-                    at = bytes.len();
-                    break;
-                }
-            } else {
-                let word_bytes = spaces.trailing_zeros() / 8;
-                beyond_ascii |= group & ((1 << (8 * word_bytes)) - 1);
-                at += word_bytes as usize;
+        while spaces == 0 {
+            beyond_ascii |= group;
+            at += 8;
+            if at >= bytes.len() {
                 break;
+            }
+            group = load(bytes, at);
+            spaces = ascii_space_bits(group);
+        }
+        if spaces == 0 {
+            at = bytes.len();
+        } else {
+            let in_group = (spaces.trailing_zeros() / 8) as usize;
+            let rest = group & ((1 << (8 * in_group)) - 1);
+            beyond_ascii |= rest;
+            at += in_group;
+            if at - start == in_group && beyond_ascii & HIGH == 0 {
+                // A word of fewer than eight bytes (most are), already loaded: hashed here,
+                // as [`ascii_word_hash`] would, without a branch on its length.
+                each(mix(seed(in_group) ^ ascii_lower_case(rest)));
+                continue;
             }
         }
         if beyond_ascii & HIGH == 0 {
