@@ -4,14 +4,25 @@
 //! this process) and recorded in the delivery log. Not a test: it asserts nothing about speed
 //! and reports figures to quote.
 //!
+//! On PostgreSQL each run alternates with its anchor, the least a durable delivery loop can do
+//! in plain SQL and HTTP: as many messages waiting in a table of four columns (one partial
+//! index), two loops each claiming 32 with one `UPDATE … FOR UPDATE SKIP LOCKED`, posting them
+//! at once to the same receiver with one reqwest client, and recording them with one statement
+//! that marks them delivered and writes their log rows (64 in flight, as the runtime's
+//! default `webhook_concurrency`). The anchor does not sign (an HMAC of a message costs about a
+//! microsecond) and has no fan-out, retries or leases to keep. The ratio of the two is the
+//! figure that compares across machines: both follow the disk's flush rate.
+//!
 //! Run with: `cargo bench -p xf-tests --bench webhooks` (PostgreSQL as for the tests:
 //! `DATABASE_URL`, or 127.0.0.1:5432). `XF_BENCH_RUNS` (default 5) sets the runs per store
-//! and `XF_BENCH_EVENTS` (default 10000) the events per run; the median is reported.
+//! (and of the anchor) and `XF_BENCH_EVENTS` (default 10000) the events per run; medians are
+//! reported, and the ratio of each PostgreSQL run to the anchor's run beside it.
 //! `XF_BENCH_SMOKE=1` makes one small run that checks the benchmark works (`xf_tests::bench`).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use xf_tests::bench::{median, organization, runs, size};
+use xf_tests::bench::{listed, median, organization, runs, size};
 
 use serde_json::json;
 use xf_core::model::{JobRecord, JobSubject};
@@ -142,6 +153,130 @@ async fn count_log(store: &Arc<dyn Store>, webhook: &xf_core::ids::WebhookId) ->
     }
 }
 
+/// The anchor's schema: a message is its id, payload, status and attempts; its log rows the
+/// answer's status.
+const RAW_SCHEMA: &str = "\
+    CREATE TABLE raw_messages (id bigserial PRIMARY KEY, payload text NOT NULL, \
+        status text NOT NULL DEFAULT 'pending', attempts integer NOT NULL DEFAULT 0); \
+    CREATE INDEX raw_messages_pending ON raw_messages (id) WHERE status = 'pending'; \
+    CREATE TABLE raw_log (id bigserial PRIMARY KEY, message_id bigint NOT NULL, \
+        status_code integer NOT NULL, took_ms integer NOT NULL)";
+
+/// Messages each anchor loop claims at once.
+const RAW_CLAIM: i64 = 32;
+
+/// One run of the anchor: `events` messages waiting, delivered by two loops; deliveries per
+/// second.
+async fn run_raw(events: usize) -> f64 {
+    let receiver = Receiver::counting().await;
+    let store = xf_storage_postgres::testing::fresh_database().await;
+    let pool = store.pool().clone();
+    sqlx::raw_sql(RAW_SCHEMA)
+        .execute(&pool)
+        .await
+        .expect("anchor schema");
+    // A message of the size of a job's: its id, type and the job's view.
+    let payload = json!({
+        "type": "job.completed",
+        "timestamp": "2026-11-28T12:00:00.000Z",
+        "data": {"job": {
+            "jobId": "job_01a2245de38d71b8b68a25a014a0d5d4", "type": "site_scan",
+            "status": "completed", "propertyId": "prop_01a2245de38d71b8b68a25a014a0d5d4",
+            "propertyName": "bench.example", "tenantLabel": "Bench", "progress": 100,
+            "result": {"score": 90}, "createdAt": "2026-11-28T12:00:00.000Z",
+            "startedAt": "2026-11-28T12:00:00.000Z", "completedAt": "2026-11-28T12:00:01.000Z",
+        }},
+    })
+    .to_string();
+    sqlx::query("INSERT INTO raw_messages (payload) SELECT $1 FROM generate_series(1, $2)")
+        .bind(&payload)
+        .bind(i32::try_from(events).expect("a small count"))
+        .execute(&pool)
+        .await
+        .expect("messages");
+    let client = reqwest::Client::new();
+    let done = Arc::new(AtomicUsize::new(0));
+    let start = Instant::now();
+    let loops: Vec<_> = (0..2)
+        .map(|_| {
+            let (pool, client, done) = (pool.clone(), client.clone(), Arc::clone(&done));
+            let url = receiver.url.clone();
+            tokio::spawn(async move {
+                while done.load(Ordering::Relaxed) < events {
+                    let claimed: Vec<(i64, String)> = sqlx::query_as(
+                        "UPDATE raw_messages SET status = 'sending', attempts = attempts + 1 \
+                         WHERE id IN (SELECT id FROM raw_messages WHERE status = 'pending' \
+                         ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) RETURNING id, payload",
+                    )
+                    .bind(RAW_CLAIM)
+                    .fetch_all(&pool)
+                    .await
+                    .expect("claim");
+                    if claimed.is_empty() {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                        continue;
+                    }
+                    let sent = futures::future::join_all(claimed.into_iter().map(|(id, body)| {
+                        let request = client
+                            .post(&url)
+                            .header("content-type", "application/json")
+                            .body(body)
+                            .timeout(Duration::from_secs(15));
+                        async move {
+                            let started = Instant::now();
+                            let status =
+                                request.send().await.expect("the receiver answers").status();
+                            let took =
+                                i32::try_from(started.elapsed().as_millis()).unwrap_or(i32::MAX);
+                            (id, i32::from(status.as_u16()), took)
+                        }
+                    }))
+                    .await;
+                    let ids: Vec<i64> = sent.iter().map(|s| s.0).collect();
+                    let statuses: Vec<i32> = sent.iter().map(|s| s.1).collect();
+                    let took: Vec<i32> = sent.iter().map(|s| s.2).collect();
+                    let recorded = sqlx::query(
+                        "WITH sent AS (SELECT * FROM unnest($1::bigint[], $2::integer[], \
+                         $3::integer[]) AS s (id, status_code, took_ms)), \
+                         marked AS (UPDATE raw_messages m SET status = 'delivered' FROM sent \
+                         WHERE m.id = sent.id) \
+                         INSERT INTO raw_log (message_id, status_code, took_ms) \
+                         SELECT id, status_code, took_ms FROM sent",
+                    )
+                    .bind(&ids)
+                    .bind(&statuses)
+                    .bind(&took)
+                    .execute(&pool)
+                    .await
+                    .expect("record")
+                    .rows_affected();
+                    done.fetch_add(
+                        usize::try_from(recorded).expect("a count"),
+                        Ordering::Relaxed,
+                    );
+                }
+            })
+        })
+        .collect();
+    for task in loops {
+        task.await.expect("a delivery loop");
+    }
+    let elapsed = start.elapsed();
+    let delivered: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM raw_messages WHERE status = 'delivered'")
+            .fetch_one(&pool)
+            .await
+            .expect("count");
+    assert_eq!(delivered as usize, events, "every anchor message delivered");
+    assert_eq!(
+        receiver.count(),
+        events,
+        "each anchor message received once"
+    );
+    pool.close().await;
+    events as f64 / elapsed.as_secs_f64()
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let runs = runs();
@@ -149,18 +284,34 @@ async fn main() {
     println!("{events} events per run, {runs} runs per store, one local receiver");
     for name in ["memory", "postgres"] {
         let mut figures = Vec::with_capacity(runs);
+        let mut anchors = Vec::with_capacity(runs);
         for _ in 0..runs {
             let store: Arc<dyn Store> = match name {
                 "memory" => Arc::new(xf_storage_memory::MemoryStore::new()),
                 _ => Arc::new(xf_storage_postgres::testing::fresh_database().await),
             };
             figures.push(run(store, events).await);
+            if name == "postgres" {
+                anchors.push(run_raw(events).await);
+            }
         }
-        let shown: Vec<String> = figures.iter().map(|f| format!("{f:.0}")).collect();
         println!(
             "{name:<10} median {:>8.0} deliveries/s   (runs: {})",
-            median(figures),
-            shown.join(", ")
+            median(figures.clone()),
+            listed(&figures, 0)
         );
+        if !anchors.is_empty() {
+            let ratios: Vec<f64> = figures.iter().zip(&anchors).map(|(f, a)| f / a).collect();
+            println!(
+                "plain SQL  median {:>8.0} deliveries/s   (runs: {})",
+                median(anchors.clone()),
+                listed(&anchors, 0)
+            );
+            println!(
+                "xf / plain median {:>8.2}                 (pairs: {})",
+                median(ratios.clone()),
+                listed(&ratios, 2)
+            );
+        }
     }
 }

@@ -37,6 +37,12 @@ pub fn median(mut values: Vec<f64>) -> f64 {
     values[values.len() / 2]
 }
 
+/// `values` as a list for a report line, `digits` after the point.
+pub fn listed(values: &[f64], digits: usize) -> String {
+    let shown: Vec<String> = values.iter().map(|v| format!("{v:.digits$}")).collect();
+    shown.join(", ")
+}
+
 /// A new organization named "Bench" on `plan`, with its keys.
 pub async fn organization(xf: &xf_core::Xf, plan: &str) -> xf_core::CreatedOrganization {
     xf.admin_create_organization(xf_core::NewOrganization {
