@@ -96,7 +96,7 @@ impl State {
     pub(crate) fn record_event(&mut self, job: &JobRecord, now: Timestamp) {
         let event_type = EventType::for_status(job.status).filter(|_| job.is_visible());
         if let Some(event_type) = event_type {
-            self.events.push(Event {
+            self.append_event(Event {
                 id: EventId::new(),
                 organization_id: job.organization_id.clone(),
                 event_type,
@@ -108,13 +108,24 @@ impl State {
 
     /// Writes an event that carries its delivery's data (the media API's).
     pub(crate) fn record_snapshot_event(&mut self, event: NewEvent, now: Timestamp) {
-        self.events.push(Event {
+        self.append_event(Event {
             id: EventId::new(),
             organization_id: event.organization_id,
             event_type: event.event_type,
             subject: EventSubject::Snapshot(event.data),
             created_at: now,
         });
+    }
+
+    /// Appends `event` to the outbox, noting whether an enabled webhook of its organization
+    /// subscribes to it now (an event that has nobody to go to is never fanned out).
+    fn append_event(&mut self, event: Event) {
+        let subscribed = self
+            .webhooks
+            .of(event.organization_id.as_str())
+            .any(|hook| hook.enabled && hook.events.contains(&event.event_type));
+        self.events.push(event);
+        self.subscribed.push(subscribed);
     }
 
     /// The job if `attempt` is its current, running attempt.

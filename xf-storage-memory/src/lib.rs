@@ -73,6 +73,9 @@ struct State {
     leases: BTreeSet<(Timestamp, String)>,
     /// The outbox, in id order.
     events: Vec<Event>,
+    /// For each event of `events`, whether an enabled webhook of its organization subscribed
+    /// to its type when it was written: one that had none is never fanned out.
+    subscribed: Vec<bool>,
     /// Indexed by property.
     issues: Indexed<Issue>,
     /// Issue ids by property, type and subject: one issue per check and subject.
@@ -171,8 +174,9 @@ impl MemoryStore {
     }
 
     /// The state, to change. Dropping the guard lets go of the lock and then sends
-    /// [`QueueSignal::EventsWritten`] if events were appended meanwhile: so no operation that
-    /// writes events (finishing, cancelling, rescuing jobs) can forget the signal.
+    /// [`QueueSignal::EventsWritten`] if events a webhook subscribes to were appended
+    /// meanwhile: so no operation that writes events (finishing, cancelling, rescuing jobs)
+    /// can forget the signal.
     fn write(&self) -> WriteGuard<'_> {
         let state = self
             .state
@@ -219,10 +223,13 @@ impl DerefMut for WriteGuard<'_> {
 
 impl Drop for WriteGuard<'_> {
     fn drop(&mut self) {
-        let wrote_events = self
-            .state
-            .take()
-            .is_some_and(|state| state.events.len() > self.events_before);
+        // Only events a fan-out will take wake the delivery engines.
+        let wrote_events = self.state.take().is_some_and(|state| {
+            state
+                .subscribed
+                .get(self.events_before..)
+                .is_some_and(|written| written.contains(&true))
+        });
         // The lock is released here, before anyone is woken.
         if wrote_events {
             let _ = self.signals.send(QueueSignal::EventsWritten);

@@ -260,10 +260,18 @@ impl WebhookStore for MemoryStore {
 
     async fn fan_out_events(&self, limit: usize, now: Timestamp) -> StoreResult<usize> {
         let mut state = self.write();
-        let start = state.fanned_out;
-        let end = state.events.len().min(start.saturating_add(limit));
+        // The next `limit` events that had a subscriber when they were written.
+        let mut end = state.fanned_out;
+        let mut taken = Vec::new();
+        while end < state.events.len() && taken.len() < limit {
+            if state.subscribed[end] {
+                taken.push(end);
+            }
+            end += 1;
+        }
         let mut queued = Vec::new();
-        for event in &state.events[start..end] {
+        for &index in &taken {
+            let event = &state.events[index];
             let subscribers =
                 state
                     .webhooks
@@ -280,7 +288,7 @@ impl WebhookStore for MemoryStore {
             state.queue_message(&webhook_id, &event_id, now);
         }
         state.fanned_out = end;
-        Ok(end - start)
+        Ok(taken.len())
     }
 
     async fn claim_deliveries(

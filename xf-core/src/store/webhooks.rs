@@ -140,7 +140,8 @@ pub trait WebhookStore: Send + Sync {
 
     /// Fans out up to `limit` events no fan-out has taken, oldest first, queueing their
     /// messages due at `now`; returns how many events it took. Concurrent calls take
-    /// different events.
+    /// different events. An event written while no enabled webhook of its organization
+    /// subscribed to its type has nobody to go to, and no fan-out takes it.
     async fn fan_out_events(&self, limit: usize, now: Timestamp) -> StoreResult<usize>;
 
     /// Claims up to `limit` messages of enabled webhooks that are due at `now` (or whose

@@ -706,12 +706,13 @@ pub async fn webhook_purge_deliveries_removes_old_rows(store: Arc<dyn TestStore>
     assert_eq!(whole_log(s, &other.id).await, vec![recent]);
 }
 
-/// A listener hears [`QueueSignal::EventsWritten`] after a write that adds to the outbox: a
-/// cancellation and a finish.
+/// A listener hears [`QueueSignal::EventsWritten`] after a write that adds to the outbox an
+/// event a webhook subscribes to: a cancellation and a finish.
 pub async fn webhook_listen_hears_events_written(store: Arc<dyn TestStore>) {
     let s = &*store;
     let org = seed_organization(s, "Event listener").await;
     let site = seed_property(s, &org, minutes(0)).await;
+    seed_webhook(s, &org, minutes(0), |_| {}).await;
     let mut listener = store.listen().await.unwrap();
 
     let pending = typed_job(&org, &site, minutes(1), &unique_job_type("events-written"));
@@ -734,7 +735,9 @@ pub async fn webhook_listen_hears_events_written(store: Arc<dyn TestStore>) {
 ///   queues each event exactly once for each enabled webhook of the event's organization that
 ///   subscribes to its type: not for disabled webhooks, webhooks of other events or other
 ///   organizations' webhooks. Later fan-outs queue nothing more. A fan-out or a claim of 0
-///   takes nothing.
+///   takes nothing. An event written while no enabled webhook of its organization subscribed
+///   to its type had nobody to go to: no fan-out queues it, not even for a webhook that
+///   subscribes before the fan-out runs.
 /// - Disabling a webhook and deleting one drop their queued messages; turning a webhook on
 ///   again brings none back, nor queues the events that happened while it was off (and a
 ///   deleted webhook's record inserted again under its id finds no message of its own).
@@ -769,6 +772,24 @@ pub async fn webhook_delivery_queue_lifecycle(store: Arc<dyn TestStore>) {
     let deleted = seed_webhook(s, &org, minutes(6), |_| {}).await;
     let turned_off = seed_webhook(s, &org, minutes(7), |_| {}).await;
     let neighbours = seed_webhook(s, &other, minutes(1), |_| {}).await;
+    // An organization whose webhooks take no completion when its job completes, and one that
+    // subscribes to everything once the event is written.
+    let quiet = seed_organization(s, "Delivering, quietly").await;
+    let quiet_site = seed_property(s, &quiet, minutes(0)).await;
+    let quiet_cancels = seed_webhook(s, &quiet, minutes(1), |hook| {
+        hook.events = vec![EventType::JobCancelled];
+    })
+    .await;
+    let quiet_off = seed_webhook(s, &quiet, minutes(1), |hook| hook.enabled = false).await;
+    let unheard = seed_job(s, &quiet, &quiet_site, minutes(13), JobStatus::Completed).await;
+    let unheard_event = assert_single_event(
+        s,
+        &unheard,
+        EventType::JobCompleted,
+        seconds(minutes(13), 2),
+    )
+    .await;
+    let quiet_late = seed_webhook(s, &quiet, minutes(14), |_| {}).await;
     let mine: HashSet<WebhookId> = [
         &everything,
         &cancels,
@@ -778,6 +799,9 @@ pub async fn webhook_delivery_queue_lifecycle(store: Arc<dyn TestStore>) {
         &deleted,
         &turned_off,
         &neighbours,
+        &quiet_cancels,
+        &quiet_off,
+        &quiet_late,
     ]
     .into_iter()
     .map(|hook| hook.id.clone())
@@ -843,7 +867,12 @@ pub async fn webhook_delivery_queue_lifecycle(store: Arc<dyn TestStore>) {
         (neighbours.id.clone(), their_event.id.clone()),
     ];
     expected.sort();
-    assert_eq!(pairs(&claimed), expected, "each message is claimed once");
+    assert_eq!(
+        pairs(&claimed),
+        expected,
+        "each message is claimed once, and none of {}, which had no subscriber",
+        unheard_event.id
+    );
     let events: HashMap<EventId, _> = [&cancelled_event, &done_event, &their_event]
         .into_iter()
         .map(|event| (event.id.clone(), event.clone()))
