@@ -1,9 +1,9 @@
 //! The delivery engine: the runtime's webhook tasks.
 //!
-//! - A **dispatcher** fans new outbox events out to webhooks, then claims as many due
-//!   messages as it has free slots (at most [`CLAIM_BATCH`] per claim) and starts an attempt
-//!   for each. When a claim comes back short it waits for a wake-up (events written, from the
-//!   store's signals) or for the poll interval.
+//! - A **dispatcher** fans new outbox events out to webhooks (when woken by events written,
+//!   from the store's signals, or after a wait), then claims as many due messages as it has
+//!   free slots (at most [`CLAIM_BATCH`] per claim) and starts an attempt for each. When a
+//!   claim comes back short it waits for a wake-up or for the poll interval.
 //! - Each **attempt** signs the message with the webhook's secrets, posts it, and hands its
 //!   outcome (log row and next step) to the recorder.
 //! - The **recorder** writes whatever outcomes are waiting in one store call.
@@ -12,6 +12,7 @@
 //! out, so any number of engines can share a database; a message whose sender died is claimed
 //! again when its lease ends, so every event is delivered at least once.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -93,12 +94,20 @@ pub(crate) fn spawn(
 }
 
 async fn dispatch_loop(engine: Arc<Engine>, wake: Arc<Notify>, mut stopped: watch::Receiver<bool>) {
+    // Whether events may be waiting for a fan-out: at the start and after each wait. While
+    // attempts keep the dispatcher busy it fans out only when woken meanwhile, not before
+    // every claim (with slots freed one or a few at a time, that was a statement per claim
+    // finding nothing).
+    let mut fan_out_due = true;
     loop {
         if *stopped.borrow() {
             return;
         }
         let now = engine.delivery.clock.now();
-        fan_out(&engine, now).await;
+        if std::mem::take(&mut fan_out_due) || take_wake_up(&wake) {
+            // A fan-out that failed is tried again on the next turn.
+            fan_out_due = !fan_out(&engine, now).await;
+        }
         let drained = match Arc::clone(&engine.slots).try_acquire_owned() {
             Err(_) => {
                 // Every slot is busy: wait for one.
@@ -116,12 +125,22 @@ async fn dispatch_loop(engine: Arc<Engine>, wake: Arc<Notify>, mut stopped: watc
                 _ = tokio::time::sleep(engine.options.poll_interval) => {}
                 _ = stopped.changed() => return,
             }
+            fan_out_due = true;
         }
     }
 }
 
-/// Fans out every event waiting in the outbox.
-async fn fan_out(engine: &Engine, now: Timestamp) {
+/// Whether `wake` was notified since it was last waited on, taking the notification (a
+/// `notify_one` with nobody waiting leaves one, which the first poll of `notified` takes).
+fn take_wake_up(wake: &Notify) -> bool {
+    let notified = std::pin::pin!(wake.notified());
+    notified
+        .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
+        .is_ready()
+}
+
+/// Fans out every event waiting in the outbox; whether it did (`false` after a failure).
+async fn fan_out(engine: &Engine, now: Timestamp) -> bool {
     loop {
         match engine
             .delivery
@@ -130,10 +149,10 @@ async fn fan_out(engine: &Engine, now: Timestamp) {
             .await
         {
             Ok(taken) if taken >= FAN_OUT_BATCH => continue,
-            Ok(_) => return,
+            Ok(_) => return true,
             Err(error) => {
                 tracing::warn!(%error, "fanning events out to webhooks failed");
-                return;
+                return false;
             }
         }
     }
@@ -338,5 +357,14 @@ mod tests {
             next_step(1, &asked, now),
             NextStep::RetryAt(at("2026-11-22T10:01:30.000Z"))
         );
+    }
+
+    #[test]
+    fn a_wake_up_is_taken_once_and_only_after_a_notification() {
+        let wake = Notify::new();
+        assert!(!take_wake_up(&wake), "nothing was notified");
+        wake.notify_one();
+        assert!(take_wake_up(&wake), "the stored notification");
+        assert!(!take_wake_up(&wake), "taken already");
     }
 }
