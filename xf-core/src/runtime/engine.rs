@@ -94,8 +94,28 @@ impl Shared {
     }
 }
 
-/// The most outcomes that wait for the completer, unless the concurrency is larger.
-const UNWRITTEN: usize = 1_000;
+/// The most outcomes that wait for their writer, unless the concurrency is larger.
+pub(crate) const UNWRITTEN: usize = 1_000;
+
+/// Places among the unwritten outcomes for a pool of `concurrency` slots (see
+/// [`hand_over_slot`]).
+pub(crate) fn unwritten_places(concurrency: usize) -> Arc<Semaphore> {
+    Arc::new(Semaphore::new(concurrency.max(UNWRITTEN)))
+}
+
+/// Trades a finished attempt's slot for a place among the unwritten outcomes, so that the
+/// slot can go back as soon as the outcome is queued for its writer and claims overlap with
+/// the writes: the place to hold until the outcome is written, and the slot to give back once
+/// it is queued. Were `places` ever closed, the slot itself is held until the write.
+pub(crate) async fn hand_over_slot(
+    places: &Arc<Semaphore>,
+    slot: OwnedSemaphorePermit,
+) -> (OwnedSemaphorePermit, Option<OwnedSemaphorePermit>) {
+    match Arc::clone(places).acquire_owned().await {
+        Ok(place) => (place, Some(slot)),
+        Err(_) => (slot, None),
+    }
+}
 
 /// Starts the runtime on the current Tokio runtime: the claimer (when there are handlers and
 /// jobs to run), the completer, the rescue and upkeep passes, the listener of the store's
@@ -116,7 +136,7 @@ pub(crate) fn start(parts: Parts, options: WorkerOptions) -> WorkerHandle {
         upkeep,
         metrics,
         slots: Arc::new(Semaphore::new(options.concurrency)),
-        unwritten: Arc::new(Semaphore::new(options.concurrency.max(UNWRITTEN))),
+        unwritten: unwritten_places(options.concurrency),
         options,
         running: Mutex::new(HashMap::new()),
         wake: Notify::new(),
@@ -386,15 +406,10 @@ async fn run_attempt(
     shared.metrics.job_run(&job_type, ran, started.elapsed());
     let outcome = outcome.filter(|_| !settled.load(Ordering::Acquire));
     if let Some(outcome) = outcome {
-        // The slot goes back once the outcome is queued (a place among the unwritten ones is
-        // held until it is written), so claims overlap with the completer's writes. Only then:
-        // a shutdown that finds every slot free closes the completer's queue, and an outcome
-        // sent after that would be lost. Were that semaphore ever closed, the slot itself
-        // would wait for the write, as it once did.
-        let (held, slot) = match Arc::clone(&shared.unwritten).acquire_owned().await {
-            Ok(place) => (place, Some(permit)),
-            Err(_) => (permit, None),
-        };
+        // The slot goes back once the outcome is queued, not before: a shutdown that finds
+        // every slot free closes the completer's queue, and an outcome sent after that would
+        // be lost.
+        let (held, slot) = hand_over_slot(&shared.unwritten, permit).await;
         let sender = shared
             .finishes
             .lock()

@@ -83,7 +83,7 @@ mod engine;
 mod job;
 
 pub use engine::WorkerHandle;
-pub(crate) use engine::{next_batch, start, write_with_retries};
+pub(crate) use engine::{hand_over_slot, next_batch, start, unwritten_places, write_with_retries};
 pub use job::{JobContext, JobError, JobHandler};
 
 /// Upkeep the runtime runs on every purge pass: retention purges, the blob sweep. The layer

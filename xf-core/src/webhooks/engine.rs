@@ -5,7 +5,9 @@
 //!   free slots (at most [`CLAIM_BATCH`] per claim) and starts an attempt for each. When a
 //!   claim comes back short it waits for a wake-up or for the poll interval.
 //! - Each **attempt** signs the message with the webhook's secrets, posts it, and hands its
-//!   outcome (log row and next step) to the recorder.
+//!   outcome (log row and next step) to the recorder; its slot goes back then, while a place
+//!   among at most 1,000 unwritten outcomes (or the concurrency, if larger) is held until the
+//!   write.
 //! - The **recorder** writes whatever outcomes are waiting in one store call.
 //!
 //! The store makes each claim exclusive and refuses the outcome of an attempt whose lease ran
@@ -25,7 +27,7 @@ use super::secrets::SecretBox;
 use super::transport::{Reply, WebhookTransport};
 use super::{log_row, send, MessageData, WebhookMessage};
 use crate::model::EventSubject;
-use crate::runtime::{next_batch, write_with_retries, Signals};
+use crate::runtime::{hand_over_slot, next_batch, unwritten_places, write_with_retries, Signals};
 use crate::store::{ClaimedDelivery, DeliveryRecord, NextStep, WebhookStore};
 use crate::time::{Clock, Timestamp};
 
@@ -63,7 +65,11 @@ pub(crate) struct Delivery {
 
 struct Engine {
     delivery: Delivery,
+    /// One per attempt in flight.
     slots: Arc<Semaphore>,
+    /// Places among the outcomes waiting for the recorder.
+    unwritten: Arc<Semaphore>,
+    /// To the recorder: each outcome with its place, freed once it is written.
     outcomes: mpsc::UnboundedSender<(DeliveryRecord, OwnedSemaphorePermit)>,
     options: EngineOptions,
 }
@@ -84,6 +90,7 @@ pub(crate) fn spawn(
     let engine = Arc::new(Engine {
         delivery,
         slots: Arc::new(Semaphore::new(options.concurrency.max(1))),
+        unwritten: unwritten_places(options.concurrency),
         outcomes,
         options,
     });
@@ -265,9 +272,13 @@ async fn attempt(engine: Arc<Engine>, delivery: ClaimedDelivery, permit: OwnedSe
         ),
         next,
     };
-    // A closed recorder means the runtime stopped: the lease runs out and the message is
+    // The slot goes back once the outcome is queued, so claims overlap with the recorder's
+    // writes (the message stays leased to this attempt until its record is written). A
+    // closed recorder means the runtime stopped: the lease runs out and the message is
     // delivered again.
-    let _ = engine.outcomes.send((record, permit));
+    let (held, slot) = hand_over_slot(&engine.unwritten, permit).await;
+    let _ = engine.outcomes.send((record, held));
+    drop(slot);
 }
 
 /// What follows attempt `attempt` (1 for the first) that got `reply`, at `now`.
