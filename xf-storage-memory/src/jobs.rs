@@ -121,9 +121,9 @@ impl State {
     /// subscribes to it now (an event that has nobody to go to is never fanned out).
     fn append_event(&mut self, event: Event) {
         let subscribed = self
-            .webhooks
-            .of(event.organization_id.as_str())
-            .any(|hook| hook.enabled && hook.events.contains(&event.event_type));
+            .subscribers(&event.organization_id, event.event_type)
+            .next()
+            .is_some();
         self.events.push(event);
         self.subscribed.push(subscribed);
     }

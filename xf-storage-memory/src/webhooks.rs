@@ -10,7 +10,7 @@ use std::collections::HashSet;
 
 use async_trait::async_trait;
 use xf_core::ids::{OrganizationId, WebhookId};
-use xf_core::model::{Event, EventSubject, Webhook, WebhookDelivery};
+use xf_core::model::{Event, EventSubject, EventType, Webhook, WebhookDelivery};
 use xf_core::store::{
     AttemptToken, ClaimedDelivery, DeliveryRecord, NextStep, PageRequest, SecretRotation,
     StoreResult, WebhookChanges, WebhookStore,
@@ -44,6 +44,17 @@ fn everything() -> PageRequest {
 }
 
 impl State {
+    /// The enabled webhooks of `organization` that subscribe to `event_type`.
+    pub(crate) fn subscribers<'a>(
+        &'a self,
+        organization: &'a OrganizationId,
+        event_type: EventType,
+    ) -> impl Iterator<Item = &'a Webhook> + 'a {
+        self.webhooks
+            .of(organization.as_str())
+            .filter(move |hook| hook.enabled && hook.events.contains(&event_type))
+    }
+
     /// Queues a message due at `due`, unless the (webhook, event) pair has one already.
     fn queue_message(&mut self, webhook_id: &str, event_id: &str, due: Timestamp) {
         let key = (webhook_id.to_owned(), event_id.to_owned());
@@ -272,15 +283,9 @@ impl WebhookStore for MemoryStore {
         let mut queued = Vec::new();
         for &index in &taken {
             let event = &state.events[index];
-            let subscribers =
-                state
-                    .webhooks
-                    .page(event.organization_id.as_str(), &everything(), |hook| {
-                        hook.enabled && hook.events.contains(&event.event_type)
-                    })?;
             queued.extend(
-                subscribers
-                    .into_iter()
+                state
+                    .subscribers(&event.organization_id, event.event_type)
                     .map(|hook| (hook.id.to_string(), event.id.to_string())),
             );
         }
