@@ -18,7 +18,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use xf_tests::bench::{listed, median, organization, runs, size};
+use xf_tests::bench::{organization, report, report_anchor, runs, size};
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
@@ -231,22 +231,8 @@ async fn main() {
             figures.push(run(shape, jobs).await);
             anchors.push(run_raw(shape, jobs).await);
         }
-        let ratios: Vec<f64> = figures.iter().zip(&anchors).map(|(f, a)| f / a).collect();
         println!("{}", shape.name);
-        println!(
-            "  xf runtime   median {:>8.0} jobs/s   (runs: {})",
-            median(figures.clone()),
-            listed(&figures, 0)
-        );
-        println!(
-            "  plain SQL    median {:>8.0} jobs/s   (runs: {})",
-            median(anchors.clone()),
-            listed(&anchors, 0)
-        );
-        println!(
-            "  xf / plain   median {:>8.2}          (pairs: {})",
-            median(ratios.clone()),
-            listed(&ratios, 2)
-        );
+        report("xf runtime", &figures, "jobs/s");
+        report_anchor(&figures, &anchors, "jobs/s");
     }
 }

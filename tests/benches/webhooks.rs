@@ -22,7 +22,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use xf_tests::bench::{listed, median, organization, runs, size};
+use xf_tests::bench::{organization, report, report_anchor, runs, size};
 
 use serde_json::json;
 use xf_core::model::{JobRecord, JobSubject};
@@ -295,23 +295,9 @@ async fn main() {
                 anchors.push(run_raw(events).await);
             }
         }
-        println!(
-            "{name:<10} median {:>8.0} deliveries/s   (runs: {})",
-            median(figures.clone()),
-            listed(&figures, 0)
-        );
+        report(name, &figures, "deliveries/s");
         if !anchors.is_empty() {
-            let ratios: Vec<f64> = figures.iter().zip(&anchors).map(|(f, a)| f / a).collect();
-            println!(
-                "plain SQL  median {:>8.0} deliveries/s   (runs: {})",
-                median(anchors.clone()),
-                listed(&anchors, 0)
-            );
-            println!(
-                "xf / plain median {:>8.2}                 (pairs: {})",
-                median(ratios.clone()),
-                listed(&ratios, 2)
-            );
+            report_anchor(&figures, &anchors, "deliveries/s");
         }
     }
 }

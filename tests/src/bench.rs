@@ -38,9 +38,31 @@ pub fn median(mut values: Vec<f64>) -> f64 {
 }
 
 /// `values` as a list for a report line, `digits` after the point.
-pub fn listed(values: &[f64], digits: usize) -> String {
+fn listed(values: &[f64], digits: usize) -> String {
     let shown: Vec<String> = values.iter().map(|v| format!("{v:.digits$}")).collect();
     shown.join(", ")
+}
+
+/// Prints one figure's line: `label`, the median of `runs` in `unit`, and every run.
+pub fn report(label: &str, runs: &[f64], unit: &str) {
+    println!(
+        "{label:<12} median {:>8.0} {unit}   (runs: {})",
+        median(runs.to_vec()),
+        listed(runs, 0)
+    );
+}
+
+/// Prints the anchor's line (`anchors`, the plain-SQL runs alternating with `figures`) and
+/// the ratio of each pair, with their median.
+pub fn report_anchor(figures: &[f64], anchors: &[f64], unit: &str) {
+    report("plain SQL", anchors, unit);
+    let ratios: Vec<f64> = figures.iter().zip(anchors).map(|(f, a)| f / a).collect();
+    println!(
+        "{:<12} median {:>8.2}   (pairs: {})",
+        "xf / plain",
+        median(ratios.clone()),
+        listed(&ratios, 2)
+    );
 }
 
 /// A new organization named "Bench" on `plan`, with its keys.
