@@ -113,10 +113,12 @@ impl JobStore for PgStore {
     }
 
     async fn count_active_jobs(&self, organization_id: &OrganizationId) -> StoreResult<u64> {
-        // Two ranges of jobs_organization_status_page_idx: only live jobs are read.
+        // The queue's two partial indexes (0003), one per state: only live jobs are read, of
+        // every organization. (Written as `OR`: PostgreSQL combines partial indexes for that
+        // form of the condition, not for `IN`.)
         let count: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM jobs \
-             WHERE organization_id = $1 AND status IN ('pending', 'processing') \
+             WHERE organization_id = $1 AND (status = 'pending' OR status = 'processing') \
                AND property_id IS NOT NULL",
         )
         .bind(organization_id.as_str())

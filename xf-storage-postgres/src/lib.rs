@@ -296,7 +296,9 @@ pub(crate) fn list_jobs_query<'a>(
         ))
         .push_bind(organization_id.to_owned());
     if let Some(status) = filter.status {
-        builder.push(" AND status = ").push_bind(status.as_str());
+        // A literal, not a parameter: the plan of each status may then use the partial
+        // index that holds it (migration 0026), which a generic plan could not.
+        builder.push(format_args!(" AND status = '{}'", status.as_str()));
     }
     if let Some(property_id) = &filter.property_id {
         builder
