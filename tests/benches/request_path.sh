@@ -21,7 +21,9 @@
 #
 # Beside it, the same for `POST /api/v1/properties` (the write path): every request creates
 # a property with a URL of its own, and on xf carries an `Idempotency-Key` of its own; the
-# bare baselines insert the row (into the map, or with one INSERT) and nothing more.
+# bare baselines insert the row (into the map, or with one INSERT) and nothing more. Then the
+# same write without the key (`POST without a key`), which xf runs without its idempotency
+# record.
 #
 # With BEFORE=<git revision>, xf-server as built at that revision runs in the rounds too, on
 # the memory store (`xf-before`), and the report gives today's xf-memory against it: what a
@@ -175,7 +177,8 @@ for name in "${order[@]}"; do
   [ "$status" = 200 ] || { say "$name answers $status, not 200"; exit 1; }
 done
 
-# The write: a fresh URL and Idempotency-Key per request (unique across rounds and servers).
+# The write: a fresh URL and Idempotency-Key per request (unique across rounds and servers),
+# and the same without the key.
 cat >"$logs/post.lua" <<LUA
 math.randomseed(os.time() + os.clock() * 1000000)
 local prefix = tostring(math.random(1, 1000000000))
@@ -190,23 +193,29 @@ request = function()
   }, '{"url": "https://site-' .. id .. '.example/"}')
 end
 LUA
+sed '/Idempotency-Key/d' "$logs/post.lua" >"$logs/post-without-key.lua"
 
 results="$logs/results"
 : >"$results"
 say "$rounds interleaved rounds of ${seconds}s per server, wrk -t$threads -c$connections"
 # CPU ticks (user + system) a process has used.
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-# CPU ticks of the database's client backends serving this run's databases, when PostgreSQL
-# runs on this machine (0 otherwise): the database's share of a request, which the server's
-# own CPU time leaves out. (Every `postgres` process would count autovacuum workers too, whose
-# ticks vanish from /proc when they exit.)
+# CPU ticks of each of the database's client backends serving this run's databases, when
+# PostgreSQL runs on this machine (none otherwise), one "pid ticks" line each: the database's
+# share of a request, which the server's own CPU time leaves out. (Every `postgres` process
+# would count autovacuum workers too.)
 db_ticks() {
-  local pid total=0
+  local pid
   for pid in $(psql -At "$admin_url" -c "SELECT pid FROM pg_stat_activity \
       WHERE datname LIKE '${database}%' AND backend_type = 'client backend'" 2>/dev/null); do
-    total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0)))
+    awk -v pid="$pid" '{print pid, $14 + $15}' "/proc/$pid/stat" 2>/dev/null || true
   done
-  echo "$total"
+}
+# The ticks the backends used between two snapshots: all of a backend's that started in
+# between, none of one that closed in between (its ticks left /proc with it).
+db_used() { # snapshot-before snapshot-after
+  awk 'NR == FNR { before[$1] = $2; next } { used += $2 - before[$1] }
+       END { print used + 0 }' <(echo "$1") <(echo "$2")
 }
 per_request() { # ticks-before ticks-after requests
   python3 -c 'import sys; b, a, n, hz = map(float, sys.argv[1:]); print(f"{(a - b) / hz * 1e6 / max(n, 1):.2f}")' \
@@ -225,7 +234,7 @@ measure() { # label pid wrk-arguments...
   rps="$(awk '/Requests\/sec:/ {print $2}' <<<"$out")"
   requests="$(awk '/requests in/ {print $1}' <<<"$out")"
   cpu="$(per_request "$before" "$after" "$requests")"
-  db="$(per_request "$db_before" "$db_after" "$requests")"
+  db="$(per_request 0 "$(db_used "$db_before" "$db_after")" "$requests")"
   echo "$label $rps $cpu $db" >>"$results"
   say "round $round: $label $rps req/s, $cpu µs of CPU per request (database: $db µs)"
 }
@@ -240,6 +249,8 @@ for round in $(seq 1 "$rounds"); do
     measure "$name" "${server_pids[$name]}" -H "Authorization: Bearer $key" "${urls[$name]}"
     if [ -z "${GET_ONLY:-}" ]; then
       measure "$name-POST" "${server_pids[$name]}" -s "$logs/post.lua" "${urls[$name]%/*}"
+      measure "$name-POST-without-key" "${server_pids[$name]}" -s "$logs/post-without-key.lua" \
+        "${urls[$name]%/*}"
     fi
   done
 done
@@ -262,7 +273,9 @@ db_cost = {name: statistics.median(values) for name, values in db_costs.items()}
 peaks = {"xf-memory": sys.argv[2], "xf-pg": sys.argv[3]}
 print("| server | request | median req/s | runs | ratio | CPU per request | CPU ratio | database CPU per request |")
 print("|---|---|---|---|---|---|---|---|")
-for suffix, request in [("", "GET /properties/{id}"), ("-POST", "POST /properties")]:
+requests = [("", "GET /properties/{id}"), ("-POST", "POST /properties"),
+            ("-POST-without-key", "POST /properties without a key")]
+for suffix, request in requests:
     for name, bare in [("xf-memory", "bare"), ("bare", None), ("xf-pg", "bare-sqlx"), ("bare-sqlx", None)]:
         key, base = name + suffix, (bare + suffix if bare else None)
         if key not in rate or (base and base not in rate):
@@ -278,7 +291,7 @@ if "xf-before" in rate:
     print(f"\n{today} today against xf-server at {sys.argv[4]} (xf-before), the same store:\n")
     print("| request | xf-before req/s | today req/s | rate ratio | CPU per request, before / today | CPU ratio | CPU ratio, median of rounds |")
     print("|---|---|---|---|---|---|---|")
-    for suffix, request in [("", "GET /properties/{id}"), ("-POST", "POST /properties")]:
+    for suffix, request in requests:
         old, new = "xf-before" + suffix, today + suffix
         if old not in rate:
             continue

@@ -2,8 +2,9 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::postgres::PgRow;
-use sqlx::PgPool;
+use sqlx::postgres::{PgArguments, PgRow};
+use sqlx::query::Query;
+use sqlx::{PgPool, Postgres};
 use xf_core::store::{
     GuardStore, IdempotencyClaim, IdempotencyRequest, RateBucket, RateOutcome, StoreResult,
     StoredResponse,
@@ -47,72 +48,176 @@ struct Completion {
     response: StoredResponse,
 }
 
-/// Counts a batch of requests: a lone request takes `xf_hit_rate_limits` (0002, in one
-/// statement when nothing is exceeded since 0019), several one call of
-/// `xf_hit_rate_limits_many` (0006, 0009 and 0019), which counts each exactly as alone with
-/// three statements per batch.
+/// Counts a batch of requests (one or more): one statement when every request fits,
+/// otherwise one call of `xf_hit_rate_limits_many` (migrations 0006, 0009 and 0019), which
+/// decides them one after the other. Either way each request is counted exactly as alone,
+/// all or nothing, across instances (migration 0027).
 fn count(pool: PgPool, batch: Vec<Vec<RateBucket>>) -> BatchFuture<RateOutcome> {
-    Box::pin(async move {
-        match batch.as_slice() {
-            [one] => hit_one(&pool, one).await.map(|outcome| vec![outcome]),
-            _ => hit_many(&pool, &batch).await,
-        }
-    })
+    Box::pin(async move { hit_many(&pool, &batch).await })
 }
 
-/// One request, one call of `xf_hit_rate_limits` (migrations 0002 and 0019): see their
-/// comments for how it stays exact and all-or-nothing across instances.
-async fn hit_one(pool: &PgPool, buckets: &[RateBucket]) -> StoreResult<RateOutcome> {
-    let names: Vec<&str> = buckets.iter().map(|b| &*b.name).collect();
-    let windows: Vec<DateTime<Utc>> = buckets.iter().map(|b| at(b.window_start)).collect();
-    let limits: Vec<i64> = buckets.iter().map(|b| big(b.limit)).collect();
-    let consume: Vec<bool> = buckets.iter().map(|b| b.consume).collect();
-    let row = sqlx::query(
-        "SELECT counts, exceeded FROM xf_hit_rate_limits($1::text[], $2::timestamptz[], \
-         $3::bigint[], $4::boolean[])",
-    )
-    .bind(&names)
-    .bind(&windows)
-    .bind(&limits)
-    .bind(&consume)
-    .fetch_one(pool)
-    .await
-    .map_err(store_error)?;
-    outcome(row.col("counts")?, row.col("exceeded")?)
-}
+/// The whole batch counted at once when each consumed counter stays within the smallest limit
+/// its requests give it (0027): each counter's count before the batch, the peeked ones as
+/// they are. `XFR01` when a counter would pass its limit, and then nothing was counted.
+const COUNT_ALL: &str = "\
+    WITH t AS ( \
+        SELECT * FROM unnest($1::integer[], $2::text[], $3::timestamptz[], $4::bigint[], \
+                             $5::boolean[]) AS u(req, name, window_start, lim, consume) \
+    ), added AS ( \
+        SELECT name, window_start, count(DISTINCT req) AS n, min(lim) AS lim \
+        FROM t WHERE consume GROUP BY name, window_start \
+    ), counted AS ( \
+        INSERT INTO rate_limit_counters AS c (name, window_start, count) \
+        SELECT name, window_start, n FROM added ORDER BY name COLLATE \"C\", window_start \
+        ON CONFLICT (name, window_start) DO UPDATE SET count = c.count + EXCLUDED.count \
+        RETURNING c.name, c.window_start, c.count \
+    ) \
+    SELECT k.name, k.window_start, k.count - a.n AS count \
+    FROM counted AS k JOIN added AS a ON a.name = k.name AND a.window_start = k.window_start \
+    WHERE xf_rate_batch_fits(k.count <= a.lim) \
+    UNION ALL \
+    SELECT p.name, p.window_start, coalesce(r.count, 0) \
+    FROM (SELECT DISTINCT name, window_start FROM t WHERE NOT consume) AS p \
+    LEFT JOIN rate_limit_counters AS r \
+      ON r.name = p.name AND r.window_start = p.window_start \
+    WHERE NOT EXISTS ( \
+        SELECT 1 FROM added AS a WHERE a.name = p.name AND a.window_start = p.window_start)";
 
-/// Several requests, one call of `xf_hit_rate_limits_many`; the outcomes in request order.
+/// Several requests (or one); the outcomes in request order.
 async fn hit_many(pool: &PgPool, batch: &[Vec<RateBucket>]) -> StoreResult<Vec<RateOutcome>> {
-    let mut requests = Vec::new();
-    let mut names = Vec::new();
-    let mut windows = Vec::new();
-    let mut limits = Vec::new();
-    let mut consume = Vec::new();
-    for (index, buckets) in batch.iter().enumerate() {
-        let request = i32::try_from(index).unwrap_or(i32::MAX);
-        for bucket in buckets {
-            requests.push(request);
-            names.push(&*bucket.name);
-            windows.push(at(bucket.window_start));
-            limits.push(big(bucket.limit));
-            consume.push(bucket.consume);
+    let columns = RateColumns::of(batch);
+    let all = columns.bound(COUNT_ALL).fetch_all(pool).await;
+    match all {
+        Ok(rows) => {
+            let counters = rows
+                .iter()
+                .map(|row| {
+                    Ok((
+                        row.col("name")?,
+                        row.col("window_start")?,
+                        rows::unsigned(row.col("count")?, "rate limit count")?,
+                    ))
+                })
+                .collect::<StoreResult<_>>()?;
+            all_counted(batch, counters)
         }
+        Err(error) if reaches_a_limit(&error) => in_order(pool, &columns, batch.len()).await,
+        Err(error) => Err(store_error(error)),
     }
-    let found = sqlx::query(
-        "SELECT request, counts, exceeded FROM xf_hit_rate_limits_many($1::integer[], \
-         $2::text[], $3::timestamptz[], $4::bigint[], $5::boolean[])",
-    )
-    .bind(&requests)
-    .bind(&names)
-    .bind(&windows)
-    .bind(&limits)
-    .bind(&consume)
-    .fetch_all(pool)
-    .await
-    .map_err(store_error)?;
-    per_request(&found, batch.len(), 0, "rate", |_, row| {
+}
+
+/// A batch's buckets as the parallel arrays the statements take: each bucket's request
+/// number, counter name, window, limit and whether it is consumed.
+struct RateColumns<'a> {
+    requests: Vec<i32>,
+    names: Vec<&'a str>,
+    windows: Vec<DateTime<Utc>>,
+    limits: Vec<i64>,
+    consume: Vec<bool>,
+}
+
+impl<'a> RateColumns<'a> {
+    fn of(batch: &'a [Vec<RateBucket>]) -> Self {
+        let buckets = batch.iter().map(Vec::len).sum();
+        let mut columns = Self {
+            requests: Vec::with_capacity(buckets),
+            names: Vec::with_capacity(buckets),
+            windows: Vec::with_capacity(buckets),
+            limits: Vec::with_capacity(buckets),
+            consume: Vec::with_capacity(buckets),
+        };
+        for (index, request) in batch.iter().enumerate() {
+            let number = i32::try_from(index).unwrap_or(i32::MAX);
+            for bucket in request {
+                columns.requests.push(number);
+                columns.names.push(&bucket.name);
+                columns.windows.push(at(bucket.window_start));
+                columns.limits.push(big(bucket.limit));
+                columns.consume.push(bucket.consume);
+            }
+        }
+        columns
+    }
+
+    /// `sql` with the columns bound as its parameters `$1` to `$5`, in the fields' order.
+    fn bound<'q>(&'q self, sql: &'q str) -> Query<'q, Postgres, PgArguments> {
+        sqlx::query(sql)
+            .bind(&self.requests)
+            .bind(&self.names)
+            .bind(&self.windows)
+            .bind(&self.limits)
+            .bind(&self.consume)
+    }
+}
+
+/// The batch decided one request after the other by `xf_hit_rate_limits_many`; the outcomes
+/// of its `requests` requests in order.
+async fn in_order(
+    pool: &PgPool,
+    columns: &RateColumns<'_>,
+    requests: usize,
+) -> StoreResult<Vec<RateOutcome>> {
+    let found = columns
+        .bound(
+            "SELECT request, counts, exceeded FROM xf_hit_rate_limits_many($1::integer[], \
+             $2::text[], $3::timestamptz[], $4::bigint[], $5::boolean[])",
+        )
+        .fetch_all(pool)
+        .await
+        .map_err(store_error)?;
+    per_request(&found, requests, 0, "rate", |_, row| {
         outcome(row.col("counts")?, row.col("exceeded")?)
     })
+}
+
+/// Whether a batch was refused as a whole because a counter would pass its limit (0027).
+fn reaches_a_limit(error: &sqlx::Error) -> bool {
+    error
+        .as_database_error()
+        .and_then(|error| error.code())
+        .is_some_and(|code| code == "XFR01")
+}
+
+/// The outcomes of a batch whose every request was counted, from each counter's count before
+/// the batch (`counters`: name, window, count): the requests in order, each adding one to
+/// each distinct counter it consumes and seeing every counter it names as it then stands.
+fn all_counted(
+    batch: &[Vec<RateBucket>],
+    mut counters: Vec<(String, DateTime<Utc>, u64)>,
+) -> StoreResult<Vec<RateOutcome>> {
+    let slot = |counters: &[(String, DateTime<Utc>, u64)], bucket: &RateBucket| {
+        let window = at(bucket.window_start);
+        counters
+            .iter()
+            .position(|(name, start, _)| **name == *bucket.name && *start == window)
+            .ok_or_else(|| {
+                StoreError::Internal(format!(
+                    "the rate counter {} is missing from its batch's answer",
+                    bucket.name
+                ))
+            })
+    };
+    let mut outcomes = Vec::with_capacity(batch.len());
+    for buckets in batch {
+        let slots = buckets
+            .iter()
+            .map(|bucket| slot(&counters, bucket))
+            .collect::<StoreResult<Vec<usize>>>()?;
+        for (index, (bucket, &at_slot)) in buckets.iter().zip(&slots).enumerate() {
+            let counted_already = buckets[..index]
+                .iter()
+                .zip(&slots)
+                .any(|(earlier, &earlier_slot)| earlier.consume && earlier_slot == at_slot);
+            if bucket.consume && !counted_already {
+                counters[at_slot].2 += 1;
+            }
+        }
+        outcomes.push(RateOutcome {
+            counts: slots.iter().map(|&at_slot| counters[at_slot].2).collect(),
+            exceeded: Vec::new(),
+        });
+    }
+    Ok(outcomes)
 }
 
 /// A batch function's rows in request order: each row's `request` column numbers its request
@@ -333,5 +438,95 @@ impl GuardStore for PgStore {
         .await
         .map_err(store_error)?;
         rows::unsigned(purged, "purged rows")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use proptest::prelude::*;
+    use xf_core::store::RateBucket;
+    use xf_core::time::Timestamp;
+
+    use super::{hit_many, in_order, RateColumns};
+    use crate::testing::fresh_database;
+
+    /// One bucket: which of four counters, its limit (mostly far, so that most batches fit),
+    /// whether it is consumed.
+    fn bucket() -> impl Strategy<Value = (usize, u64, bool)> {
+        (
+            0..4usize,
+            prop::sample::select(vec![1u64, 3, 5, 100, 100, 100]),
+            any::<bool>(),
+        )
+    }
+
+    /// A batch counted by the store (one statement, or in order when a counter would pass its
+    /// limit) answers every request and leaves every counter exactly as the in-order function
+    /// does with the same batch from the same counts: far from the limits, near them and past
+    /// them.
+    #[test]
+    fn a_batch_counted_at_once_is_counted_as_in_order() {
+        let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+        let store = runtime.block_on(fresh_database());
+        let pool = store.pool().clone();
+        let window = Timestamp::parse_rfc3339("2026-11-29T10:00:00.000Z").expect("a timestamp");
+        let cases = Arc::new(AtomicUsize::new(0));
+        let config = ProptestConfig::with_cases(256);
+        proptest!(config, |(
+            before in prop::collection::vec(0u64..5, 4),
+            batch in prop::collection::vec(prop::collection::vec(bucket(), 1..4), 1..8),
+        )| {
+            // Each case counts in counters of its own, `a…` by the store, `b…` in order.
+            let case = cases.fetch_add(1, Ordering::Relaxed);
+            let requests = |side: &str| -> Vec<Vec<RateBucket>> {
+                batch.iter().map(|request| request.iter().map(|&(counter, limit, consume)| RateBucket {
+                    name: format!("{side}{case}:{counter}").into(),
+                    window_start: window,
+                    limit,
+                    consume,
+                }).collect()).collect()
+            };
+            let (ours, theirs) = (requests("a"), requests("b"));
+            let counters = |side: &str| -> Vec<u64> {
+                runtime.block_on(async {
+                    let mut counts = Vec::new();
+                    for counter in 0..4 {
+                        let count: Option<i64> = sqlx::query_scalar(
+                            "SELECT count FROM rate_limit_counters WHERE name = $1",
+                        )
+                        .bind(format!("{side}{case}:{counter}"))
+                        .fetch_optional(&pool)
+                        .await
+                        .expect("a counter");
+                        counts.push(count.map_or(0, |count| u64::try_from(count).expect("a count")));
+                    }
+                    counts
+                })
+            };
+            runtime.block_on(async {
+                for side in ["a", "b"] {
+                    for (counter, count) in before.iter().enumerate() {
+                        sqlx::query(
+                            "INSERT INTO rate_limit_counters (name, window_start, count) \
+                             VALUES ($1, $2, $3)",
+                        )
+                        .bind(format!("{side}{case}:{counter}"))
+                        .bind(window.as_datetime())
+                        .bind(i64::try_from(*count).expect("a count"))
+                        .execute(&pool)
+                        .await
+                        .expect("a counter");
+                    }
+                }
+            });
+            let counted = runtime.block_on(hit_many(&pool, &ours)).expect("counted");
+            let columns = RateColumns::of(&theirs);
+            let expected = runtime.block_on(in_order(&pool, &columns, theirs.len())).expect("counted in order");
+            prop_assert_eq!(counted, expected);
+            prop_assert_eq!(counters("a"), counters("b"));
+        });
     }
 }

@@ -70,11 +70,13 @@
 //!   (migration 0005) that writes nothing unless its token is still the message's. Writes
 //!   lock a webhook before its messages, so they cannot deadlock; new events `NOTIFY
 //!   xf_events` (a statement trigger), which wakes the delivery engines.
-//! * **Rate limits**: one transaction increments every consumed counter with an upsert that
-//!   takes the counter rows' locks in a fixed order (no deadlocks between instances), checks
-//!   the counts it got back against the limits, and commits only when none was exceeded, so a
-//!   request is counted in all of its windows or in none, and the limits are exact across
-//!   instances.
+//! * **Rate limits**: the requests waiting together are counted by one statement, which
+//!   increments every consumed counter with an upsert that takes the counter rows' locks in a
+//!   fixed order (no deadlocks between instances) and checks, with them locked, that every
+//!   counter stays within its limits; when one would not, the statement fails whole (nothing
+//!   counted, nothing seen) and `xf_hit_rate_limits_many` decides the requests one after the
+//!   other under the same locks. So a request is counted in all of its windows or in none, and
+//!   the limits are exact across instances (migrations 0009 and 0027).
 //! * **Idempotency keys**: one transaction claims the key with a conditional upsert (new key,
 //!   expired record, or a stale claim of a request that died); if the upsert declined, the row
 //!   it locked says why (replay, in use, or another request's fingerprint).
@@ -83,9 +85,9 @@
 //!
 //! Every API request increments a rate-limit counter. If each increment cost a WAL flush (a
 //! durable commit), the database's disk would cap the API's throughput. So
-//! `rate_limit_counters` is an `UNLOGGED` table (no WAL at all), and counting is one call of
-//! the function `xf_hit_rate_limits` (migration 0002), whose transaction runs with
-//! `synchronous_commit = off`: one round trip per request, no flush. The price: PostgreSQL empties an
+//! `rate_limit_counters` is an `UNLOGGED` table (no WAL at all), so a transaction that counts
+//! writes no log record but its commit, whose flush PostgreSQL does not wait for: one round
+//! trip per batch of requests, no flush. The price: PostgreSQL empties an
 //! unlogged table after a crash (not after a clean shutdown), which at worst hands callers a
 //! fresh window once; likewise a standby promoted after a failover starts with empty counters,
 //! since unlogged tables are not replicated. Domain writes (organizations, keys, properties,
