@@ -5,8 +5,11 @@
 //! `201`, so it includes the multipart parsing, the blob store's write and `fsync`, the
 //! content inspection and the store's insert. The copy reads the same file and writes a new
 //! one with 1 MiB buffers, then `fsync`s it (the upload's durability, for a fair
-//! comparison); `std::fs::copy` (the kernel's `copy_file_range`) is reported beside it. Not a
-//! test: it asserts nothing about speed and reports figures to quote.
+//! comparison); `std::fs::copy` (the kernel's `copy_file_range`) is reported beside it. So is
+//! the least an upload over a socket can do: the same file sent over a loopback TCP socket in
+//! 1 MiB writes and written to disk on the other side in 1 MiB writes, then `fsync`ed (no
+//! HTTP, no parsing), which is the floor the upload's ratio to a copy is held under by the
+//! socket. Not a test: it asserts nothing about speed and reports figures to quote.
 //!
 //! The sample is an ffmpeg video followed by a `free` box up to the size: a valid MP4 whose
 //! content check reads its header boxes and `moov`, then skips the padding.
@@ -23,6 +26,7 @@ use xf_tests::bench::{median, organization, runs, size};
 
 use bytes::Bytes;
 use clap::Parser;
+use futures::StreamExt;
 use http::{Method, Request};
 use http_body_util::{BodyExt, StreamBody};
 use hyper_util::rt::TokioIo;
@@ -50,19 +54,24 @@ fn sample(path: &Path, size: u64) {
     file.get_ref().sync_all().unwrap();
 }
 
+/// Everything `from` gives written to `to`, in 1 MiB reads and writes.
+fn pump(from: &mut impl Read, to: &mut impl Write) {
+    let mut buffer = vec![0u8; CHUNK];
+    loop {
+        let n = from.read(&mut buffer).unwrap();
+        if n == 0 {
+            break;
+        }
+        to.write_all(&buffer[..n]).unwrap();
+    }
+}
+
 /// A plain copy: 1 MiB reads and writes, then `fsync`.
 fn buffered_copy(from: &Path, to: &Path) -> Duration {
     let started = Instant::now();
     let mut source = std::fs::File::open(from).unwrap();
     let mut target = std::fs::File::create(to).unwrap();
-    let mut buffer = vec![0u8; CHUNK];
-    loop {
-        let n = source.read(&mut buffer).unwrap();
-        if n == 0 {
-            break;
-        }
-        target.write_all(&buffer[..n]).unwrap();
-    }
+    pump(&mut source, &mut target);
     target.sync_data().unwrap();
     started.elapsed()
 }
@@ -73,6 +82,31 @@ fn kernel_copy(from: &Path, to: &Path) -> Duration {
     std::fs::copy(from, to).unwrap();
     std::fs::File::open(to).unwrap().sync_data().unwrap();
     started.elapsed()
+}
+
+/// The file sent over a loopback TCP socket and written to `to` on the other side, both in
+/// 1 MiB reads and writes, then `fsync`; ends when the receiving side has synced and said so.
+fn socket_copy(from: &Path, to: &Path) -> Duration {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let target_path = to.to_owned();
+    let receiver = std::thread::spawn(move || {
+        let (mut socket, _) = listener.accept().unwrap();
+        let mut target = std::fs::File::create(target_path).unwrap();
+        pump(&mut socket, &mut target);
+        target.sync_data().unwrap();
+        socket.write_all(b"k").unwrap();
+    });
+    let started = Instant::now();
+    let mut socket = std::net::TcpStream::connect(address).unwrap();
+    let mut source = std::fs::File::open(from).unwrap();
+    pump(&mut source, &mut socket);
+    socket.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut answer = [0u8; 1];
+    socket.read_exact(&mut answer).unwrap();
+    let elapsed = started.elapsed();
+    receiver.join().unwrap();
+    elapsed
 }
 
 /// Kibibytes of a `/proc/self/status` line.
@@ -101,33 +135,35 @@ async fn upload(address: std::net::SocketAddr, key: &str, path: &Path) -> Durati
     let tail = format!("\r\n--{boundary}--\r\n");
     let size = std::fs::metadata(path).unwrap().len() + (head.len() + tail.len()) as u64;
     let started = Instant::now();
-    let file = tokio::fs::File::open(path).await.unwrap();
-    // The body: the form's head, the file in 1 MiB reads, the closing boundary.
-    let chunks = futures::stream::unfold(
-        (Some(Bytes::from(head)), Some(file), Some(Bytes::from(tail))),
-        |(head, file, tail)| async move {
-            use tokio::io::AsyncReadExt;
-            if let Some(head) = head {
-                return Some((
-                    Ok::<_, std::io::Error>(hyper::body::Frame::data(head)),
-                    (None, file, tail),
-                ));
+    // The body: the form's head, the file in 1 MiB reads (on a thread of its own, as a plain
+    // copy reads it, a few chunks ahead of the socket), the closing boundary.
+    let (chunks, mut body) = tokio::sync::mpsc::channel::<Bytes>(4);
+    let source = path.to_owned();
+    let reader = std::thread::spawn(move || {
+        let mut file = std::fs::File::open(source).unwrap();
+        loop {
+            let mut buffer = Vec::with_capacity(CHUNK);
+            let n = (&mut file)
+                .take(CHUNK as u64)
+                .read_to_end(&mut buffer)
+                .unwrap();
+            if n == 0 || chunks.blocking_send(Bytes::from(buffer)).is_err() {
+                break;
             }
-            if let Some(mut file) = file {
-                let mut buffer = vec![0u8; CHUNK];
-                let n = file.read(&mut buffer).await.unwrap();
-                if n > 0 {
-                    buffer.truncate(n);
-                    return Some((
-                        Ok(hyper::body::Frame::data(Bytes::from(buffer))),
-                        (None, Some(file), tail),
-                    ));
-                }
-            }
-            let tail = tail?;
-            Some((Ok(hyper::body::Frame::data(tail)), (None, None, None)))
-        },
-    );
+        }
+    });
+    let mut head = Some(Bytes::from(head));
+    let mut tail = Some(Bytes::from(tail));
+    let chunks = futures::stream::poll_fn(move |context| {
+        if let Some(head) = head.take() {
+            return std::task::Poll::Ready(Some(head));
+        }
+        match body.poll_recv(context) {
+            std::task::Poll::Ready(None) => std::task::Poll::Ready(tail.take()),
+            other => other,
+        }
+    })
+    .map(|chunk| Ok::<_, std::io::Error>(hyper::body::Frame::data(chunk)));
     let stream = tokio::net::TcpStream::connect(address).await.unwrap();
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
@@ -149,7 +185,9 @@ async fn upload(address: std::net::SocketAddr, key: &str, path: &Path) -> Durati
     let status = response.status();
     let body = response.into_body().collect().await.unwrap().to_bytes();
     assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
-    started.elapsed()
+    let elapsed = started.elapsed();
+    reader.join().unwrap();
+    elapsed
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -196,12 +234,14 @@ async fn main() {
     let key = created.live_key;
 
     let seconds = |d: Duration| d.as_secs_f64();
-    let (mut copies, mut kernel, mut ingests, mut peaks) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut copies, mut kernel, mut sockets, mut ingests, mut peaks) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 1..=runs {
         let copy = buffered_copy(&source, &root.join("copy.mp4"));
         std::fs::remove_file(root.join("copy.mp4")).unwrap();
         let fast = kernel_copy(&source, &root.join("copy.mp4"));
+        std::fs::remove_file(root.join("copy.mp4")).unwrap();
+        let socket = socket_copy(&source, &root.join("copy.mp4"));
         std::fs::remove_file(root.join("copy.mp4")).unwrap();
         let before = status_kib("VmRSS:");
         reset_peak();
@@ -210,28 +250,39 @@ async fn main() {
         // The uploaded files go, so every round writes to a disk as full as the last.
         let _ = std::fs::remove_dir_all(media_dir.join("media"));
         println!(
-            "round {round}: copy {:.2} s, std::fs::copy {:.2} s, upload {:.2} s, peak RSS growth {:.1} MiB",
+            "round {round}: copy {:.2} s, std::fs::copy {:.2} s, socket copy {:.2} s, upload {:.2} s, \
+             peak RSS growth {:.1} MiB",
             seconds(copy),
             seconds(fast),
+            seconds(socket),
             seconds(ingest),
             peak as f64 / 1024.0
         );
         copies.push(seconds(copy));
         kernel.push(seconds(fast));
+        sockets.push(seconds(socket));
         ingests.push(seconds(ingest));
         peaks.push(peak as f64 / 1024.0);
     }
-    let (copy, fast, ingest) = (median(copies), median(kernel), median(ingests));
+    let (copy, fast, socket, ingest) = (
+        median(copies),
+        median(kernel),
+        median(sockets),
+        median(ingests),
+    );
     let mb = mib as f64 * 1.048576;
     println!(
         "{mib} MiB, medians of {runs}: copy {copy:.2} s ({:.0} MB/s), std::fs::copy {fast:.2} s ({:.0} MB/s), \
-         upload {ingest:.2} s ({:.0} MB/s); upload speed / copy speed = {:.2} (/ std::fs::copy = {:.2}); \
+         socket copy {socket:.2} s ({:.0} MB/s), upload {ingest:.2} s ({:.0} MB/s); \
+         upload speed / copy speed = {:.2} (/ std::fs::copy = {:.2}, / socket copy = {:.2}); \
          peak RSS growth during an upload: median {:.1} MiB",
         mb / copy,
         mb / fast,
+        mb / socket,
         mb / ingest,
         copy / ingest,
         fast / ingest,
+        socket / ingest,
         median(peaks)
     );
     let _ = std::fs::remove_dir_all(&root);
