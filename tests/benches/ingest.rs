@@ -8,8 +8,8 @@
 //! comparison); `std::fs::copy` (the kernel's `copy_file_range`) is reported beside it. So is
 //! the least an upload over a socket can do: the same file sent over a loopback TCP socket in
 //! 1 MiB writes and written to disk on the other side in 1 MiB writes, then `fsync`ed (no
-//! HTTP, no parsing), which is the floor the upload's ratio to a copy is held under by the
-//! socket. Not a test: it asserts nothing about speed and reports figures to quote.
+//! HTTP, no parsing): what crossing the socket costs an upload, beside what its own path
+//! does. Not a test: it asserts nothing about speed and reports figures to quote.
 //!
 //! The sample is an ffmpeg video followed by a `free` box up to the size: a valid MP4 whose
 //! content check reads its header boxes and `moov`, then skips the padding.

@@ -16,6 +16,10 @@
 -- fit, the function below raises `XFR01`, the statement's additions are undone with it
 -- before anyone could see them, and the store decides the batch in order with
 -- `xf_hit_rate_limits_many`, as before.
+--
+-- This version no longer calls `xf_hit_rate_limits` (0002, 0019), which counted a lone
+-- request; it stays for the instances of the previous version that still run during a rolling
+-- upgrade, which this migration must not break.
 CREATE FUNCTION xf_rate_batch_fits(fits boolean) RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 AS $$

@@ -444,7 +444,6 @@ impl GuardStore for PgStore {
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
 
     use proptest::prelude::*;
     use xf_core::store::RateBucket;
@@ -473,7 +472,7 @@ mod tests {
         let store = runtime.block_on(fresh_database());
         let pool = store.pool().clone();
         let window = Timestamp::parse_rfc3339("2026-11-29T10:00:00.000Z").expect("a timestamp");
-        let cases = Arc::new(AtomicUsize::new(0));
+        let cases = AtomicUsize::new(0);
         let config = ProptestConfig::with_cases(256);
         proptest!(config, |(
             before in prop::collection::vec(0u64..5, 4),

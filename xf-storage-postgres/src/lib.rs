@@ -75,8 +75,8 @@
 //!   fixed order (no deadlocks between instances) and checks, with them locked, that every
 //!   counter stays within its limits; when one would not, the statement fails whole (nothing
 //!   counted, nothing seen) and `xf_hit_rate_limits_many` decides the requests one after the
-//!   other under the same locks. So a request is counted in all of its windows or in none, and
-//!   the limits are exact across instances (migrations 0009 and 0027).
+//!   other, taking the same locks in the same order. So a request is counted in all of its
+//!   windows or in none, and the limits are exact across instances (migrations 0009 and 0027).
 //! * **Idempotency keys**: one transaction claims the key with a conditional upsert (new key,
 //!   expired record, or a stale claim of a request that died); if the upsert declined, the row
 //!   it locked says why (replay, in use, or another request's fingerprint).
@@ -87,9 +87,9 @@
 //! durable commit), the database's disk would cap the API's throughput. So
 //! `rate_limit_counters` is an `UNLOGGED` table (no WAL at all), so a transaction that counts
 //! writes no log record but its commit, whose flush PostgreSQL does not wait for: one round
-//! trip per batch of requests, no flush. The price: PostgreSQL empties an
-//! unlogged table after a crash (not after a clean shutdown), which at worst hands callers a
-//! fresh window once; likewise a standby promoted after a failover starts with empty counters,
+//! trip per batch of requests, no flush. The price: PostgreSQL empties an unlogged table
+//! after a crash (not after a clean shutdown), which at worst hands callers a fresh window
+//! once; likewise a standby promoted after a failover starts with empty counters,
 //! since unlogged tables are not replicated. Domain writes (organizations, keys, properties,
 //! jobs, usage meters, idempotency records) stay logged and synchronously committed.
 //!
