@@ -5,11 +5,13 @@
 //! `201`, so it includes the multipart parsing, the blob store's write and `fsync`, the
 //! content inspection and the store's insert. The copy reads the same file and writes a new
 //! one with 1 MiB buffers, then `fsync`s it (the upload's durability, for a fair
-//! comparison); `std::fs::copy` (the kernel's `copy_file_range`) is reported beside it. So is
-//! the least an upload over a socket can do: the same file sent over a loopback TCP socket in
-//! 1 MiB writes and written to disk on the other side in 1 MiB writes, then `fsync`ed (no
-//! HTTP, no parsing): what crossing the socket costs an upload, beside what its own path
-//! does. Not a test: it asserts nothing about speed and reports figures to quote.
+//! comparison); `std::fs::copy` (the kernel's `copy_file_range`) is reported beside it, and
+//! so is a direct copy: 1 MiB reads written with `O_DIRECT`, as the blob store writes (what
+//! the disk takes without the page cache). So is what crossing a socket costs: the same file
+//! sent over a loopback TCP socket in 1 MiB writes and written to disk on the other side in
+//! 1 MiB writes, then `fsync`ed (no HTTP, no parsing). Beside each socket copy and upload, the
+//! CPU time the process used (user and system, all threads: client and server alike). Not a
+//! test: it asserts nothing about speed and reports figures to quote.
 //!
 //! The sample is an ffmpeg video followed by a `free` box up to the size: a valid MP4 whose
 //! content check reads its header boxes and `moov`, then skips the padding.
@@ -84,6 +86,43 @@ fn kernel_copy(from: &Path, to: &Path) -> Duration {
     started.elapsed()
 }
 
+/// A copy written with direct I/O (`O_DIRECT`): 1 MiB reads into an aligned buffer, each
+/// written straight to the disk; the last block padded, the file cut back to the size, then
+/// `fsync` (for the file's size and the disk's write cache).
+fn direct_copy(from: &Path, to: &Path) -> Duration {
+    use std::os::unix::fs::OpenOptionsExt;
+    const ALIGN: usize = 4096;
+    let started = Instant::now();
+    let mut source = std::fs::File::open(from).unwrap();
+    let mut target = std::fs::File::options()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(to)
+        .expect("a file system with direct I/O (set XF_BENCH_DIR to one)");
+    let mut memory = vec![0u8; CHUNK + ALIGN];
+    let start = (ALIGN - memory.as_ptr() as usize % ALIGN) % ALIGN;
+    let buffer = &mut memory[start..start + CHUNK];
+    let mut size = 0;
+    loop {
+        let n = (&mut source).take(CHUNK as u64).read(buffer).unwrap();
+        if n == 0 {
+            break;
+        }
+        let padded = n.next_multiple_of(ALIGN);
+        buffer[n..padded].fill(0);
+        target.write_all(&buffer[..padded]).unwrap();
+        size += n as u64;
+        if padded != n {
+            break;
+        }
+    }
+    target.set_len(size).unwrap();
+    target.sync_data().unwrap();
+    started.elapsed()
+}
+
 /// The file sent over a loopback TCP socket and written to `to` on the other side, both in
 /// 1 MiB reads and writes, then `fsync`; ends when the receiving side has synced and said so.
 fn socket_copy(from: &Path, to: &Path) -> Duration {
@@ -117,6 +156,31 @@ fn status_kib(key: &str) -> u64 {
         .find_map(|line| line.strip_prefix(key))
         .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
         .unwrap_or(0)
+}
+
+/// CPU seconds this process has used, user and system: `/proc/self/stat`'s `utime` and
+/// `stime` (the 14th and 15th fields), in the kernel's 100 ticks a second.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command's name, which ends with the last `)`: the 3rd on.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// How long `run` took and the CPU time the process used meanwhile.
+async fn timed(run: impl std::future::Future<Output = Duration>) -> (f64, f64) {
+    let cpu = cpu_seconds();
+    let elapsed = run.await;
+    (elapsed.as_secs_f64(), cpu_seconds() - cpu)
 }
 
 /// Resets the peak resident size (Linux: `5` to `clear_refs`).
@@ -233,56 +297,73 @@ async fn main() {
     .unwrap();
     let key = created.live_key;
 
-    let seconds = |d: Duration| d.as_secs_f64();
-    let (mut copies, mut kernel, mut sockets, mut ingests, mut peaks) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let copy_of = |copy: fn(&Path, &Path) -> Duration| {
+        let target = root.join("copy.mp4");
+        let source = source.clone();
+        async move {
+            let elapsed = copy(&source, &target);
+            std::fs::remove_file(target).unwrap();
+            elapsed
+        }
+    };
+    // Per measure: the seconds of each round, the CPU seconds of each round.
+    let names = [
+        "copy",
+        "std::fs::copy",
+        "direct copy",
+        "socket copy",
+        "upload",
+    ];
+    let mut seconds = vec![Vec::new(); names.len()];
+    let mut cpu = vec![Vec::new(); names.len()];
+    let mut peaks = Vec::new();
     for round in 1..=runs {
-        let copy = buffered_copy(&source, &root.join("copy.mp4"));
-        std::fs::remove_file(root.join("copy.mp4")).unwrap();
-        let fast = kernel_copy(&source, &root.join("copy.mp4"));
-        std::fs::remove_file(root.join("copy.mp4")).unwrap();
-        let socket = socket_copy(&source, &root.join("copy.mp4"));
-        std::fs::remove_file(root.join("copy.mp4")).unwrap();
+        let mut measured = vec![
+            timed(copy_of(buffered_copy)).await,
+            timed(copy_of(kernel_copy)).await,
+            timed(copy_of(direct_copy)).await,
+            timed(copy_of(socket_copy)).await,
+        ];
         let before = status_kib("VmRSS:");
         reset_peak();
-        let ingest = upload(address, &key, &source).await;
-        let peak = status_kib("VmHWM:").saturating_sub(before);
+        measured.push(timed(upload(address, &key, &source)).await);
+        let peak = status_kib("VmHWM:").saturating_sub(before) as f64 / 1024.0;
         // The uploaded files go, so every round writes to a disk as full as the last.
         let _ = std::fs::remove_dir_all(media_dir.join("media"));
+        let line: Vec<String> = names
+            .iter()
+            .zip(&measured)
+            .map(|(name, (s, c))| format!("{name} {s:.2} s (CPU {c:.2} s)"))
+            .collect();
         println!(
-            "round {round}: copy {:.2} s, std::fs::copy {:.2} s, socket copy {:.2} s, upload {:.2} s, \
-             peak RSS growth {:.1} MiB",
-            seconds(copy),
-            seconds(fast),
-            seconds(socket),
-            seconds(ingest),
-            peak as f64 / 1024.0
+            "round {round}: {}, peak RSS growth {peak:.1} MiB",
+            line.join(", ")
         );
-        copies.push(seconds(copy));
-        kernel.push(seconds(fast));
-        sockets.push(seconds(socket));
-        ingests.push(seconds(ingest));
-        peaks.push(peak as f64 / 1024.0);
+        for (i, (s, c)) in measured.into_iter().enumerate() {
+            seconds[i].push(s);
+            cpu[i].push(c);
+        }
+        peaks.push(peak);
     }
-    let (copy, fast, socket, ingest) = (
-        median(copies),
-        median(kernel),
-        median(sockets),
-        median(ingests),
-    );
+    let seconds: Vec<f64> = seconds.into_iter().map(median).collect();
+    let cpu: Vec<f64> = cpu.into_iter().map(median).collect();
     let mb = mib as f64 * 1.048576;
+    let each: Vec<String> = names
+        .iter()
+        .zip(seconds.iter().zip(&cpu))
+        .map(|(name, (s, c))| format!("{name} {s:.2} s ({:.0} MB/s, CPU {c:.2} s)", mb / s))
+        .collect();
+    let upload = seconds[names.len() - 1];
+    let ratios: Vec<String> = names[..names.len() - 1]
+        .iter()
+        .zip(&seconds)
+        .map(|(name, s)| format!("/ {name} = {:.2}", s / upload))
+        .collect();
     println!(
-        "{mib} MiB, medians of {runs}: copy {copy:.2} s ({:.0} MB/s), std::fs::copy {fast:.2} s ({:.0} MB/s), \
-         socket copy {socket:.2} s ({:.0} MB/s), upload {ingest:.2} s ({:.0} MB/s); \
-         upload speed / copy speed = {:.2} (/ std::fs::copy = {:.2}, / socket copy = {:.2}); \
+        "{mib} MiB, medians of {runs}: {}; upload speed {}; \
          peak RSS growth during an upload: median {:.1} MiB",
-        mb / copy,
-        mb / fast,
-        mb / socket,
-        mb / ingest,
-        copy / ingest,
-        fast / ingest,
-        socket / ingest,
+        each.join(", "),
+        ratios.join(", "),
         median(peaks)
     );
     let _ = std::fs::remove_dir_all(&root);
