@@ -231,6 +231,11 @@ measure() { # label pid wrk-arguments...
   out="$(wrk -t"$threads" -c"$connections" -d"${seconds}s" "$@")"
   after="$(ticks "$pid")"
   db_after="$(db_ticks)"
+  # Every answer must be the success the run measures: a 404 or a 429 is cheaper than a read.
+  if grep -q 'Non-2xx' <<<"$out"; then
+    say "round $round: $label: $(grep 'Non-2xx' <<<"$out" | xargs)"
+    exit 1
+  fi
   rps="$(awk '/Requests\/sec:/ {print $2}' <<<"$out")"
   requests="$(awk '/requests in/ {print $1}' <<<"$out")"
   cpu="$(per_request "$before" "$after" "$requests")"

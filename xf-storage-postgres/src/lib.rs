@@ -158,13 +158,16 @@ pub(crate) const KEY_CAP_LOCK_CLASS: i32 = 0x7866_0001;
 pub(crate) const WEBHOOK_CAP_LOCK_CLASS: i32 = 0x7866_0002;
 
 /// The PostgreSQL store. Cheap to clone: clones share the connection pool (and the tasks
-/// that run the request path's rate counts and idempotency records in batches).
+/// that run the request path's rate counts, idempotency records and property reads in
+/// batches).
 #[derive(Debug, Clone)]
 pub struct PgStore {
     pool: PgPool,
     /// Where the request path's guards hand their statements to the batching tasks (started
     /// on first use, on the runtime of that call).
     guards: Arc<guards::GuardBatches>,
+    /// Where reads of a property by id go to be batched likewise.
+    reads: Arc<properties::PropertyReads>,
 }
 
 /// A connection idle for less than this is handed out without a ping first.
@@ -199,6 +202,7 @@ impl PgStore {
         Self {
             pool,
             guards: Arc::new(guards::GuardBatches::new()),
+            reads: Arc::new(properties::PropertyReads::new()),
         }
     }
 

@@ -1257,3 +1257,88 @@ async fn concurrent_usage_additions_all_count() {
     assert_eq!(usage.redirects_created, i64::MAX as u64);
     assert_eq!(usage.ai_input_tokens, 2_000);
 }
+
+/// Reads of a property by id probe the primary key however much the table grew since its
+/// statistics were taken: no plan made while it was small (a sequential scan) is kept for
+/// later. Counted by the table's statistics, which every backend flushes as it closes.
+#[tokio::test]
+async fn property_reads_probe_the_primary_key_after_the_table_grew() {
+    let store = fresh_database().await;
+    store
+        .insert_organization(&organization(org(1)))
+        .await
+        .unwrap();
+    let first = xf_core::testing::property(&org(1), "https://first.example/", t0());
+    store.insert_property(&first).await.unwrap();
+    sqlx::query("ANALYZE properties")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    // As under load: many readers of one property at once, batched, again and again.
+    let read_together = |store: PgStore| {
+        let id = first.id.clone();
+        async move {
+            let readers: Vec<_> = (0..24)
+                .map(|_| {
+                    let (store, id) = (store.clone(), id.clone());
+                    tokio::spawn(async move { store.get_property(&id).await.unwrap() })
+                })
+                .collect();
+            for reader in readers {
+                assert!(reader.await.unwrap().is_some());
+            }
+        }
+    };
+    for _ in 0..12 {
+        read_together(store.clone()).await;
+    }
+    // The table grows fifty-thousandfold, with no ANALYZE after.
+    const GROWTH: i64 = 50_000;
+    sqlx::query(
+        "INSERT INTO properties (id, organization_id, name, url, verified, created_at) \
+         SELECT 'prop_' || lpad(to_hex(g), 32, '0'), organization_id, 'grown', \
+                'https://grown-' || g || '.example/', false, created_at \
+         FROM properties, generate_series(1, $1::bigint) g",
+    )
+    .bind(GROWTH)
+    .execute(store.pool())
+    .await
+    .unwrap();
+    for _ in 0..12 {
+        read_together(store.clone()).await;
+    }
+    let options = store.pool().connect_options().as_ref().clone();
+    let database = options.get_database().unwrap().to_owned();
+    store.pool().close().await;
+    let observer = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_with(options)
+        .await
+        .unwrap();
+    // The store's backends flush their counts as they exit; the pool may leave one open.
+    let (seq_read, index_scans) = loop {
+        let others: i64 = sqlx::query_scalar(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+             WHERE datname = $1 AND pid <> pg_backend_pid()",
+        )
+        .bind(&database)
+        .fetch_one(&observer)
+        .await
+        .unwrap();
+        if others == 0 {
+            break sqlx::query_as::<_, (i64, i64)>(
+                "SELECT seq_tup_read, coalesce(idx_scan, 0) FROM pg_stat_user_tables \
+                 WHERE relname = 'properties'",
+            )
+            .fetch_one(&observer)
+            .await
+            .unwrap();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert!(index_scans > 0, "the reads' counts were not flushed");
+    assert!(
+        seq_read < GROWTH,
+        "a read scanned the grown table: {seq_read} rows read sequentially"
+    );
+}

@@ -36,6 +36,32 @@ pub async fn property_insert_and_get(store: Arc<dyn TestStore>) {
     assert_eq!(store.get_property(&PropertyId::new()).await.unwrap(), None);
 }
 
+/// Reads by id made at once (as the PostgreSQL store batches them) each get their own answer:
+/// the same property read by many, others, and ids that do not exist.
+pub async fn property_reads_at_once_get_their_own(store: Arc<dyn TestStore>) {
+    let org = seed_organization(&*store, "Read at once").await;
+    let mut sites = Vec::new();
+    for i in 0..3 {
+        sites.push(seed_property(&*store, &org, minutes(i)).await);
+    }
+    let missing = PropertyId::new();
+    let wanted = |i: usize| match i % 5 {
+        0 | 3 => Some(sites[0].clone()),
+        1 => Some(sites[1].clone()),
+        2 => Some(sites[2].clone()),
+        _ => None,
+    };
+    let answers = run_concurrently(60, |i| {
+        let store = Arc::clone(&store);
+        let id = wanted(i).map_or_else(|| missing.clone(), |site| site.id);
+        async move { store.get_property(&id).await.unwrap() }
+    })
+    .await;
+    for (i, answer) in answers.into_iter().enumerate() {
+        assert_eq!(answer, wanted(i), "read {i}");
+    }
+}
+
 /// A second property with the same URL in the same organization is
 /// [`StoreError::Duplicate`] and is not stored; the same URL in another organization is fine.
 pub async fn property_duplicate_url_rejected_per_organization(store: Arc<dyn TestStore>) {
