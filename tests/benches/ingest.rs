@@ -106,7 +106,14 @@ fn direct_copy(from: &Path, to: &Path) -> Duration {
     let buffer = &mut memory[start..start + CHUNK];
     let mut size = 0;
     loop {
-        let n = (&mut source).take(CHUNK as u64).read(buffer).unwrap();
+        // A full buffer unless the file ends: a short read mid-file would pad a block there.
+        let mut n = 0;
+        while n < CHUNK {
+            match source.read(&mut buffer[n..]).unwrap() {
+                0 => break,
+                read => n += read,
+            }
+        }
         if n == 0 {
             break;
         }
@@ -118,6 +125,11 @@ fn direct_copy(from: &Path, to: &Path) -> Duration {
             break;
         }
     }
+    assert_eq!(
+        size,
+        std::fs::metadata(from).unwrap().len(),
+        "the whole file"
+    );
     target.set_len(size).unwrap();
     target.sync_data().unwrap();
     started.elapsed()

@@ -557,9 +557,9 @@ const WRITE_QUEUE: usize = 2;
 /// a buffer while the task writes the previous one. The task holds a blocking thread only
 /// while a write lasts, so an upload that trickles in holds no thread (and only the memory it
 /// has sent). Buffers go back to the writer to be filled again, so a long upload allocates a
-/// handful of them in all; they are aligned for the direct I/O of a [`DiskFile`]. (Handing the request's own chunks to the task instead, without the
-/// copy, measured slower: many small writes, and the HTTP stack cannot reuse its read
-/// buffers.)
+/// handful of them in all; they are aligned for the direct I/O of a [`DiskFile`]. (Handing
+/// the request's own chunks to the task instead, without the copy, measured slower: many
+/// small writes, and the HTTP stack cannot reuse its read buffers.)
 struct LocalWriter {
     /// The buffer being filled; full ones go to the disk task.
     buffer: AlignedBuffer,
