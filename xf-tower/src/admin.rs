@@ -134,6 +134,7 @@ impl AdminService {
                 router,
                 crate::request_id::Service::Admin,
                 Some(metrics),
+                None,
             ),
         }
     }

@@ -141,16 +141,6 @@ impl HttpBody for MinRate {
     }
 }
 
-/// Puts every request body of `router` under `limits`.
-pub(crate) fn layer(router: axum::Router, limits: RequestLimits) -> axum::Router {
-    router.layer(axum::middleware::map_request(
-        move |request: axum::extract::Request| async move {
-            let (parts, body) = request.into_parts();
-            axum::extract::Request::from_parts(parts, MinRate::wrap(body, limits))
-        },
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use http_body_util::BodyExt;

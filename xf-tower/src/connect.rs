@@ -41,6 +41,7 @@ impl ConnectService {
                 service: request_id::Service::Connect,
                 panic: Some(crate::middleware::panic_response),
                 metrics,
+                body_limits: None,
             });
         Self { router }
     }

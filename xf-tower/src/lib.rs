@@ -162,9 +162,13 @@ impl XfService {
             .method_not_allowed_fallback(middleware::method_not_allowed)
             .fallback(middleware::not_found)
             .with_state(xf);
-        let router = body_rate::layer(router, limits);
         Self {
-            router: with_common_layers(router, request_id::Service::Api, Some(metrics)),
+            router: with_common_layers(
+                router,
+                request_id::Service::Api,
+                Some(metrics),
+                Some(limits),
+            ),
             openapi: Arc::new(openapi),
         }
     }
@@ -198,9 +202,13 @@ impl MediaService {
         let router = routes::media::router(xf.clone())
             .fallback(middleware::not_found)
             .with_state(xf);
-        let router = body_rate::layer(router, limits);
         Self {
-            router: with_common_layers(router, request_id::Service::Api, Some(metrics)),
+            router: with_common_layers(
+                router,
+                request_id::Service::Api,
+                Some(metrics),
+                Some(limits),
+            ),
         }
     }
 
@@ -220,21 +228,25 @@ pub fn not_found_service() -> Router {
         Router::new().fallback(middleware::not_found),
         request_id::Service::None,
         None,
+        None,
     )
 }
 
 /// The layer every service of the APIs shares (see [`request_id::Layer`]): request ids and
 /// the request log; a panic becomes a `500` envelope (and a log line with the request id)
-/// instead of a dropped connection. Requests are recorded in `metrics`, if given.
+/// instead of a dropped connection. Requests are recorded in `metrics`, if given, and their
+/// bodies read under `body_limits`, if given.
 fn with_common_layers(
     router: Router,
     service: request_id::Service,
     metrics: Option<xf_core::metrics::RequestRecorder>,
+    body_limits: Option<xf_core::RequestLimits>,
 ) -> Router {
     router.layer(request_id::Layer {
         service,
         panic: Some(middleware::panic_response),
         metrics,
+        body_limits,
     })
 }
 
@@ -279,7 +291,7 @@ mod tests {
     async fn a_panicking_handler_answers_500_without_its_detail() {
         let router =
             Router::new().route("/boom", get(|| async { panic!("secret detail") as &str }));
-        let response = with_common_layers(router, request_id::Service::Api, None)
+        let response = with_common_layers(router, request_id::Service::Api, None, None)
             .oneshot(http::Request::get("/boom").body(Body::empty()).unwrap())
             .await
             .unwrap();
@@ -372,6 +384,7 @@ mod tests {
                 }),
             ),
             request_id::Service::Api,
+            None,
             None,
         );
         let all = tracing_subscriber::registry();

@@ -42,6 +42,7 @@ impl MediaFileService {
                 service: request_id::Service::MediaFile,
                 panic: Some(crate::middleware::panic_response),
                 metrics,
+                body_limits: None,
             });
         Self { router }
     }

@@ -153,6 +153,10 @@ pub(crate) struct Layer {
     pub panic: Option<fn(Box<dyn Any + Send + 'static>) -> Response>,
     /// Where each request is counted and timed (`xf_http_request_duration_seconds`).
     pub metrics: Option<xf_core::metrics::RequestRecorder>,
+    /// The slowest request bodies read (see [`MinRate`](crate::body_rate::MinRate)); `None`
+    /// for a service that reads none worth bounding. Here rather than in a layer of its own,
+    /// which would box each route and its future once more on every request.
+    pub body_limits: Option<xf_core::RequestLimits>,
 }
 
 impl<S> tower::Layer<S> for Layer {
@@ -186,12 +190,16 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: Request) -> Self::Future {
+    fn call(&mut self, mut request: Request) -> Self::Future {
         let Layer {
             service,
             panic,
             metrics,
+            body_limits,
         } = self.layer;
+        if let Some(limits) = body_limits {
+            request = request.map(|body| crate::body_rate::MinRate::wrap(body, limits));
+        }
         let id = request
             .headers()
             .get(HEADER_NAME)

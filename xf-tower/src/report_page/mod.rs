@@ -61,6 +61,7 @@ impl ReportPageService {
                 // Inside the security headers, so a panic's answer has them too.
                 panic: None,
                 metrics,
+                body_limits: None,
             });
         Self { router }
     }
