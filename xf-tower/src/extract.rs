@@ -319,9 +319,14 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
 
 /// The token of `Authorization: Bearer <token>`, if well formed.
 pub fn bearer(headers: &http::HeaderMap) -> Option<&str> {
+    // `to_str` leaves visible ASCII, spaces and tabs only, so ASCII trimming is all there is.
     let value = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.trim().split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+    let value = value.trim_ascii();
+    let scheme = value.get(..6)?;
+    let token = value.strip_prefix(scheme)?.strip_prefix(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim_ascii())
 }
 
 /// The key of a media API (or `/webhooks`) request: `X-API-Key`, else `Authorization:
@@ -343,4 +348,70 @@ pub struct IdempotencyHeader {
     /// `Idempotent-Replayed: true`; with another request it is a 422.
     #[param(rename = "Idempotency-Key", inline)]
     pub idempotency_key: Option<IdempotencyKey>,
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn headers_with(authorization: &[u8]) -> Option<http::HeaderMap> {
+        let value = http::HeaderValue::from_bytes(authorization).ok()?;
+        let mut headers = http::HeaderMap::new();
+        headers.insert(http::header::AUTHORIZATION, value);
+        Some(headers)
+    }
+
+    fn bearer_of(authorization: &str) -> Option<String> {
+        bearer(&headers_with(authorization.as_bytes()).unwrap()).map(str::to_owned)
+    }
+
+    #[test]
+    fn a_bearer_token_is_read_in_any_case_with_spaces_around() {
+        assert_eq!(bearer_of("Bearer xf_live_a").as_deref(), Some("xf_live_a"));
+        assert_eq!(bearer_of("bearer xf_live_a").as_deref(), Some("xf_live_a"));
+        assert_eq!(
+            bearer_of("  BEARER   xf_live_a \t").as_deref(),
+            Some("xf_live_a")
+        );
+        assert_eq!(bearer_of("Bearer a b").as_deref(), Some("a b"));
+        for refused in [
+            "",
+            "Bearer",
+            "Bearer   ",
+            "Bearerxf_live_a",
+            "Basic xf_live_a",
+            "Bearer\txf",
+        ] {
+            assert_eq!(bearer_of(refused), None, "{refused:?}");
+        }
+        assert_eq!(bearer(&headers_with(b"Bearer caf\xc3\xa9").unwrap()), None);
+        assert_eq!(bearer(&http::HeaderMap::new()), None);
+    }
+
+    proptest! {
+        /// Any header value reads as what `Bearer <token>` means: the scheme in any case, one
+        /// space, the token without the spaces and tabs around it; nothing else has a token.
+        #[test]
+        fn any_authorization_reads_as_its_bearer_token_or_none(
+            value in proptest::collection::vec(
+                prop_oneof![
+                    Just(b' '), Just(b'\t'), Just(b'b'), Just(b'B'), Just(b'r'), Just(b'e'),
+                    Just(b'a'), Just(b'R'), Just(b'E'), Just(b'A'), any::<u8>()
+                ],
+                0..40,
+            ),
+        ) {
+            let Some(headers) = headers_with(&value) else { return Ok(()) };
+            let text = std::str::from_utf8(&value).ok().filter(|text| {
+                text.bytes().all(|b| b == b'\t' || (0x20..0x7f).contains(&b))
+            });
+            let expected = text.and_then(|text| {
+                let (scheme, token) = text.trim().split_once(' ')?;
+                scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+            });
+            prop_assert_eq!(bearer(&headers), expected);
+        }
+    }
 }

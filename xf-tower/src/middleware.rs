@@ -88,10 +88,10 @@ where
         let GuardLayer { xf, guard: checks } = self.layer.clone();
         // What the key cache answers is used here: a refused key is answered at once, without
         // a future of its own; a known key goes straight to the count.
-        if let Some(error) = checks.misplaced_key(request.headers()) {
+        let key = (checks.key)(request.headers());
+        if let Some(error) = checks.misplaced_key(key, request.headers()) {
             return Box::pin(std::future::ready(Ok((checks.render)(error))));
         }
-        let key = (checks.key)(request.headers());
         let cached = match xf.authenticate_cached(key, checks.entitlement) {
             Some(Err(error)) => return Box::pin(std::future::ready(Ok((checks.render)(error)))),
             Some(Ok(caller)) => Some(caller),
@@ -130,9 +130,9 @@ pub struct Guard {
 impl Guard {
     /// A developer API request without a key of its own but with the media API's
     /// `X-API-Key`: told where this API reads the key, rather than that the key is invalid.
-    fn misplaced_key(&self, headers: &http::HeaderMap) -> Option<Error> {
+    fn misplaced_key(&self, key: Option<&str>, headers: &http::HeaderMap) -> Option<Error> {
         let misplaced = self.entitlement == Entitlement::DeveloperApi
-            && (self.key)(headers).is_none()
+            && key.is_none()
             && headers.contains_key("x-api-key");
         misplaced.then_some(Error::ApiKeyInWrongHeader)
     }
@@ -149,10 +149,10 @@ pub async fn guard<F>(
 where
     F: Future<Output = Response>,
 {
-    if let Some(error) = guard.misplaced_key(request.headers()) {
+    let key = (guard.key)(request.headers());
+    if let Some(error) = guard.misplaced_key(key, request.headers()) {
         return (guard.render)(error);
     }
-    let key = (guard.key)(request.headers());
     let caller = match xf.authenticate(key, guard.entitlement).await {
         Ok(caller) => caller,
         Err(error) => return (guard.render)(error),
