@@ -85,7 +85,13 @@ token="bench-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 secret="$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 pids=()
-cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+# Stops the servers and drops this run's databases (the write rounds fill them).
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  psql -q "$admin_url" -c "DROP DATABASE IF EXISTS $database WITH (FORCE)" \
+    -c "DROP DATABASE IF EXISTS ${database}_before WITH (FORCE)" 2>/dev/null || true
+}
 trap cleanup EXIT
 
 wait_ready() { # port
@@ -177,11 +183,10 @@ for name in "${order[@]}"; do
   [ "$status" = 200 ] || { say "$name answers $status, not 200"; exit 1; }
 done
 
-# The write: a fresh URL and Idempotency-Key per request (unique across rounds and servers),
-# and the same without the key.
+# The write: a fresh URL and Idempotency-Key per request (unique across rounds and servers:
+# each wrk run is given a prefix of its own, as XF_BENCH_RUN), and the same without the key.
 cat >"$logs/post.lua" <<LUA
-math.randomseed(os.time() + os.clock() * 1000000)
-local prefix = tostring(math.random(1, 1000000000))
+local prefix = os.getenv("XF_BENCH_RUN")
 local counter = 0
 request = function()
   counter = counter + 1
@@ -223,12 +228,14 @@ per_request() { # ticks-before ticks-after requests
 }
 # One wrk run against a server: appends "<label> <req/s> <CPU µs per request> <database CPU
 # µs per request>" to the results.
+runs=0
 measure() { # label pid wrk-arguments...
   local label="$1" pid="$2" before after db_before db_after out rps requests cpu db
   shift 2
+  runs=$((runs + 1))
   before="$(ticks "$pid")"
   db_before="$(db_ticks)"
-  out="$(wrk -t"$threads" -c"$connections" -d"${seconds}s" "$@")"
+  out="$(XF_BENCH_RUN="$$-$runs" wrk -t"$threads" -c"$connections" -d"${seconds}s" "$@")"
   after="$(ticks "$pid")"
   db_after="$(db_ticks)"
   # Every answer must be the success the run measures: a 404 or a 429 is cheaper than a read.
