@@ -88,10 +88,10 @@ where
         let GuardLayer { xf, guard: checks } = self.layer.clone();
         // What the key cache answers is used here: a refused key is answered at once, without
         // a future of its own; a known key goes straight to the count.
-        let key = (checks.key)(request.headers());
-        if let Some(error) = checks.misplaced_key(key, request.headers()) {
-            return Box::pin(std::future::ready(Ok((checks.render)(error))));
-        }
+        let key = match checks.key_of(request.headers()) {
+            Ok(key) => key,
+            Err(error) => return Box::pin(std::future::ready(Ok((checks.render)(error)))),
+        };
         let cached = match xf.authenticate_cached(key, checks.entitlement) {
             Some(Err(error)) => return Box::pin(std::future::ready(Ok((checks.render)(error)))),
             Some(Ok(caller)) => Some(caller),
@@ -128,13 +128,18 @@ pub struct Guard {
 }
 
 impl Guard {
-    /// A developer API request without a key of its own but with the media API's
-    /// `X-API-Key`: told where this API reads the key, rather than that the key is invalid.
-    fn misplaced_key(&self, key: Option<&str>, headers: &http::HeaderMap) -> Option<Error> {
+    /// The request's key, if it has one. A developer API request without a key of its own but
+    /// with the media API's `X-API-Key` is told where this API reads the key, rather than
+    /// that the key is invalid.
+    fn key_of<'h>(&self, headers: &'h http::HeaderMap) -> Result<Option<&'h str>, Error> {
+        let key = (self.key)(headers);
         let misplaced = self.entitlement == Entitlement::DeveloperApi
             && key.is_none()
             && headers.contains_key("x-api-key");
-        misplaced.then_some(Error::ApiKeyInWrongHeader)
+        if misplaced {
+            return Err(Error::ApiKeyInWrongHeader);
+        }
+        Ok(key)
     }
 }
 
@@ -149,10 +154,10 @@ pub async fn guard<F>(
 where
     F: Future<Output = Response>,
 {
-    let key = (guard.key)(request.headers());
-    if let Some(error) = guard.misplaced_key(key, request.headers()) {
-        return (guard.render)(error);
-    }
+    let key = match guard.key_of(request.headers()) {
+        Ok(key) => key,
+        Err(error) => return (guard.render)(error),
+    };
     let caller = match xf.authenticate(key, guard.entitlement).await {
         Ok(caller) => caller,
         Err(error) => return (guard.render)(error),
