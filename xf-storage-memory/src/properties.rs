@@ -5,28 +5,32 @@ use std::collections::BTreeSet;
 use async_trait::async_trait;
 use xf_core::ids::{OrganizationId, PropertyId};
 use xf_core::model::Property;
-use xf_core::store::{PageRequest, PropertyStore, StoreResult};
+use xf_core::store::{KeptResponse, PageRequest, PropertyStore, StoreResult};
 use xf_core::StoreError;
 
-use crate::MemoryStore;
+use crate::{MemoryStore, State};
 
 #[async_trait]
 impl PropertyStore for MemoryStore {
     async fn insert_property(&self, property: &Property) -> StoreResult<()> {
+        insert(&mut self.write(), property)
+    }
+
+    async fn insert_property_keeping(
+        &self,
+        property: &Property,
+        kept: &KeptResponse,
+    ) -> StoreResult<()> {
+        // One lock over both: the response is kept if and only if the property went in.
         let mut state = self.write();
-        let url_key = (property.organization_id.to_string(), property.url.clone());
-        if state.property_urls.contains_key(&url_key) {
-            return Err(StoreError::Duplicate("property url"));
+        insert(&mut state, property)?;
+        if let Some(record) = state
+            .idempotency
+            .get_mut(kept.scope.as_str())
+            .filter(|record| record.fingerprint == kept.fingerprint)
+        {
+            record.response = Some(kept.response.clone());
         }
-        let (owner, at, id) = (
-            property.organization_id.as_str(),
-            property.created_at,
-            property.id.as_str(),
-        );
-        if !state.properties.insert(owner, at, id, property) {
-            return Err(StoreError::Duplicate("property id"));
-        }
-        state.property_urls.insert(url_key, property.id.to_string());
         Ok(())
     }
 
@@ -91,4 +95,22 @@ impl PropertyStore for MemoryStore {
             p.gsc_site_url = site_url.map(str::to_owned)
         }))
     }
+}
+
+/// Inserts `property` unless its id, or its URL in its organization, is taken.
+fn insert(state: &mut State, property: &Property) -> StoreResult<()> {
+    let url_key = (property.organization_id.to_string(), property.url.clone());
+    if state.property_urls.contains_key(&url_key) {
+        return Err(StoreError::Duplicate("property url"));
+    }
+    let (owner, at, id) = (
+        property.organization_id.as_str(),
+        property.created_at,
+        property.id.as_str(),
+    );
+    if !state.properties.insert(owner, at, id, property) {
+        return Err(StoreError::Duplicate("property id"));
+    }
+    state.property_urls.insert(url_key, property.id.to_string());
+    Ok(())
 }

@@ -1,15 +1,42 @@
 //! Properties.
 
 use async_trait::async_trait;
-use sqlx::{PgPool, QueryBuilder};
+use sqlx::postgres::PgArguments;
+use sqlx::query::Query;
+use sqlx::{PgPool, Postgres, QueryBuilder};
 use xf_core::ids::{OrganizationId, PropertyId};
 use xf_core::model::Property;
-use xf_core::store::{PageRequest, PropertyStore, StoreResult};
+use xf_core::store::{KeptResponse, PageRequest, PropertyStore, StoreResult};
 
 use crate::batch::{BatchFuture, Batcher};
 use crate::error::store_error;
 use crate::rows::{self, at, PROPERTY_COLUMNS};
 use crate::{all, list_properties_query, one, PgStore};
+
+/// The statement that inserts a property: its fields are `$1` to `$7`, as [`bind_property`]
+/// binds them. A macro, so that `concat!` can build the statements around it.
+macro_rules! insert_property {
+    () => {
+        "INSERT INTO properties \
+         (id, organization_id, name, url, verified, created_at, gsc_site_url) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7)"
+    };
+}
+
+/// `query` with `property`'s fields bound as `$1` to `$7`, in the order of `insert_property!`.
+fn bind_property<'q>(
+    query: Query<'q, Postgres, PgArguments>,
+    property: &'q Property,
+) -> Query<'q, Postgres, PgArguments> {
+    query
+        .bind(property.id.as_str())
+        .bind(property.organization_id.as_str())
+        .bind(&property.name)
+        .bind(&property.url)
+        .bind(property.verified)
+        .bind(at(property.created_at))
+        .bind(&property.gsc_site_url)
+}
 
 /// Reads of one property by id, which most of the API's requests make, gathered into batches
 /// (see [`crate::batch`]): the reads that wait while one batch is in the database go together
@@ -76,21 +103,36 @@ async fn select_properties(pool: &PgPool, ids: &[&str]) -> StoreResult<Vec<Prope
 #[async_trait]
 impl PropertyStore for PgStore {
     async fn insert_property(&self, property: &Property) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO properties \
-             (id, organization_id, name, url, verified, created_at, gsc_site_url) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        )
-        .bind(property.id.as_str())
-        .bind(property.organization_id.as_str())
-        .bind(&property.name)
-        .bind(&property.url)
-        .bind(property.verified)
-        .bind(at(property.created_at))
-        .bind(&property.gsc_site_url)
-        .execute(&self.pool)
-        .await
-        .map_err(store_error)?;
+        bind_property(sqlx::query(insert_property!()), property)
+            .execute(&self.pool)
+            .await
+            .map_err(store_error)?;
+        Ok(())
+    }
+
+    async fn insert_property_keeping(
+        &self,
+        property: &Property,
+        kept: &KeptResponse,
+    ) -> StoreResult<()> {
+        // One statement, so one transaction and one durable commit: the record is updated
+        // only when the insert succeeds (a failed insert fails the statement). Its row was
+        // claimed by this request and stays locked by nobody else, so the update cannot wait.
+        let sql = concat!(
+            "WITH inserted AS (",
+            insert_property!(),
+            " RETURNING 1) \
+             UPDATE idempotency_keys SET response_status = $10, response_body = $11 \
+             WHERE scope = $8 AND fingerprint = $9 AND EXISTS (SELECT 1 FROM inserted)"
+        );
+        bind_property(sqlx::query(sql), property)
+            .bind(&kept.scope)
+            .bind(&kept.fingerprint)
+            .bind(i32::from(kept.response.status))
+            .bind(&kept.response.body)
+            .execute(&self.pool)
+            .await
+            .map_err(store_error)?;
         Ok(())
     }
 

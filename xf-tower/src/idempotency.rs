@@ -12,7 +12,7 @@ use http::{HeaderValue, StatusCode};
 use serde::Serialize;
 use xf_core::params::IdempotencyKey;
 use xf_core::store::StoredResponse;
-use xf_core::{Caller, Error, Fingerprint, IdempotencyStart, Xf};
+use xf_core::{Caller, Error, Fingerprint, IdempotencyStart, IdempotencyTicket, Keep, Xf};
 
 use crate::envelope::{self, Answer, Api};
 use crate::error::{error_object, respond as error_response, status_of};
@@ -48,6 +48,55 @@ where
     .await
 }
 
+/// [`respond`] for a write that keeps its answer in its own transaction
+/// ([`Keep`]): `run` gets the [`Keep`] (none without a key) and returns the written value and,
+/// when the write kept the answer, that response; `answer` renders the value's `{data}`. An answer
+/// the write did not keep (a failure, or test mode) is completed or abandoned as [`respond`]
+/// does.
+pub async fn respond_keeping<T, F, Fut>(
+    xf: &Xf,
+    caller: &Caller,
+    write: &Write,
+    success: StatusCode,
+    answer: fn(&T) -> Result<Answer, serde_json::Error>,
+    run: F,
+) -> Response
+where
+    T: 'static,
+    F: FnOnce(Option<Keep<T>>) -> Fut,
+    Fut: Future<Output = Result<(T, Option<StoredResponse>), Error>>,
+{
+    let api = Api::Developer;
+    let key = write.idempotency.idempotency_key.as_ref();
+    let ticket = match begin(xf, caller, key, &write.fingerprint, api).await {
+        Ok(ticket) => ticket,
+        Err(response) => return response,
+    };
+    let keep = ticket.clone().map(|ticket| {
+        Keep::new(ticket, move |value: &T| {
+            let body = answer(value)
+                .and_then(|answer| envelope::answer_object(api, &answer))
+                .map_err(|error| tracing::error!(%error, "an answer does not serialize"))
+                .ok()?;
+            Some(StoredResponse {
+                status: success.as_u16(),
+                body,
+            })
+        })
+    });
+    let outcome = run(keep).await;
+    let answer = |value: &T| answer(value).map_err(|e| Error::Internal(e.to_string()));
+    match outcome {
+        // Kept with the write: answered as `finish` would answer it, with nothing to complete.
+        Ok((value, Some(_kept))) => match answer(&value) {
+            Ok(answer) => envelope::answer(api, success, &answer),
+            Err(error) => error_response(api, &error),
+        },
+        Ok((value, None)) => finish(xf, ticket, api, success, answer(&value)).await,
+        Err(error) => finish(xf, ticket, api, success, Err(error)).await,
+    }
+}
+
 /// Runs `run` once per idempotency key (none: it just runs) and answers in `api`'s envelope: a
 /// request with the key and fingerprint of a finished one gets its answer again, and the
 /// outcome is kept as the core's rule says.
@@ -64,15 +113,39 @@ where
     F: FnOnce() -> Fut,
     Fut: Future<Output = Result<Answer, Error>>,
 {
-    let ticket = match key {
-        None => None,
-        Some(key) => match xf.begin_idempotent(caller, key, fingerprint).await {
-            Ok(IdempotencyStart::Proceed(ticket)) => Some(ticket),
-            Ok(IdempotencyStart::Replay(stored)) => return replay(&stored),
-            Err(error) => return error_response(api, &error),
-        },
+    match begin(xf, caller, key, fingerprint, api).await {
+        Ok(ticket) => finish(xf, ticket, api, success, run().await).await,
+        Err(response) => response,
+    }
+}
+
+/// Claims `key` (none: nothing to claim): the ticket to complete, or the response to send
+/// instead of running the request (a replay, or why the key cannot be used).
+async fn begin(
+    xf: &Xf,
+    caller: &Caller,
+    key: Option<&IdempotencyKey>,
+    fingerprint: &Fingerprint,
+    api: Api,
+) -> Result<Option<IdempotencyTicket>, Response> {
+    let Some(key) = key else {
+        return Ok(None);
     };
-    let outcome = run().await;
+    match xf.begin_idempotent(caller, key, fingerprint).await {
+        Ok(IdempotencyStart::Proceed(ticket)) => Ok(Some(ticket)),
+        Ok(IdempotencyStart::Replay(stored)) => Err(replay(&stored)),
+        Err(error) => Err(error_response(api, &error)),
+    }
+}
+
+/// Keeps `outcome` for `ticket` as the core's rule says (or frees the key), and answers it.
+async fn finish(
+    xf: &Xf,
+    ticket: Option<IdempotencyTicket>,
+    api: Api,
+    success: StatusCode,
+    outcome: Result<Answer, Error>,
+) -> Response {
     if let Some(ticket) = ticket {
         let kept = match &outcome {
             Ok(answer) => envelope::answer_object(api, answer)

@@ -35,10 +35,13 @@ async fn concurrent_creates_with_one_key_make_one_property(app: TestApp) {
         .collect();
     let mut ids = HashSet::new();
     let mut created = 0;
+    let mut first = None;
     for task in tasks {
-        if let Some(id) = task.await.unwrap().created_property_id() {
+        let reply = task.await.unwrap();
+        if let Some(id) = reply.created_property_id() {
             created += 1;
             ids.insert(id);
+            first.get_or_insert(reply.body["data"].clone());
         }
     }
     assert!(created >= 1);
@@ -64,6 +67,8 @@ async fn concurrent_creates_with_one_key_make_one_property(app: TestApp) {
         .await;
     assert_eq!(replay.expect(201)["property"]["id"], id);
     assert_eq!(replay.header("idempotent-replayed"), Some("true"));
+    // The kept answer (written with the property, in its transaction) is the one first sent.
+    assert_eq!(Some(&replay.body["data"]), first.as_ref());
     assert_eq!(replay.body["meta"]["requestId"], "retry-1");
 
     // Another body with the same key: 422.

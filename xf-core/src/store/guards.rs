@@ -65,6 +65,19 @@ pub struct IdempotencyRequest {
     pub stale_before: Timestamp,
 }
 
+/// A response kept for an idempotency key together with the write it answers (see
+/// [`PropertyStore::insert_property_keeping`](super::PropertyStore::insert_property_keeping)):
+/// what [`GuardStore::complete_idempotency_key`] is given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptResponse {
+    /// The claimed record's scope.
+    pub scope: String,
+    /// The claiming request's fingerprint: nothing is kept unless the record still has it.
+    pub fingerprint: String,
+    /// The response to replay.
+    pub response: StoredResponse,
+}
+
 /// Rate-limit counters and idempotency records.
 #[async_trait]
 pub trait GuardStore: Send + Sync {

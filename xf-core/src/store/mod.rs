@@ -33,7 +33,8 @@ use crate::time::Timestamp;
 pub use events::EventStore;
 pub use gsc::GscStore;
 pub use guards::{
-    GuardStore, IdempotencyClaim, IdempotencyRequest, RateBucket, RateOutcome, StoredResponse,
+    GuardStore, IdempotencyClaim, IdempotencyRequest, KeptResponse, RateBucket, RateOutcome,
+    StoredResponse,
 };
 pub use issues::{
     subject_is_address, FetchedPage, IssueFilter, IssueStore, NewFinding, ScanFindings,

@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 
-use super::{PageRequest, StoreResult};
+use super::{KeptResponse, PageRequest, StoreResult};
 use crate::ids::{OrganizationId, PropertyId};
 use crate::model::Property;
 
@@ -12,6 +12,15 @@ pub trait PropertyStore: Send + Sync {
     /// Inserts a property; [`StoreError::Duplicate`](crate::StoreError::Duplicate) when the
     /// organization already has one with the same URL.
     async fn insert_property(&self, property: &Property) -> StoreResult<()>;
+
+    /// [`insert_property`](Self::insert_property), keeping `kept` for its idempotency key as
+    /// [`complete_idempotency_key`](super::GuardStore::complete_idempotency_key) does, in the
+    /// insert's transaction: the response is kept if and only if the property was inserted.
+    async fn insert_property_keeping(
+        &self,
+        property: &Property,
+        kept: &KeptResponse,
+    ) -> StoreResult<()>;
 
     /// The property with this id (any organization: the caller checks ownership).
     async fn get_property(&self, id: &PropertyId) -> StoreResult<Option<Property>>;

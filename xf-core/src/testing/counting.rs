@@ -567,6 +567,14 @@ impl PropertyStore for Counting {
         self.count("insert_property");
         self.inner.insert_property(property).await
     }
+    async fn insert_property_keeping(
+        &self,
+        property: &Property,
+        kept: &KeptResponse,
+    ) -> StoreResult<()> {
+        self.count("insert_property_keeping");
+        self.inner.insert_property_keeping(property, kept).await
+    }
     async fn get_property(&self, id: &PropertyId) -> StoreResult<Option<Property>> {
         self.count("get_property");
         self.inner.get_property(id).await

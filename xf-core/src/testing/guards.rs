@@ -26,7 +26,7 @@ fn outcome(counts: &[u64], exceeded: &[usize]) -> RateOutcome {
     }
 }
 
-async fn claim_key(
+pub(super) async fn claim_key(
     store: &dyn Store,
     scope: &str,
     fingerprint: &str,

@@ -900,6 +900,7 @@ macro_rules! __with_conformance_behaviours {
             api_key_list_oldest_first,
             // Properties.
             property_insert_and_get,
+            property_insert_keeping_keeps_the_answer_with_it,
             property_reads_at_once_get_their_own,
             property_duplicate_url_rejected_per_organization,
             property_concurrent_duplicate_url_single_winner,

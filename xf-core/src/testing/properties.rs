@@ -2,14 +2,15 @@
 
 use std::sync::Arc;
 
+use super::guards::claim_key;
 use super::{
-    at, first_page, minutes, property, run_concurrently, seed_organization, seed_property,
-    sort_newest_first, unique_url, walk_pages, TestStore,
+    at, first_page, millis, minutes, property, run_concurrently, seed_organization, seed_property,
+    sort_newest_first, unique, unique_url, walk_pages, TestStore,
 };
 use crate::error::StoreError;
 use crate::ids::PropertyId;
 use crate::model::Property;
-use crate::store::{After, PageRequest};
+use crate::store::{After, IdempotencyClaim, KeptResponse, PageRequest, StoredResponse};
 
 fn property_position(property: &Property) -> After {
     After {
@@ -34,6 +35,76 @@ pub async fn property_insert_and_get(store: Arc<dyn TestStore>) {
 
     assert_eq!(store.get_property(&site.id).await.unwrap(), Some(site));
     assert_eq!(store.get_property(&PropertyId::new()).await.unwrap(), None);
+}
+
+/// `insert_property_keeping` inserts the property and keeps the response for the claiming
+/// fingerprint: the next claim replays it. When the insert fails (the URL is taken), nothing is
+/// kept: the claim stays unfinished (`InUse`), for the caller to complete with the failure. A
+/// record of another fingerprint is left as it is, and the property still goes in.
+pub async fn property_insert_keeping_keeps_the_answer_with_it(store: Arc<dyn TestStore>) {
+    let org = seed_organization(&*store, "Kept").await;
+    let t0 = at("2026-11-05T10:00:00.000Z");
+    let kept = |scope: &str, fingerprint: &str, body: &str| KeptResponse {
+        scope: scope.to_owned(),
+        fingerprint: fingerprint.to_owned(),
+        response: StoredResponse {
+            status: 201,
+            body: body.to_owned(),
+        },
+    };
+    let s = &*store;
+
+    let scope = unique("org:live:kept");
+    assert_eq!(
+        claim_key(s, &scope, "fp-a", t0).await,
+        IdempotencyClaim::Acquired
+    );
+    let site = property(&org.id, &unique_url(), t0);
+    let answer = kept(&scope, "fp-a", r#"{"data":{"property":{}}}"#);
+    store.insert_property_keeping(&site, &answer).await.unwrap();
+    assert_eq!(
+        store.get_property(&site.id).await.unwrap(),
+        Some(site.clone())
+    );
+    assert_eq!(
+        claim_key(s, &scope, "fp-a", millis(t0, 60_000)).await,
+        IdempotencyClaim::Replay(answer.response.clone())
+    );
+
+    let failing = unique("org:live:kept-duplicate");
+    assert_eq!(
+        claim_key(s, &failing, "fp-b", t0).await,
+        IdempotencyClaim::Acquired
+    );
+    let mut twin = property(&org.id, &site.url, t0);
+    twin.id = PropertyId::new();
+    assert!(matches!(
+        store
+            .insert_property_keeping(&twin, &kept(&failing, "fp-b", "{}"))
+            .await,
+        Err(StoreError::Duplicate(_))
+    ));
+    assert_eq!(store.get_property(&twin.id).await.unwrap(), None);
+    assert_eq!(
+        claim_key(s, &failing, "fp-b", millis(t0, 1_000)).await,
+        IdempotencyClaim::InUse
+    );
+
+    let other = unique("org:live:kept-other");
+    assert_eq!(
+        claim_key(s, &other, "fp-c", t0).await,
+        IdempotencyClaim::Acquired
+    );
+    let third = property(&org.id, &unique_url(), t0);
+    store
+        .insert_property_keeping(&third, &kept(&other, "fp-d", "{}"))
+        .await
+        .unwrap();
+    assert_eq!(store.get_property(&third.id).await.unwrap(), Some(third));
+    assert_eq!(
+        claim_key(s, &other, "fp-c", millis(t0, 1_000)).await,
+        IdempotencyClaim::InUse
+    );
 }
 
 /// Reads by id made at once (as the PostgreSQL store batches them) each get their own answer:

@@ -13,7 +13,9 @@ use crate::error::{Error, Result};
 use crate::model::{ApiKey, KeyMode, Organization};
 use crate::params::IdempotencyKey;
 use crate::plans::Entitlement;
-use crate::store::{IdempotencyClaim, IdempotencyRequest, RateBucket, StoredResponse};
+use crate::store::{
+    IdempotencyClaim, IdempotencyRequest, KeptResponse, RateBucket, StoredResponse,
+};
 use crate::time::Timestamp;
 
 /// Idempotency records are kept this long.
@@ -74,6 +76,49 @@ impl Fingerprint {
 pub struct IdempotencyTicket {
     scope: String,
     fingerprint: String,
+}
+
+/// A claimed key's answer to keep with the write that makes it, in the write's own transaction:
+/// the claim's ticket, and how the write's result reads as the answer to keep (`None`: it
+/// cannot be kept, and the caller completes or abandons the ticket as usual). Given to the
+/// use cases that can keep it so ([`Xf::create_property_keeping`]); they return the kept
+/// response when they did.
+pub struct Keep<T> {
+    ticket: IdempotencyTicket,
+    render: Box<Render<T>>,
+}
+
+/// How a write's result reads as the answer to keep (see [`Keep`]).
+type Render<T> = dyn Fn(&T) -> Option<StoredResponse> + Send + Sync;
+
+impl<T> Keep<T> {
+    /// Keeps `render`'s answer for `ticket`.
+    pub fn new(
+        ticket: IdempotencyTicket,
+        render: impl Fn(&T) -> Option<StoredResponse> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            ticket,
+            render: Box::new(render),
+        }
+    }
+
+    /// What to keep for `value`, if it renders.
+    pub(crate) fn kept(&self, value: &T) -> Option<KeptResponse> {
+        (self.render)(value).map(|response| KeptResponse {
+            scope: self.ticket.scope.clone(),
+            fingerprint: self.ticket.fingerprint.clone(),
+            response,
+        })
+    }
+}
+
+impl<T> std::fmt::Debug for Keep<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keep")
+            .field("ticket", &self.ticket)
+            .finish_non_exhaustive()
+    }
 }
 
 /// How to go on after [`Xf::begin_idempotent`].

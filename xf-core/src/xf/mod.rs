@@ -70,7 +70,7 @@ use crate::webhooks::secrets::SecretBox;
 use crate::webhooks::transport::WebhookTransport;
 
 pub(crate) use access::IDEMPOTENCY_TTL_HOURS;
-pub use access::{Fingerprint, IdempotencyStart, IdempotencyTicket, RateCheck, RequestKind};
+pub use access::{Fingerprint, IdempotencyStart, IdempotencyTicket, Keep, RateCheck, RequestKind};
 pub use account::PROBE_TIMEOUT;
 pub use admin::{
     CreatedApiKey, CreatedOrganization, NewOrganization, NewReport, OrganizationPatch,

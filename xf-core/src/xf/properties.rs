@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use super::{Caller, Fingerprint, Xf};
+use super::{Caller, Fingerprint, Keep, Xf};
 use crate::api::{
     Includes, IssueListQuery, IssuePage, LastScan, NewProperty, Page, PageParams, PropertyGsc,
     PropertyView,
@@ -11,7 +11,7 @@ use crate::error::{Error, Result, StoreError};
 use crate::ids::{Id, PropertyId};
 use crate::model::{JobRecord, Property};
 use crate::params::PropertyUrl;
-use crate::store::{After, IssueFilter};
+use crate::store::{After, IssueFilter, StoredResponse};
 
 /// Normalises a property URL that matched [`PropertyUrl`]'s pattern: lower-case host, no
 /// default port, no fragment; path and query kept. Returns the URL and its host.
@@ -39,6 +39,22 @@ impl Xf {
         request: &Fingerprint,
         input: NewProperty,
     ) -> Result<Property> {
+        let (property, _) = self
+            .create_property_keeping(caller, request, input, None)
+            .await?;
+        Ok(property)
+    }
+
+    /// [`create_property`](Self::create_property) under an idempotency key: the answer `keep`
+    /// renders is kept in the insert's transaction, and returned beside the property when it
+    /// was (not in test mode, which inserts nothing, nor when the insert fails).
+    pub async fn create_property_keeping(
+        &self,
+        caller: &Caller,
+        request: &Fingerprint,
+        input: NewProperty,
+        keep: Option<Keep<Property>>,
+    ) -> Result<(Property, Option<StoredResponse>)> {
         let (url, host) = normalize_property_url(&input.url)?;
         let name = input
             .name
@@ -55,7 +71,7 @@ impl Xf {
             {
                 return Err(conflict());
             }
-            return Ok(Property {
+            let property = Property {
                 id: PropertyId::derived(&self.mock_digest(caller, request, PropertyId::PREFIX, 0)),
                 organization_id: caller.organization.id.clone(),
                 name,
@@ -63,7 +79,8 @@ impl Xf {
                 verified: false,
                 created_at: self.mock_time(),
                 gsc_site_url: None,
-            });
+            };
+            return Ok((property, None));
         }
         let property = Property {
             id: PropertyId::new(),
@@ -74,8 +91,13 @@ impl Xf {
             created_at: self.now(),
             gsc_site_url: None,
         };
-        match self.store().insert_property(&property).await {
-            Ok(()) => Ok(property),
+        let kept = keep.and_then(|keep| keep.kept(&property));
+        let inserted = match &kept {
+            Some(kept) => self.store().insert_property_keeping(&property, kept).await,
+            None => self.store().insert_property(&property).await,
+        };
+        match inserted {
+            Ok(()) => Ok((property, kept.map(|kept| kept.response))),
             Err(StoreError::Duplicate(_)) => Err(conflict()),
             Err(other) => Err(other.into()),
         }

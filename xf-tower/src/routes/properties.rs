@@ -13,15 +13,16 @@ use xf_core::params::PropertyId;
 use xf_core::Xf;
 
 use super::{Envelope, IdempotencyHeader, PageEnvelope};
+use crate::envelope::{self, Answer};
 use crate::error::ApiError;
 use crate::extract::{Authed, PathParam, Query, Write};
-use crate::{envelope, idempotency};
+use crate::idempotency;
 
 /// `data` of `POST /properties`.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct PropertyCreated {
+pub struct PropertyCreated<'a> {
     /// The new property.
-    pub property: Property,
+    pub property: &'a Property,
 }
 
 /// `data` of `GET /properties`.
@@ -70,12 +71,18 @@ async fn list_properties(
         (status = 409, description = "`conflict`: the URL is registered already, or `idempotency_key_in_use`"),
     ))]
 async fn create_property(State(xf): State<Xf>, Authed(caller): Authed, write: Write) -> Response {
-    idempotency::respond(&xf, &caller, &write, StatusCode::CREATED, || async {
-        let property = xf
-            .create_property(&caller, &write.fingerprint, write.json()?)
-            .await?;
-        Ok(PropertyCreated { property })
-    })
+    let answer = |property: &Property| Answer::of(&PropertyCreated { property });
+    idempotency::respond_keeping(
+        &xf,
+        &caller,
+        &write,
+        StatusCode::CREATED,
+        answer,
+        |keep| async {
+            xf.create_property_keeping(&caller, &write.fingerprint, write.json()?, keep)
+                .await
+        },
+    )
     .await
 }
 
