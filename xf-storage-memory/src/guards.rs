@@ -13,7 +13,24 @@ use xf_core::store::{
 };
 use xf_core::time::Timestamp;
 
-use crate::{IdempotencyRecord, MemoryStore};
+use crate::{IdempotencyRecord, MemoryStore, State};
+
+/// Keeps `response` on `scope`'s record if the record still has `fingerprint`: what
+/// completing a claim does, alone or with the write it answers.
+pub(crate) fn keep_response(
+    state: &mut State,
+    scope: &str,
+    fingerprint: &str,
+    response: &StoredResponse,
+) {
+    if let Some(record) = state
+        .idempotency
+        .get_mut(scope)
+        .filter(|record| record.fingerprint == fingerprint)
+    {
+        record.response = Some(response.clone());
+    }
+}
 
 #[async_trait]
 impl GuardStore for MemoryStore {
@@ -58,14 +75,7 @@ impl GuardStore for MemoryStore {
         fingerprint: &str,
         response: &StoredResponse,
     ) -> StoreResult<()> {
-        if let Some(record) = self
-            .write()
-            .idempotency
-            .get_mut(scope)
-            .filter(|r| r.fingerprint == fingerprint)
-        {
-            record.response = Some(response.clone());
-        }
+        keep_response(&mut self.write(), scope, fingerprint, response);
         Ok(())
     }
 

@@ -8,6 +8,7 @@ use xf_core::model::Property;
 use xf_core::store::{KeptResponse, PageRequest, PropertyStore, StoreResult};
 use xf_core::StoreError;
 
+use crate::guards::keep_response;
 use crate::{MemoryStore, State};
 
 #[async_trait]
@@ -24,13 +25,7 @@ impl PropertyStore for MemoryStore {
         // One lock over both: the response is kept if and only if the property went in.
         let mut state = self.write();
         insert(&mut state, property)?;
-        if let Some(record) = state
-            .idempotency
-            .get_mut(kept.scope.as_str())
-            .filter(|record| record.fingerprint == kept.fingerprint)
-        {
-            record.response = Some(kept.response.clone());
-        }
+        keep_response(&mut state, &kept.scope, &kept.fingerprint, &kept.response);
         Ok(())
     }
 

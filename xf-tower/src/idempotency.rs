@@ -73,26 +73,21 @@ where
         Err(response) => return response,
     };
     let keep = ticket.clone().map(|ticket| {
-        Keep::new(ticket, move |value: &T| {
-            let body = answer(value)
-                .and_then(|answer| envelope::answer_object(api, &answer))
-                .map_err(|error| tracing::error!(%error, "an answer does not serialize"))
-                .ok()?;
-            Some(StoredResponse {
-                status: success.as_u16(),
-                body,
-            })
+        Keep::new(ticket, move |value: &T| match answer(value) {
+            Ok(answer) => kept_success(api, success, &answer),
+            Err(error) => {
+                tracing::error!(%error, "an answer does not serialize");
+                None
+            }
         })
     });
-    let outcome = run(keep).await;
-    let answer = |value: &T| answer(value).map_err(|e| Error::Internal(e.to_string()));
-    match outcome {
-        // Kept with the write: answered as `finish` would answer it, with nothing to complete.
-        Ok((value, Some(_kept))) => match answer(&value) {
-            Ok(answer) => envelope::answer(api, success, &answer),
-            Err(error) => error_response(api, &error),
-        },
-        Ok((value, None)) => finish(xf, ticket, api, success, answer(&value)).await,
+    match run(keep).await {
+        // Kept with the write: sent as its replays will be, with nothing left to complete.
+        Ok((_, Some(kept))) => envelope::render(success, &kept.body),
+        Ok((value, None)) => {
+            let answer = answer(&value).map_err(|e| Error::Internal(e.to_string()));
+            finish(xf, ticket, api, success, answer).await
+        }
         Err(error) => finish(xf, ticket, api, success, Err(error)).await,
     }
 }
@@ -148,13 +143,7 @@ async fn finish(
 ) -> Response {
     if let Some(ticket) = ticket {
         let kept = match &outcome {
-            Ok(answer) => envelope::answer_object(api, answer)
-                .map_err(|error| tracing::error!(%error, "an answer does not serialize"))
-                .ok()
-                .map(|body| StoredResponse {
-                    status: success.as_u16(),
-                    body,
-                }),
+            Ok(answer) => kept_success(api, success, answer),
             Err(error) if error.kept_by_idempotency() => Some(StoredResponse {
                 status: status_of(error).as_u16(),
                 body: error_object(api, error),
@@ -174,6 +163,18 @@ async fn finish(
         Ok(answer) => envelope::answer(api, success, &answer),
         Err(error) => error_response(api, &error),
     }
+}
+
+/// What idempotency keeps for a successful `answer`: its envelope without `meta`, or nothing
+/// (logged) if it does not serialize.
+fn kept_success(api: Api, success: StatusCode, answer: &Answer) -> Option<StoredResponse> {
+    envelope::answer_object(api, answer)
+        .map_err(|error| tracing::error!(%error, "an answer does not serialize"))
+        .ok()
+        .map(|body| StoredResponse {
+            status: success.as_u16(),
+            body,
+        })
 }
 
 /// A kept response again, with the new request's id and `Idempotent-Replayed: true`.
