@@ -20,6 +20,9 @@
 //! `XF_BENCH_DIR` (default: the system's temporary directory) picks the disk, `XF_BENCH_MIB`
 //! (default 1024) the size and `XF_BENCH_RUNS` (default 5) the rounds; medians are reported.
 //! `XF_BENCH_SMOKE=1` makes one small run that checks the benchmark works (`xf_tests::bench`).
+//! `XF_BENCH_UPLOADS_ONLY=1` makes the uploads alone, each round's time printed, to profile
+//! them apart from the copies (`XF_BENCH_UPLOADS_ONLY=1 perf record -g -- <the bench's binary>
+//! --bench`).
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -329,6 +332,15 @@ async fn main() {
     let mut seconds = vec![Vec::new(); names.len()];
     let mut cpu = vec![Vec::new(); names.len()];
     let mut peaks = Vec::new();
+    if std::env::var_os("XF_BENCH_UPLOADS_ONLY").is_some_and(|v| !v.is_empty() && v != "0") {
+        for round in 1..=runs {
+            let (s, c) = timed(upload(address, &key, &source)).await;
+            let _ = std::fs::remove_dir_all(media_dir.join("media"));
+            println!("round {round}: upload {s:.2} s (CPU {c:.2} s)");
+        }
+        let _ = std::fs::remove_dir_all(&root);
+        return;
+    }
     for round in 1..=runs {
         let mut measured = vec![
             timed(copy_of(buffered_copy)).await,
