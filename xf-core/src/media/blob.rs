@@ -555,8 +555,8 @@ const WRITE_QUEUE: usize = 2;
 
 /// Writes on a task of its own, so the network and the disk work at once: the request fills
 /// a buffer while the task writes the previous one. The task holds a blocking thread only
-/// while a write lasts, so an upload that trickles in holds no thread (and only the memory it
-/// has sent). Buffers go back to the writer to be filled again, so a long upload allocates a
+/// while it has buffers to write ([`write_while_queued`]), so an upload that trickles in
+/// holds no thread between its writes (and only the memory it has sent). Buffers go back to the writer to be filled again, so a long upload allocates a
 /// handful of them in all; they are aligned for the direct I/O of a [`DiskFile`]. (Handing
 /// the request's own chunks to the task instead, without the copy, measured slower: many
 /// small writes, and the HTTP stack cannot reuse its read buffers.)
@@ -575,28 +575,19 @@ struct LocalWriter {
 impl LocalWriter {
     fn start(file: DiskFile, partial: PartialFile, target: PathBuf) -> Self {
         let (full, mut queue) = tokio::sync::mpsc::channel::<AlignedBuffer>(WRITE_QUEUE);
-        let (recycle, empty) = std::sync::mpsc::channel();
+        let (mut recycle, empty) = std::sync::mpsc::channel();
         let disk = tokio::spawn(async move {
             let mut file = file;
             while let Some(first) = queue.recv().await {
-                // Whatever else is waiting goes in the same trip to a blocking thread.
-                let mut buffers = vec![first];
-                while let Ok(next) = queue.try_recv() {
-                    buffers.push(next);
-                }
-                let (back, buffers, written) = tokio::task::spawn_blocking(move || {
-                    let written = buffers.iter_mut().try_for_each(|b| file.write(b));
-                    (file, buffers, written)
+                let (back, back_queue, written) = tokio::task::spawn_blocking(move || {
+                    let written = write_while_queued(&mut file, first, &mut queue, &recycle);
+                    (file, (queue, recycle), written)
                 })
                 .await
                 .map_err(io::Error::other)?;
                 file = back;
+                (queue, recycle) = back_queue;
                 written?;
-                for mut buffer in buffers {
-                    buffer.clear();
-                    // The writer may be gone (finished or aborted); the buffer is then freed.
-                    let _ = recycle.send(buffer);
-                }
             }
             tokio::task::spawn_blocking(move || file.file.sync_data())
                 .await
@@ -643,6 +634,28 @@ impl LocalWriter {
             Some(disk) => disk.await.map_err(io::Error::other)?,
         }
     }
+}
+
+/// Writes `first`, then every buffer the request has queued meanwhile, on the blocking thread
+/// it runs on: one trip to the thread for as long as buffers keep coming, so the disk is not
+/// left idle between writes while the next buffer is handed over. Each buffer goes back to
+/// the writer as soon as it is written. Returns once the queue is empty, so an upload that
+/// trickles in holds the thread only while a write lasts.
+fn write_while_queued(
+    file: &mut DiskFile,
+    first: AlignedBuffer,
+    queue: &mut tokio::sync::mpsc::Receiver<AlignedBuffer>,
+    recycle: &std::sync::mpsc::Sender<AlignedBuffer>,
+) -> io::Result<()> {
+    let mut next = Some(first);
+    while let Some(mut buffer) = next {
+        file.write(&mut buffer)?;
+        buffer.clear();
+        // The writer may be gone (finished or aborted); the buffer is then freed.
+        let _ = recycle.send(buffer);
+        next = queue.try_recv().ok();
+    }
+    Ok(())
 }
 
 #[async_trait]
