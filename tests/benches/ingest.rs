@@ -27,7 +27,7 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use xf_tests::bench::{median, organization, runs, size};
+use xf_tests::bench::{flag, median, organization, runs, size};
 
 use bytes::Bytes;
 use clap::Parser;
@@ -332,7 +332,7 @@ async fn main() {
     let mut seconds = vec![Vec::new(); names.len()];
     let mut cpu = vec![Vec::new(); names.len()];
     let mut peaks = Vec::new();
-    if std::env::var_os("XF_BENCH_UPLOADS_ONLY").is_some_and(|v| !v.is_empty() && v != "0") {
+    if flag("XF_BENCH_UPLOADS_ONLY") {
         for round in 1..=runs {
             let (s, c) = timed(upload(address, &key, &source)).await;
             let _ = std::fs::remove_dir_all(media_dir.join("media"));

@@ -15,9 +15,14 @@ pub fn env_number(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// Whether the environment variable `name` is set, and neither empty nor `0`.
+pub fn flag(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
 /// Whether this is a smoke run (`XF_BENCH_SMOKE` set and not `0`).
 pub fn smoke() -> bool {
-    std::env::var("XF_BENCH_SMOKE").is_ok_and(|v| !v.is_empty() && v != "0")
+    flag("XF_BENCH_SMOKE")
 }
 
 /// A size the environment variable `name` may set: `default` for a measuring run, `small`

@@ -556,10 +556,11 @@ const WRITE_QUEUE: usize = 2;
 /// Writes on a task of its own, so the network and the disk work at once: the request fills
 /// a buffer while the task writes the previous one. The task holds a blocking thread only
 /// while it has buffers to write ([`write_while_queued`]), so an upload that trickles in
-/// holds no thread between its writes (and only the memory it has sent). Buffers go back to the writer to be filled again, so a long upload allocates a
-/// handful of them in all; they are aligned for the direct I/O of a [`DiskFile`]. (Handing
-/// the request's own chunks to the task instead, without the copy, measured slower: many
-/// small writes, and the HTTP stack cannot reuse its read buffers.)
+/// holds no thread between its writes (and only the memory it has sent). Buffers go back to
+/// the writer to be filled again, so a long upload allocates a handful of them in all; they
+/// are aligned for the direct I/O of a [`DiskFile`]. (Handing the request's own chunks to the
+/// task instead, without the copy, measured slower: many small writes, and the HTTP stack
+/// cannot reuse its read buffers.)
 struct LocalWriter {
     /// The buffer being filled; full ones go to the disk task.
     buffer: AlignedBuffer,
@@ -579,14 +580,14 @@ impl LocalWriter {
         let disk = tokio::spawn(async move {
             let mut file = file;
             while let Some(first) = queue.recv().await {
-                let (back, back_queue, written) = tokio::task::spawn_blocking(move || {
+                // The file and both channels go to the blocking thread and come back with it.
+                let written;
+                (file, queue, recycle, written) = tokio::task::spawn_blocking(move || {
                     let written = write_while_queued(&mut file, first, &mut queue, &recycle);
-                    (file, (queue, recycle), written)
+                    (file, queue, recycle, written)
                 })
                 .await
                 .map_err(io::Error::other)?;
-                file = back;
-                (queue, recycle) = back_queue;
                 written?;
             }
             tokio::task::spawn_blocking(move || file.file.sync_data())
