@@ -337,9 +337,9 @@ impl Renderer {
     }
 }
 
-/// Writes the fields of the request the current task serves into a span's [`Fields`];
-/// `false` outside a request.
-pub type RequestContext = fn(&mut Fields) -> bool;
+/// The fields of the request the current task serves, as a span's [`Fields`]; `None` outside
+/// a request (so the request log line, written once the request is done, builds nothing).
+pub type RequestContext = fn() -> Option<Fields>;
 
 /// The layer: captures each event (and the fields of each span) and queues it for the log
 /// thread. Events are dropped only if that thread has stopped.
@@ -372,14 +372,16 @@ impl DeferredFormat {
 }
 
 /// The fields of xf-tower's `request` span, from the request the current task serves.
-pub fn request_span_fields(fields: &mut Fields) -> bool {
-    xf_tower::current_request(|id, service| request_fields(fields, id, service)).is_some()
+pub fn request_span_fields() -> Option<Fields> {
+    xf_tower::current_request(request_fields)
 }
 
 /// The span's fields as it records them: the id displayed, the service a string.
-fn request_fields(fields: &mut Fields, id: &str, service: &str) {
+fn request_fields(id: &str, service: &str) -> Fields {
+    let mut fields = Fields::default();
     fields.push_text("request_id", false, |text| text.push_str(id));
     fields.push_text("service", true, |text| text.push_str(service));
+    fields
 }
 
 impl<S> Layer<S> for DeferredFormat
@@ -407,11 +409,8 @@ where
         let mut fields = Fields::default();
         event.record(&mut fields);
         let mut spans = Vec::new();
-        if let Some(context) = self.request_context {
-            let mut request = Fields::default();
-            if context(&mut request) {
-                spans.push(("request", Arc::new(request)));
-            }
+        if let Some(request) = self.request_context.and_then(|context| context()) {
+            spans.push(("request", Arc::new(request)));
         }
         if let Some(scope) = ctx.event_scope(event) {
             for span in scope.from_root() {
@@ -457,12 +456,8 @@ mod tests {
     }
 
     /// A request context of `req_1` answered by `api` while `IN_REQUEST` is set.
-    fn test_request(fields: &mut Fields) -> bool {
-        let inside = IN_REQUEST.get();
-        if inside {
-            request_fields(fields, "req_1", "api");
-        }
-        inside
+    fn test_request() -> Option<Fields> {
+        IN_REQUEST.get().then(|| request_fields("req_1", "api"))
     }
 
     /// What a request logs, through the layer and the queue, in `format`.
@@ -561,7 +556,7 @@ mod tests {
             );
         }
         // Outside a request, xf-tower has no context to give.
-        assert!(!request_span_fields(&mut Fields::default()));
+        assert!(request_span_fields().is_none());
     }
 
     #[test]
