@@ -8,13 +8,25 @@
 //!   `SELECT` by primary key through a sqlx pool of PostgreSQL connections (sqlx's default
 //!   pool size, as xf's store has).
 //!
-//! Both answer `{"data": {...}, "meta": {"requestId": "req_…"}}` with a fresh time-ordered
+//! - `xf-baseline contract <listen> <id> <property-json> <api-key>`: the least a server
+//!   keeping the API's contract for that request can do, in one process, without a log line:
+//!   the key looked up by its SHA-256 digest (no prefix test can tell a revoked or unknown
+//!   key), the read counted exactly in the key's hourly window (a `429` with `Retry-After` past
+//!   its limit), the remaining reads and writes in the two `X-Developer-Api-RateLimit-…`
+//!   headers (writes: the smaller of the key's hourly and the organization's daily remainder),
+//!   the `X-Request-Id` echoed or generated, in the header and in `meta.requestId`, and the
+//!   property read only when the key's organization owns it. Limits as the script sets xf's:
+//!   10^12 each.
+//!
+//! All answer `{"data": {...}, "meta": {"requestId": "req_…"}}` with a fresh time-ordered
 //! request id, 401 without a key and 404 for another id, as xf does. They log nothing.
 //!
 //! Both also take `POST /api/v1/properties` (`{"url": …}`, the write of the comparison):
 //! a new property with a fresh id, kept in the map behind a mutex, or inserted with one
 //! `INSERT … RETURNING`; `201 {"data": {"property": …}}`. No rate limit and no idempotency:
 //! the least a server can do to create the row.
+//!
+//! `contract` answers the read alone.
 //!
 //! Run with: `cargo run --release -p xf-tests --bin xf-baseline -- memory 127.0.0.1:9001
 //! prop_… '{"id": …}'` (the script starts them itself).
@@ -45,9 +57,13 @@ fn has_key(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.starts_with("Bearer xf_live_"))
 }
 
-/// An answer in xf's envelope: `{key: value, "meta": {"requestId": …}}`.
+/// An answer in xf's envelope, with a new request id.
 fn answer(status: StatusCode, key: &str, value: Value) -> Response {
-    let request_id = xf_core::ids::new_unordered_id("req");
+    answer_as(xf_core::ids::new_unordered_id("req"), status, key, value)
+}
+
+/// An answer in xf's envelope: `{key: value, "meta": {"requestId": …}}`.
+fn answer_as(request_id: String, status: StatusCode, key: &str, value: Value) -> Response {
     let mut body = json!({"meta": {"requestId": request_id}});
     body[key] = value;
     (status, axum::Json(body)).into_response()
@@ -176,10 +192,189 @@ async fn from_database(
     }
 }
 
+/// The `contract` baseline: a read that keeps the API's contract, at the least it costs.
+mod contract {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    use axum::extract::{Path, State};
+    use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+    use axum::response::Response;
+    use serde_json::{json, Value};
+    use sha2::{Digest, Sha256};
+
+    use super::answer_as;
+
+    const HOUR: u64 = 3_600;
+    const DAY: u64 = 86_400;
+    /// The limits the script gives xf's demo organization.
+    const LIMIT: u64 = 1_000_000_000_000;
+
+    /// A fixed window's count.
+    #[derive(Default)]
+    struct Window {
+        /// Its start, in seconds since the epoch.
+        start: u64,
+        count: u64,
+    }
+
+    impl Window {
+        /// The count of the window of `length` seconds that holds `now`, started anew when
+        /// `now` has left the one counted so far.
+        fn at(&mut self, now: u64, length: u64) -> &mut u64 {
+            let start = now - now % length;
+            if self.start != start {
+                *self = Window { start, count: 0 };
+            }
+            &mut self.count
+        }
+    }
+
+    struct Key {
+        organization: String,
+        read_per_hour: u64,
+        write_per_hour: u64,
+        /// The key's hourly read and write windows, locked before its organization's.
+        windows: Mutex<(Window, Window)>,
+    }
+
+    struct Organization {
+        write_daily: u64,
+        writes: Mutex<Window>,
+    }
+
+    pub struct Api {
+        /// Keys by the SHA-256 digest of their secret.
+        keys: HashMap<[u8; 32], Key>,
+        organizations: HashMap<String, Organization>,
+        /// Properties by id, with the id of the organization that owns them.
+        properties: HashMap<String, (String, Value)>,
+    }
+
+    impl Api {
+        /// One organization, with the key `secret` and the property `id`.
+        pub fn new(secret: &str, id: String, property: Value) -> Arc<Api> {
+            let organization = "org_baseline".to_owned();
+            let key = Key {
+                organization: organization.clone(),
+                read_per_hour: LIMIT,
+                write_per_hour: LIMIT,
+                windows: Mutex::default(),
+            };
+            let limits = Organization {
+                write_daily: LIMIT,
+                writes: Mutex::default(),
+            };
+            Arc::new(Api {
+                keys: HashMap::from([(Sha256::digest(secret.as_bytes()).into(), key)]),
+                properties: HashMap::from([(id, (organization.clone(), property))]),
+                organizations: HashMap::from([(organization, limits)]),
+            })
+        }
+    }
+
+    /// The request's `X-Request-Id` when it is one (1 to 128 visible ASCII characters), or a
+    /// new one.
+    fn request_id(headers: &HeaderMap) -> String {
+        headers
+            .get("x-request-id")
+            .map(HeaderValue::as_bytes)
+            .filter(|id| (1..=128).contains(&id.len()) && id.iter().all(u8::is_ascii_graphic))
+            .and_then(|id| std::str::from_utf8(id).ok())
+            .map_or_else(|| xf_core::ids::new_unordered_id("req"), str::to_owned)
+    }
+
+    fn refused(request_id: String, status: StatusCode, code: &str) -> Response {
+        answer_as(
+            request_id,
+            status,
+            "error",
+            json!({"code": code, "message": code}),
+        )
+    }
+
+    /// `GET /api/v1/properties/{id}`.
+    pub async fn read(
+        State(api): State<Arc<Api>>,
+        Path(id): Path<String>,
+        headers: HeaderMap,
+    ) -> Response {
+        let request_id = request_id(&headers);
+        let header_id = HeaderValue::try_from(request_id.as_str());
+        let mut response = answer_for(&api, &id, &headers, request_id);
+        if let Ok(header_id) = header_id {
+            response.headers_mut().insert("x-request-id", header_id);
+        }
+        response
+    }
+
+    fn answer_for(api: &Api, id: &str, headers: &HeaderMap, request_id: String) -> Response {
+        let key = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.strip_prefix("Bearer "))
+            .and_then(|secret| {
+                let digest: [u8; 32] = Sha256::digest(secret.as_bytes()).into();
+                api.keys.get(&digest)
+            });
+        let Some(key) = key else {
+            return refused(request_id, StatusCode::UNAUTHORIZED, "api_key_invalid");
+        };
+        let Some(organization) = api.organizations.get(&key.organization) else {
+            return refused(request_id, StatusCode::UNAUTHORIZED, "api_key_invalid");
+        };
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs();
+        let (reads_left, writes_left) = {
+            let mut windows = key.windows.lock().unwrap_or_else(|p| p.into_inner());
+            let (reads, writes) = &mut *windows;
+            let reads = reads.at(now, HOUR);
+            if *reads >= key.read_per_hour {
+                let mut response = refused(request_id, StatusCode::TOO_MANY_REQUESTS, "rate_limit");
+                let wait = HOUR - now % HOUR;
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, wait.into());
+                return response;
+            }
+            *reads += 1;
+            let key_writes = *writes.at(now, HOUR);
+            let org_writes = *organization
+                .writes
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .at(now, DAY);
+            let writes_left = (key.write_per_hour.saturating_sub(key_writes))
+                .min(organization.write_daily.saturating_sub(org_writes));
+            (key.read_per_hour - *reads, writes_left)
+        };
+        let mut response = match api.properties.get(id) {
+            Some((owner, property)) if *owner == key.organization => {
+                answer_as(request_id, StatusCode::OK, "data", property.clone())
+            }
+            _ => refused(request_id, StatusCode::NOT_FOUND, "not_found"),
+        };
+        let headers = response.headers_mut();
+        headers.insert(
+            "x-developer-api-ratelimit-read-remaining",
+            reads_left.into(),
+        );
+        headers.insert(
+            "x-developer-api-ratelimit-write-remaining",
+            writes_left.into(),
+        );
+        response
+    }
+}
+
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: xf-baseline memory <listen> <id> <property-json> | sqlx <listen> <database-url> <id>";
+    let usage = "usage: xf-baseline memory <listen> <id> <property-json> \
+        | sqlx <listen> <database-url> <id> | contract <listen> <id> <property-json> <api-key>";
     let (mode, listen) = match args.as_slice() {
         [mode, listen, ..] => (mode.as_str(), listen.as_str()),
         _ => panic!("{usage}"),
@@ -196,6 +391,12 @@ async fn main() {
                     "/api/v1/properties",
                     post(create_in_map).with_state(created),
                 )
+        }
+        ("contract", [id, property, key]) => {
+            let property: Value = serde_json::from_str(property).expect("the property's JSON");
+            Router::new()
+                .route("/api/v1/properties/{id}", get(contract::read))
+                .with_state(contract::Api::new(key, id.clone(), property))
         }
         ("sqlx", [url, _id]) => {
             let pool = PgPoolOptions::new()
