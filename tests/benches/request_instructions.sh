@@ -8,8 +8,9 @@
 # Each binary given is started under callgrind with instrumentation off, answers 200 requests
 # to warm up, then instrumentation is switched on for REQUESTS (default 4,000) requests sent
 # one after the other on one keep-alive connection, and the total is divided by their number.
-# The bare handler of `request_path.sh` (`xf-baseline memory`) is counted the same way, last,
-# and each count is followed by where it goes: instructions per request by crate (mimalloc
+# The bare handlers of `request_path.sh` (`xf-baseline memory`, then `xf-baseline contract`,
+# which keeps the API's contract for the read) are counted the same way, last, and each count
+# is followed by where it goes: instructions per request by crate (mimalloc
 # and libc as their own), the largest first, with CRATES (default 12) lines.
 #
 # valgrind hides SHA-NI from the program, so `sha2` runs its portable code under callgrind
@@ -19,7 +20,7 @@
 # Run with: `bash tests/benches/request_instructions.sh [BINARY...]` (default: today's
 # release build of xf-server). BEFORE=<git revision> builds xf-server at that revision in a
 # worktree and counts it first (`BEFORE=62aaa30~1 bash tests/benches/request_instructions.sh`).
-# BARE=0 leaves the bare handler out. Needs valgrind (`apt-get install valgrind`).
+# BARE=0 leaves the bare handlers out. Needs valgrind (`apt-get install valgrind`).
 # XF_BENCH_SMOKE=1 counts 50 requests on a debug build: it checks that the benchmark still
 # runs (.ci/test does so), no figure to quote.
 set -euo pipefail
@@ -86,19 +87,21 @@ for crate, count in sorted(groups.items(), key=lambda kv: -kv[1])[:shown]:
 ' "$2" "${CRATES:-12}"
 }
 
-# Counts one server: `xf` (xf-server's demo organization, limits lifted, one property) or
-# `bare` (the bare handler, serving the property it is started with).
+# Counts one server: `xf` (xf-server's demo organization, limits lifted, one property),
+# `bare` or `contract` (the bare handlers, serving the property they are started with).
 count() { # kind binary
   local kind="$1" binary="$2" port pid out total count
   port="$(free_port)"
   out="$work/callgrind.$port"
   local server=("$binary" --demo --listen "127.0.0.1:$port")
   local property="prop_01a22672858872cfad7eee3d6353b887"
-  if [ "$kind" = bare ]; then
-    server=("$binary" memory "127.0.0.1:$port" "$property" "{\"id\": \"$property\", \"name\":
-      \"https://bench.example/\", \"url\": \"https://bench.example/\", \"verified\": false,
-      \"createdAt\": \"2026-11-29T08:36:09.224Z\"}")
-  fi
+  local json="{\"id\": \"$property\", \"name\": \"https://bench.example/\",
+    \"url\": \"https://bench.example/\", \"verified\": false,
+    \"createdAt\": \"2026-11-29T08:36:09.224Z\"}"
+  case "$kind" in
+    bare) server=("$binary" memory "127.0.0.1:$port" "$property" "$json") ;;
+    contract) server=("$binary" contract "127.0.0.1:$port" "$property" "$json" "$key") ;;
+  esac
   XF_DEMO_LIVE_KEY="$key" XF_ADMIN_TOKEN="$token" valgrind --tool=callgrind --instr-atstart=no \
     --callgrind-out-file="$out" "${server[@]}" \
     >"$work/server.$port.out" 2>"$work/server.$port.err" &
@@ -142,12 +145,17 @@ PY
   wait "$pid" 2>/dev/null || true
   total="$(awk '/^totals:/ {print $2}' "$out.1" | tail -1)"
   [ "${total:-0}" -gt 0 ] || { say "callgrind counted nothing for $binary; logs in $work"; exit 1; }
+  local label="$binary"
+  [ "$kind" = xf ] || label="$binary $kind"
   printf '%s: %s instructions per request (%s requests)\n' \
-    "$binary" "$((total / requests))" "$requests"
+    "$label" "$((total / requests))" "$requests"
   by_crate "$out.1" "$requests"
 }
 
 for binary in "${binaries[@]}"; do
   count xf "$binary"
 done
-[ -z "$bare" ] || count bare "$bare"
+if [ -n "$bare" ]; then
+  count bare "$bare"
+  count contract "$bare"
+fi

@@ -21,12 +21,11 @@
 //! All answer `{"data": {...}, "meta": {"requestId": "req_…"}}` with a fresh time-ordered
 //! request id, 401 without a key and 404 for another id, as xf does. They log nothing.
 //!
-//! Both also take `POST /api/v1/properties` (`{"url": …}`, the write of the comparison):
-//! a new property with a fresh id, kept in the map behind a mutex, or inserted with one
-//! `INSERT … RETURNING`; `201 {"data": {"property": …}}`. No rate limit and no idempotency:
-//! the least a server can do to create the row.
-//!
-//! `contract` answers the read alone.
+//! `memory` and `sqlx` also take `POST /api/v1/properties` (`{"url": …}`, the write of the
+//! comparison): a new property with a fresh id, kept in the map behind a mutex, or inserted
+//! with one `INSERT … RETURNING`; `201 {"data": {"property": …}}`. No rate limit and no
+//! idempotency: the least a server can do to create the row. `contract` answers the read
+//! alone.
 //!
 //! Run with: `cargo run --release -p xf-tests --bin xf-baseline -- memory 127.0.0.1:9001
 //! prop_… '{"id": …}'` (the script starts them itself).
