@@ -131,9 +131,11 @@ impl TestApp {
     ) -> Self {
         let clock = ManualClock::new(start_time());
         let facade_store: Arc<dyn Store> = store.clone();
-        let builder = Xf::builder(facade_store).public_base_url("https://app.example.test");
+        // The clock comes before `configure`, which may wrap it (see the runtime tests).
+        let builder = Xf::builder(facade_store)
+            .public_base_url("https://app.example.test")
+            .clock(Arc::new(clock.clone()));
         let xf = configure(builder)
-            .clock(Arc::new(clock.clone()))
             .secret_key(TEST_SECRET.to_vec())
             .status_page_url("https://status.example.test")
             .build()

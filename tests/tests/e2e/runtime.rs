@@ -3,7 +3,7 @@
 //! within its grace or gives it back to the queue for the next start.
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use xf_core::ids::{JobId, OrganizationId, PropertyId};
 use xf_core::model::{EventType, JobRecord, JobStatus, JobSubject, SEO_SCAN};
 use xf_core::runtime::{JobContext, JobError, JobHandler, WorkerOptions};
+use xf_core::time::{Clock, ManualClock, Timestamp};
 use xf_tests::TestApp;
 
 use crate::{org, property, scan};
@@ -66,6 +67,38 @@ impl JobHandler for Sleep {
         let ms = job.payload()["ms"].as_u64().unwrap_or(0);
         tokio::time::sleep(Duration::from_millis(ms)).await;
         Ok(json!({"slept": ms}))
+    }
+}
+
+/// What a [`HookedClock`] runs the next time it is read.
+type Hook = Box<dyn FnOnce() + Send>;
+
+/// A clock that reads `inner` and, the next time it is read once armed, first runs its hook.
+#[derive(Clone, Default)]
+struct HookedClock {
+    inner: Arc<OnceLock<ManualClock>>,
+    hook: Arc<Mutex<Option<Hook>>>,
+}
+
+impl std::fmt::Debug for HookedClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HookedClock").finish_non_exhaustive()
+    }
+}
+
+impl HookedClock {
+    fn arm(&self, hook: impl FnOnce() + Send + 'static) {
+        *self.hook.lock().unwrap() = Some(Box::new(hook));
+    }
+}
+
+impl Clock for HookedClock {
+    fn now(&self) -> Timestamp {
+        let hook = self.hook.lock().unwrap().take();
+        if let Some(hook) = hook {
+            hook();
+        }
+        self.inner.get().expect("a clock to read").now()
     }
 }
 
@@ -387,4 +420,60 @@ crate::backends!(
     shutdown_writes_every_outcome_of_attempts_finishing_as_it_waits,
     shutdown_past_the_grace_releases_the_job_to_the_next_start,
     a_failing_handler_retries_then_fails_with_its_error,
+    a_worker_told_to_stop_does_not_stretch_its_lease,
 );
+
+/// A worker stopped (here: its handle dropped, as when its process dies) just as a heartbeat
+/// falls due, with the clock moved on past the lease meanwhile, does not write that heartbeat:
+/// the lease it holds ends when it ended, and another worker rescues the job. The clock's hook
+/// puts the stop and the clock's move between the heartbeat's turn and its read of the clock,
+/// the order a loaded machine can give them.
+async fn a_worker_told_to_stop_does_not_stretch_its_lease(app: TestApp) {
+    let clock = HookedClock::default();
+    let hooked = clock.clone();
+    let app = app.reconfigured(move |builder| builder.clock(Arc::new(hooked)));
+    // The reconfigured app has a clock of its own, which the hooked one reads.
+    clock.inner.set(app.clock.clone()).expect("set once");
+    let (job, _) = queued(&app, "test-steps", json!({})).await;
+    let quiet = || {
+        WorkerOptions::new()
+            .handler("test-steps", Steps::default())
+            .poll_interval(Duration::from_secs(3600))
+            .purge_interval(Duration::from_secs(3600))
+    };
+    // Only the heartbeat reads the clock once the job runs: no poll, rescue or purge is due.
+    let crashed = app.xf.spawn_workers(
+        quiet()
+            .rescue_interval(Duration::from_secs(3600))
+            .heartbeat_interval(Duration::from_millis(10)),
+    );
+    wait_for(&app, &job.id, JobStatus::Processing).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let (fired_tx, fired) = tokio::sync::oneshot::channel();
+    let manual = app.clock.clone();
+    clock.arm(move || {
+        drop(crashed);
+        manual.advance(chrono::Duration::seconds(31));
+        let _ = fired_tx.send(());
+    });
+    fired.await.expect("the clock was read");
+
+    let rescuer = app.xf.spawn_workers(
+        quiet()
+            .rescue_interval(Duration::from_millis(20))
+            .heartbeat_interval(Duration::from_millis(10)),
+    );
+    let start = Instant::now();
+    loop {
+        let now = status_of(&app, &job.id).await;
+        if now.attempts == 2 && now.status == JobStatus::Processing {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the job was never rescued: {now:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    rescuer.shutdown(Duration::from_millis(100)).await;
+}

@@ -367,7 +367,13 @@ async fn run_attempt(
         tokio::select! {
             result = &mut task => break Some(outcome_of(&shared, result, attempts)),
             _ = beat.tick() => {
+                // The clock is read before the stop signal is looked at. A stop given before the
+                // clock last moved is then seen here, and handled on the next turn: an attempt
+                // told to stop never stretches its lease with a later clock's time.
                 let now = shared.now();
+                if stop.borrow().is_some() {
+                    continue;
+                }
                 let sent = Some(progress.load(Ordering::Relaxed));
                 match shared.queue.heartbeat(&attempt, sent, shared.lease_end(now)).await {
                     Ok(AttemptState::Running) => {}
