@@ -58,11 +58,11 @@ fn has_key(headers: &HeaderMap) -> bool {
 
 /// An answer in xf's envelope, with a new request id.
 fn answer(status: StatusCode, key: &str, value: Value) -> Response {
-    answer_as(xf_core::ids::new_unordered_id("req"), status, key, value)
+    answer_as(&xf_core::ids::new_unordered_id("req"), status, key, value)
 }
 
 /// An answer in xf's envelope: `{key: value, "meta": {"requestId": …}}`.
-fn answer_as(request_id: String, status: StatusCode, key: &str, value: Value) -> Response {
+fn answer_as(request_id: &str, status: StatusCode, key: &str, value: Value) -> Response {
     let mut body = json!({"meta": {"requestId": request_id}});
     body[key] = value;
     (status, axum::Json(body)).into_response()
@@ -73,8 +73,19 @@ fn envelope(data: Value) -> Response {
     answer(StatusCode::OK, "data", data)
 }
 
+/// A refusal in xf's envelope, with a new request id.
 fn refused(status: StatusCode, code: &str) -> Response {
-    answer(status, "error", json!({"code": code, "message": code}))
+    refused_as(&xf_core::ids::new_unordered_id("req"), status, code)
+}
+
+/// A refusal in xf's envelope: `{"error": {"code": code, …}, "meta": {"requestId": …}}`.
+fn refused_as(request_id: &str, status: StatusCode, code: &str) -> Response {
+    answer_as(
+        request_id,
+        status,
+        "error",
+        json!({"code": code, "message": code}),
+    )
 }
 
 async fn from_map(
@@ -200,10 +211,10 @@ mod contract {
     use axum::extract::{Path, State};
     use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
     use axum::response::Response;
-    use serde_json::{json, Value};
+    use serde_json::Value;
     use sha2::{Digest, Sha256};
 
-    use super::answer_as;
+    use super::{answer_as, refused_as as refused};
 
     const HOUR: u64 = 3_600;
     const DAY: u64 = 86_400;
@@ -275,22 +286,15 @@ mod contract {
 
     /// The request's `X-Request-Id` when it is one (1 to 128 visible ASCII characters), or a
     /// new one.
-    fn request_id(headers: &HeaderMap) -> String {
-        headers
-            .get("x-request-id")
-            .map(HeaderValue::as_bytes)
-            .filter(|id| (1..=128).contains(&id.len()) && id.iter().all(u8::is_ascii_graphic))
-            .and_then(|id| std::str::from_utf8(id).ok())
-            .map_or_else(|| xf_core::ids::new_unordered_id("req"), str::to_owned)
-    }
-
-    fn refused(request_id: String, status: StatusCode, code: &str) -> Response {
-        answer_as(
-            request_id,
-            status,
-            "error",
-            json!({"code": code, "message": code}),
-        )
+    fn request_id(headers: &HeaderMap) -> HeaderValue {
+        let visible = |id: &&HeaderValue| {
+            (1..=128).contains(&id.len()) && id.as_bytes().iter().all(u8::is_ascii_graphic)
+        };
+        match headers.get("x-request-id").filter(visible) {
+            Some(id) => id.clone(),
+            None => HeaderValue::try_from(xf_core::ids::new_unordered_id("req"))
+                .expect("a new id is visible ASCII"),
+        }
     }
 
     /// `GET /api/v1/properties/{id}`.
@@ -300,15 +304,14 @@ mod contract {
         headers: HeaderMap,
     ) -> Response {
         let request_id = request_id(&headers);
-        let header_id = HeaderValue::try_from(request_id.as_str());
-        let mut response = answer_for(&api, &id, &headers, request_id);
-        if let Ok(header_id) = header_id {
-            response.headers_mut().insert("x-request-id", header_id);
-        }
+        // Visible ASCII (see `request_id`) is always text.
+        let text = request_id.to_str().unwrap_or_default();
+        let mut response = answer_for(&api, &id, &headers, text);
+        response.headers_mut().insert("x-request-id", request_id);
         response
     }
 
-    fn answer_for(api: &Api, id: &str, headers: &HeaderMap, request_id: String) -> Response {
+    fn answer_for(api: &Api, id: &str, headers: &HeaderMap, request_id: &str) -> Response {
         let key = headers
             .get(header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok())
