@@ -19,6 +19,14 @@ impl TrustedHasher {
     }
 }
 
+fn le_u32(bytes: &[u8]) -> u32 {
+    u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
+}
+
+fn le_u16(bytes: &[u8]) -> u16 {
+    u16::from_le_bytes([bytes[0], bytes[1]])
+}
+
 impl Hasher for TrustedHasher {
     fn write(&mut self, bytes: &[u8]) {
         let mut words = bytes.chunks_exact(8);
@@ -27,12 +35,19 @@ impl Hasher for TrustedHasher {
             word.copy_from_slice(chunk);
             self.add(u64::from_le_bytes(word));
         }
+        // The last one to seven bytes in one word, read as two overlapping halves (no copy
+        // through a buffer): its first and last four bytes, two, or the byte.
         let rest = words.remainder();
-        if !rest.is_empty() {
-            let mut word = [0; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(word));
-        }
+        let word = match rest.len() {
+            0 => return,
+            4.. => (u64::from(le_u32(rest)) << 32) | u64::from(le_u32(&rest[rest.len() - 4..])),
+            2.. => (u64::from(le_u16(rest)) << 16) | u64::from(le_u16(&rest[rest.len() - 2..])),
+            _ => u64::from(rest[0]),
+        };
+        // Then the length, which tells apart tails whose halves overlap alike (the word has
+        // no bit to spare for it).
+        self.add(word);
+        self.add(rest.len() as u64);
     }
 
     fn write_u8(&mut self, byte: u8) {
@@ -66,6 +81,24 @@ mod tests {
 
     fn hash(value: impl Hash) -> u64 {
         TrustedHash::default().hash_one(value)
+    }
+
+    #[test]
+    fn short_tails_hash_apart() {
+        // Every string of one to seven bytes of two letters, and the same after a full word:
+        // the tail's overlapping halves and its length keep them all apart.
+        let mut strings = Vec::new();
+        for len in 1..=7u32 {
+            for bits in 0..(1u32 << len) {
+                let tail: String = (0..len)
+                    .map(|i| if bits >> i & 1 == 1 { 'b' } else { 'a' })
+                    .collect();
+                strings.push(format!("key:key_{tail}"));
+                strings.push(tail);
+            }
+        }
+        let hashes: std::collections::HashSet<u64> = strings.iter().map(hash).collect();
+        assert_eq!(hashes.len(), strings.len());
     }
 
     #[test]

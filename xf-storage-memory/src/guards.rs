@@ -135,7 +135,47 @@ pub(crate) struct RateCounters {
 }
 
 /// One shard: bucket name, then its windows and their counts.
-type Shard = HashMap<Arc<str>, Vec<(Timestamp, u64)>, TrustedHash>;
+type Shard = HashMap<Counter, Vec<(Timestamp, u64)>, TrustedHash>;
+
+/// A counter's name with its hash, taken once a request: the hash picks the shard and is all
+/// the shard's map hashes, so a name's bytes are read once, not once per lookup.
+#[derive(Clone, Debug)]
+struct Counter {
+    hash: u64,
+    name: Arc<str>,
+}
+
+impl Counter {
+    fn new(name: &Arc<str>) -> Self {
+        let mut hasher = TrustedHasher::default();
+        name.hash(&mut hasher);
+        Counter {
+            hash: hasher.finish(),
+            name: Arc::clone(name),
+        }
+    }
+
+    fn shard(&self) -> usize {
+        // Mixed (Fibonacci hashing) so that the shard is not a slice of the bits the shard's
+        // own map places its keys by.
+        let mixed = self.hash.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (mixed >> 32) as usize % RATE_SHARDS
+    }
+}
+
+impl PartialEq for Counter {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash && self.name == other.name
+    }
+}
+
+impl Eq for Counter {}
+
+impl Hash for Counter {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
 
 /// Shard `index` among those a request locked.
 fn locked_shard<'a>(
@@ -149,15 +189,6 @@ fn locked_shard<'a>(
     guard
 }
 
-fn shard_of(name: &str) -> usize {
-    let mut hasher = TrustedHasher::default();
-    name.hash(&mut hasher);
-    // Mixed (Fibonacci hashing) so that the shard is not a slice of the bits the shard's own
-    // map places its keys by.
-    let mixed = hasher.finish().wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    (mixed >> 32) as usize % RATE_SHARDS
-}
-
 fn count_of(windows: Option<&Vec<(Timestamp, u64)>>, window: Timestamp) -> u64 {
     windows
         .and_then(|windows| windows.iter().find(|(start, _)| *start == window))
@@ -167,10 +198,11 @@ fn count_of(windows: Option<&Vec<(Timestamp, u64)>>, window: Timestamp) -> u64 {
 impl RateCounters {
     /// [`GuardStore::hit_rate_limits`].
     fn hit(&self, buckets: &[RateBucket]) -> RateOutcome {
-        // Each bucket's shard, and the shards in index order: the order they are locked in.
-        // A request has three buckets, so these stay on the stack.
-        let shard_ids: SmallVec<[usize; 4]> = buckets.iter().map(|b| shard_of(&b.name)).collect();
-        let mut order = shard_ids.clone();
+        // Each bucket's counter and shard, and the shards in index order: the order they are
+        // locked in. A request has three buckets, so these stay on the stack.
+        let counters: SmallVec<[Counter; 4]> =
+            buckets.iter().map(|b| Counter::new(&b.name)).collect();
+        let mut order: SmallVec<[usize; 4]> = counters.iter().map(Counter::shard).collect();
         order.sort_unstable();
         order.dedup();
         let mut locked: SmallVec<[(usize, MutexGuard<'_, Shard>); 4]> = order
@@ -184,10 +216,10 @@ impl RateCounters {
             .collect();
         let mut counts: Vec<u64> = buckets
             .iter()
-            .enumerate()
-            .map(|(i, b)| {
+            .zip(&counters)
+            .map(|(b, counter)| {
                 count_of(
-                    locked_shard(&mut locked, shard_ids[i]).get(&*b.name),
+                    locked_shard(&mut locked, counter.shard()).get(counter),
                     b.window_start,
                 )
             })
@@ -199,10 +231,13 @@ impl RateCounters {
             .map(|(i, _)| i)
             .collect();
         if exceeded.is_empty() {
-            for (i, bucket) in buckets.iter().enumerate().filter(|(_, b)| b.consume) {
-                let shard = locked_shard(&mut locked, shard_ids[i]);
-                let Some(windows) = shard.get_mut(&*bucket.name) else {
-                    shard.insert(bucket.name.clone(), vec![(bucket.window_start, 1)]);
+            for (i, (bucket, counter)) in buckets.iter().zip(&counters).enumerate() {
+                if !bucket.consume {
+                    continue;
+                }
+                let shard = locked_shard(&mut locked, counter.shard());
+                let Some(windows) = shard.get_mut(counter) else {
+                    shard.insert(counter.clone(), vec![(bucket.window_start, 1)]);
                     counts[i] = 1;
                     continue;
                 };
@@ -259,7 +294,7 @@ mod tests {
             .collect();
         let mut per_shard = [0; RATE_SHARDS];
         for name in &names {
-            per_shard[shard_of(name)] += 1;
+            per_shard[Counter::new(&Arc::from(name.as_str())).shard()] += 1;
         }
         // 100 a shard on average; far from empty or crowded anywhere.
         assert!(
@@ -267,7 +302,11 @@ mod tests {
             "{per_shard:?}"
         );
         let hasher = TrustedHash::default();
-        let hashes: HashSet<u64> = names.iter().map(|n| hasher.hash_one(n.as_str())).collect();
+        // What the shards' maps hash: the counter, by the hash of its name.
+        let hashes: HashSet<u64> = names
+            .iter()
+            .map(|n| hasher.hash_one(Counter::new(&Arc::from(n.as_str()))))
+            .collect();
         assert_eq!(hashes.len(), names.len());
         // The map's own bits (the low ones place a key, the top seven tell keys apart in a
         // group) differ between names too.
