@@ -11,7 +11,8 @@
 # The bare handlers of `request_path.sh` (`xf-baseline memory`, then `xf-baseline contract`,
 # which keeps the API's contract for the read) are counted the same way, last, and each count
 # is followed by where it goes: instructions per request by crate (mimalloc
-# and libc as their own), the largest first, with CRATES (default 12) lines.
+# and libc as their own), the largest first, with CRATES (default 12) lines. The callgrind
+# files stay in a temporary directory, named at the end, for `callgrind_annotate`.
 #
 # valgrind hides SHA-NI from the program, so `sha2` runs its portable code under callgrind
 # (about 7,000 instructions for a key's digest); on a CPU with SHA-NI (`grep sha_ni
@@ -159,3 +160,4 @@ if [ -n "$bare" ]; then
   count bare "$bare"
   count contract "$bare"
 fi
+say "callgrind files (for callgrind_annotate) in $work"
