@@ -214,7 +214,7 @@ mod contract {
     use serde_json::Value;
     use sha2::{Digest, Sha256};
 
-    use super::{answer_as, refused_as as refused};
+    use super::{answer_as, refused_as};
 
     const HOUR: u64 = 3_600;
     const DAY: u64 = 86_400;
@@ -304,8 +304,9 @@ mod contract {
         headers: HeaderMap,
     ) -> Response {
         let request_id = request_id(&headers);
-        // Visible ASCII (see `request_id`) is always text.
-        let text = request_id.to_str().unwrap_or_default();
+        let text = request_id
+            .to_str()
+            .expect("visible ASCII (see `request_id`) is text");
         let mut response = answer_for(&api, &id, &headers, text);
         response.headers_mut().insert("x-request-id", request_id);
         response
@@ -321,10 +322,10 @@ mod contract {
                 api.keys.get(&digest)
             });
         let Some(key) = key else {
-            return refused(request_id, StatusCode::UNAUTHORIZED, "api_key_invalid");
+            return refused_as(request_id, StatusCode::UNAUTHORIZED, "api_key_invalid");
         };
         let Some(organization) = api.organizations.get(&key.organization) else {
-            return refused(request_id, StatusCode::UNAUTHORIZED, "api_key_invalid");
+            return refused_as(request_id, StatusCode::UNAUTHORIZED, "api_key_invalid");
         };
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -335,7 +336,8 @@ mod contract {
             let (reads, writes) = &mut *windows;
             let reads = reads.at(now, HOUR);
             if *reads >= key.read_per_hour {
-                let mut response = refused(request_id, StatusCode::TOO_MANY_REQUESTS, "rate_limit");
+                let mut response =
+                    refused_as(request_id, StatusCode::TOO_MANY_REQUESTS, "rate_limit");
                 let wait = HOUR - now % HOUR;
                 response
                     .headers_mut()
@@ -357,7 +359,7 @@ mod contract {
             Some((owner, property)) if *owner == key.organization => {
                 answer_as(request_id, StatusCode::OK, "data", property.clone())
             }
-            _ => refused(request_id, StatusCode::NOT_FOUND, "not_found"),
+            _ => refused_as(request_id, StatusCode::NOT_FOUND, "not_found"),
         };
         let headers = response.headers_mut();
         headers.insert(

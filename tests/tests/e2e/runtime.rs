@@ -435,15 +435,19 @@ async fn a_worker_told_to_stop_does_not_stretch_its_lease(app: TestApp) {
     // The reconfigured app has a clock of its own, which the hooked one reads.
     clock.inner.set(app.clock.clone()).expect("set once");
     let (job, _) = queued(&app, "test-steps", json!({})).await;
-    let quiet = || {
+    let quiet = |handler: Steps| {
         WorkerOptions::new()
-            .handler("test-steps", Steps::default())
+            .handler("test-steps", handler)
             .poll_interval(Duration::from_secs(3600))
             .purge_interval(Duration::from_secs(3600))
     };
-    // Only the heartbeat reads the clock once the job runs: no poll, rescue or purge is due.
+    // Once the job runs and the start-up passes are done, only the heartbeat reads the clock:
+    // no poll, rescue or purge is due. (Should another read take the hook, the heartbeat still
+    // sees the stop, and the test checks less than it means to; it cannot fail for it.)
+    let handler = Steps::default();
+    let aborted = Arc::clone(&handler.dropped_at);
     let crashed = app.xf.spawn_workers(
-        quiet()
+        quiet(handler)
             .rescue_interval(Duration::from_secs(3600))
             .heartbeat_interval(Duration::from_millis(10)),
     );
@@ -456,10 +460,23 @@ async fn a_worker_told_to_stop_does_not_stretch_its_lease(app: TestApp) {
         manual.advance(chrono::Duration::seconds(31));
         let _ = fired_tx.send(());
     });
-    fired.await.expect("the clock was read");
+    tokio::time::timeout(Duration::from_secs(10), fired)
+        .await
+        .expect("the clock was read within 10 s")
+        .expect("the hook ran");
+    // The handler is aborted once the heartbeat that took the hook is done, whatever it wrote:
+    // only then may a rescue look at the lease.
+    let start = Instant::now();
+    while aborted.lock().unwrap().is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the stopped attempt's handler was never aborted"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 
     let rescuer = app.xf.spawn_workers(
-        quiet()
+        quiet(Steps::default())
             .rescue_interval(Duration::from_millis(20))
             .heartbeat_interval(Duration::from_millis(10)),
     );

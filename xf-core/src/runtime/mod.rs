@@ -42,8 +42,9 @@
 //!   [`AttemptState::Cancelled`] or [`AttemptState::Lost`] stops the handler (its task is
 //!   aborted at its next `.await`) and nothing more is written for the attempt. A
 //!   [`QueueSignal::CancelRequested`] stops it at once, without waiting for the heartbeat.
-//!   An attempt told to stop (cancelled, released, or its worker's handle dropped) sends no
-//!   further heartbeat, so its lease ends when it last said and a rescue can take it up.
+//!   An attempt told to stop (cancelled, released, or its worker's handle dropped) begins no
+//!   heartbeat after it sees the stop: its lease ends when a heartbeat from before the stop
+//!   said, and a rescue can take it up.
 //! - The outcome goes to a **completer** that writes whatever outcomes are waiting in one
 //!   store call, so a busy worker finishes jobs in batches and an idle one at once.
 //! - A **rescue** pass every [`WorkerOptions::rescue_interval`] takes up jobs whose lease
