@@ -274,12 +274,21 @@ impl Xf {
         let now = self.now();
         let buckets = rate_buckets(caller, now, Some(kind));
         let outcome = self.store().hit_rate_limits(&buckets).await?;
-        let windows = windows(&buckets, &outcome.counts)?;
-        let retry_after_secs = outcome
-            .exceeded
-            .iter()
-            .map(|&index| now.seconds_until(windows[index].reset_at).max(1))
-            .max();
+        let counts = three_counts(&outcome.counts)?;
+        let remaining = |i: usize| buckets[i].limit.saturating_sub(counts[i]);
+        // Only a refused request needs its windows' ends: the others' are not worked out.
+        let mut retry_after_secs = None;
+        for &index in &outcome.exceeded {
+            let bucket = buckets.get(index).ok_or_else(|| {
+                Error::Internal(format!(
+                    "the store reported rate-limit bucket {index} of 3 as exceeded"
+                ))
+            })?;
+            let wait = now
+                .seconds_until(window_end(index, bucket.window_start))
+                .max(1);
+            retry_after_secs = retry_after_secs.max(Some(wait));
+        }
         if retry_after_secs.is_some() {
             let kind = match kind {
                 RequestKind::Read => "read",
@@ -287,10 +296,9 @@ impl Xf {
             };
             self.metrics().rate_limit_refused(kind);
         }
-        let [read, write, org_write] = windows;
         Ok(RateCheck {
-            read_remaining: read.remaining,
-            write_remaining: write.remaining.min(org_write.remaining),
+            read_remaining: remaining(0),
+            write_remaining: remaining(1).min(remaining(2)),
             retry_after_secs,
         })
     }
@@ -365,15 +373,21 @@ impl Xf {
     }
 }
 
-/// Limit, remaining count and reset time of each bucket of [`rate_buckets`], from the counts
-/// the store reported for them: one per bucket, or the store broke its contract.
-fn windows(buckets: &[RateBucket; 3], counts: &[u64]) -> Result<[RateWindow; 3]> {
-    let counts: &[u64; 3] = counts.try_into().map_err(|_| {
+/// The counts the store reported for the three buckets of [`rate_buckets`]: one per bucket, or
+/// the store broke its contract.
+fn three_counts(counts: &[u64]) -> Result<&[u64; 3]> {
+    counts.try_into().map_err(|_| {
         Error::Internal(format!(
             "the store reported {} rate-limit counts for 3 buckets",
             counts.len()
         ))
-    })?;
+    })
+}
+
+/// Limit, remaining count and reset time of each bucket of [`rate_buckets`], from the counts
+/// the store reported for them: one per bucket, or the store broke its contract.
+fn windows(buckets: &[RateBucket; 3], counts: &[u64]) -> Result<[RateWindow; 3]> {
+    let counts = three_counts(counts)?;
     Ok(std::array::from_fn(|i| RateWindow {
         limit: buckets[i].limit,
         remaining: buckets[i].limit.saturating_sub(counts[i]),
