@@ -275,13 +275,13 @@ impl Xf {
         let buckets = rate_buckets(caller, now, Some(kind));
         let outcome = self.store().hit_rate_limits(&buckets).await?;
         let counts = three_counts(&outcome.counts)?;
-        let remaining = |i: usize| buckets[i].limit.saturating_sub(counts[i]);
-        // Only a refused request needs its windows' ends: the others' are not worked out.
+        let left = |i: usize| remaining(&buckets[i], counts[i]);
+        // Window ends are worked out only for the exceeded buckets: a `Retry-After` needs them.
         let mut retry_after_secs = None;
         for &index in &outcome.exceeded {
             let bucket = buckets.get(index).ok_or_else(|| {
                 Error::Internal(format!(
-                    "the store reported rate-limit bucket {index} of 3 as exceeded"
+                    "the store reported rate-limit bucket index {index} as exceeded, of 3 buckets"
                 ))
             })?;
             let wait = now
@@ -297,8 +297,8 @@ impl Xf {
             self.metrics().rate_limit_refused(kind);
         }
         Ok(RateCheck {
-            read_remaining: remaining(0),
-            write_remaining: remaining(1).min(remaining(2)),
+            read_remaining: left(0),
+            write_remaining: left(1).min(left(2)),
             retry_after_secs,
         })
     }
@@ -384,13 +384,18 @@ fn three_counts(counts: &[u64]) -> Result<&[u64; 3]> {
     })
 }
 
+/// What `bucket` has left after `count`.
+fn remaining(bucket: &RateBucket, count: u64) -> u64 {
+    bucket.limit.saturating_sub(count)
+}
+
 /// Limit, remaining count and reset time of each bucket of [`rate_buckets`], from the counts
 /// the store reported for them: one per bucket, or the store broke its contract.
 fn windows(buckets: &[RateBucket; 3], counts: &[u64]) -> Result<[RateWindow; 3]> {
     let counts = three_counts(counts)?;
     Ok(std::array::from_fn(|i| RateWindow {
         limit: buckets[i].limit,
-        remaining: buckets[i].limit.saturating_sub(counts[i]),
+        remaining: remaining(&buckets[i], counts[i]),
         reset_at: window_end(i, buckets[i].window_start),
     }))
 }
