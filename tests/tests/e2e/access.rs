@@ -226,6 +226,33 @@ async fn other_organizations_ids_are_not_found(app: TestApp) {
     assert_eq!(detail.expect(200)["job"]["status"], "pending");
 }
 
+/// A store that breaks its contract on the rate count (a count short, or an exceeded bucket
+/// that does not exist) gets the request a `500 internal_error` in the envelope: it is not let
+/// through, and no `Retry-After` is made up.
+async fn a_store_misreporting_the_rate_count_answers_500(app: TestApp) {
+    let counting = Arc::new(Counting::new(app.store.clone()));
+    let app = TestApp::over(counting.clone());
+    let org = org(&app, "Misreported").await;
+    let id = property_id(&app, &org.live, "https://misreported.example").await;
+    let path = format!("/properties/{id}");
+    app.get(&path, &org.live).await.expect(200);
+
+    counting.misreport_rate_limits(|mut outcome| {
+        outcome.counts.pop();
+        outcome
+    });
+    let short = app.get(&path, &org.live).await;
+    short.expect_error(500, "internal_error");
+
+    counting.misreport_rate_limits(|mut outcome| {
+        outcome.exceeded = vec![7];
+        outcome
+    });
+    let unknown = app.get(&path, &org.live).await;
+    unknown.expect_error(500, "internal_error");
+    assert_eq!(unknown.header("retry-after"), None);
+}
+
 /// A read over its limit is refused before its handler runs: a flood of them reaches the
 /// rate counters (and, once the key cache's second is up, the key lookup) and nothing else of
 /// the store.
@@ -274,6 +301,7 @@ async fn a_flood_of_over_limit_reads_reads_nothing_else(app: TestApp) {
 
 crate::backends!(
     a_flood_of_over_limit_reads_reads_nothing_else,
+    a_store_misreporting_the_rate_count_answers_500,
     read_limits_count_down_and_reset_with_the_hour,
     write_limits_per_key_and_per_organization,
     other_organizations_ids_are_not_found,

@@ -1,6 +1,8 @@
 //! [`Counting`]: a store that counts the calls made to it.
 //!
-//! Every method forwards to the wrapped store after counting its name. The forwarding below is
+//! Every method forwards to the wrapped store after counting its name. One answer can be made
+//! to break the store's contract on purpose ([`Counting::misreport_rate_limits`]), for tests of
+//! how the facade takes a store that does. The forwarding below is
 //! one line per method of the store's traits, in the traits' order.
 
 use std::collections::BTreeMap;
@@ -25,7 +27,11 @@ use super::{Dump, StoreDump, TestStore};
 pub struct Counting {
     inner: Arc<dyn TestStore>,
     calls: Mutex<BTreeMap<&'static str, u64>>,
+    rate_outcome: Mutex<Option<Misreport>>,
 }
+
+/// How [`Counting::misreport_rate_limits`] changes the store's answer.
+type Misreport = fn(RateOutcome) -> RateOutcome;
 
 impl Counting {
     /// Counts the calls made to `inner`.
@@ -33,7 +39,14 @@ impl Counting {
         Counting {
             inner,
             calls: Mutex::default(),
+            rate_outcome: Mutex::default(),
         }
+    }
+
+    /// From now on, what `hit_rate_limits` answers is the wrapped store's answer passed
+    /// through `change`: a store that misreports its counts.
+    pub fn misreport_rate_limits(&self, change: Misreport) {
+        *self.rate_outcome.lock().unwrap_or_else(|e| e.into_inner()) = Some(change);
     }
 
     /// The calls made so far, by method name (methods never called are absent).
@@ -169,7 +182,12 @@ impl GuardStore for Counting {
     }
     async fn hit_rate_limits(&self, buckets: &[RateBucket]) -> StoreResult<RateOutcome> {
         self.count("hit_rate_limits");
-        self.inner.hit_rate_limits(buckets).await
+        let outcome = self.inner.hit_rate_limits(buckets).await?;
+        let change = *self.rate_outcome.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(match change {
+            Some(change) => change(outcome),
+            None => outcome,
+        })
     }
     async fn claim_idempotency_key(
         &self,
