@@ -1,12 +1,12 @@
 //! Rate-limit counters and idempotency records.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use smallvec::SmallVec;
-use xf_core::hash::{TrustedHash, TrustedHasher};
+use xf_core::hash::TrustedHash;
 use xf_core::store::{
     GuardStore, IdempotencyClaim, IdempotencyRequest, RateBucket, RateOutcome, StoreResult,
     StoredResponse,
@@ -147,10 +147,8 @@ struct Counter {
 
 impl Counter {
     fn new(name: &Arc<str>) -> Self {
-        let mut hasher = TrustedHasher::default();
-        name.hash(&mut hasher);
         Counter {
-            hash: hasher.finish(),
+            hash: TrustedHash::default().hash_one(&**name),
             name: Arc::clone(name),
         }
     }
@@ -280,7 +278,6 @@ impl RateCounters {
 #[cfg(test)]
 mod tests {
     use std::collections::HashSet;
-    use std::hash::BuildHasher;
 
     use super::*;
 

@@ -1,9 +1,9 @@
 //! [`Counting`]: a store that counts the calls made to it.
 //!
-//! Every method forwards to the wrapped store after counting its name. One answer can be made
-//! to break the store's contract on purpose ([`Counting::misreport_rate_limits`]), for tests of
-//! how the facade takes a store that does. The forwarding below is
-//! one line per method of the store's traits, in the traits' order.
+//! Every method forwards to the wrapped store after counting its name; the forwarding below is
+//! one line per method of the store's traits, in the traits' order. One answer can be made to
+//! break the store's contract on purpose ([`Counting::misreport_rate_limits`]), for tests of
+//! how the facade takes a store that does.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
