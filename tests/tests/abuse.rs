@@ -1,7 +1,7 @@
 //! Bounded under abuse: xf-server on a real socket, probed as an attacker and as an unlucky
 //! client would. Slow uploads hold no thread and starve nobody; forms cut off at any point
-//! leave no file behind; idle and half-sent connections are closed; at the connection cap the
-//! server waits instead of failing.
+//! leave no file behind; idle and half-sent connections are closed, busy ones are not; at the
+//! connection cap the server waits instead of failing.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -407,6 +407,63 @@ async fn idle_and_half_sent_connections_are_closed_in_time() {
             "the {name} connection closed after {:?}",
             started.elapsed()
         );
+    }
+}
+
+/// Reads one answer off a keep-alive connection: its status, the body read to its length.
+async fn next_answer(stream: &mut TcpStream) -> u16 {
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        head.push(stream.read_u8().await.expect("an answer's head"));
+    }
+    let head = String::from_utf8(head).expect("a text head");
+    let length: usize = head
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse().ok())?
+        })
+        .expect("a content length");
+    let mut body = vec![0; length];
+    stream.read_exact(&mut body).await.expect("the body");
+    head[9..12].parse().expect("a status")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_in_use_outlives_the_header_time_out() {
+    // Each request's headers come well within a second of the previous answer: the time-out
+    // starts over with each answer, so the connection serves them all, over 2.5 s.
+    let server = server(&["--header-read-timeout", "1", "--idle-timeout", "10"]).await;
+    let mut stream = TcpStream::connect(server.address).await.expect("connect");
+    let started = Instant::now();
+    for _ in 0..6 {
+        stream
+            .write_all(b"GET /api/v1/health HTTP/1.1\r\nHost: test\r\n\r\n")
+            .await
+            .expect("send on the kept connection");
+        assert_eq!(next_answer(&mut stream).await, 200);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert!(started.elapsed() >= Duration::from_millis(2500));
+
+    // HTTP/2 has no header time-out: a connection quiet for longer than it, and shorter than
+    // the idle time-out, still takes requests.
+    let stream = TcpStream::connect(server.address).await.expect("connect");
+    let (mut sender, connection) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(stream),
+    )
+    .await
+    .expect("an HTTP/2 connection");
+    tokio::spawn(connection);
+    for _ in 0..2 {
+        let request = http::Request::get(format!("http://{}/api/v1/health", server.address))
+            .body(http_body_util::Empty::<bytes::Bytes>::new())
+            .expect("a request");
+        let answer = sender.send_request(request).await.expect("an answer");
+        assert_eq!(answer.status(), 200);
+        tokio::time::sleep(Duration::from_millis(1800)).await;
     }
 }
 

@@ -8,7 +8,8 @@
 //! - **Headers within [`ServeOptions::header_read_timeout`]**: a connection must begin its
 //!   first request within this time of opening (whatever bytes it trickles), and an HTTP/1
 //!   connection must send each request's complete headers within it of the previous response
-//!   (so an idle keep-alive connection is closed after it too).
+//!   (so an idle keep-alive connection is closed after it too). The connection's one watch
+//!   keeps this time, not a timer of hyper's armed for every request.
 //! - **Idle connections closed after [`ServeOptions::idle_timeout`]**: no byte read or
 //!   written while no request is being handled (a silent HTTP/2 connection, a client that
 //!   stopped reading its answer).
@@ -61,10 +62,12 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
+    // The connection's watch (`Activity::idle`) bounds the time to send headers: hyper's
+    // own bound would arm and drop a timer for every request.
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(options.header_read_timeout);
+        .header_read_timeout(None);
     // No HTTP/2 keep-alive pings: they would keep an idle connection from ever being idle.
     builder.http2().timer(TokioTimer::new());
     let permits = Arc::new(tokio::sync::Semaphore::new(options.max_connections.max(1)));
@@ -142,9 +145,15 @@ struct Activity {
     start: Instant,
     /// Milliseconds from `start` to the last byte read or written.
     last_io: AtomicU64,
+    /// Milliseconds from `start` to the last answer made ready or byte written: where an
+    /// HTTP/1 connection's time to send its next request's headers starts.
+    last_answer: AtomicU64,
     in_flight: AtomicUsize,
     /// Whether a request has begun on the connection.
     served: std::sync::atomic::AtomicBool,
+    /// Whether the connection speaks HTTP/1 (known with its first request): HTTP/2 has no
+    /// header time-out, its streams being bounded by the idle time-out.
+    http1: std::sync::atomic::AtomicBool,
     /// Woken when the first request begins.
     first_request: tokio::sync::Notify,
 }
@@ -154,24 +163,42 @@ impl Activity {
         Activity {
             start: Instant::now(),
             last_io: AtomicU64::new(0),
+            last_answer: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
             served: std::sync::atomic::AtomicBool::new(false),
+            http1: std::sync::atomic::AtomicBool::new(false),
             first_request: tokio::sync::Notify::new(),
         }
     }
 
-    fn touch(&self) {
-        let now = self.start.elapsed().as_millis() as u64;
-        self.last_io.store(now, Ordering::Relaxed);
+    fn millis(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
     }
 
-    /// Completes once the connection has been idle for `timeout`, or, before its first
-    /// request, once `first_request` has passed since it opened: until the protocol is known
-    /// (HTTP/1 or HTTP/2) no header time-out of hyper's runs yet.
-    async fn idle(&self, timeout: Duration, first_request: Duration) {
+    /// A byte read.
+    fn touch(&self) {
+        self.last_io.store(self.millis(), Ordering::Relaxed);
+    }
+
+    /// A byte written, or an answer made ready: the next request's header time starts over.
+    fn answered(&self) {
+        let now = self.millis();
+        self.last_io.store(now, Ordering::Relaxed);
+        self.last_answer.store(now, Ordering::Relaxed);
+    }
+
+    fn at(&self, millis: &AtomicU64) -> Instant {
+        self.start + Duration::from_millis(millis.load(Ordering::Relaxed))
+    }
+
+    /// Completes once the connection has been idle for `timeout`; before its first request,
+    /// once `headers` has passed since it opened; and on HTTP/1, once `headers` has passed
+    /// since its last answer (its last byte written) without a new request begun, whatever
+    /// bytes of one it trickles.
+    async fn idle(&self, timeout: Duration, headers: Duration) {
         loop {
             if !self.served.load(Ordering::Relaxed) {
-                let deadline = self.start + first_request;
+                let deadline = self.start + headers;
                 if Instant::now() >= deadline {
                     return;
                 }
@@ -181,18 +208,21 @@ impl Activity {
                 }
                 continue;
             }
-            let last = self.start + Duration::from_millis(self.last_io.load(Ordering::Relaxed));
-            let busy = self.in_flight.load(Ordering::Relaxed) > 0;
-            let deadline = last + timeout;
-            if !busy && Instant::now() >= deadline {
+            let busy = self.in_flight.load(Ordering::Acquire) > 0;
+            let now = Instant::now();
+            if busy {
+                // A request being handled stops both clocks; look again a time-out later.
+                tokio::time::sleep_until(now + timeout.min(headers)).await;
+                continue;
+            }
+            let mut deadline = self.at(&self.last_io) + timeout;
+            if self.http1.load(Ordering::Relaxed) {
+                deadline = deadline.min(self.at(&self.last_answer) + headers);
+            }
+            if now >= deadline {
                 return;
             }
-            let wake = if busy {
-                Instant::now() + timeout
-            } else {
-                deadline
-            };
-            tokio::time::sleep_until(wake).await;
+            tokio::time::sleep_until(deadline).await;
         }
     }
 }
@@ -226,7 +256,7 @@ impl AsyncWrite for Tracked {
     ) -> Poll<std::io::Result<usize>> {
         let polled = Pin::new(&mut self.stream).poll_write(cx, buf);
         if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.touch();
+            self.activity.answered();
         }
         polled
     }
@@ -238,7 +268,7 @@ impl AsyncWrite for Tracked {
     ) -> Poll<std::io::Result<usize>> {
         let polled = Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
         if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.touch();
+            self.activity.answered();
         }
         polled
     }
@@ -267,8 +297,11 @@ struct ConnectionService {
 struct InFlight(Arc<Activity>);
 
 impl InFlight {
-    fn start(activity: &Arc<Activity>) -> Self {
-        if !activity.served.swap(true, Ordering::Relaxed) {
+    fn start(activity: &Arc<Activity>, version: hyper::Version) -> Self {
+        if !activity.served.load(Ordering::Relaxed) {
+            let http1 = version < hyper::Version::HTTP_2;
+            activity.http1.store(http1, Ordering::Relaxed);
+            activity.served.store(true, Ordering::Relaxed);
             activity.first_request.notify_one();
         }
         activity.in_flight.fetch_add(1, Ordering::Relaxed);
@@ -278,8 +311,10 @@ impl InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
-        self.0.touch();
+        // The answer's time first: the watch, seeing no request in flight, must not read the
+        // previous answer's.
+        self.0.answered();
+        self.0.in_flight.fetch_sub(1, Ordering::Release);
     }
 }
 
@@ -289,7 +324,7 @@ impl hyper::service::Service<hyper::Request<hyper::body::Incoming>> for Connecti
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
 
     fn call(&self, request: hyper::Request<hyper::body::Incoming>) -> Self::Future {
-        let handled = InFlight::start(&self.activity);
+        let handled = InFlight::start(&self.activity, request.version());
         let mut service = self.service.clone();
         let answer = service.call(request.map(axum::body::Body::new));
         Box::pin(async move {
