@@ -57,7 +57,12 @@ fn is_id(prefix: &str, value: &str) -> bool {
         .strip_prefix(prefix)
         .and_then(|rest| rest.strip_prefix('_'))
         .is_some_and(|body| {
-            body.len() == 32 && body.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            // Every byte looked at, without a branch a byte: the compiler checks them
+            // several at once (an id is checked on every request that names one).
+            body.len() == 32
+                && body.bytes().fold(true, |hex, b| {
+                    hex & (b.is_ascii_digit() | (b'a'..=b'f').contains(&b))
+                })
         })
 }
 
@@ -313,7 +318,16 @@ mod tests {
             format!("job-{body}"),
             format!("job_{body}\n"),
             String::new(),
-        ] {
+        ]
+        .into_iter()
+        // One byte just outside the digits' and letters' ranges, anywhere in the body.
+        .chain((0..32).flat_map(|at| {
+            ['/', ':', '`', 'g', 'A', '\u{e9}'].map(|c| {
+                let mut body: Vec<char> = body.chars().collect();
+                body[at] = c;
+                format!("job_{}", body.into_iter().collect::<String>())
+            })
+        })) {
             assert_eq!(
                 pattern.is_match(&value),
                 JobId::parse(&value).is_ok(),

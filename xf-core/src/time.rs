@@ -6,7 +6,9 @@
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use chrono::{DateTime, Datelike, Duration, NaiveDate, SecondsFormat, TimeZone, Timelike, Utc};
+use chrono::{
+    DateTime, Datelike, Duration, NaiveDate, NaiveTime, SecondsFormat, TimeZone, Timelike, Utc,
+};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A UTC instant with millisecond precision, rendered as `2026-11-22T10:15:30.123Z`.
@@ -25,9 +27,14 @@ impl Timestamp {
     /// Wraps `at`, dropping anything finer than a millisecond.
     pub fn from_datetime(at: DateTime<Utc>) -> Self {
         // Only the sub-second part changes: no calendar arithmetic. A leap second's
-        // nanoseconds (1e9 and up) floor to a millisecond of it, which chrono accepts.
-        let nanos = at.nanosecond();
-        Self(at.with_nanosecond(nanos - nanos % 1_000_000).unwrap_or(at))
+        // nanoseconds (1e9 and up) floor to a millisecond of it, which chrono accepts. The
+        // fields are read from the UTC value itself (a `DateTime`'s own accessors add the
+        // offset first, zero as it is).
+        let naive = at.naive_utc();
+        let nanos = naive.nanosecond();
+        naive
+            .with_nanosecond(nanos - nanos % 1_000_000)
+            .map_or(Self(at), |floored| Self(floored.and_utc()))
     }
 
     /// Milliseconds since the Unix epoch; `None` when out of chrono's range.
@@ -63,22 +70,16 @@ impl Timestamp {
 
     /// The start of the UTC hour containing this instant.
     pub fn start_of_hour(&self) -> Self {
-        self.floor_millis(3_600_000)
+        // The time of day is replaced, the date kept: no calendar arithmetic (the rate
+        // limits' windows start here on every request).
+        let at = self.0.naive_utc();
+        let hour = NaiveTime::from_hms_opt(at.hour(), 0, 0).unwrap_or(NaiveTime::MIN);
+        Self(at.date().and_time(hour).and_utc())
     }
 
     /// The start of the UTC day containing this instant.
     pub fn start_of_day(&self) -> Self {
-        // Unix time has no leap seconds: every UTC day is 86,400 of its seconds.
-        self.floor_millis(86_400_000)
-    }
-
-    /// This instant rounded down to a whole multiple of `unit` milliseconds since the epoch.
-    fn floor_millis(&self, unit: i64) -> Self {
-        let past = self.unix_millis().rem_euclid(unit);
-        // The floor of an instant in range is in range, but for chrono's first partial day.
-        self.0
-            .checked_sub_signed(Duration::milliseconds(past))
-            .map_or(Self::MIN, Self)
+        Self(self.0.naive_utc().date().and_time(NaiveTime::MIN).and_utc())
     }
 
     /// The first day of the UTC month containing this instant.
@@ -149,8 +150,10 @@ struct Rfc3339([u8; 24]);
 impl Rfc3339 {
     /// `None` outside the years RFC 3339 can write, and in a leap second (`:60`).
     fn of(at: &DateTime<Utc>) -> Option<Self> {
+        // The UTC value's own fields: a `DateTime`'s accessors each add the (zero) offset.
+        let at = at.naive_utc();
         let year = u32::try_from(at.year()).ok().filter(|year| *year <= 9999)?;
-        let millis = Some(at.timestamp_subsec_millis()).filter(|millis| *millis < 1000)?;
+        let millis = Some(at.nanosecond() / 1_000_000).filter(|millis| *millis < 1000)?;
         let mut text = *b"0000-00-00T00:00:00.000Z";
         // Digit by digit into a fixed buffer: every record of every response has timestamps,
         // and `write!` with padded fields cost more than the rest of their serialization.
@@ -331,6 +334,24 @@ mod tests {
         assert_eq!(at.month_key(), "2026-12");
         assert_eq!(at.seconds_until(at.next_month_start()), 1);
         assert_eq!(at.month_start_date().to_string(), "2026-12-01");
+    }
+
+    proptest::proptest! {
+        /// The windows' starts, taken from the date and hour, are the instant's Unix time
+        /// rounded down to the hour and the day (Unix time has no leap seconds).
+        #[test]
+        fn windows_start_at_the_unix_time_rounded_down(
+            millis in -8_000_000_000_000_000i64..8_000_000_000_000_000i64,
+        ) {
+            let at = Timestamp::from_unix_millis(millis).unwrap();
+            for (start, unit) in [(at.start_of_hour(), 3_600_000), (at.start_of_day(), 86_400_000)] {
+                proptest::prop_assert_eq!(start.unix_millis(), millis - millis.rem_euclid(unit));
+            }
+            let rendered = at.as_datetime().to_rfc3339_opts(SecondsFormat::Millis, true);
+            if (0..=253_402_300_799_999).contains(&millis) {
+                proptest::prop_assert_eq!(at.to_string(), rendered);
+            }
+        }
     }
 
     #[test]
