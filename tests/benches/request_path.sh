@@ -32,7 +32,8 @@
 # the memory store (`xf-before`), and the report gives today's xf-memory against it: what a
 # change to the request path (the metrics it records, say) costs, measured side by side. With
 # BEFORE_STORE=postgres as well, xf-before runs on PostgreSQL (a database of its own) and is
-# compared with today's xf-pg.
+# compared with today's xf-pg. BEFORE_BIN=<path> runs a binary built beforehand as xf-before
+# instead (an experiment's build, say), without building a revision.
 #
 # Run with: `bash tests/benches/request_path.sh` (needs wrk: `apt-get install wrk`; and
 # PostgreSQL as for the tests: DATABASE_URL, or postgres@127.0.0.1:5432). ROUNDS (default 5)
@@ -63,7 +64,10 @@ command -v wrk >/dev/null || { say "wrk is missing: apt-get install wrk"; exit 1
 before="${BEFORE:-}"
 target="${CARGO_TARGET_DIR:-$PWD/target}"
 logs="$(mktemp -d "${TMPDIR:-/tmp}/request-path.XXXXXX")"
-if [ -n "$before" ]; then
+if [ -n "${BEFORE_BIN:-}" ]; then
+  cp "$BEFORE_BIN" "$logs/xf-server-before"
+  before="$BEFORE_BIN"
+elif [ -n "$before" ]; then
   # Built in a worktree of that revision, into the same target directory (the dependencies'
   # builds are shared), and copied out before today's build replaces it.
   say "building xf-server at $before ($profile)"
