@@ -44,8 +44,10 @@ if [ ${#binaries[@]} -eq 0 ]; then
   if [ -n "${BEFORE:-}" ]; then
     say "building xf-server at $BEFORE ($profile)"
     git worktree add --quiet --detach "$work/tree" "$BEFORE"
-    (cd "$work/tree" && CARGO_TARGET_DIR="$target" cargo build --quiet "${profile_flag[@]}" -p xf-server --bin xf-server)
-    cp "$target/$profile/xf-server" "$work/xf-server-before"
+    # A target directory of its own, as in request_path.sh: built in today's, the worktree's
+    # crates would pass for today's.
+    (cd "$work/tree" && CARGO_TARGET_DIR="$target/before" cargo build --quiet "${profile_flag[@]}" -p xf-server --bin xf-server)
+    cp "$target/before/$profile/xf-server" "$work/xf-server-before"
     git worktree remove --force "$work/tree"
     binaries+=("$work/xf-server-before")
   fi

@@ -68,13 +68,15 @@ if [ -n "${BEFORE_BIN:-}" ]; then
   cp "$BEFORE_BIN" "$logs/xf-server-before"
   before="$BEFORE_BIN"
 elif [ -n "$before" ]; then
-  # Built in a worktree of that revision, into the same target directory (the dependencies'
-  # builds are shared), and copied out before today's build replaces it.
+  # Built in a worktree of that revision, into a target directory of its own: cargo keys a
+  # workspace crate's build by its path within the workspace, so a build of the worktree in
+  # today's target directory would leave its older crates there, newer than today's sources,
+  # and today's build would take them as fresh.
   say "building xf-server at $before ($profile)"
   tree="$logs/before-tree"
   git worktree add --quiet --detach "$tree" "$before"
-  (cd "$tree" && CARGO_TARGET_DIR="$target" cargo build --quiet "${profile_flag[@]}" -p xf-server --bin xf-server)
-  cp "$target/$profile/xf-server" "$logs/xf-server-before"
+  (cd "$tree" && CARGO_TARGET_DIR="$target/before" cargo build --quiet "${profile_flag[@]}" -p xf-server --bin xf-server)
+  cp "$target/before/$profile/xf-server" "$logs/xf-server-before"
   git worktree remove --force "$tree"
 fi
 say "building xf-server and xf-baseline ($profile)"
