@@ -2,7 +2,7 @@
 //! failure is a core [`Error`] (400 or 413 in the error envelope), never axum's plain-text
 //! rejections.
 
-use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::extract::{FromRef, FromRequest, FromRequestParts, Request};
 use bytes::Bytes;
 use http::request::Parts;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
@@ -14,7 +14,8 @@ use xf_core::ids::{
     WebhookId,
 };
 use xf_core::params::IdempotencyKey;
-use xf_core::{Caller, Error, Fingerprint};
+use xf_core::plans::Entitlement;
+use xf_core::{Caller, Error, Fingerprint, Xf};
 
 use crate::error::ApiError;
 use crate::Body;
@@ -22,21 +23,53 @@ use crate::Body;
 /// Largest JSON request body: 1 MiB.
 pub const MAX_JSON_BODY: usize = 1024 * 1024;
 
-/// The authenticated caller, put in the request's extensions by the auth middleware.
-#[derive(Debug)]
-pub struct Authed(pub Caller);
+/// An extractor of the caller whose key `$key` finds and whose plan includes `$entitlement`,
+/// counted against its rate limits ([`admit`](crate::middleware::admit)).
+macro_rules! authed {
+    ($(#[$doc:meta])* $name:ident, $key:expr, $entitlement:expr) => {
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub struct $name(pub Caller);
 
-impl<S: Send + Sync> FromRequestParts<S> for Authed {
-    type Rejection = ApiError;
+        impl<S: Send + Sync> FromRequestParts<S> for $name
+        where
+            Xf: FromRef<S>,
+        {
+            type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        parts
-            .extensions
-            .remove::<Caller>()
-            .map(Authed)
-            .ok_or_else(|| ApiError(Error::Internal("route is missing the auth layer".into())))
-    }
+            async fn from_request_parts(
+                parts: &mut Parts,
+                state: &S,
+            ) -> Result<Self, Self::Rejection> {
+                let xf = Xf::from_ref(state);
+                crate::middleware::admit(&xf, parts, $key, $entitlement)
+                    .await
+                    .map($name)
+                    .map_err(ApiError)
+            }
+        }
+    };
 }
+
+authed!(
+    /// The developer API's caller: the key of `Authorization: Bearer`, whose plan includes the
+    /// developer API, counted against its rate limits ([`admit`](crate::middleware::admit)).
+    /// Every handler of the developer API takes it, as its first argument after the state:
+    /// nothing else of the request is read before the key is known and counted, and the
+    /// answer, whatever it is, carries the remaining-request headers (a `401`, `403` or `503`
+    /// of the key's own check does not).
+    Authed,
+    bearer,
+    Entitlement::DeveloperApi
+);
+
+authed!(
+    /// [`Authed`] for `/webhooks`: the plan needs either API (a media-only organization
+    /// receives media events), and the key may also come in the media API's `X-API-Key`.
+    WebhooksAuthed,
+    api_key,
+    Entitlement::EitherApi
+);
 
 /// The one path parameter of a route, parsed once, here: into the id the route names
 /// (`PathParam<PropertyId>`), or kept as text (`PathParam`, a report's token). A parameter

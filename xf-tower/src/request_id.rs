@@ -16,6 +16,7 @@
 //! span out.
 
 use std::any::Any;
+use std::cell::Cell;
 use std::convert::Infallible;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -43,6 +44,18 @@ tokio::task_local! {
 struct Current {
     id: HeaderValue,
     service: Service,
+    /// The rate check of the request's key, once the extractor that authenticates it has
+    /// made it: the answer then carries the remaining-request headers.
+    rate: Cell<Option<xf_core::RateCheck>>,
+}
+
+/// Keeps `check` for the answer of the request being served, which then carries its
+/// remaining-request headers (a `429` and a handler's error included); `false` outside a
+/// request (no layer of this crate around it).
+pub(crate) fn answer_with_rate(check: xf_core::RateCheck) -> bool {
+    REQUEST
+        .try_with(|current| current.rate.set(Some(check)))
+        .is_ok()
 }
 
 /// Which service answered, for the request log.
@@ -137,8 +150,9 @@ fn sent_uri(request: &Request) -> http::Uri {
         .clone()
 }
 
-/// The layer around every route of this crate's services: request ids, the request log, and
-/// (as each service needs) the answer to a panic.
+/// The layer around every route of this crate's services: request ids, the request log, the
+/// remaining-request headers of an authenticated request (see [`answer_with_rate`]), and (as
+/// each service needs) the answer to a panic.
 ///
 /// One hand-written service rather than a stack of `from_fn` layers: each of those boxes the
 /// rest of the stack and its own future again on every request. Applied with
@@ -212,8 +226,7 @@ where
             .path()
             .strip_suffix(request.uri().path())
             .map_or(0, str::len);
-        // Taken rather than copied: nothing inside reads it, and with one entry fewer the
-        // extensions the guard adds the caller to need not grow (a fourth entry rehashes).
+        // Taken rather than copied: nothing inside reads it.
         let matched = request.extensions_mut().remove::<MatchedPath>();
         let span = tracing::info_span!(
             "request",
@@ -252,13 +265,21 @@ where
             (response, sent)
         };
         Box::pin(async move {
-            let mut scoped = std::pin::pin!(REQUEST.scope(Current { id, service }, run));
+            let current = Current {
+                id,
+                service,
+                rate: Cell::new(None),
+            };
+            let mut scoped = std::pin::pin!(REQUEST.scope(current, run));
             let (mut response, sent) = scoped.as_mut().await;
             let path = sent.path();
             // `None` only for a value taken before, and it was not.
-            let Some(Current { id, .. }) = scoped.as_mut().take_value() else {
+            let Some(Current { id, rate, .. }) = scoped.as_mut().take_value() else {
                 return Ok(response);
             };
+            if let Some(check) = rate.get() {
+                crate::middleware::add_remaining(response.headers_mut(), &check);
+            }
             let route = RouteTemplate {
                 mount: &path[..mount],
                 matched: matched.as_ref().map(MatchedPath::as_str),

@@ -299,8 +299,60 @@ async fn a_flood_of_over_limit_reads_reads_nothing_else(app: TestApp) {
     assert!(others.is_empty(), "over-limit reads reached {others:?}");
 }
 
+/// Every answer to a request whose key was counted carries the remaining-request headers, a
+/// handler's error too; an answer refusing the key itself (401, 403) carries none. The key is
+/// checked before anything else a handler reads: a request without one is a 401 whatever else
+/// is wrong with it.
+async fn every_answer_after_the_count_carries_the_remaining_headers(app: TestApp) {
+    let org = org(&app, "Acme").await;
+    let read = "x-developer-api-ratelimit-read-remaining";
+    let write = "x-developer-api-ratelimit-write-remaining";
+    let missing = "/properties/prop_0123456789abcdef0123456789abcdef";
+    let answers = [
+        (app.get(missing, &org.live).await, 404),
+        (app.get("/properties/prop_x", &org.live).await, 404),
+        (app.get("/properties?limit=abc", &org.live).await, 400),
+        (app.get("/jobs/job_x", &org.live).await, 404),
+        (app.get("/webhooks/wh_x/deliveries", &org.live).await, 404),
+        (
+            app.post("/properties", &org.live, json!({"url": 5})).await,
+            400,
+        ),
+    ];
+    for (answer, status) in &answers {
+        assert_eq!(answer.status, *status, "{:?}", answer.body);
+        assert!(answer.header(read).is_some(), "{status}: {:?}", answer.body);
+        assert!(
+            answer.header(write).is_some(),
+            "{status}: {:?}",
+            answer.body
+        );
+    }
+    // Each was counted: reads down by one each, the write's window by one.
+    let [first, .., last] = &answers;
+    let reads_left =
+        |answer: &xf_tests::Reply| -> u64 { answer.header(read).unwrap().parse().unwrap() };
+    assert_eq!(reads_left(&first.0) - reads_left(&answers[4].0), 4);
+    let writes_left =
+        |answer: &xf_tests::Reply| -> u64 { answer.header(write).unwrap().parse().unwrap() };
+    assert_eq!(writes_left(&first.0) - writes_left(&last.0), 1);
+
+    // Refused before the count: no headers. Without a key, a bad id or query is never looked
+    // at.
+    for path in ["/properties/prop_x", "/properties?limit=abc", "/webhooks"] {
+        let refused = app.send(request(Method::GET, path, None, None, &[])).await;
+        assert_eq!(refused.header(read), None, "{path}");
+        refused.expect_error(401, "api_key_invalid");
+    }
+    let free = app.organization("Free", "free").await;
+    let refused = app.get("/properties/prop_x", &free.live_key).await;
+    assert_eq!(refused.header(read), None);
+    refused.expect_error(403, "plan_required");
+}
+
 crate::backends!(
     a_flood_of_over_limit_reads_reads_nothing_else,
+    every_answer_after_the_count_carries_the_remaining_headers,
     a_store_misreporting_the_rate_count_answers_500,
     read_limits_count_down_and_reset_with_the_hour,
     write_limits_per_key_and_per_organization,

@@ -18,7 +18,7 @@ use xf_core::Xf;
 use super::{Envelope, PageEnvelope};
 use crate::envelope;
 use crate::error::ApiError;
-use crate::extract::{Authed, PathParam, Query, Sent};
+use crate::extract::{PathParam, Query, Sent, WebhooksAuthed};
 
 /// `data` of `GET /webhooks`.
 #[derive(Debug, Serialize, ToSchema)]
@@ -61,7 +61,10 @@ pub fn router() -> OpenApiRouter<Xf> {
 /// The organization's webhooks.
 #[utoipa::path(get, path = "/webhooks", tag = "webhooks",
     responses((status = 200, description = "The webhooks", body = Envelope<WebhookList>)))]
-async fn list_webhooks(State(xf): State<Xf>, Authed(caller): Authed) -> Result<Response, ApiError> {
+async fn list_webhooks(
+    State(xf): State<Xf>,
+    WebhooksAuthed(caller): WebhooksAuthed,
+) -> Result<Response, ApiError> {
     let webhooks = xf.list_webhooks(&caller).await?;
     Ok(envelope::data(StatusCode::OK, &WebhookList { webhooks }))
 }
@@ -77,7 +80,7 @@ async fn list_webhooks(State(xf): State<Xf>, Authed(caller): Authed) -> Result<R
     ))]
 async fn create_webhook(
     State(xf): State<Xf>,
-    Authed(caller): Authed,
+    WebhooksAuthed(caller): WebhooksAuthed,
     sent: Sent,
 ) -> Result<Response, ApiError> {
     let created = xf
@@ -96,7 +99,7 @@ async fn create_webhook(
     ))]
 async fn update_webhook(
     State(xf): State<Xf>,
-    Authed(caller): Authed,
+    WebhooksAuthed(caller): WebhooksAuthed,
     PathParam(id): PathParam<WebhookId>,
     sent: Sent,
 ) -> Result<Response, ApiError> {
@@ -113,7 +116,7 @@ async fn update_webhook(
     ))]
 async fn delete_webhook(
     State(xf): State<Xf>,
-    Authed(caller): Authed,
+    WebhooksAuthed(caller): WebhooksAuthed,
     PathParam(id): PathParam<WebhookId>,
 ) -> Result<Response, ApiError> {
     let deleted = xf.delete_webhook(&caller, &id).await?;
@@ -131,7 +134,7 @@ async fn delete_webhook(
     ))]
 async fn test_webhook(
     State(xf): State<Xf>,
-    Authed(caller): Authed,
+    WebhooksAuthed(caller): WebhooksAuthed,
     PathParam(id): PathParam<WebhookId>,
     sent: Sent,
 ) -> Result<Response, ApiError> {
@@ -150,7 +153,7 @@ async fn test_webhook(
     ))]
 async fn rotate_secret(
     State(xf): State<Xf>,
-    Authed(caller): Authed,
+    WebhooksAuthed(caller): WebhooksAuthed,
     PathParam(id): PathParam<WebhookId>,
     sent: Sent,
 ) -> Result<Response, ApiError> {
@@ -169,7 +172,7 @@ async fn rotate_secret(
     ))]
 async fn list_deliveries(
     State(xf): State<Xf>,
-    Authed(caller): Authed,
+    WebhooksAuthed(caller): WebhooksAuthed,
     PathParam(id): PathParam<WebhookId>,
     Query(params): Query<DeliveryListParams>,
 ) -> Result<Response, ApiError> {
