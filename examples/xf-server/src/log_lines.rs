@@ -255,6 +255,7 @@ impl Renderer {
         match self.format {
             Format::Text { ansi } => {
                 self.timestamp(record.time, out);
+                // Whole pieces copied, not formatted: this runs for every line.
                 let (level, colour) = match record.level {
                     Level::TRACE => ("TRACE", "35"),
                     Level::DEBUG => ("DEBUG", "34"),
@@ -262,11 +263,17 @@ impl Renderer {
                     Level::WARN => (" WARN", "33"),
                     Level::ERROR => ("ERROR", "31"),
                 };
-                let _ = if ansi {
-                    write!(out, " \x1b[{colour}m{level}\x1b[0m ")
+                out.push(b' ');
+                if ansi {
+                    out.extend_from_slice(b"\x1b[");
+                    out.extend_from_slice(colour.as_bytes());
+                    out.push(b'm');
+                    out.extend_from_slice(level.as_bytes());
+                    out.extend_from_slice(b"\x1b[0m");
                 } else {
-                    write!(out, " {level} ")
-                };
+                    out.extend_from_slice(level.as_bytes());
+                }
+                out.push(b' ');
                 for (name, fields) in &record.spans {
                     out.extend_from_slice(name.as_bytes());
                     if !fields.values.is_empty() {
@@ -620,6 +627,37 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_terminal_gets_the_level_in_colour_and_otherwise_the_same_line() {
+        let plain = logged(Format::Text { ansi: false });
+        let coloured = logged(Format::Text { ansi: true });
+        let after_time = |text: &str| -> Vec<String> {
+            text.lines()
+                .map(|line| line.split_once(' ').unwrap().1.to_owned())
+                .collect()
+        };
+        let coloured = after_time(&coloured);
+        let uncoloured: Vec<String> = coloured
+            .iter()
+            .map(|line| {
+                line.replace("\x1b[32m", "")
+                    .replace("\x1b[33m", "")
+                    .replace("\x1b[0m", "")
+            })
+            .collect();
+        assert_eq!(uncoloured, after_time(&plain));
+        assert!(
+            coloured[0].starts_with("\x1b[32m INFO\x1b[0m "),
+            "{:?}",
+            coloured[0]
+        );
+        assert!(
+            coloured[1].starts_with("\x1b[33m WARN\x1b[0m "),
+            "{:?}",
+            coloured[1]
+        );
     }
 
     #[test]
