@@ -151,7 +151,7 @@ impl XfService {
         let limits = xf.request_limits();
         let metrics = xf.metrics().requests();
         let router = router
-            .merge(routes::media::router(xf.clone()))
+            .merge(routes::media::router())
             .route(
                 "/openapi.json",
                 get(move || {
@@ -199,7 +199,7 @@ impl MediaService {
     pub fn new(xf: Xf) -> Self {
         let limits = xf.request_limits();
         let metrics = xf.metrics().requests();
-        let router = routes::media::router(xf.clone())
+        let router = routes::media::router()
             .fallback(middleware::not_found)
             .with_state(xf);
         Self {

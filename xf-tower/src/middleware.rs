@@ -1,11 +1,9 @@
-//! Authentication, plan check and rate limiting: [`admit`], which the developer API's
-//! [`Authed`](crate::extract::Authed) extractors run before anything else a handler reads, and
-//! [`guard`], the media API's middleware; and the envelope for axum's bare 405 responses.
+//! Authentication, plan check and rate limiting: [`admit`], which the APIs' caller extractors
+//! ([`Authed`](crate::extract::Authed), `WebhooksAuthed`, `MediaCaller`) run before anything
+//! else a handler reads; and the envelope for axum's bare 405 responses.
 
-use std::future::Future;
 use std::sync::LazyLock;
 
-use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderName, HeaderValue, Method};
 use xf_core::api::{READ_REMAINING_HEADER, WRITE_REMAINING_HEADER};
@@ -15,8 +13,8 @@ use xf_core::{Caller, Error, RateCheck, RequestKind, Xf};
 use crate::error::ApiError;
 
 /// Authenticates the request's key (found by `key`; its plan must include `entitlement`),
-/// and counts the request against the rate limits before its handler runs: the
-/// caller, or the error to answer (a `429` past a limit). The count is kept for the answer,
+/// and counts the request against the rate limits before its handler runs: the caller, or
+/// the error to answer (a `429` past a limit). The count is kept for the answer,
 /// whatever it is, to carry the remaining-request headers ([`answer_with_rate`]).
 ///
 /// [`answer_with_rate`]: crate::request_id::answer_with_rate
@@ -39,18 +37,6 @@ pub async fn admit(
     }
 }
 
-/// What [`guard`] checks and how it answers: where the key is, which entitlement the plan
-/// needs, and the envelope of its errors.
-#[derive(Debug, Clone, Copy)]
-pub struct Guard {
-    /// The key of a request, if it has one.
-    pub key: fn(&http::HeaderMap) -> Option<&str>,
-    /// What the plan must include.
-    pub entitlement: Entitlement,
-    /// An error response in the API's envelope.
-    pub render: fn(Error) -> Response,
-}
-
 /// The request's key, found by `key`, if it has one. A developer API request without a key of
 /// its own but with the media API's `X-API-Key` is told where this API reads the key, rather
 /// than that the key is invalid.
@@ -69,43 +55,6 @@ fn key_of(
     Ok(found)
 }
 
-/// The media API's middleware: authenticate, check the plan, count the request, run it, add
-/// the remaining-request headers.
-pub async fn guard<F>(
-    xf: &Xf,
-    mut request: Request,
-    run: impl FnOnce(Request) -> F,
-    guard: Guard,
-) -> Response
-where
-    F: Future<Output = Response>,
-{
-    let key = match key_of(guard.key, guard.entitlement, request.headers()) {
-        Ok(key) => key,
-        Err(error) => return (guard.render)(error),
-    };
-    let caller = match authenticated(xf, key, guard.entitlement).await {
-        Ok(caller) => caller,
-        Err(error) => return (guard.render)(error),
-    };
-    // Counted before the handler runs, as `admit` counts.
-    let check = match xf
-        .check_rate_limit(&caller, kind_of(request.method()))
-        .await
-    {
-        Ok(check) => check,
-        Err(error) => return (guard.render)(error),
-    };
-    let response = match check.retry_after_secs {
-        Some(retry_after_secs) => (guard.render)(Error::RateLimited { retry_after_secs }),
-        None => {
-            request.extensions_mut().insert(caller);
-            run(request).await
-        }
-    };
-    with_remaining(response, &check)
-}
-
 /// The caller of `key` with `entitlement`: from the key cache when it knows the key (without
 /// a future of the store's), or from the store.
 async fn authenticated(
@@ -119,17 +68,12 @@ async fn authenticated(
     }
 }
 
+/// A `GET` or `HEAD` counts as a read; every other method as a write.
 fn kind_of(method: &Method) -> RequestKind {
     match *method {
         Method::GET | Method::HEAD => RequestKind::Read,
         _ => RequestKind::Write,
     }
-}
-
-/// `response` with the remaining-request headers of `check`.
-fn with_remaining(mut response: Response, check: &RateCheck) -> Response {
-    add_remaining(response.headers_mut(), check);
-    response
 }
 
 /// Adds the remaining-request headers of `check` to `headers`.

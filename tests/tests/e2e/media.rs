@@ -1038,11 +1038,22 @@ async fn keys_plans_envelopes_and_tenants(app: TestApp) {
         404,
         "not_found",
     );
-    refused(
-        &get(&app, &org.live, "/media/videos/med_unknown").await,
-        404,
-        "not_found",
-    );
+    let unknown = get(&app, &org.live, "/media/videos/med_unknown").await;
+    refused(&unknown, 404, "not_found");
+    // Counted before the handler looked: its answer carries the remaining-request headers; a
+    // request without a key is refused before the count, and its answer carries none.
+    let remaining = "x-developer-api-ratelimit-read-remaining";
+    assert!(unknown.header(remaining).is_some());
+    let keyless = app
+        .send(
+            Request::builder()
+                .uri("/media/videos/med_unknown")
+                .body(Full::new(Bytes::new()))
+                .expect("a request"),
+        )
+        .await;
+    refused(&keyless, 401, "api_key_invalid");
+    assert_eq!(keyless.header(remaining), None);
     assert_eq!(
         ok(&get(&app, &other.live, "/media/videos").await, 200)["pagination"]["total"],
         0

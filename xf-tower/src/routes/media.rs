@@ -4,7 +4,6 @@
 //! Keys come as `X-API-Key` or `Authorization: Bearer`; the plan needs `mediaApi`.
 
 use axum::extract::{Request, State};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use axum::Router;
@@ -20,13 +19,13 @@ use super::upload_form::UploadForm;
 use crate::envelope::{self, Answer, Api};
 use crate::extract::{api_key, FromSegment, PathParam, PathParams, Query, Sent, Write};
 use crate::idempotency;
-use crate::middleware::Guard;
 
-/// The media API: its routes, behind its authentication and rate limits, and its own answers
+/// The media API: its routes (each handler authenticating and counting its request with
+/// [`MediaCaller`]), and its own answers
 /// to a method a route does not take (`405`) and to unknown paths below `/media/` and
 /// `/channels/` (`404`), all in its envelope. A service that merges it keeps its own fallback
 /// for every other path.
-pub fn router(xf: Xf) -> Router<Xf> {
+pub fn router() -> Router<Xf> {
     Router::new()
         .route("/media/videos", post(upload_video).get(list_videos))
         .route("/media/images", post(upload_image).get(list_images))
@@ -54,7 +53,6 @@ pub fn router(xf: Xf) -> Router<Xf> {
         .merge(super::uploads::router())
         // Uploads are streamed to the blob store under the media limits, not axum's 2 MB.
         .layer(axum::extract::DefaultBodyLimit::disable())
-        .route_layer(axum::middleware::from_fn_with_state(xf, media_api))
         .method_not_allowed_fallback(method_not_allowed)
         .route("/media", any(not_found))
         .route("/media/{*rest}", any(not_found))
@@ -88,41 +86,28 @@ impl IntoResponse for MediaError {
 
 type Handled = Result<Response, MediaError>;
 
-/// Authenticates (entitlement `mediaApi`, key in `X-API-Key` or bearer), counts the request
-/// against the rate limits, and adds the remaining-request headers, as the developer API does.
-async fn media_api(State(xf): State<Xf>, request: Request, next: Next) -> Response {
-    // tus clients ask what the server supports without credentials.
-    if request.method() == http::Method::OPTIONS {
-        return next.run(request).await;
-    }
-    let guard = Guard {
-        key: api_key,
-        entitlement: Entitlement::MediaApi,
-        render: |error| MediaError(error).into_response(),
-    };
-    crate::middleware::guard(&xf, request, |request| next.run(request), guard).await
-}
-
-/// The caller the middleware authenticated.
+/// The media API's caller: the key of `X-API-Key` or `Authorization: Bearer`, whose plan
+/// includes the media API, counted against its rate limits
+/// ([`admit`](crate::middleware::admit)), as the developer API's `Authed` is. Every handler
+/// of the media API takes it as its first argument after the state; tus's `OPTIONS`, which
+/// clients send without credentials, does not.
 pub struct MediaCaller(pub xf_core::Caller);
 
-impl<S: Send + Sync> axum::extract::FromRequestParts<S> for MediaCaller {
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for MediaCaller
+where
+    Xf: axum::extract::FromRef<S>,
+{
     type Rejection = MediaError;
 
     async fn from_request_parts(
         parts: &mut http::request::Parts,
-        _: &S,
+        state: &S,
     ) -> Result<Self, Self::Rejection> {
-        parts
-            .extensions
-            .get::<xf_core::Caller>()
-            .cloned()
+        let xf = <Xf as axum::extract::FromRef<S>>::from_ref(state);
+        crate::middleware::admit(&xf, parts, api_key, Entitlement::MediaApi)
+            .await
             .map(MediaCaller)
-            .ok_or_else(|| {
-                MediaError(Error::Internal(
-                    "a media route ran without its caller".into(),
-                ))
-            })
+            .map_err(MediaError)
     }
 }
 
