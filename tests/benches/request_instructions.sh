@@ -25,6 +25,8 @@
 # XF_BENCH_SMOKE=1 counts 50 requests on a debug build: it checks that the benchmark still
 # runs (.ci/test does so), no figure to quote.
 set -euo pipefail
+# A target directory the caller gave, made absolute before the directory changes.
+[ -n "${CARGO_TARGET_DIR:-}" ] && CARGO_TARGET_DIR="$(realpath -m "$CARGO_TARGET_DIR")"
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 smoke="${XF_BENCH_SMOKE:-0}"

@@ -44,6 +44,9 @@
 # XF_BENCH_SMOKE=1 makes one round of one second per server on debug builds: it checks that
 # the benchmark still runs (.ci/test does so) and gives no figure to quote.
 set -euo pipefail
+# Paths the caller gave, made absolute before the directory changes.
+[ -n "${BEFORE_BIN:-}" ] && BEFORE_BIN="$(realpath "$BEFORE_BIN")"
+[ -n "${CARGO_TARGET_DIR:-}" ] && CARGO_TARGET_DIR="$(realpath -m "$CARGO_TARGET_DIR")"
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 smoke="${XF_BENCH_SMOKE:-0}"

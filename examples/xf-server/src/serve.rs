@@ -145,10 +145,14 @@ struct Activity {
     start: Instant,
     /// Milliseconds from `start` to the last byte read or written.
     last_io: AtomicU64,
-    /// Milliseconds from `start` to the last answer made ready or byte written: where an
-    /// HTTP/1 connection's time to send its next request's headers starts.
+    /// Milliseconds from `start` to the last answer's end or byte written: where an HTTP/1
+    /// connection's time to send its next request's headers starts.
     last_answer: AtomicU64,
+    /// Requests being handled: no clock runs.
     in_flight: AtomicUsize,
+    /// Answers whose bodies are being sent: the idle clock runs (a client that stopped
+    /// reading is closed by it), the header clock waits for their end.
+    sending: AtomicUsize,
     /// Whether a request has begun on the connection.
     served: std::sync::atomic::AtomicBool,
     /// Whether the connection speaks HTTP/1 (known with its first request): HTTP/2 has no
@@ -165,6 +169,7 @@ impl Activity {
             last_io: AtomicU64::new(0),
             last_answer: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
+            sending: AtomicUsize::new(0),
             served: std::sync::atomic::AtomicBool::new(false),
             http1: std::sync::atomic::AtomicBool::new(false),
             first_request: tokio::sync::Notify::new(),
@@ -180,7 +185,7 @@ impl Activity {
         self.last_io.store(self.millis(), Ordering::Relaxed);
     }
 
-    /// A byte written, or an answer made ready: the next request's header time starts over.
+    /// A byte written, or an answer's end: the next request's header time starts over.
     fn answered(&self) {
         let now = self.millis();
         self.last_io.store(now, Ordering::Relaxed);
@@ -193,8 +198,8 @@ impl Activity {
 
     /// Completes once the connection has been idle for `timeout`; before its first request,
     /// once `headers` has passed since it opened; and on HTTP/1, once `headers` has passed
-    /// since its last answer (its last byte written) without a new request begun, whatever
-    /// bytes of one it trickles.
+    /// since its last answer ended (its body sent, its last byte written) without a new
+    /// request begun, whatever bytes of one it trickles.
     async fn idle(&self, timeout: Duration, headers: Duration) {
         loop {
             if !self.served.load(Ordering::Relaxed) {
@@ -211,18 +216,31 @@ impl Activity {
             let busy = self.in_flight.load(Ordering::Acquire) > 0;
             let now = Instant::now();
             if busy {
-                // A request being handled stops both clocks; look again a time-out later.
-                tokio::time::sleep_until(now + timeout.min(headers)).await;
+                // A request being handled stops both clocks; look again a time-out later
+                // (never sooner than 10 ms, whatever the time-outs).
+                let again = timeout.min(headers).max(Duration::from_millis(10));
+                tokio::time::sleep_until(now + again).await;
                 continue;
             }
-            let mut deadline = self.at(&self.last_io) + timeout;
-            if self.http1.load(Ordering::Relaxed) {
-                deadline = deadline.min(self.at(&self.last_answer) + headers);
-            }
-            if now >= deadline {
+            let idle = self.at(&self.last_io) + timeout;
+            if now >= idle {
                 return;
             }
-            tokio::time::sleep_until(deadline).await;
+            let mut wake = idle;
+            if self.http1.load(Ordering::Relaxed) {
+                if self.sending.load(Ordering::Acquire) > 0 {
+                    // The header clock starts when the answer ends: look again a header
+                    // time-out from now at the latest.
+                    wake = wake.min(now + headers.max(Duration::from_millis(10)));
+                } else {
+                    let next_headers = self.at(&self.last_answer) + headers;
+                    if now >= next_headers {
+                        return;
+                    }
+                    wake = wake.min(next_headers);
+                }
+            }
+            tokio::time::sleep_until(wake).await;
         }
     }
 }
@@ -286,7 +304,7 @@ impl AsyncWrite for Tracked {
     }
 }
 
-/// The app for one connection: counts the requests being handled.
+/// The app for one connection: counts the requests being handled and the answers being sent.
 #[derive(Clone)]
 struct ConnectionService {
     service: Mounts,
@@ -295,6 +313,51 @@ struct ConnectionService {
 
 /// Counts a request as handled until its answer is ready.
 struct InFlight(Arc<Activity>);
+
+/// Counts an answer as being sent until its body ends (or is dropped, the connection gone).
+struct Sending(Arc<Activity>);
+
+impl Sending {
+    fn start(activity: &Arc<Activity>) -> Self {
+        activity.sending.fetch_add(1, Ordering::Relaxed);
+        Sending(Arc::clone(activity))
+    }
+}
+
+impl Drop for Sending {
+    fn drop(&mut self) {
+        // The end's time first: the watch, seeing no answer being sent, must not read the
+        // previous answer's.
+        self.0.answered();
+        self.0.sending.fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// An answer's body, counted as being sent while it lasts: hyper drops it at its end.
+struct SentBody {
+    body: axum::body::Body,
+    _sending: Sending,
+}
+
+impl http_body::Body for SentBody {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
 
 impl InFlight {
     fn start(activity: &Arc<Activity>, version: hyper::Version) -> Self {
@@ -311,9 +374,8 @@ impl InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        // The answer's time first: the watch, seeing no request in flight, must not read the
-        // previous answer's.
-        self.0.answered();
+        // No clock read: an answer is counted as being sent before this (`Sending`), and its
+        // end starts the header clock; a request dropped unanswered has lost its connection.
         self.0.in_flight.fetch_sub(1, Ordering::Release);
     }
 }
@@ -327,10 +389,21 @@ impl hyper::service::Service<hyper::Request<hyper::body::Incoming>> for Connecti
         let handled = InFlight::start(&self.activity, request.version());
         let mut service = self.service.clone();
         let answer = service.call(request.map(axum::body::Body::new));
+        let activity = Arc::clone(&self.activity);
         Box::pin(async move {
             let answer = answer.await;
+            // Counted as sent before it stops being handled, so that the header clock never
+            // runs in between.
+            let sending = Sending::start(&activity);
             drop(handled);
-            answer
+            answer.map(|response| {
+                response.map(|body| {
+                    axum::body::Body::new(SentBody {
+                        body,
+                        _sending: sending,
+                    })
+                })
+            })
         })
     }
 }
@@ -339,4 +412,55 @@ impl hyper::service::Service<hyper::Request<hyper::body::Incoming>> for Connecti
 /// returns the limit now in force (`None` where it cannot be read or changed).
 pub fn raise_open_file_limit() -> Option<u64> {
     rlimit::increase_nofile_limit(u64::MAX).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const IDLE: Duration = Duration::from_secs(60);
+    const HEADERS: Duration = Duration::from_secs(10);
+
+    /// An HTTP/1 connection that has served a request, and its watch, started now: the watch
+    /// reports when it would close the connection.
+    fn watched() -> (Arc<Activity>, tokio::task::JoinHandle<Instant>) {
+        let activity = Arc::new(Activity::new());
+        activity.served.store(true, Ordering::Relaxed);
+        activity.http1.store(true, Ordering::Relaxed);
+        let watching = Arc::clone(&activity);
+        let watch = tokio::spawn(async move {
+            watching.idle(IDLE, HEADERS).await;
+            Instant::now()
+        });
+        (activity, watch)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_being_sent_holds_the_header_clock_not_the_idle_one() {
+        let started = Instant::now();
+        let (activity, watch) = watched();
+        let sending = Sending::start(&activity);
+        // Bytes of the answer go out for 30 s, far past the header time-out.
+        for _ in 0..30 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            activity.answered();
+        }
+        assert!(!watch.is_finished());
+        // Then the client stops reading: the idle time-out closes the connection.
+        let closed = watch.await.unwrap();
+        assert_eq!(closed - started, Duration::from_secs(30) + IDLE);
+        drop(sending);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_header_clock_starts_when_the_answer_ends() {
+        let started = Instant::now();
+        let (activity, watch) = watched();
+        let sending = Sending::start(&activity);
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert!(!watch.is_finished());
+        drop(sending);
+        let closed = watch.await.unwrap();
+        assert_eq!(closed - started, Duration::from_secs(30) + HEADERS);
+    }
 }

@@ -20,8 +20,8 @@ const TUS_EXTENSIONS: &str = "creation,creation-with-upload,expiration,terminati
 /// The content type of chunks.
 const OFFSET_OCTET_STREAM: &str = "application/offset+octet-stream";
 
-/// The routes of this module (mounted inside the media API's router, behind its guard, which
-/// lets `OPTIONS` through unauthenticated as tus asks).
+/// The routes of this module, mounted inside the media API's router: every handler takes the
+/// caller ([`MediaCaller`]) but `OPTIONS`, which tus clients send without credentials.
 pub fn router() -> Router<Xf> {
     Router::new()
         .route("/media/uploads", post(create).options(options))
