@@ -2,13 +2,10 @@
 //! ([`Authed`](crate::extract::Authed), `WebhooksAuthed`, `MediaCaller`) run before anything
 //! else a handler reads; and the envelope for axum's bare 405 responses.
 
-use std::sync::LazyLock;
-
 use axum::response::{IntoResponse, Response};
-use http::{HeaderName, HeaderValue, Method};
-use xf_core::api::{READ_REMAINING_HEADER, WRITE_REMAINING_HEADER};
+use http::Method;
 use xf_core::plans::Entitlement;
-use xf_core::{Caller, Error, RateCheck, RequestKind, Xf};
+use xf_core::{Caller, Error, RequestKind, Xf};
 
 use crate::error::ApiError;
 
@@ -74,28 +71,6 @@ fn kind_of(method: &Method) -> RequestKind {
         Method::GET | Method::HEAD => RequestKind::Read,
         _ => RequestKind::Write,
     }
-}
-
-/// Adds the remaining-request headers of `check` to `headers`.
-pub(crate) fn add_remaining(headers: &mut http::HeaderMap, check: &RateCheck) {
-    // The names are parsed once, not on every response.
-    static READ_REMAINING: LazyLock<HeaderName> =
-        LazyLock::new(|| header_name(READ_REMAINING_HEADER));
-    static WRITE_REMAINING: LazyLock<HeaderName> =
-        LazyLock::new(|| header_name(WRITE_REMAINING_HEADER));
-    headers.insert(READ_REMAINING.clone(), count(check.read_remaining));
-    headers.insert(WRITE_REMAINING.clone(), count(check.write_remaining));
-}
-
-/// A count as a header value: digits copied once (`HeaderValue::from(u64)` allocates twice).
-fn count(n: u64) -> HeaderValue {
-    let digits = itoa::Buffer::new().format(n).as_bytes().to_vec();
-    // Digits are always a valid value; the fallback is the same value, made the slower way.
-    HeaderValue::try_from(digits).unwrap_or_else(|_| HeaderValue::from(n))
-}
-
-fn header_name(name: &'static str) -> HeaderName {
-    HeaderName::from_bytes(name.as_bytes()).expect("the API's header names are valid")
 }
 
 /// `405` in the developer envelope (axum adds `Allow`).

@@ -21,14 +21,17 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
+use std::sync::LazyLock;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, OriginalUri, Request};
 use axum::response::Response;
 use futures::FutureExt;
-use http::HeaderValue;
+use http::{HeaderName, HeaderValue};
 use tracing::Instrument;
+use xf_core::api::{READ_REMAINING_HEADER, WRITE_REMAINING_HEADER};
+use xf_core::RateCheck;
 
 /// The request and response header.
 pub const HEADER: &str = "x-request-id";
@@ -46,13 +49,13 @@ struct Current {
     service: Service,
     /// The rate check of the request's key, once the extractor that authenticates it has
     /// made it: the answer then carries the remaining-request headers.
-    rate: Cell<Option<xf_core::RateCheck>>,
+    rate: Cell<Option<RateCheck>>,
 }
 
 /// Keeps `check` for the answer of the request being served, which then carries its
 /// remaining-request headers (a `429` and a handler's error included); `false` outside a
 /// request (no layer of this crate around it).
-pub(crate) fn answer_with_rate(check: xf_core::RateCheck) -> bool {
+pub(crate) fn answer_with_rate(check: RateCheck) -> bool {
     REQUEST
         .try_with(|current| current.rate.set(Some(check)))
         .is_ok()
@@ -278,7 +281,7 @@ where
                 return Ok(response);
             };
             if let Some(check) = rate.get() {
-                crate::middleware::add_remaining(response.headers_mut(), &check);
+                add_remaining(response.headers_mut(), &check);
             }
             let route = RouteTemplate {
                 mount: &path[..mount],
@@ -326,4 +329,26 @@ impl std::fmt::Display for RouteTemplate<'_> {
             Some(matched) => write!(f, "{}{matched}", self.mount),
         }
     }
+}
+
+/// Adds the remaining-request headers of `check` to `headers`.
+fn add_remaining(headers: &mut http::HeaderMap, check: &RateCheck) {
+    // The names are parsed once, not on every response.
+    static READ_REMAINING: LazyLock<HeaderName> =
+        LazyLock::new(|| header_name(READ_REMAINING_HEADER));
+    static WRITE_REMAINING: LazyLock<HeaderName> =
+        LazyLock::new(|| header_name(WRITE_REMAINING_HEADER));
+    headers.insert(READ_REMAINING.clone(), count(check.read_remaining));
+    headers.insert(WRITE_REMAINING.clone(), count(check.write_remaining));
+}
+
+/// A count as a header value: digits copied once (`HeaderValue::from(u64)` allocates twice).
+fn count(n: u64) -> HeaderValue {
+    let digits = itoa::Buffer::new().format(n).as_bytes().to_vec();
+    // Digits are always a valid value; the fallback is the same value, made the slower way.
+    HeaderValue::try_from(digits).unwrap_or_else(|_| HeaderValue::from(n))
+}
+
+fn header_name(name: &'static str) -> HeaderName {
+    HeaderName::from_bytes(name.as_bytes()).expect("the API's header names are valid")
 }
