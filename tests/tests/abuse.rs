@@ -410,6 +410,36 @@ async fn idle_and_half_sent_connections_are_closed_in_time() {
     }
 }
 
+type Empty = http_body_util::Empty<bytes::Bytes>;
+
+/// An HTTP/2 connection (prior knowledge) to `address`: its sender, and the connection to
+/// drive.
+async fn http2(
+    address: SocketAddr,
+) -> (
+    hyper::client::conn::http2::SendRequest<Empty>,
+    hyper::client::conn::http2::Connection<
+        hyper_util::rt::TokioIo<TcpStream>,
+        Empty,
+        hyper_util::rt::TokioExecutor,
+    >,
+) {
+    let stream = TcpStream::connect(address).await.expect("connect");
+    hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(stream),
+    )
+    .await
+    .expect("an HTTP/2 connection")
+}
+
+/// `GET /api/v1/health` on `address`, for an HTTP/2 connection.
+fn health(address: SocketAddr) -> http::Request<Empty> {
+    http::Request::get(format!("http://{address}/api/v1/health"))
+        .body(Empty::new())
+        .expect("a request")
+}
+
 /// Reads one answer off a keep-alive connection: its status, the body read to its length.
 async fn next_answer(stream: &mut TcpStream) -> u16 {
     let mut head = Vec::new();
@@ -449,19 +479,13 @@ async fn a_connection_in_use_outlives_the_header_time_out() {
 
     // HTTP/2 has no header time-out: a connection quiet for longer than it, and shorter than
     // the idle time-out, still takes requests.
-    let stream = TcpStream::connect(server.address).await.expect("connect");
-    let (mut sender, connection) = hyper::client::conn::http2::handshake(
-        hyper_util::rt::TokioExecutor::new(),
-        hyper_util::rt::TokioIo::new(stream),
-    )
-    .await
-    .expect("an HTTP/2 connection");
+    let (mut sender, connection) = http2(server.address).await;
     tokio::spawn(connection);
     for _ in 0..2 {
-        let request = http::Request::get(format!("http://{}/api/v1/health", server.address))
-            .body(http_body_util::Empty::<bytes::Bytes>::new())
-            .expect("a request");
-        let answer = sender.send_request(request).await.expect("an answer");
+        let answer = sender
+            .send_request(health(server.address))
+            .await
+            .expect("an answer");
         assert_eq!(answer.status(), 200);
         tokio::time::sleep(Duration::from_millis(1800)).await;
     }
@@ -470,19 +494,13 @@ async fn a_connection_in_use_outlives_the_header_time_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_http2_connection_is_closed_after_the_idle_timeout() {
     let server = server(&["--header-read-timeout", "5", "--idle-timeout", "1"]).await;
-    let stream = TcpStream::connect(server.address).await.expect("connect");
-    let (mut sender, connection) = hyper::client::conn::http2::handshake(
-        hyper_util::rt::TokioExecutor::new(),
-        hyper_util::rt::TokioIo::new(stream),
-    )
-    .await
-    .expect("an HTTP/2 connection");
+    let (mut sender, connection) = http2(server.address).await;
     let started = Instant::now();
     let driven = tokio::spawn(connection);
-    let request = http::Request::get(format!("http://{}/api/v1/health", server.address))
-        .body(http_body_util::Empty::<bytes::Bytes>::new())
-        .expect("a request");
-    let answer = sender.send_request(request).await.expect("an answer");
+    let answer = sender
+        .send_request(health(server.address))
+        .await
+        .expect("an answer");
     assert_eq!(answer.status(), 200);
     drop(answer);
     // Nothing more is sent: the server closes the connection once it has been idle a second.

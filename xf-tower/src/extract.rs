@@ -2,7 +2,7 @@
 //! failure is a core [`Error`] (400 or 413 in the error envelope), never axum's plain-text
 //! rejections.
 
-use axum::extract::{FromRef, FromRequest, FromRequestParts, Request};
+use axum::extract::{FromRequest, FromRequestParts, Request};
 use bytes::Bytes;
 use http::request::Parts;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
@@ -15,7 +15,7 @@ use xf_core::ids::{
 };
 use xf_core::params::IdempotencyKey;
 use xf_core::plans::Entitlement;
-use xf_core::{Caller, Error, Fingerprint, Xf};
+use xf_core::{Error, Fingerprint};
 
 use crate::error::ApiError;
 use crate::Body;
@@ -24,32 +24,34 @@ use crate::Body;
 pub const MAX_JSON_BODY: usize = 1024 * 1024;
 
 /// An extractor of the caller whose key `$key` finds and whose plan includes `$entitlement`,
-/// counted against its rate limits ([`admit`](crate::middleware::admit)).
+/// counted against its rate limits ([`admit`](crate::middleware::admit)); its errors are
+/// answered in `$rejection`'s envelope.
 macro_rules! authed {
-    ($(#[$doc:meta])* $name:ident, $key:expr, $entitlement:expr) => {
+    ($(#[$doc:meta])* $name:ident, $key:expr, $entitlement:expr, $rejection:ident) => {
         $(#[$doc])*
         #[derive(Debug)]
-        pub struct $name(pub Caller);
+        pub struct $name(pub xf_core::Caller);
 
-        impl<S: Send + Sync> FromRequestParts<S> for $name
+        impl<S: Send + Sync> axum::extract::FromRequestParts<S> for $name
         where
-            Xf: FromRef<S>,
+            xf_core::Xf: axum::extract::FromRef<S>,
         {
-            type Rejection = ApiError;
+            type Rejection = $rejection;
 
             async fn from_request_parts(
-                parts: &mut Parts,
+                parts: &mut http::request::Parts,
                 state: &S,
             ) -> Result<Self, Self::Rejection> {
-                let xf = Xf::from_ref(state);
+                let xf = <xf_core::Xf as axum::extract::FromRef<S>>::from_ref(state);
                 crate::middleware::admit(&xf, parts, $key, $entitlement)
                     .await
                     .map($name)
-                    .map_err(ApiError)
+                    .map_err($rejection)
             }
         }
     };
 }
+pub(crate) use authed;
 
 authed!(
     /// The developer API's caller: the key of `Authorization: Bearer`, whose plan includes the
@@ -60,7 +62,8 @@ authed!(
     /// of the key's own check does not).
     Authed,
     bearer,
-    Entitlement::DeveloperApi
+    Entitlement::DeveloperApi,
+    ApiError
 );
 
 authed!(
@@ -68,7 +71,8 @@ authed!(
     /// receives media events), and the key may also come in the media API's `X-API-Key`.
     WebhooksAuthed,
     api_key,
-    Entitlement::EitherApi
+    Entitlement::EitherApi,
+    ApiError
 );
 
 /// The one path parameter of a route, parsed once, here: into the id the route names

@@ -53,12 +53,10 @@ struct Current {
 }
 
 /// Keeps `check` for the answer of the request being served, which then carries its
-/// remaining-request headers (a `429` and a handler's error included); `false` outside a
-/// request (no layer of this crate around it).
-pub(crate) fn answer_with_rate(check: RateCheck) -> bool {
-    REQUEST
-        .try_with(|current| current.rate.set(Some(check)))
-        .is_ok()
+/// remaining-request headers (a `429` and a handler's error included). Outside a request (no
+/// layer of this crate around it) there is no answer of ours to carry them.
+pub(crate) fn answer_with_rate(check: RateCheck) {
+    let _ = REQUEST.try_with(|current| current.rate.set(Some(check)));
 }
 
 /// Which service answered, for the request log.

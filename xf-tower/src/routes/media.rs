@@ -21,9 +21,8 @@ use crate::extract::{api_key, FromSegment, PathParam, PathParams, Query, Sent, W
 use crate::idempotency;
 
 /// The media API: its routes (each handler authenticating and counting its request with
-/// [`MediaCaller`]), and its own answers
-/// to a method a route does not take (`405`) and to unknown paths below `/media/` and
-/// `/channels/` (`404`), all in its envelope. A service that merges it keeps its own fallback
+/// [`MediaCaller`]), and its own answers to a method a route does not take (`405`) and to
+/// unknown paths below `/media/` and `/channels/` (`404`), all in its envelope. A service that merges it keeps its own fallback
 /// for every other path.
 pub fn router() -> Router<Xf> {
     Router::new()
@@ -86,30 +85,17 @@ impl IntoResponse for MediaError {
 
 type Handled = Result<Response, MediaError>;
 
-/// The media API's caller: the key of `X-API-Key` or `Authorization: Bearer`, whose plan
-/// includes the media API, counted against its rate limits
-/// ([`admit`](crate::middleware::admit)), as the developer API's `Authed` is. Every handler
-/// of the media API takes it as its first argument after the state; tus's `OPTIONS`, which
-/// clients send without credentials, does not.
-pub struct MediaCaller(pub xf_core::Caller);
-
-impl<S: Send + Sync> axum::extract::FromRequestParts<S> for MediaCaller
-where
-    Xf: axum::extract::FromRef<S>,
-{
-    type Rejection = MediaError;
-
-    async fn from_request_parts(
-        parts: &mut http::request::Parts,
-        state: &S,
-    ) -> Result<Self, Self::Rejection> {
-        let xf = <Xf as axum::extract::FromRef<S>>::from_ref(state);
-        crate::middleware::admit(&xf, parts, api_key, Entitlement::MediaApi)
-            .await
-            .map(MediaCaller)
-            .map_err(MediaError)
-    }
-}
+crate::extract::authed!(
+    /// The media API's caller: the key of `X-API-Key` or `Authorization: Bearer`, whose plan
+    /// includes the media API, counted against its rate limits
+    /// ([`admit`](crate::middleware::admit)), as the developer API's `Authed` is. Every
+    /// handler of the media API takes it as its first argument after the state; tus's
+    /// `OPTIONS`, which clients send without credentials, does not.
+    MediaCaller,
+    api_key,
+    Entitlement::MediaApi,
+    MediaError
+);
 
 /// A path parameter of a media route (see [`PathParam`]), refused in the media envelope.
 pub struct MediaPath<T>(pub T);
