@@ -39,6 +39,7 @@ impl ConnectService {
             .with_state(xf)
             .layer(request_id::Layer {
                 service: request_id::Service::Connect,
+                prefix: "",
                 panic: Some(crate::middleware::panic_response),
                 metrics,
                 body_limits: None,

@@ -67,7 +67,6 @@ use axum::routing::get;
 use axum::Router;
 use bytes::Bytes;
 use http::Response;
-use utoipa_axum::router::OpenApiRouter;
 use xf_core::Xf;
 
 pub use admin::AdminService;
@@ -127,21 +126,33 @@ pub struct XfService {
 impl XfService {
     /// The service over `xf`.
     pub fn new(xf: Xf) -> Self {
-        let authenticated = routes::account::router()
-            .merge(routes::properties::router())
-            .merge(routes::gsc::router())
-            .merge(routes::scans::router())
-            .merge(routes::schedules::router())
-            .merge(routes::jobs::router())
-            .merge(routes::reports::router());
+        Self::at(xf, "")
+    }
+
+    /// The service with its routes at `prefix` (such as `/api/v1`; `""` for none): requests
+    /// reach it with the prefix still on their path.
+    pub(crate) fn at(xf: Xf, prefix: &'static str) -> Self {
         // Each handler authenticates and counts its request with the `Authed` extractor it
         // takes (`WebhooksAuthed` for webhooks, which either API's organizations manage),
         // rather than under a route layer: one boxed level and its clone less a request.
-        let (router, doc) = OpenApiRouter::with_openapi(openapi::base())
-            .merge(routes::health::router())
-            .merge(authenticated)
-            .merge(routes::webhooks::router())
-            .split_for_parts();
+        let routes = [
+            routes::health::router,
+            routes::account::router,
+            routes::properties::router,
+            routes::gsc::router,
+            routes::scans::router,
+            routes::schedules::router,
+            routes::jobs::router,
+            routes::reports::router,
+            routes::webhooks::router,
+        ]
+        .into_iter()
+        .fold(
+            routes::Routes::new(prefix, openapi::base()),
+            |routes, add| add(routes),
+        );
+        let openapi_path = routes.at("/openapi.json");
+        let (router, doc) = routes.split();
         let openapi = openapi::finish(doc);
         // Serialized once: the document never changes while the service lives.
         let served = openapi
@@ -151,9 +162,9 @@ impl XfService {
         let limits = xf.request_limits();
         let metrics = xf.metrics().requests();
         let router = router
-            .merge(routes::media::router())
+            .merge(routes::media::router(prefix))
             .route(
-                "/openapi.json",
+                &openapi_path,
                 get(move || {
                     let served = served.clone();
                     async move { openapi::respond(served) }
@@ -163,12 +174,10 @@ impl XfService {
             .fallback(middleware::not_found)
             .with_state(xf);
         Self {
-            router: with_common_layers(
-                router,
-                request_id::Service::Api,
-                Some(metrics),
-                Some(limits),
-            ),
+            router: router.layer(request_id::Layer {
+                prefix,
+                ..common_layer(request_id::Service::Api, Some(metrics), Some(limits))
+            }),
             openapi: Arc::new(openapi),
         }
     }
@@ -199,7 +208,7 @@ impl MediaService {
     pub fn new(xf: Xf) -> Self {
         let limits = xf.request_limits();
         let metrics = xf.metrics().requests();
-        let router = routes::media::router()
+        let router = routes::media::router("")
             .fallback(middleware::not_found)
             .with_state(xf);
         Self {
@@ -242,12 +251,22 @@ fn with_common_layers(
     metrics: Option<xf_core::metrics::RequestRecorder>,
     body_limits: Option<xf_core::RequestLimits>,
 ) -> Router {
-    router.layer(request_id::Layer {
+    router.layer(common_layer(service, metrics, body_limits))
+}
+
+/// The layer of [`with_common_layers`], for routes without a prefix.
+fn common_layer(
+    service: request_id::Service,
+    metrics: Option<xf_core::metrics::RequestRecorder>,
+    body_limits: Option<xf_core::RequestLimits>,
+) -> request_id::Layer {
+    request_id::Layer {
         service,
+        prefix: "",
         panic: Some(middleware::panic_response),
         metrics,
         body_limits,
-    })
+    }
 }
 
 /// Implements tower's `Service` for a type that wraps an axum `Router` in a field `router`:

@@ -40,6 +40,7 @@ impl MediaFileService {
             .with_state(xf)
             .layer(request_id::Layer {
                 service: request_id::Service::MediaFile,
+                prefix: "",
                 panic: Some(crate::middleware::panic_response),
                 metrics,
                 body_limits: None,

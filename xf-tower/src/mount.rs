@@ -30,10 +30,8 @@ use crate::{
 ///
 /// `prefix` is a path without a trailing slash, such as `/api/v1`.
 pub fn strip_prefix<B>(request: &mut Request<B>, prefix: &str) -> bool {
-    let rest = match request.uri().path().strip_prefix(prefix) {
-        Some("") => "/",
-        Some(rest) if rest.starts_with('/') => rest,
-        _ => return false,
+    let Some(rest) = below(request.uri().path(), prefix) else {
+        return false;
     };
     let path_and_query = match request.uri().query() {
         Some(query) => format!("{rest}?{query}"),
@@ -53,6 +51,15 @@ pub fn strip_prefix<B>(request: &mut Request<B>, prefix: &str) -> bool {
         request.extensions_mut().insert(OriginalUri(original));
     }
     true
+}
+
+/// The rest of `path` when it is `prefix` (`/`) or lies below it.
+fn below<'a>(path: &'a str, prefix: &str) -> Option<&'a str> {
+    match path.strip_prefix(prefix) {
+        Some("") => Some("/"),
+        Some(rest) if rest.starts_with('/') => Some(rest),
+        _ => None,
+    }
 }
 
 /// A service mounted under a prefix: requests below it reach `inner` with the prefix
@@ -134,8 +141,9 @@ pub const CONNECT_PREFIX: &str = xf_core::connect::CONNECT_PREFIX;
 ///
 /// The links xf makes (`publicUrl`, media URLs) start with the `public_base_url` given to
 /// [`Xf::builder`], so mount this where that URL points. Each prefix is one string test per
-/// request; the services see their paths without the prefix, and the request log the path as
-/// sent.
+/// request. The API's routes are made with `/api/v1` on, so its requests go to them as sent;
+/// the other services see their paths without the prefix. The request log shows the path as
+/// sent, and the metrics each route as its service documents it.
 ///
 /// ```no_run
 /// # async fn run(xf: xf_core::Xf) {
@@ -178,6 +186,9 @@ pub const CONNECT_PREFIX: &str = xf_core::connect::CONNECT_PREFIX;
 #[derive(Clone, Debug)]
 pub struct Mounts {
     xf: Xf,
+    /// The API, its routes at [`API_PREFIX`]: the prefix is not stripped off each request.
+    api: Router,
+    /// The other services, under the prefix stripped off their requests.
     mounts: Arc<[(&'static str, Router)]>,
     probes: Router,
     /// `GET /metrics`, with [`Mounts::metrics`].
@@ -190,7 +201,6 @@ impl Mounts {
     /// `xf`; no admin API.
     pub fn new(xf: Xf) -> Self {
         let mounts: Vec<(&'static str, Router)> = vec![
-            (API_PREFIX, XfService::new(xf.clone()).into_router()),
             (
                 REPORT_PREFIX,
                 ReportPageService::new(xf.clone()).into_router(),
@@ -205,6 +215,7 @@ impl Mounts {
             ),
         ];
         Mounts {
+            api: XfService::at(xf.clone(), API_PREFIX).into_router(),
             root: MediaService::new(xf.clone()).into_router(),
             probes: ProbeService::new(xf.clone()).into_router(),
             metrics: None,
@@ -264,6 +275,9 @@ where
             if request.uri().path() == crate::METRICS_PATH {
                 return ResponseFuture::routed(metrics.clone().call(request));
             }
+        }
+        if below(request.uri().path(), API_PREFIX).is_some() {
+            return ResponseFuture::routed(self.api.clone().call(request));
         }
         for (prefix, router) in self.mounts.iter() {
             if strip_prefix(&mut request, prefix) {
@@ -383,9 +397,16 @@ mod tests {
         call(nested.clone(), "/admin/nope", "r-admin").await;
         call(nested.clone(), "/nope", "r-none").await;
         call(nested, "/api/v1/properties/prop_x?include=gsc", "r-route").await;
-        let mounted = StripPrefix::new("/api/v1", XfService::new(xf));
+        let mounted = StripPrefix::new("/api/v1", XfService::new(xf.clone()));
         call(mounted.clone(), "/api/v1/jobs/job_x", "r-strip").await;
         call(mounted, "/elsewhere", "r-outside").await;
+        // `Mounts` routes the API with its prefix on: nothing stripped, the same line.
+        let mounts = Mounts::new(xf);
+        call(mounts.clone(), "/api/v1/jobs/job_x?limit=1", "m-route").await;
+        call(mounts.clone(), "/api/v1", "m-bare-prefix").await;
+        call(mounts.clone(), "/api/v1/", "m-slash").await;
+        call(mounts.clone(), "/r/nope", "m-report").await;
+        call(mounts, "/api/v10/jobs", "m-outside").await;
 
         for (id, service, path, route, status) in [
             ("r-api", "api", "/api/v1/nope", "-", 404),
@@ -406,6 +427,18 @@ mod tests {
                 401,
             ),
             ("r-outside", "none", "/elsewhere", "-", 404),
+            (
+                "m-route",
+                "api",
+                "/api/v1/jobs/job_x",
+                "/api/v1/jobs/{jobId}",
+                401,
+            ),
+            ("m-bare-prefix", "api", "/api/v1", "-", 404),
+            ("m-slash", "api", "/api/v1/", "-", 404),
+            ("m-report", "report", "/r/nope", "/r/{token}", 404),
+            // Not below `/api/v1`: the media API without the prefix answers it.
+            ("m-outside", "api", "/api/v10/jobs", "-", 404),
         ] {
             let line = captured.line_with(&format!("request_id={id} "));
             for field in [

@@ -163,6 +163,9 @@ fn sent_uri(request: &Request) -> http::Uri {
 pub(crate) struct Layer {
     /// Which service answers, for the log.
     pub service: Service,
+    /// The prefix the service's routes carry (`""` for none), left out of the route label of
+    /// the metrics, which names a route as the service documents it.
+    pub prefix: &'static str,
     /// The answer to a handler's panic (logged, `500`); `None` leaves panics to a layer
     /// inside.
     pub panic: Option<fn(Box<dyn Any + Send + 'static>) -> Response>,
@@ -208,6 +211,7 @@ where
     fn call(&mut self, mut request: Request) -> Self::Future {
         let Layer {
             service,
+            prefix,
             panic,
             metrics,
             body_limits,
@@ -287,9 +291,12 @@ where
             };
             let latency = started.elapsed();
             if let Some(requests) = metrics {
-                // The template as axum matched it (a nested router's includes its prefix):
-                // one label value per route, whatever the path held.
-                let template = route.matched.unwrap_or("-");
+                // The template as axum matched it (a nested router's includes its prefix),
+                // without the prefix our own routes carry: one label value per route,
+                // whatever the path held.
+                let template = route.matched.map_or("-", |matched| {
+                    matched.strip_prefix(prefix).unwrap_or(matched)
+                });
                 let status = response.status().as_u16();
                 requests.record(service.as_str(), template, method.as_str(), status, latency);
             }

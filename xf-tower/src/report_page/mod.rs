@@ -58,6 +58,7 @@ impl ReportPageService {
             .layer(axum::middleware::from_fn(safe_headers))
             .layer(request_id::Layer {
                 service: request_id::Service::Report,
+                prefix: "",
                 // Inside the security headers, so a panic's answer has them too.
                 panic: None,
                 metrics,

@@ -3,19 +3,18 @@
 use axum::extract::State;
 use axum::response::Response;
 use http::StatusCode;
-use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use xf_core::api::{LimitsReport, OrganizationOverview, RateLimitsReport, UsageReport};
 use xf_core::Xf;
 
-use super::Envelope;
+use super::{Envelope, Routes};
 use crate::envelope;
 use crate::error::ApiError;
 use crate::extract::Authed;
 
 /// The routes of this module.
-pub fn router() -> OpenApiRouter<Xf> {
-    OpenApiRouter::new()
+pub fn router(routes: Routes) -> Routes {
+    routes
         .routes(routes!(organization))
         .routes(routes!(usage))
         .routes(routes!(limits))

@@ -6,7 +6,6 @@ use axum::response::Response;
 use http::StatusCode;
 use serde::Serialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use xf_core::api::{
     GscOverview, GscPageRow, GscPortfolio, GscQueryRow, GscSyncResult, PageParams,
@@ -15,7 +14,7 @@ use xf_core::api::{
 use xf_core::params::PropertyId;
 use xf_core::Xf;
 
-use super::{Envelope, PageEnvelope};
+use super::{Envelope, PageEnvelope, Routes};
 use crate::envelope;
 use crate::error::ApiError;
 use crate::extract::{Authed, PathParam, Query};
@@ -35,8 +34,8 @@ pub struct GscPageList {
 }
 
 /// The routes of this module.
-pub fn router() -> OpenApiRouter<Xf> {
-    OpenApiRouter::new()
+pub fn router(routes: Routes) -> Routes {
+    routes
         .routes(routes!(get_gsc_portfolio))
         .routes(routes!(get_property_gsc))
         .routes(routes!(get_gsc_overview))

@@ -3,17 +3,16 @@
 use axum::extract::State;
 use axum::response::Response;
 use http::StatusCode;
-use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use xf_core::api::Health;
 use xf_core::Xf;
 
-use super::Envelope;
+use super::{Envelope, Routes};
 use crate::envelope;
 
 /// The routes of this module.
-pub fn router() -> OpenApiRouter<Xf> {
-    OpenApiRouter::new().routes(routes!(health))
+pub fn router(routes: Routes) -> Routes {
+    routes.routes(routes!(health))
 }
 
 /// Service health; no authentication, not rate limited.

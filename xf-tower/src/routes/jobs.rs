@@ -5,14 +5,13 @@ use axum::response::Response;
 use http::StatusCode;
 use serde::Serialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use xf_core::api::{CancelledJob, JobListQuery, PageParams};
 use xf_core::model::Job;
 use xf_core::params::JobId;
 use xf_core::Xf;
 
-use super::{Envelope, PageEnvelope};
+use super::{Envelope, PageEnvelope, Routes};
 use crate::envelope;
 use crate::error::ApiError;
 use crate::extract::{Authed, PathParam, Query};
@@ -32,8 +31,8 @@ pub struct JobDetail {
 }
 
 /// The routes of this module.
-pub fn router() -> OpenApiRouter<Xf> {
-    OpenApiRouter::new()
+pub fn router(routes: Routes) -> Routes {
+    routes
         .routes(routes!(list_jobs))
         .routes(routes!(get_job))
         .routes(routes!(cancel_job))

@@ -16,16 +16,17 @@ use xf_core::plans::Entitlement;
 use xf_core::{Error, Xf};
 
 use super::upload_form::UploadForm;
+use super::Routes;
 use crate::envelope::{self, Answer, Api};
 use crate::extract::{api_key, FromSegment, PathParam, PathParams, Query, Sent, Write};
 use crate::idempotency;
 
-/// The media API: its routes (each handler authenticating and counting its request with
-/// [`MediaCaller`]), and its own answers to a method a route does not take (`405`) and to
-/// unknown paths below `/media/` and `/channels/` (`404`), all in its envelope. A service that merges it keeps its own fallback
-/// for every other path.
-pub fn router() -> Router<Xf> {
-    Router::new()
+/// The media API at `prefix` (`""` for none): its routes (each handler authenticating and
+/// counting its request with [`MediaCaller`]), and its own answers to a method a route does
+/// not take (`405`) and to unknown paths below `/media/` and `/channels/` (`404`), all in its
+/// envelope. A service that merges it keeps its own fallback for every other path.
+pub fn router(prefix: &'static str) -> Router<Xf> {
+    let routes = Routes::new(prefix, Default::default())
         .route("/media/videos", post(upload_video).get(list_videos))
         .route("/media/images", post(upload_image).get(list_images))
         .route(
@@ -48,14 +49,19 @@ pub fn router() -> Router<Xf> {
         )
         .route("/video/upload", post(upload_video))
         .route("/channels", get(list_channels))
-        .route("/media/usage", get(media_usage))
-        .merge(super::uploads::router())
-        // Uploads are streamed to the blob store under the media limits, not axum's 2 MB.
-        .layer(axum::extract::DefaultBodyLimit::disable())
-        .method_not_allowed_fallback(method_not_allowed)
+        .route("/media/usage", get(media_usage));
+    super::uploads::router(routes)
+        .map(|router| {
+            // Uploads are streamed to the blob store under the media limits, not axum's 2 MB.
+            router
+                .layer(axum::extract::DefaultBodyLimit::disable())
+                .method_not_allowed_fallback(method_not_allowed)
+        })
         .route("/media", any(not_found))
         .route("/media/{*rest}", any(not_found))
         .route("/channels/{*rest}", any(not_found))
+        .split()
+        .0
 }
 
 /// `405` in the media envelope (axum adds `Allow`).

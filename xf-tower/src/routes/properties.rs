@@ -5,14 +5,13 @@ use axum::response::Response;
 use http::{HeaderMap, StatusCode};
 use serde::Serialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use xf_core::api::{IncludeParams, IssueListQuery, NewProperty, PageParams, PropertyView};
 use xf_core::model::{Issue, IssueSummary, Property};
 use xf_core::params::PropertyId;
 use xf_core::Xf;
 
-use super::{Envelope, IdempotencyHeader, PageEnvelope};
+use super::{Envelope, IdempotencyHeader, PageEnvelope, Routes};
 use crate::envelope::{self, Answer};
 use crate::error::ApiError;
 use crate::extract::{Authed, PathParam, Query, Write};
@@ -42,8 +41,8 @@ pub struct IssueList {
 }
 
 /// The routes of this module.
-pub fn router() -> OpenApiRouter<Xf> {
-    OpenApiRouter::new()
+pub fn router(routes: Routes) -> Routes {
+    routes
         .routes(routes!(list_properties, create_property))
         .routes(routes!(get_property))
         .routes(routes!(list_issues))

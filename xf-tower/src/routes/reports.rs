@@ -5,13 +5,12 @@ use axum::response::Response;
 use http::StatusCode;
 use serde::Serialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use xf_core::api::{PageParams, ReportDetail, ReportItem};
 use xf_core::params::ReportToken;
 use xf_core::Xf;
 
-use super::{Envelope, PageEnvelope};
+use super::{Envelope, PageEnvelope, Routes};
 use crate::envelope;
 use crate::error::ApiError;
 use crate::extract::{Authed, PathParam, Query};
@@ -31,8 +30,8 @@ pub struct ReportData {
 }
 
 /// The routes of this module.
-pub fn router() -> OpenApiRouter<Xf> {
-    OpenApiRouter::new()
+pub fn router(routes: Routes) -> Routes {
+    routes
         .routes(routes!(list_reports))
         .routes(routes!(get_report))
 }

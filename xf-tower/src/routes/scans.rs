@@ -5,7 +5,6 @@ use axum::response::Response;
 use http::StatusCode;
 use serde::Serialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use xf_core::api::{
     BatchScanRequest, BatchScanResults, ChangesQuery, PageParams, ScanComparison, ScanEndpoint,
@@ -14,7 +13,7 @@ use xf_core::api::{
 use xf_core::params::{JobId, PropertyId};
 use xf_core::Xf;
 
-use super::{Envelope, IdempotencyHeader, PageEnvelope};
+use super::{Envelope, IdempotencyHeader, PageEnvelope, Routes};
 use crate::error::ApiError;
 use crate::extract::{Authed, PathParam, PathParams, Query, Write};
 use crate::{envelope, idempotency};
@@ -27,8 +26,8 @@ pub struct ScanHistory {
 }
 
 /// The routes of this module.
-pub fn router() -> OpenApiRouter<Xf> {
-    OpenApiRouter::new()
+pub fn router(routes: Routes) -> Routes {
+    routes
         .routes(routes!(queue_scan, list_scans))
         .routes(routes!(scan_changes))
         .routes(routes!(queue_crawl))

@@ -5,13 +5,12 @@ use axum::response::Response;
 use http::StatusCode;
 use serde::Serialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use xf_core::api::{DeletedSchedule, ScheduleRequest, ScheduleView};
 use xf_core::params::PropertyId;
 use xf_core::Xf;
 
-use super::Envelope;
+use super::{Envelope, Routes};
 use crate::envelope;
 use crate::error::ApiError;
 use crate::extract::{Authed, PathParam, Sent};
@@ -24,8 +23,8 @@ pub struct ScheduleData {
 }
 
 /// The routes of this module.
-pub fn router() -> OpenApiRouter<Xf> {
-    OpenApiRouter::new().routes(routes!(put_schedule, get_schedule, delete_schedule))
+pub fn router(routes: Routes) -> Routes {
+    routes.routes(routes!(put_schedule, get_schedule, delete_schedule))
 }
 
 /// Sets the property's scan schedule, replacing any it had: a scan at a local time in an IANA

@@ -5,13 +5,13 @@
 use axum::extract::{OriginalUri, Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::Router;
 use http::{header, HeaderMap, HeaderValue, StatusCode};
 use xf_core::ids::UploadId;
 use xf_core::media::Upload;
 use xf_core::{BodyError, ChunkSource, Error, Xf};
 
 use super::media::{MediaCaller, MediaError, MediaPath};
+use super::Routes;
 
 /// The protocol version spoken.
 const TUS_VERSION: &str = "1.0.0";
@@ -22,8 +22,8 @@ const OFFSET_OCTET_STREAM: &str = "application/offset+octet-stream";
 
 /// The routes of this module, mounted inside the media API's router: every handler takes the
 /// caller ([`MediaCaller`]) but `OPTIONS`, which tus clients send without credentials.
-pub fn router() -> Router<Xf> {
-    Router::new()
+pub fn router(routes: Routes) -> Routes {
+    routes
         .route("/media/uploads", post(create).options(options))
         .route(
             "/media/uploads/{id}",

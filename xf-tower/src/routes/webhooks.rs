@@ -5,7 +5,6 @@ use axum::response::Response;
 use http::StatusCode;
 use serde::Serialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use xf_core::api::{
     DeletedWebhook, DeliveryListParams, NewWebhook, TestDeliveryRequest, WebhookPatch,
@@ -15,7 +14,7 @@ use xf_core::ids::WebhookId;
 use xf_core::model::{Webhook, WebhookDelivery};
 use xf_core::Xf;
 
-use super::{Envelope, PageEnvelope};
+use super::{Envelope, PageEnvelope, Routes};
 use crate::envelope;
 use crate::error::ApiError;
 use crate::extract::{PathParam, Query, Sent, WebhooksAuthed};
@@ -49,8 +48,8 @@ pub struct DeliveryList {
 }
 
 /// The routes of this module.
-pub fn router() -> OpenApiRouter<Xf> {
-    OpenApiRouter::new()
+pub fn router(routes: Routes) -> Routes {
+    routes
         .routes(routes!(list_webhooks, create_webhook))
         .routes(routes!(update_webhook, delete_webhook))
         .routes(routes!(test_webhook))
