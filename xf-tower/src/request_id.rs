@@ -27,8 +27,9 @@ use std::time::Instant;
 
 use axum::extract::{MatchedPath, OriginalUri, Request};
 use axum::response::Response;
-use futures::FutureExt;
 use http::{HeaderName, HeaderValue};
+use tokio::task::futures::TaskLocalFuture;
+use tracing::instrument::Instrumented;
 use tracing::Instrument;
 use xf_core::api::{READ_REMAINING_HEADER, WRITE_REMAINING_HEADER};
 use xf_core::RateCheck;
@@ -168,7 +169,7 @@ pub(crate) struct Layer {
     pub prefix: &'static str,
     /// The answer to a handler's panic (logged, `500`); `None` leaves panics to a layer
     /// inside.
-    pub panic: Option<fn(Box<dyn Any + Send + 'static>) -> Response>,
+    pub panic: Option<PanicAnswer>,
     /// Where each request is counted and timed (`xf_http_request_duration_seconds`).
     pub metrics: Option<xf_core::metrics::RequestRecorder>,
     /// The slowest request bodies read (see [`MinRate`](crate::body_rate::MinRate)); `None`
@@ -202,13 +203,13 @@ where
 {
     type Response = Response;
     type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+    type Future = Answer<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, mut request: Request) -> Self::Future {
+    fn call(&mut self, mut request: Request) -> Answer<S::Future> {
         let Layer {
             service,
             prefix,
@@ -240,82 +241,172 @@ where
         );
         let started = Instant::now();
         // Routing and the handler's call run now; a panic there is answered like one in the
-        // handler's future.
+        // handler's future, and logged inside the span, so its line names the request.
         let called = {
             let _entered = span.enter();
             std::panic::catch_unwind(AssertUnwindSafe(|| self.inner.call(request)))
         };
-        let run = async move {
-            // A panic's answer is logged inside the span, so its line names the request.
-            let response = match (called, panic) {
-                (Ok(future), Some(answer)) => {
-                    AssertUnwindSafe(future)
-                        .catch_unwind()
-                        .map(|outcome| match outcome {
-                            Ok(Ok(response)) => response,
-                            Ok(Err(never)) => match never {},
-                            Err(payload) => answer(payload),
-                        })
-                        .instrument(span)
-                        .await
-                }
-                (Ok(future), None) => match future.instrument(span).await {
-                    Ok(response) => response,
-                    Err(never) => match never {},
-                },
-                (Err(payload), Some(answer)) => span.in_scope(|| answer(payload)),
-                (Err(payload), None) => std::panic::resume_unwind(payload),
-            };
-            // The path comes back out for the log line, written once the id is out of scope.
-            (response, sent)
+        let guarded = match (called, panic) {
+            (Ok(future), panic) => Guarded::Running { future, panic },
+            (Err(payload), Some(answer)) => Guarded::Answered {
+                response: Some(span.in_scope(|| answer(payload))),
+            },
+            (Err(payload), None) => std::panic::resume_unwind(payload),
         };
-        Box::pin(async move {
-            let current = Current {
-                id,
+        let current = Current {
+            id,
+            service,
+            rate: Cell::new(None),
+        };
+        Answer {
+            scoped: REQUEST.scope(current, guarded.instrument(span)),
+            done: Some(Done {
                 service,
-                rate: Cell::new(None),
-            };
-            let mut scoped = std::pin::pin!(REQUEST.scope(current, run));
-            let (mut response, sent) = scoped.as_mut().await;
-            let path = sent.path();
-            // `None` only for a value taken before, and it was not.
-            let Some(Current { id, rate, .. }) = scoped.as_mut().take_value() else {
-                return Ok(response);
-            };
-            if let Some(check) = rate.get() {
-                add_remaining(response.headers_mut(), &check);
-            }
-            let route = RouteTemplate {
-                mount: &path[..mount],
-                matched: matched.as_ref().map(MatchedPath::as_str),
-            };
-            let latency = started.elapsed();
-            if let Some(requests) = metrics {
-                // The template as axum matched it (a nested router's includes its prefix),
-                // without the prefix our own routes carry: one label value per route,
-                // whatever the path held.
-                let template = route.matched.map_or("-", |matched| {
-                    matched.strip_prefix(prefix).unwrap_or(matched)
-                });
-                let status = response.status().as_u16();
-                requests.record(service.as_str(), template, method.as_str(), status, latency);
-            }
-            // The line carries every field itself, so it reads alone in any log format; the
-            // span gives the request id to whatever else the request logs.
-            tracing::info!(
-                request_id = %id_str(&id),
-                service = %service.as_str(),
-                %method,
-                %path,
-                %route,
-                status = response.status().as_u16(),
-                // Whole microseconds, in milliseconds: `0.264`, not float noise.
-                latency_ms = latency.as_micros() as f64 / 1000.0,
-                "request"
-            );
-            response.headers_mut().insert(HEADER_NAME, id);
-            Ok(response)
-        })
+                prefix,
+                metrics,
+                method,
+                sent,
+                mount,
+                matched,
+                started,
+            }),
+        }
+    }
+}
+
+/// A service's answer to a handler's panic.
+type PanicAnswer = fn(Box<dyn Any + Send + 'static>) -> Response;
+
+pin_project_lite::pin_project! {
+    /// The future of [`Common`]: the handler's, run with the request's task-local record and
+    /// inside its span, then finished by [`Done`].
+    ///
+    /// Written out rather than as `async` blocks, which moved the handler's future and the
+    /// answer through a state of their own each, into a box of its own.
+    pub(crate) struct Answer<F> {
+        #[pin]
+        scoped: TaskLocalFuture<Current, Instrumented<Guarded<F>>>,
+        done: Option<Done>,
+    }
+}
+
+impl<F> Future for Answer<F>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        let response = std::task::ready!(this.scoped.as_mut().poll(cx));
+        // `None` only for an answer polled again after it was given.
+        match (this.done.take(), this.scoped.take_value()) {
+            (Some(done), Some(current)) => Poll::Ready(Ok(done.finish(response, current))),
+            _ => Poll::Ready(Ok(response)),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The handler's future, whose panic is answered by the service's [`PanicAnswer`] if it
+    /// has one; or the answer already given to a panic of the handler's call.
+    #[project = GuardedProjection]
+    pub(crate) enum Guarded<F> {
+        Running {
+            #[pin]
+            future: F,
+            panic: Option<PanicAnswer>,
+        },
+        Answered {
+            response: Option<Response>,
+        },
+    }
+}
+
+impl<F> Future for Guarded<F>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    type Output = Response;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Response> {
+        let answered = |result: Result<Response, Infallible>| match result {
+            Ok(response) => response,
+            Err(never) => match never {},
+        };
+        match self.project() {
+            GuardedProjection::Running {
+                future,
+                panic: None,
+            } => future.poll(cx).map(answered),
+            GuardedProjection::Running {
+                future,
+                panic: Some(answer),
+            } => match std::panic::catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
+                Ok(poll) => poll.map(answered),
+                Err(payload) => Poll::Ready(answer(payload)),
+            },
+            GuardedProjection::Answered { response } => match response.take() {
+                Some(response) => Poll::Ready(response),
+                None => panic!("a request's answer was polled after it was given"),
+            },
+        }
+    }
+}
+
+/// What the request layer does once the answer is ready: the remaining-request headers, the
+/// metrics, the log line and the request id header.
+struct Done {
+    service: Service,
+    prefix: &'static str,
+    metrics: Option<xf_core::metrics::RequestRecorder>,
+    method: http::Method,
+    /// The URI the client sent, for the path in the log.
+    sent: http::Uri,
+    /// The length of the mount prefix before the path our routes saw.
+    mount: usize,
+    matched: Option<MatchedPath>,
+    started: Instant,
+}
+
+impl Done {
+    fn finish(self, mut response: Response, current: Current) -> Response {
+        let Current { id, rate, .. } = current;
+        if let Some(check) = rate.get() {
+            add_remaining(response.headers_mut(), &check);
+        }
+        let path = self.sent.path();
+        let route = RouteTemplate {
+            mount: &path[..self.mount],
+            matched: self.matched.as_ref().map(MatchedPath::as_str),
+        };
+        let latency = self.started.elapsed();
+        let service = self.service.as_str();
+        if let Some(requests) = self.metrics {
+            // The template as axum matched it (a nested router's includes its prefix),
+            // without the prefix our own routes carry: one label value per route,
+            // whatever the path held.
+            let template = route.matched.map_or("-", |matched| {
+                matched.strip_prefix(self.prefix).unwrap_or(matched)
+            });
+            let status = response.status().as_u16();
+            requests.record(service, template, self.method.as_str(), status, latency);
+        }
+        // The line carries every field itself, so it reads alone in any log format; the span
+        // gives the request id to whatever else the request logs.
+        tracing::info!(
+            request_id = %id_str(&id),
+            service = %service,
+            method = %self.method,
+            %path,
+            %route,
+            status = response.status().as_u16(),
+            // Whole microseconds, in milliseconds: `0.264`, not float noise.
+            latency_ms = latency.as_micros() as f64 / 1000.0,
+            "request"
+        );
+        response.headers_mut().insert(HEADER_NAME, id);
+        response
     }
 }
 
