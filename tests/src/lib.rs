@@ -194,6 +194,16 @@ impl TestApp {
         decode(response).await
     }
 
+    /// Sends a request through `xf_tower::Mounts` over the same facade: its path with the
+    /// API's `/api/v1` (the routes `Mounts` serves the API from carry it).
+    pub async fn send_mounted(&self, request: Request<Full<Bytes>>) -> Reply {
+        let response = xf_tower::Mounts::new(self.xf.clone())
+            .oneshot(request)
+            .await
+            .unwrap_or_else(|never| match never {});
+        decode(response).await
+    }
+
     /// Sends a request and gives back the response as it is, its body unread (to read a
     /// streamed body frame by frame).
     pub async fn send_raw(&self, request: Request<Full<Bytes>>) -> http::Response<xf_tower::Body> {

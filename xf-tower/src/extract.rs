@@ -277,7 +277,8 @@ impl Sent {
 
     async fn read(parts: &Parts, body: Body) -> Result<Self, Error> {
         let body = read_body(body, MAX_JSON_BODY).await?;
-        let fingerprint = Fingerprint::of(parts.method.as_str(), parts.uri.path(), &body);
+        let path = crate::request_id::service_path(parts.uri.path());
+        let fingerprint = Fingerprint::of(parts.method.as_str(), path, &body);
         Ok(Sent { fingerprint, body })
     }
 }

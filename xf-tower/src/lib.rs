@@ -326,6 +326,48 @@ mod tests {
         assert!(!body.to_string().contains("secret detail"));
     }
 
+    /// A panic in a service's call itself, before it has a future (routing, an extractor's
+    /// synchronous part), is answered like one in the future: inside the request's scope, so
+    /// the envelope's `requestId` is the request's own.
+    #[tokio::test]
+    async fn a_panicking_call_answers_500_with_the_request_s_id() {
+        #[derive(Clone)]
+        struct PanicsWhenCalled;
+        impl tower::Service<http::Request<Body>> for PanicsWhenCalled {
+            type Response = axum::response::Response;
+            type Error = std::convert::Infallible;
+            type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
+            fn poll_ready(
+                &mut self,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<Result<(), Self::Error>> {
+                std::task::Poll::Ready(Ok(()))
+            }
+            fn call(&mut self, _: http::Request<Body>) -> Self::Future {
+                panic!("secret detail")
+            }
+        }
+        // The layer straight around the service: an axum route defers its service's call to
+        // the first poll.
+        let layer = common_layer(request_id::Service::Api, None, None);
+        let response = tower::Layer::layer(&layer, PanicsWhenCalled)
+            .oneshot(
+                http::Request::get("/boom")
+                    .header("x-request-id", "call-panic-1")
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 500);
+        assert_eq!(response.headers()["x-request-id"], "call-panic-1");
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body["error"]["code"], "internal_error");
+        assert_eq!(body["meta"]["requestId"], "call-panic-1");
+        assert!(!body.to_string().contains("secret detail"));
+    }
+
     async fn answer(
         router: &Router,
         method: http::Method,

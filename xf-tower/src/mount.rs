@@ -19,6 +19,7 @@ use axum::Router;
 use bytes::Bytes;
 use xf_core::Xf;
 
+use crate::request_id::below;
 use crate::{
     AdminService, Body, BoxError, ConnectService, MediaFileService, MediaService, MetricsService,
     ProbeService, ReportPageService, ResponseFuture, XfService,
@@ -51,15 +52,6 @@ pub fn strip_prefix<B>(request: &mut Request<B>, prefix: &str) -> bool {
         request.extensions_mut().insert(OriginalUri(original));
     }
     true
-}
-
-/// The rest of `path` when it is `prefix` (`/`) or lies below it.
-fn below<'a>(path: &'a str, prefix: &str) -> Option<&'a str> {
-    match path.strip_prefix(prefix) {
-        Some("") => Some("/"),
-        Some(rest) if rest.starts_with('/') => Some(rest),
-        _ => None,
-    }
 }
 
 /// A service mounted under a prefix: requests below it reach `inner` with the prefix
@@ -143,7 +135,7 @@ pub const CONNECT_PREFIX: &str = xf_core::connect::CONNECT_PREFIX;
 /// [`Xf::builder`], so mount this where that URL points. Each prefix is one string test per
 /// request. The API's routes are made with `/api/v1` on, so its requests go to them as sent;
 /// the other services see their paths without the prefix. The request log shows the path as
-/// sent, and the metrics each route as its service documents it.
+/// sent, and the metrics each route without its mount prefix.
 ///
 /// ```no_run
 /// # async fn run(xf: xf_core::Xf) {

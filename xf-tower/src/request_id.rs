@@ -48,6 +48,8 @@ tokio::task_local! {
 struct Current {
     id: HeaderValue,
     service: Service,
+    /// The prefix the answering service's routes carry (see [`Layer::prefix`]).
+    prefix: &'static str,
     /// The rate check of the request's key, once the extractor that authenticates it has
     /// made it: the answer then carries the remaining-request headers.
     rate: Cell<Option<RateCheck>>,
@@ -58,6 +60,24 @@ struct Current {
 /// layer of this crate around it) there is no answer of ours to carry them.
 pub(crate) fn answer_with_rate(check: RateCheck) {
     let _ = REQUEST.try_with(|current| current.rate.set(Some(check)));
+}
+
+/// `path` without the prefix the answering service's routes carry ([`Layer::prefix`]): the
+/// path as the service documents it, the same however a host mounted the service, for what
+/// must not depend on that (an idempotent write's fingerprint). Outside a request, `path`.
+pub(crate) fn service_path(path: &str) -> &str {
+    let prefix = REQUEST.try_with(|current| current.prefix).unwrap_or("");
+    below(path, prefix).unwrap_or(path)
+}
+
+/// The rest of `path` when it is `prefix` (`/`) or lies below it: how a mount prefix is
+/// taken off (here rather than in `mount`, which imports this module).
+pub(crate) fn below<'a>(path: &'a str, prefix: &str) -> Option<&'a str> {
+    match path.strip_prefix(prefix) {
+        Some("") => Some("/"),
+        Some(rest) if rest.starts_with('/') => Some(rest),
+        _ => None,
+    }
 }
 
 /// Which service answered, for the request log.
@@ -164,8 +184,9 @@ fn sent_uri(request: &Request) -> http::Uri {
 pub(crate) struct Layer {
     /// Which service answers, for the log.
     pub service: Service,
-    /// The prefix the service's routes carry (`""` for none), left out of the route label of
-    /// the metrics, which names a route as the service documents it.
+    /// The prefix the service's routes carry (`""` for none): left out of the route label of
+    /// the metrics (a host's own mount prefix is not, under axum's `nest_service`) and of the
+    /// path an idempotent write is fingerprinted with ([`service_path`]).
     pub prefix: &'static str,
     /// The answer to a handler's panic (logged, `500`); `None` leaves panics to a layer
     /// inside.
@@ -248,14 +269,17 @@ where
         };
         let guarded = match (called, panic) {
             (Ok(future), panic) => Guarded::Running { future, panic },
-            (Err(payload), Some(answer)) => Guarded::Answered {
-                response: Some(span.in_scope(|| answer(payload))),
+            // Answered when first polled, inside the request's scope: the answer's envelope
+            // and log line name the request.
+            (Err(payload), Some(answer)) => Guarded::Panicked {
+                panicked: Some((payload, answer)),
             },
             (Err(payload), None) => std::panic::resume_unwind(payload),
         };
         let current = Current {
             id,
             service,
+            prefix,
             rate: Cell::new(None),
         };
         Answer {
@@ -299,7 +323,8 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         let response = std::task::ready!(this.scoped.as_mut().poll(cx));
-        // `None` only for an answer polled again after it was given.
+        // Both are there when the answer is ready: this is the one poll that gives it (tokio's
+        // `TaskLocalFuture` refuses a poll after that).
         match (this.done.take(), this.scoped.take_value()) {
             (Some(done), Some(current)) => Poll::Ready(Ok(done.finish(response, current))),
             _ => Poll::Ready(Ok(response)),
@@ -309,7 +334,7 @@ where
 
 pin_project_lite::pin_project! {
     /// The handler's future, whose panic is answered by the service's [`PanicAnswer`] if it
-    /// has one; or the answer already given to a panic of the handler's call.
+    /// has one; or a panic of the handler's call, to answer when first polled.
     #[project = GuardedProjection]
     pub(crate) enum Guarded<F> {
         Running {
@@ -317,8 +342,8 @@ pin_project_lite::pin_project! {
             future: F,
             panic: Option<PanicAnswer>,
         },
-        Answered {
-            response: Option<Response>,
+        Panicked {
+            panicked: Option<(Box<dyn Any + Send + 'static>, PanicAnswer)>,
         },
     }
 }
@@ -346,8 +371,9 @@ where
                 Ok(poll) => poll.map(answered),
                 Err(payload) => Poll::Ready(answer(payload)),
             },
-            GuardedProjection::Answered { response } => match response.take() {
-                Some(response) => Poll::Ready(response),
+            GuardedProjection::Panicked { panicked } => match panicked.take() {
+                Some((payload, answer)) => Poll::Ready(answer(payload)),
+                // Polled once only: `TaskLocalFuture` drops it when it is ready.
                 None => panic!("a request's answer was polled after it was given"),
             },
         }

@@ -134,7 +134,30 @@ async fn idempotency_rules(app: TestApp) {
     assert_eq!(jobs.expect(200)["jobs"].as_array().unwrap().len(), 3);
 }
 
+/// A keyed write is the same request however the API is mounted: sent first to a service
+/// without the prefix and again through `Mounts` (whose routes carry `/api/v1`), it replays,
+/// so a host that changes how it mounts the API, or instances mounted two ways, lose no retry.
+/// The media API's two base URLs are one API the same way.
+async fn a_retry_replays_however_the_api_is_mounted(app: TestApp) {
+    let org = org(&app, "Acme").await;
+    let body = json!({"url": "https://mounted.example"}).to_string();
+    let first = post_keyed(&app, &org.live, "/properties", body.clone(), "mounted-1").await;
+    let id = first.expect(201)["property"]["id"].clone();
+    let again = app
+        .send_mounted(request(
+            Method::POST,
+            "/api/v1/properties",
+            Some(&org.live),
+            Some(body),
+            &[("idempotency-key", "mounted-1")],
+        ))
+        .await;
+    assert_eq!(again.expect(201)["property"]["id"], id);
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+}
+
 crate::backends!(
     concurrent_creates_with_one_key_make_one_property,
-    idempotency_rules
+    idempotency_rules,
+    a_retry_replays_however_the_api_is_mounted
 );

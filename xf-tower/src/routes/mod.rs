@@ -1,4 +1,5 @@
-//! One module per resource, each with `fn router()`: the request/response shapes at the top,
+//! One module per resource, each with a `fn router` that adds its routes to [`Routes`] (the
+//! media API's makes its own router, at a prefix): the request/response shapes at the top,
 //! then one handler per endpoint that parses, calls one [`xf_core::Xf`] method and renders.
 
 pub mod account;
@@ -48,12 +49,15 @@ impl Routes {
     /// gaining their operations and schemas.
     pub fn routes(mut self, (schemas, paths, handlers): UtoipaMethodRouter<Xf>) -> Self {
         for path in paths.paths.keys() {
-            let at = self.at(path);
+            let at = self.at(if path.is_empty() { "/" } else { path });
             self.router = self.router.route(&at, handlers.clone());
         }
         self.doc.paths.merge(paths);
         let components = self.doc.components.get_or_insert_with(Default::default);
-        components.schemas.extend(schemas);
+        // A schema of a name already there is kept as it was, as `OpenApi::merge` does.
+        for (name, schema) in schemas {
+            components.schemas.entry(name).or_insert(schema);
+        }
         self
     }
 

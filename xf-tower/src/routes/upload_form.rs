@@ -38,7 +38,7 @@ impl UploadForm {
         kind: MediaKind,
         request: Request,
     ) -> Result<UploadForm, Error> {
-        let path = request.uri().path().to_owned();
+        let path = crate::request_id::service_path(request.uri().path()).to_owned();
         let idempotency_key = crate::extract::idempotency_key(request.headers())?;
         let limits = xf.media_limits();
         let content_type = request
