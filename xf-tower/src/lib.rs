@@ -326,9 +326,9 @@ mod tests {
         assert!(!body.to_string().contains("secret detail"));
     }
 
-    /// A panic in a service's call itself, before it has a future (routing, an extractor's
-    /// synchronous part), is answered like one in the future: inside the request's scope, so
-    /// the envelope's `requestId` is the request's own.
+    /// A panic in the call of the service the layer wraps, before it has a future, is
+    /// answered like one in the future: inside the request's scope, so the envelope's
+    /// `requestId` is the request's own.
     #[tokio::test]
     async fn a_panicking_call_answers_500_with_the_request_s_id() {
         #[derive(Clone)]

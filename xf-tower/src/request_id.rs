@@ -261,8 +261,10 @@ where
             service = service.as_str()
         );
         let started = Instant::now();
-        // Routing and the handler's call run now; a panic there is answered like one in the
-        // handler's future, and logged inside the span, so its line names the request.
+        // The inner service's call runs now (under `Router::layer`, an axum route, which
+        // defers its own service's call to the first poll); a panic there is answered like
+        // one in the handler's future, on the first poll, inside the request's scope and
+        // span, so its envelope and log line name the request.
         let called = {
             let _entered = span.enter();
             std::panic::catch_unwind(AssertUnwindSafe(|| self.inner.call(request)))

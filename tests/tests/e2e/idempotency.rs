@@ -137,7 +137,8 @@ async fn idempotency_rules(app: TestApp) {
 /// A keyed write is the same request however the API is mounted: sent first to a service
 /// without the prefix and again through `Mounts` (whose routes carry `/api/v1`), it replays,
 /// so a host that changes how it mounts the API, or instances mounted two ways, lose no retry.
-/// The media API's two base URLs are one API the same way.
+/// (`media::uploads_with_an_idempotency_key_happen_once` does the same for the media API's two
+/// base URLs.)
 async fn a_retry_replays_however_the_api_is_mounted(app: TestApp) {
     let org = org(&app, "Acme").await;
     let body = json!({"url": "https://mounted.example"}).to_string();

@@ -1192,7 +1192,24 @@ async fn uploads_with_an_idempotency_key_happen_once(app: TestApp) {
         again.body["meta"]["requestId"],
         first.body["meta"]["requestId"]
     );
-    // One item, one file: the second copy of the bytes was dropped.
+    // At the API's base URL, through `Mounts` (whose routes carry `/api/v1`): the same
+    // request, replayed.
+    let (content_type, body) = multipart(&fields, Some(("clip.mp4", &clip)));
+    let mounted = app
+        .send_mounted(
+            Request::builder()
+                .method(Method::POST)
+                .uri("/api/v1/media/videos")
+                .header("x-api-key", &org.live)
+                .header("idempotency-key", "launch-1")
+                .header("content-type", content_type)
+                .body(Full::new(Bytes::from(body)))
+                .expect("a request"),
+        )
+        .await;
+    assert_eq!(ok(&mounted, 201)[0]["id"], id);
+    assert_eq!(mounted.header("idempotent-replayed"), Some("true"));
+    // One item, one file: the second and third copies of the bytes were dropped.
     assert_eq!(
         ok(&get(&app, &org.live, "/media/videos").await, 200)["pagination"]["total"],
         1
