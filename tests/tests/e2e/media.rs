@@ -1162,16 +1162,33 @@ async fn upload_once(
     fields: &[(&str, &str)],
     file: &[u8],
 ) -> Reply {
+    app.send(keyed_upload(
+        "/media/videos",
+        key,
+        idempotency_key,
+        fields,
+        file,
+    ))
+    .await
+}
+
+/// A video upload to `path` under `Idempotency-Key: idempotency_key`.
+fn keyed_upload(
+    path: &str,
+    key: &str,
+    idempotency_key: &str,
+    fields: &[(&str, &str)],
+    file: &[u8],
+) -> Request<Full<Bytes>> {
     let (content_type, body) = multipart(fields, Some(("clip.mp4", file)));
-    let request = Request::builder()
+    Request::builder()
         .method(Method::POST)
-        .uri("/media/videos")
+        .uri(path)
         .header("x-api-key", key)
         .header("idempotency-key", idempotency_key)
         .header("content-type", content_type)
         .body(Full::new(Bytes::from(body)))
-        .expect("a request");
-    app.send(request).await
+        .expect("a request")
 }
 
 async fn uploads_with_an_idempotency_key_happen_once(app: TestApp) {
@@ -1194,18 +1211,14 @@ async fn uploads_with_an_idempotency_key_happen_once(app: TestApp) {
     );
     // At the API's base URL, through `Mounts` (whose routes carry `/api/v1`): the same
     // request, replayed.
-    let (content_type, body) = multipart(&fields, Some(("clip.mp4", &clip)));
     let mounted = app
-        .send_mounted(
-            Request::builder()
-                .method(Method::POST)
-                .uri("/api/v1/media/videos")
-                .header("x-api-key", &org.live)
-                .header("idempotency-key", "launch-1")
-                .header("content-type", content_type)
-                .body(Full::new(Bytes::from(body)))
-                .expect("a request"),
-        )
+        .send_mounted(keyed_upload(
+            "/api/v1/media/videos",
+            &org.live,
+            "launch-1",
+            &fields,
+            &clip,
+        ))
         .await;
     assert_eq!(ok(&mounted, 201)[0]["id"], id);
     assert_eq!(mounted.header("idempotent-replayed"), Some("true"));
