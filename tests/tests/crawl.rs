@@ -2634,3 +2634,86 @@ async fn issues_resolve_only_where_the_scan_looked_again() {
     assert_eq!(checked.status, IssueStatus::Resolved);
     workers.shutdown(Duration::from_secs(5)).await;
 }
+
+/// A site whose pages, robots.txt and sitemap carry raw NUL bytes (user-generated content
+/// can put one anywhere): every NUL is read as U+FFFD, as HTML parsers read it, the scan
+/// completes on both stores, and its findings are stored and readable, through the list and
+/// the export, with no NUL left in them.
+async fn a_site_with_nul_bytes_is_scanned_whole(store: Arc<dyn TestStore>) {
+    let (app, workers) = crawling_app(store);
+    let owner = organization(&app).await;
+    let site = Fixture::start().await;
+    site.set(
+        "/robots.txt",
+        Resource::text(&format!(
+            "User-agent: *\nDisallow: /pri\0vate\nNot\0a rule\nSitemap: {}\n",
+            site.url("/sitemap.xml")
+        )),
+    );
+    site.set(
+        "/sitemap.xml",
+        Resource::sitemap(&[site.start_url(), site.url("/list\0ed")]),
+    );
+    site.set(
+        "/",
+        Resource::html(
+            "<html><head><title>Ho\0me</title>\
+             <meta name=\"description\" content=\"De\0scription\">\
+             <link rel=\"canonical\" href=\"/can\0on\"></head>\
+             <body><h1>He\0llo</h1><p>Wo\0rds</p>\
+             <a href=\"javascript:\0void(0)\">script</a>\
+             <a href=\"/pa\0ge\">a page</a></body></html>"
+                .to_owned(),
+        ),
+    );
+    let property = add_property(&app, &owner, &site.start_url()).await;
+    let (_, result) = scan(&app, &owner, &property, 10, 2).await;
+    assert!(result["issuesCount"].as_u64().unwrap() > 0, "{result}");
+
+    let issues = stored_issues(&app, &property).await;
+    for issue in &issues {
+        for text in [&issue.title, &issue.evidence, &issue.subject] {
+            assert!(!text.contains('\0'), "a NUL was stored: {issue:?}");
+        }
+        assert!(!issue.url.as_deref().unwrap_or("").contains('\0'));
+    }
+    let home = site.start_url();
+    let title = find(&issues, &checks::TITLE_TOO_SHORT, &home);
+    assert!(title.evidence.contains("Ho\u{FFFD}me"), "{title:?}");
+    let robots = find(&issues, &checks::ROBOTS_INVALID, "robots.txt");
+    assert!(robots.evidence.contains("Not\u{FFFD}a rule"), "{robots:?}");
+
+    let data = api_issues(&app, &owner, &property).await;
+    assert_eq!(
+        data["summary"]["open"].as_u64(),
+        Some(issues.len() as u64),
+        "{data}"
+    );
+    let export = app
+        .send_raw(xf_tests::request(
+            Method::GET,
+            &format!("/properties/{property}/issues.csv"),
+            Some(&owner.key),
+            None,
+            &[],
+        ))
+        .await;
+    assert_eq!(export.status(), 200);
+    let export = http_body_util::BodyExt::collect(export.into_body())
+        .await
+        .expect("the export")
+        .to_bytes();
+    let export = String::from_utf8(export.to_vec()).expect("UTF-8");
+    assert!(export.contains("Ho\u{FFFD}me"), "{export}");
+    workers.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_site_with_nul_bytes_is_scanned_whole_on_memory() {
+    a_site_with_nul_bytes_is_scanned_whole(memory_store()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_site_with_nul_bytes_is_scanned_whole_on_postgres() {
+    a_site_with_nul_bytes_is_scanned_whole(postgres_store().await).await;
+}

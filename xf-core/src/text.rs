@@ -1,4 +1,13 @@
-//! Numbers and excerpts written for people.
+//! Numbers and excerpts written for people, and the one rule for U+0000 in text from outside.
+//!
+//! **U+0000.** A crawled page, a provider's answer or a stored record may carry a NUL, which
+//! PostgreSQL's `text` and `jsonb` cannot hold. xf keeps every other character as it came and
+//! keeps U+0000 as U+FFFD REPLACEMENT CHARACTER, as an HTML parser reads a NUL in a title or
+//! an attribute: [`without_nul`] for text, [`nul_bytes_replaced`] for bytes read as text (a
+//! page, robots.txt, a sitemap), and [`crate::store::Text`] for the records a store keeps.
+//! A client's own field is not rewritten: a NUL there is a `400` naming the field.
+
+use std::borrow::Cow;
 
 /// `n` with its thousands separated by commas: `178,956,970`.
 pub fn group_digits(n: u64) -> String {
@@ -22,8 +31,51 @@ pub fn excerpt(text: &str, max: usize) -> String {
     }
 }
 
+/// What a store keeps for U+0000: U+FFFD REPLACEMENT CHARACTER.
+pub const NUL_REPLACEMENT: char = '\u{FFFD}';
+
+/// `text` with each U+0000 replaced by [`NUL_REPLACEMENT`]; borrowed when it holds none.
+pub fn without_nul(text: &str) -> Cow<'_, str> {
+    if text.contains('\0') {
+        Cow::Owned(text.replace('\0', "\u{FFFD}"))
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
+/// `bytes` with each NUL byte replaced by U+FFFD's UTF-8 form: a page (UTF-8 or an ASCII
+/// superset) read as text afterwards holds no U+0000. Borrowed when it holds none.
+pub fn nul_bytes_replaced(bytes: &[u8]) -> Cow<'_, [u8]> {
+    if !bytes.contains(&0) {
+        return Cow::Borrowed(bytes);
+    }
+    let replacement = NUL_REPLACEMENT.to_string();
+    let mut out = Vec::with_capacity(bytes.len() + 8);
+    for &byte in bytes {
+        if byte == 0 {
+            out.extend_from_slice(replacement.as_bytes());
+        } else {
+            out.push(byte);
+        }
+    }
+    Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn no_nul_survives_and_nothing_else_changes(text in any::<String>()) {
+            let kept = super::without_nul(&text);
+            prop_assert!(!kept.contains('\0'));
+            prop_assert_eq!(kept.replace('\u{FFFD}', "\0"), text.replace('\u{FFFD}', "\0"));
+            let bytes = super::nul_bytes_replaced(text.as_bytes());
+            prop_assert_eq!(std::str::from_utf8(&bytes).unwrap(), &*kept);
+        }
+    }
+
     #[test]
     fn thousands_are_grouped() {
         for (n, text) in [

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use xf_core::store::text_rule::*;
 
 use async_trait::async_trait;
 use xf_core::gsc::{
@@ -58,6 +59,7 @@ impl State {
 #[async_trait]
 impl GscStore for MemoryStore {
     async fn put_gsc_account(&self, account: &GscAccount) -> StoreResult<bool> {
+        let account = &*stored(account);
         let mut state = self.write();
         let key = account.organization_id.to_string();
         if !state.organizations.contains_key(&key) {
@@ -132,6 +134,7 @@ impl GscStore for MemoryStore {
     }
 
     async fn replace_gsc_snapshot(&self, new: &NewSnapshot) -> StoreResult<()> {
+        let new = &*stored(new);
         // Built outside the lock; swapped in under it.
         let stored = Arc::new(new.clone());
         let key = new.snapshot.property_id.to_string();

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
+use xf_core::store::text_rule::*;
 
 use async_trait::async_trait;
 use smallvec::SmallVec;
@@ -75,6 +76,7 @@ impl GuardStore for MemoryStore {
         fingerprint: &str,
         response: &StoredResponse,
     ) -> StoreResult<()> {
+        let response = &*stored(response);
         keep_response(&mut self.write(), scope, fingerprint, response);
         Ok(())
     }

@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 use std::collections::HashSet;
+use xf_core::store::text_rule::*;
 
 use serde_json::Value;
 use xf_core::ids::{IssueId, JobId, PropertyId};
@@ -21,6 +22,7 @@ use crate::{FastMap, MemoryStore, State};
 #[async_trait]
 impl IssueStore for MemoryStore {
     async fn insert_issue(&self, issue: &Issue) -> StoreResult<()> {
+        let issue = &*stored(issue);
         let mut state = self.write();
         if state.issues.contains(issue.id.as_str()) {
             return Err(StoreError::Duplicate("issue id"));
@@ -55,6 +57,8 @@ impl IssueStore for MemoryStore {
         attempt: &Attempt,
         result: &Value,
     ) -> StoreResult<bool> {
+        scan.replace_nul();
+        let result = &*stored(result);
         let mut state = self.write();
         // The completion first: it happens only for the current attempt; the findings follow
         // under the same lock.

@@ -5,6 +5,7 @@
 //! processing jobs by lease end, which the rescue walks.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use xf_core::store::text_rule::*;
 
 use async_trait::async_trait;
 use tokio::sync::broadcast;
@@ -107,7 +108,8 @@ impl State {
     }
 
     /// Writes an event that carries its delivery's data (the media API's).
-    pub(crate) fn record_snapshot_event(&mut self, event: NewEvent, now: Timestamp) {
+    pub(crate) fn record_snapshot_event(&mut self, mut event: NewEvent, now: Timestamp) {
+        event.replace_nul();
         self.append_event(Event {
             id: EventId::new(),
             organization_id: event.organization_id,
@@ -234,6 +236,7 @@ impl JobStore for MemoryStore {
         month: &str,
         scans_limit: u64,
     ) -> StoreResult<()> {
+        let job = &*stored(job);
         if !self.write().insert_counted(job, month, scans_limit)? {
             return Err(StoreError::LimitReached("scansPerMonth"));
         }
@@ -242,6 +245,7 @@ impl JobStore for MemoryStore {
     }
 
     async fn insert_jobs(&self, jobs: &[JobRecord]) -> StoreResult<()> {
+        let jobs = &*stored_all(jobs);
         {
             let mut state = self.write();
             state.check_new_jobs(jobs)?;
@@ -441,6 +445,7 @@ impl QueueStore for MemoryStore {
         finishes: &[Finish],
         now: Timestamp,
     ) -> StoreResult<Vec<Option<JobStatus>>> {
+        let finishes = &*stored_all(finishes);
         let mut requeued = false;
         let outcomes = {
             let mut state = self.write();

@@ -1,6 +1,7 @@
 //! Media items and connected channels.
 
 use std::collections::HashSet;
+use xf_core::store::text_rule::*;
 
 use async_trait::async_trait;
 use xf_core::ids::{ChannelId, MediaId, OrganizationId, UploadId};
@@ -28,6 +29,7 @@ fn matches(item: &MediaItem, filter: &MediaFilter) -> bool {
 #[async_trait]
 impl MediaStore for MemoryStore {
     async fn insert_media(&self, item: &MediaItem, jobs: &[JobRecord]) -> StoreResult<()> {
+        let (item, jobs) = (&*stored(item), &*stored_all(jobs));
         {
             let mut state = self.write();
             state.check_new_jobs(jobs)?;
@@ -60,6 +62,7 @@ impl MediaStore for MemoryStore {
         post: &Post,
         now: Timestamp,
     ) -> StoreResult<Option<MediaItem>> {
+        let (account, post) = (&*stored_str(account), &*stored(post));
         let mut state = self.write();
         let Some(item) = state.media.get_mut(id.as_str()) else {
             return Ok(None);
@@ -85,6 +88,7 @@ impl MediaStore for MemoryStore {
         edit: &MediaEdit,
         now: Timestamp,
     ) -> StoreResult<MediaEdited> {
+        let edit = &*stored(edit);
         let run_now = {
             let mut state = self.write();
             let Some(mut edited) = state.media.get(id.as_str()) else {
@@ -143,6 +147,8 @@ impl MediaStore for MemoryStore {
         account: Option<&str>,
         now: Timestamp,
     ) -> StoreResult<PostsDelete> {
+        let account = account.map(stored_str);
+        let account = account.as_deref();
         let (item, started) = {
             let mut state = self.write();
             let Some(mut item) = state.media.get(id.as_str()) else {
@@ -190,6 +196,7 @@ impl MediaStore for MemoryStore {
         platform: Platform,
         account: &str,
     ) -> StoreResult<Option<Channel>> {
+        let account = &*stored_str(account);
         Ok(self
             .read()
             .channels
@@ -228,6 +235,7 @@ impl MediaStore for MemoryStore {
         reason: &str,
         now: Timestamp,
     ) -> StoreResult<()> {
+        let reason = &*stored_str(reason);
         let mut state = self.write();
         let Some(channel) = state
             .channels
@@ -273,6 +281,7 @@ impl MediaStore for MemoryStore {
     }
 
     async fn put_channel(&self, channel: &Channel) -> StoreResult<Option<Channel>> {
+        let channel = &*stored(channel);
         let mut state = self.write();
         if !state
             .organizations
@@ -312,6 +321,8 @@ impl MediaStore for MemoryStore {
         board: Option<&str>,
         now: Timestamp,
     ) -> StoreResult<Option<Channel>> {
+        let board = board.map(stored_str);
+        let board = board.as_deref();
         let mut state = self.write();
         let Some(channel) = state
             .channels
@@ -326,6 +337,7 @@ impl MediaStore for MemoryStore {
     }
 
     async fn insert_upload(&self, upload: &Upload) -> StoreResult<()> {
+        let upload = &*stored(upload);
         let mut state = self.write();
         if state.uploads.contains_key(upload.id.as_str()) {
             return Err(StoreError::Duplicate("upload id"));
@@ -349,6 +361,7 @@ impl MediaStore for MemoryStore {
         part: &UploadPart,
         now: Timestamp,
     ) -> StoreResult<Appended> {
+        let part = &*stored(part);
         let mut state = self.write();
         let Some(upload) = state
             .uploads

@@ -1,6 +1,7 @@
 //! Organizations and API keys.
 
 use std::collections::HashSet;
+use xf_core::store::text_rule::*;
 
 use async_trait::async_trait;
 use xf_core::ids::{ApiKeyId, OrganizationId};
@@ -15,6 +16,7 @@ use crate::MemoryStore;
 #[async_trait]
 impl OrganizationStore for MemoryStore {
     async fn insert_organization(&self, organization: &Organization) -> StoreResult<()> {
+        let organization = &*stored(organization);
         let mut state = self.write();
         if state.organizations.contains_key(organization.id.as_str()) {
             return Err(StoreError::Duplicate("organization id"));
@@ -30,6 +32,7 @@ impl OrganizationStore for MemoryStore {
         organization: &Organization,
         keys: &[ApiKey],
     ) -> StoreResult<()> {
+        let organization = &*stored(organization);
         let mut state = self.write();
         if state.organizations.contains_key(organization.id.as_str()) {
             return Err(StoreError::Duplicate("organization id"));
@@ -61,6 +64,7 @@ impl OrganizationStore for MemoryStore {
     }
 
     async fn find_organization_by_name(&self, name: &str) -> StoreResult<Option<Organization>> {
+        let name = &*stored_str(name);
         Ok(self
             .read()
             .organizations
@@ -76,6 +80,8 @@ impl OrganizationStore for MemoryStore {
         plan: Option<&str>,
         limits: Option<&LimitOverrides>,
     ) -> StoreResult<Option<Organization>> {
+        let plan = plan.map(stored_str);
+        let plan = plan.as_deref();
         let mut state = self.write();
         let Some(org) = state.organizations.get_mut(id.as_str()) else {
             return Ok(None);

@@ -1,6 +1,7 @@
 //! Properties.
 
 use std::collections::BTreeSet;
+use xf_core::store::text_rule::*;
 
 use async_trait::async_trait;
 use xf_core::ids::{OrganizationId, PropertyId};
@@ -14,6 +15,7 @@ use crate::{MemoryStore, State};
 #[async_trait]
 impl PropertyStore for MemoryStore {
     async fn insert_property(&self, property: &Property) -> StoreResult<()> {
+        let property = &*stored(property);
         insert(&mut self.write(), property)
     }
 
@@ -22,6 +24,7 @@ impl PropertyStore for MemoryStore {
         property: &Property,
         kept: &KeptResponse,
     ) -> StoreResult<()> {
+        let (property, kept) = (&*stored(property), &*stored(kept));
         // One lock over both: the response is kept if and only if the property went in.
         let mut state = self.write();
         insert(&mut state, property)?;
@@ -47,6 +50,7 @@ impl PropertyStore for MemoryStore {
         organization_id: &OrganizationId,
         url: &str,
     ) -> StoreResult<Option<Property>> {
+        let url = &*stored_str(url);
         let state = self.read();
         Ok(state
             .property_urls
@@ -86,6 +90,8 @@ impl PropertyStore for MemoryStore {
         id: &PropertyId,
         site_url: Option<&str>,
     ) -> StoreResult<Option<Property>> {
+        let site_url = site_url.map(stored_str);
+        let site_url = site_url.as_deref();
         Ok(self.write().properties.update(id.as_str(), |p| {
             p.gsc_site_url = site_url.map(str::to_owned)
         }))

@@ -7,6 +7,7 @@
 //! under the lock, so the events after the cursor are exactly those no fan-out has taken.
 
 use std::collections::HashSet;
+use xf_core::store::text_rule::*;
 
 use async_trait::async_trait;
 use xf_core::ids::{OrganizationId, WebhookId};
@@ -163,6 +164,7 @@ impl State {
 #[async_trait]
 impl WebhookStore for MemoryStore {
     async fn insert_webhook(&self, webhook: &Webhook, max: u64) -> StoreResult<()> {
+        let webhook = &*stored(webhook);
         let mut state = self.write();
         if state.webhooks.contains(webhook.id.as_str()) {
             return Err(StoreError::Duplicate("webhook id"));
@@ -193,6 +195,7 @@ impl WebhookStore for MemoryStore {
         changes: &WebhookChanges,
         now: Timestamp,
     ) -> StoreResult<Option<Webhook>> {
+        let changes = &*stored(changes);
         let mut state = self.write();
         let updated = state.webhooks.update(id.as_str(), |hook| {
             if let Some(name) = &changes.name {

@@ -15,6 +15,7 @@ use xf_core::gsc::{
     PortfolioCounts, RowKind, ScanPages, ScannedPage,
 };
 use xf_core::ids::{JobId, OrganizationId, PropertyId};
+use xf_core::store::text_rule::*;
 use xf_core::store::{GscStore, StoreResult};
 use xf_core::time::Timestamp;
 use xf_core::StoreError;
@@ -55,6 +56,7 @@ const SNAPSHOT_SELECT: &str = "SELECT s.property_id, s.organization_id, s.site_u
 #[async_trait]
 impl GscStore for PgStore {
     async fn put_gsc_account(&self, account: &GscAccount) -> StoreResult<bool> {
+        let account = &*stored(account);
         // Nothing is inserted for an organization that does not exist (and the foreign key
         // would refuse it anyway).
         let written = sqlx::query(
@@ -152,6 +154,7 @@ impl GscStore for PgStore {
     }
 
     async fn replace_gsc_snapshot(&self, new: &NewSnapshot) -> StoreResult<()> {
+        let new = &*stored(new);
         let snapshot = &new.snapshot;
         let totals = &snapshot.totals;
         let daily = daily_json(&snapshot.daily)?;

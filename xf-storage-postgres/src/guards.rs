@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::query::Query;
 use sqlx::{PgPool, Postgres};
+use xf_core::store::text_rule::*;
 use xf_core::store::{
     GuardStore, IdempotencyClaim, IdempotencyRequest, RateBucket, RateOutcome, StoreResult,
     StoredResponse,
@@ -377,6 +378,7 @@ impl GuardStore for PgStore {
         fingerprint: &str,
         response: &StoredResponse,
     ) -> StoreResult<()> {
+        let response = &*stored(response);
         let completion = Completion {
             scope: scope.to_owned(),
             fingerprint: fingerprint.to_owned(),

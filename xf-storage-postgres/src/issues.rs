@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use sqlx::{PgConnection, QueryBuilder};
 use std::collections::HashMap;
+use xf_core::store::text_rule::*;
 
 use xf_core::ids::{IssueId, JobId, PropertyId};
 use xf_core::model::{
@@ -23,6 +24,7 @@ use crate::{all, list_issues_query, one, PgStore};
 #[async_trait]
 impl IssueStore for PgStore {
     async fn insert_issue(&self, issue: &Issue) -> StoreResult<()> {
+        let issue = &*stored(issue);
         sqlx::query(
             "INSERT INTO issues (id, organization_id, property_id, job_id, scan_kind, issue_type, \
              title, severity, url, evidence, how_to_fix, subject, status, created_at, \
@@ -58,6 +60,9 @@ impl IssueStore for PgStore {
         attempt: &Attempt,
         result: &Value,
     ) -> StoreResult<bool> {
+        let mut scan = scan;
+        scan.replace_nul();
+        let result = &*stored(result);
         let mut tx = self.begin().await?;
         // The completion first: it succeeds only for the current attempt, and from then on the
         // job's row is locked, so a cancel waits and then finds it completed.

@@ -5,6 +5,7 @@ use sqlx::types::Json;
 use sqlx::{Postgres, QueryBuilder};
 use xf_core::ids::{JobId, OrganizationId, PropertyId};
 use xf_core::model::{JobCounts, JobRecord};
+use xf_core::store::text_rule::*;
 use xf_core::store::{check_new_job, CancelOutcome, JobFilter, JobStore, PageRequest, StoreResult};
 use xf_core::time::Timestamp;
 use xf_core::StoreError;
@@ -56,6 +57,7 @@ impl JobStore for PgStore {
         month: &str,
         scans_limit: u64,
     ) -> StoreResult<()> {
+        let job = &*stored(job);
         check_new_job(job)?;
         let mut tx = self.begin().await?;
         // The job first, so a duplicate id is reported as such even when the quota is spent.
@@ -72,6 +74,7 @@ impl JobStore for PgStore {
     }
 
     async fn insert_jobs(&self, jobs: &[JobRecord]) -> StoreResult<()> {
+        let jobs = &*stored_all(jobs);
         if jobs.is_empty() {
             return Ok(());
         }

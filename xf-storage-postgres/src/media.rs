@@ -5,6 +5,7 @@
 //! are also kept as a text array, which the list's `platform` filter reads.
 
 use std::collections::{BTreeMap, HashSet};
+use xf_core::store::text_rule::*;
 
 use async_trait::async_trait;
 use sqlx::postgres::PgRow;
@@ -150,6 +151,7 @@ fn push_matching(
 #[async_trait]
 impl MediaStore for PgStore {
     async fn insert_media(&self, item: &MediaItem, jobs: &[JobRecord]) -> StoreResult<()> {
+        let (item, jobs) = (&*stored(item), &*stored_all(jobs));
         jobs.iter().try_for_each(check_new_job)?;
         let platforms: Vec<&str> = item.targets.keys().map(|p| p.as_str()).collect();
         let mut tx = self.begin().await?;
@@ -201,6 +203,7 @@ impl MediaStore for PgStore {
         post: &Post,
         now: Timestamp,
     ) -> StoreResult<Option<MediaItem>> {
+        let (account, post) = (&*stored_str(account), &*stored(post));
         let changed = self
             .change_media(id, now, |item| {
                 let before = item.clone();
@@ -221,6 +224,7 @@ impl MediaStore for PgStore {
         edit: &MediaEdit,
         now: Timestamp,
     ) -> StoreResult<MediaEdited> {
+        let edit = &*stored(edit);
         let mut tx = self.begin().await?;
         let Some(mut item) = locked_item(&mut tx, id).await? else {
             return Ok(MediaEdited::Missing);
@@ -290,6 +294,8 @@ impl MediaStore for PgStore {
         account: Option<&str>,
         now: Timestamp,
     ) -> StoreResult<PostsDelete> {
+        let account = account.map(stored_str);
+        let account = account.as_deref();
         let mut tx = self.begin().await?;
         let Some(mut item) = locked_item(&mut tx, id).await? else {
             return Ok(PostsDelete::Missing);
@@ -336,6 +342,7 @@ impl MediaStore for PgStore {
         platform: Platform,
         account: &str,
     ) -> StoreResult<Option<Channel>> {
+        let account = &*stored_str(account);
         let row = sqlx::query(&format!(
             "SELECT {CHANNEL_COLUMNS} FROM channels \
              WHERE organization_id = $1 AND platform = $2 AND account_id = $3"
@@ -380,6 +387,7 @@ impl MediaStore for PgStore {
         reason: &str,
         now: Timestamp,
     ) -> StoreResult<()> {
+        let reason = &*stored_str(reason);
         // Only a connected channel changes, and only then is the event written, with it.
         let mut tx = self.begin().await?;
         let row = sqlx::query(&format!(
@@ -452,6 +460,7 @@ impl MediaStore for PgStore {
     }
 
     async fn put_channel(&self, channel: &Channel) -> StoreResult<Option<Channel>> {
+        let channel = &*stored(channel);
         // Nothing is inserted for an organization that does not exist (and the foreign key
         // would refuse it anyway). Connecting again updates the row in place: the unique
         // constraint decides, so concurrent connections of one account make one channel.
@@ -496,6 +505,8 @@ impl MediaStore for PgStore {
         board: Option<&str>,
         now: Timestamp,
     ) -> StoreResult<Option<Channel>> {
+        let board = board.map(stored_str);
+        let board = board.as_deref();
         let row = sqlx::query(&format!(
             "UPDATE channels SET default_board = $2, updated_at = $3 \
              WHERE id = $1 AND platform = 'pinterest' RETURNING {CHANNEL_COLUMNS}"
@@ -510,6 +521,7 @@ impl MediaStore for PgStore {
     }
 
     async fn insert_upload(&self, upload: &Upload) -> StoreResult<()> {
+        let upload = &*stored(upload);
         sqlx::query(
             "INSERT INTO media_uploads (id, organization_id, length, \"offset\", metadata, \
                  parts, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
@@ -546,6 +558,7 @@ impl MediaStore for PgStore {
         part: &UploadPart,
         now: Timestamp,
     ) -> StoreResult<Appended> {
+        let part = &*stored(part);
         // The offset moves only from the part's own offset. When it does not, the row is read
         // again in a statement of its own: within the update's statement a concurrent winner's
         // change is not visible yet, and the loser would report the old offset.
@@ -713,6 +726,7 @@ pub(crate) async fn insert_events(
     events: &[NewEvent],
     now: Timestamp,
 ) -> StoreResult<()> {
+    let events = &*stored_all(events);
     if events.is_empty() {
         return Ok(());
     }

@@ -8,6 +8,7 @@ use sqlx::Postgres;
 use xf_core::ids::{ApiKeyId, OrganizationId};
 use xf_core::model::{ApiKey, Organization};
 use xf_core::plans::LimitOverrides;
+use xf_core::store::text_rule::*;
 use xf_core::store::{OrganizationStore, StoreResult};
 use xf_core::time::Timestamp;
 use xf_core::StoreError;
@@ -59,6 +60,7 @@ fn prefixed_organization(row: &PgRow) -> StoreResult<Organization> {
 #[async_trait]
 impl OrganizationStore for PgStore {
     async fn insert_organization(&self, organization: &Organization) -> StoreResult<()> {
+        let organization = &*stored(organization);
         insert_organization_query(organization)
             .execute(&self.pool)
             .await
@@ -71,6 +73,7 @@ impl OrganizationStore for PgStore {
         organization: &Organization,
         keys: &[ApiKey],
     ) -> StoreResult<()> {
+        let organization = &*stored(organization);
         // A failing insert returns early and drops the transaction, which rolls it back.
         let mut tx = self.begin().await?;
         insert_organization_query(organization)
@@ -98,6 +101,7 @@ impl OrganizationStore for PgStore {
     }
 
     async fn find_organization_by_name(&self, name: &str) -> StoreResult<Option<Organization>> {
+        let name = &*stored_str(name);
         let row = sqlx::query(&format!(
             "SELECT {ORGANIZATION_COLUMNS} FROM organizations WHERE name = $1 \
              ORDER BY created_at, id LIMIT 1"
@@ -115,6 +119,8 @@ impl OrganizationStore for PgStore {
         plan: Option<&str>,
         limits: Option<&LimitOverrides>,
     ) -> StoreResult<Option<Organization>> {
+        let plan = plan.map(stored_str);
+        let plan = plan.as_deref();
         let row = sqlx::query(&format!(
             "UPDATE organizations SET plan = COALESCE($2, plan), limits = COALESCE($3, limits) \
              WHERE id = $1 RETURNING {ORGANIZATION_COLUMNS}"

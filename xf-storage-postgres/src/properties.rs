@@ -6,6 +6,7 @@ use sqlx::query::Query;
 use sqlx::{PgPool, Postgres, QueryBuilder};
 use xf_core::ids::{OrganizationId, PropertyId};
 use xf_core::model::Property;
+use xf_core::store::text_rule::*;
 use xf_core::store::{KeptResponse, PageRequest, PropertyStore, StoreResult};
 
 use crate::batch::{BatchFuture, Batcher};
@@ -103,6 +104,7 @@ async fn select_properties(pool: &PgPool, ids: &[&str]) -> StoreResult<Vec<Prope
 #[async_trait]
 impl PropertyStore for PgStore {
     async fn insert_property(&self, property: &Property) -> StoreResult<()> {
+        let property = &*stored(property);
         bind_property(sqlx::query(insert_property!()), property)
             .execute(&self.pool)
             .await
@@ -115,6 +117,7 @@ impl PropertyStore for PgStore {
         property: &Property,
         kept: &KeptResponse,
     ) -> StoreResult<()> {
+        let (property, kept) = (&*stored(property), &*stored(kept));
         // One statement, so one transaction and one durable commit: the record is updated
         // only when the insert succeeds (a failed insert fails the statement). Its row was
         // claimed by this request and stays locked by nobody else, so the update cannot wait.
@@ -150,6 +153,7 @@ impl PropertyStore for PgStore {
         organization_id: &OrganizationId,
         url: &str,
     ) -> StoreResult<Option<Property>> {
+        let url = &*stored_str(url);
         let row = sqlx::query(&format!(
             "SELECT {PROPERTY_COLUMNS} FROM properties WHERE organization_id = $1 AND url = $2"
         ))
@@ -202,6 +206,8 @@ impl PropertyStore for PgStore {
         id: &PropertyId,
         site_url: Option<&str>,
     ) -> StoreResult<Option<Property>> {
+        let site_url = site_url.map(stored_str);
+        let site_url = site_url.as_deref();
         let row = sqlx::query(&format!(
             "UPDATE properties SET gsc_site_url = $2 WHERE id = $1 RETURNING {PROPERTY_COLUMNS}"
         ))

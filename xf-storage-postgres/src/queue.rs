@@ -2,6 +2,7 @@
 //! outbox events, which wake webhook delivery).
 
 use std::collections::HashMap;
+use xf_core::store::text_rule::*;
 
 use async_trait::async_trait;
 use sqlx::postgres::PgListener;
@@ -110,6 +111,7 @@ impl QueueStore for PgStore {
         finishes: &[Finish],
         now: Timestamp,
     ) -> StoreResult<Vec<Option<JobStatus>>> {
+        let finishes = &*stored_all(finishes);
         let mut connection = self.pool.acquire().await.map_err(store_error)?;
         let reached = finish_attempts(&mut connection, finishes, now).await?;
         drop(connection);

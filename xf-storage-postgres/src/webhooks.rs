@@ -4,6 +4,7 @@
 //! message rows (webhook first, always), which keeps them free of deadlocks.
 
 use std::sync::OnceLock;
+use xf_core::store::text_rule::*;
 
 use async_trait::async_trait;
 use sqlx::{Postgres, QueryBuilder};
@@ -83,6 +84,7 @@ fn claim_sql() -> &'static str {
 #[async_trait]
 impl WebhookStore for PgStore {
     async fn insert_webhook(&self, webhook: &Webhook, max: u64) -> StoreResult<()> {
+        let webhook = &*stored(webhook);
         let mut tx = self.begin().await?;
         // Serialises webhook creation per organization across instances, as the key cap does
         // (see `insert_api_key`): the count below then sees every webhook committed before.
@@ -162,6 +164,7 @@ impl WebhookStore for PgStore {
         changes: &WebhookChanges,
         now: Timestamp,
     ) -> StoreResult<Option<Webhook>> {
+        let changes = &*stored(changes);
         let events: Option<Vec<&str>> = changes
             .events
             .as_ref()

@@ -1013,7 +1013,9 @@ impl PageScanner {
     /// Feeds the next chunk of the body.
     pub fn write(&mut self, chunk: &[u8]) {
         if let Some(tokenizer) = self.tokenizer.as_mut() {
-            if tokenizer.write(chunk, &mut self.collector).is_err() {
+            // A NUL is read as U+FFFD, as HTML parsers read it in titles and attributes.
+            let chunk = crate::text::nul_bytes_replaced(chunk);
+            if tokenizer.write(&chunk, &mut self.collector).is_err() {
                 self.tokenizer = None;
                 self.collector.facts.truncated = true;
             }

@@ -172,12 +172,13 @@ impl<T: Default> GroupsBuilder<T> {
 }
 
 impl Robots {
-    /// Parses a robots.txt body (bytes; invalid UTF-8 replaced; only the first 500 KiB are
-    /// read, as Google does).
+    /// Parses a robots.txt body (bytes; invalid UTF-8 and NULs replaced; only the first 500
+    /// KiB are read, as Google does).
     pub fn parse(body: &[u8]) -> Robots {
         let body = &body[..body.len().min(MAX_BODY_BYTES)];
         let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
-        let text = String::from_utf8_lossy(body);
+        let text = crate::text::nul_bytes_replaced(body);
+        let text = String::from_utf8_lossy(&text);
 
         let mut rule_groups = GroupsBuilder::<Vec<Rule>>::new();
         let mut delay_groups = GroupsBuilder::<Option<Duration>>::new();

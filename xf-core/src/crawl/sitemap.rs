@@ -88,7 +88,7 @@ pub enum SitemapError {
 }
 
 /// Parses a sitemap body; a gzip body (magic bytes 1f 8b) is decompressed first, reading at
-/// most MAX_BYTES of output (more is TooLarge, not an out-of-memory).
+/// most MAX_BYTES of output (more is TooLarge, not an out-of-memory). A NUL is read as U+FFFD.
 pub fn parse_sitemap(body: &[u8]) -> Result<Sitemap, SitemapError> {
     let xml = if body.starts_with(&GZIP_MAGIC) {
         Cow::Owned(gunzip(body)?)
@@ -97,6 +97,7 @@ pub fn parse_sitemap(body: &[u8]) -> Result<Sitemap, SitemapError> {
     } else {
         Cow::Borrowed(body)
     };
+    let xml = crate::text::nul_bytes_replaced(&xml);
     let body = xml.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&xml);
     match body.iter().find(|byte| !byte.is_ascii_whitespace()) {
         None => Err(SitemapError::Empty),

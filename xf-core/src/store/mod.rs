@@ -22,6 +22,7 @@ mod properties;
 mod queue;
 mod reports;
 mod schedules;
+mod text;
 mod usage;
 mod webhooks;
 
@@ -52,6 +53,13 @@ pub use queue::{
 };
 pub use reports::ReportStore;
 pub use schedules::{ScheduleStore, SlotClaim};
+pub use text::{stored, stored_all, stored_str, StoredText};
+
+/// What a backend's write methods use to keep [`StoredText`]'s rule (`use
+/// xf_core::store::text_rule::*;`).
+pub mod text_rule {
+    pub use super::text::{stored, stored_all, stored_str, StoredText};
+}
 pub use usage::UsageStore;
 pub use webhooks::{
     ClaimedDelivery, DeliveryRecord, NextStep, SecretRotation, WebhookChanges, WebhookStore,

@@ -74,6 +74,7 @@ mod properties;
 mod queue;
 mod reports;
 mod schedules;
+mod text;
 mod usage;
 mod webhooks;
 
@@ -90,6 +91,7 @@ pub use properties::*;
 pub use queue::*;
 pub use reports::*;
 pub use schedules::*;
+pub use text::*;
 pub use usage::*;
 pub use webhooks::*;
 
@@ -1019,6 +1021,13 @@ macro_rules! __with_conformance_behaviours {
             channel_disconnection_writes_one_event,
             upload_parts_append_once_per_offset,
             blob_keys_in_use_names_files_and_parts,
+            // U+0000 in every aggregate's text.
+            text_nul_kept_in_organizations_and_properties,
+            text_nul_kept_in_jobs_and_their_outcomes,
+            text_nul_kept_in_issues_and_scans,
+            text_nul_kept_in_webhooks,
+            text_nul_kept_in_search_console,
+            text_nul_kept_in_media_channels_and_uploads,
         }
     };
 }
@@ -1092,6 +1101,7 @@ mod tests {
         ("queue.rs", include_str!("queue.rs")),
         ("reports.rs", include_str!("reports.rs")),
         ("schedules.rs", include_str!("schedules.rs")),
+        ("text.rs", include_str!("text.rs")),
         ("usage.rs", include_str!("usage.rs")),
         ("webhooks.rs", include_str!("webhooks.rs")),
     ];
