@@ -29,6 +29,7 @@ pub mod export;
 pub mod gsc;
 pub mod hash;
 pub mod ids;
+pub mod json;
 pub mod media;
 pub mod metrics;
 pub mod model;

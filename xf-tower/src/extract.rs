@@ -178,6 +178,19 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
         let raw = parts.uri.query().unwrap_or("");
         let pairs = form_urlencoded::parse(raw.as_bytes());
+        // A NUL (`%00`) in a parameter names nothing a client means; a store could not
+        // compare it either.
+        if raw.contains("%00") {
+            if let Some((name, _)) = pairs
+                .clone()
+                .find(|(n, v)| n.contains('\0') || v.contains('\0'))
+            {
+                return Err(ApiError(Error::invalid(
+                    xf_core::text::without_nul(&name).into_owned(),
+                    "must not contain a NUL character",
+                )));
+            }
+        }
         let deserializer = serde_urlencoded::Deserializer::new(pairs);
         serde_path_to_error::deserialize(deserializer)
             .map(Query)
@@ -210,13 +223,27 @@ pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, Error> {
     }
 }
 
-/// Parses a JSON body into `T`, naming the offending field on failure.
+/// Parses a JSON body into `T`, naming the offending field on failure. A string holding
+/// U+0000 is refused wherever it is, naming its field: a client's text is never rewritten,
+/// and PostgreSQL could not keep it.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
     // serde would also read a struct from a JSON array; the API only takes objects.
     match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
         None => return Err(Error::invalid("body", "a JSON object is required")),
         Some(b'{') => {}
         Some(_) => return Err(Error::invalid("body", "must be a JSON object")),
+    }
+    // JSON writes U+0000 only as this escape, so a body without it holds none (one with an
+    // escaped backslash before `u0000` takes the strict read and passes it).
+    if bytes.windows(6).any(|window| window == b"\\u0000") {
+        if let Err(refused @ xf_core::json::StrictJsonError::Field { .. }) =
+            xf_core::json::parse_strict(bytes)
+        {
+            return Err(Error::invalid(
+                refused.field("body", false),
+                refused.message(),
+            ));
+        }
     }
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
@@ -263,6 +290,19 @@ impl Sent {
     /// The body as `T`.
     pub fn json<T: DeserializeOwned>(&self) -> Result<T, Error> {
         parse_json(&self.body)
+    }
+
+    /// The body as a JSON object read strictly ([`xf_core::json`]): a key given twice, at any
+    /// depth, is a 400 naming it, as U+0000 is.
+    pub fn strict_json(&self) -> Result<serde_json::Value, Error> {
+        match xf_core::json::parse_strict(&self.body) {
+            Ok(value @ serde_json::Value::Object(_)) => Ok(value),
+            Ok(_) => Err(Error::invalid("body", "must be a JSON object")),
+            Err(refused) => Err(Error::invalid(
+                refused.field("body", false),
+                refused.message(),
+            )),
+        }
     }
 
     /// The body as `T`, or `T::default()` when there is no body: none at all, or JSON `null`.

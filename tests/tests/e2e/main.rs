@@ -7,6 +7,7 @@ mod builder;
 mod contract;
 mod gsc;
 mod history;
+mod hostile;
 mod idempotency;
 mod jobs;
 mod media;
@@ -18,6 +19,7 @@ mod runtime;
 mod scans;
 mod schedules;
 mod test_mode;
+mod text_input;
 mod tus;
 mod webhooks;
 

@@ -24,6 +24,7 @@ crate::backends!(
     the_sweep_deletes_the_blobs_nothing_names,
     a_carousel_is_stored_in_order_and_checked_per_platform,
     a_file_removed_before_its_form_ended_is_the_clients_400,
+    nul_and_twice_given_keys_in_settings_are_named,
 );
 
 /// A media organization (`plus` plan) and its keys.
@@ -1533,5 +1534,107 @@ async fn a_file_removed_before_its_form_ended_is_the_clients_400(app: TestApp) {
     assert!(stored_files(&root).is_empty());
     let list = get(&app, &org.live, "/media/images").await;
     assert_eq!(ok(&list, 200)["pagination"]["total"], 0);
+    let _ = std::fs::remove_dir_all(root);
+}
+
+/// A NUL in any nested setting (on upload and on `PATCH`) is a 400 naming it, as in a flat
+/// field; so is a key given twice in a nested settings object, which would otherwise leave
+/// the last one to win. Nothing is stored; the drafts stay as they were.
+async fn nul_and_twice_given_keys_in_settings_are_named(app: TestApp) {
+    let (app, root) = with_blobs(app, 50 << 20);
+    let org = media_org(&app, "Studio").await;
+    for platform in ["youtube", "instagram", "tiktok", "linkedin", "pinterest"] {
+        connect(&app, &org, platform, &format!("{platform}-account")).await;
+    }
+    let clip = grainy_video("mp4", 160, 120, 4);
+    let all = r#"["youtube","instagram","tiktok","linkedin","pinterest"]"#;
+    let cases = [
+        ("youtube", r#"{"title":"a\u0000b"}"#, "youtube.title"),
+        (
+            "youtube",
+            r#"{"description":"\u0000"}"#,
+            "youtube.description",
+        ),
+        ("instagram", r#"{"caption":"a\u0000"}"#, "instagram.caption"),
+        (
+            "instagram",
+            r#"{"firstComment":"\u0000b"}"#,
+            "instagram.firstComment",
+        ),
+        ("tiktok", r#"{"caption":"a\u0000b"}"#, "tiktok.caption"),
+        ("linkedin", r#"{"comment":"a\u0000b"}"#, "linkedin.comment"),
+        ("pinterest", r#"{"title":"a\u0000b"}"#, "pinterest.title"),
+        (
+            "tiktok",
+            r#"{"caption":"one","caption":"two"}"#,
+            "tiktok.caption",
+        ),
+        (
+            "youtube",
+            r#"{"privacy":"public","privacy":"private"}"#,
+            "youtube.privacy",
+        ),
+        (
+            "tiktok",
+            r#"{"ca\u0000ption":"x"}"#,
+            "tiktok.ca\u{FFFD}ption",
+        ),
+    ];
+    for (platform, settings, field) in cases {
+        let fields = [
+            ("platforms", all),
+            ("isDraft", "true"),
+            (platform, settings),
+        ];
+        let reply = upload(
+            &app,
+            &org.live,
+            "/media/videos",
+            &fields,
+            Some(("c.mp4", &clip)),
+        )
+        .await;
+        assert_eq!(
+            refused(&reply, 400, "validation_error"),
+            [field],
+            "{platform}={settings}"
+        );
+    }
+    assert!(stored_files(&root).is_empty(), "nothing refused is kept");
+
+    let clip = grainy_video("mp4", 640, 360, 4);
+    let fields = [("platforms", r#"["tiktok"]"#), ("isDraft", "true")];
+    let reply = upload(
+        &app,
+        &org.live,
+        "/media/videos",
+        &fields,
+        Some(("c.mp4", &clip)),
+    )
+    .await;
+    let id = ok(&reply, 201)[0]["id"].as_str().expect("an id").to_owned();
+    let path = format!("/media/videos/{id}");
+    let before = get(&app, &org.live, &path).await.body["data"].clone();
+    for (body, field) in [
+        (r#"{"tiktok":{"caption":"a\u0000b"}}"#, "tiktok.caption"),
+        (r#"{"title":"a\u0000b"}"#, "title"),
+        (
+            r#"{"tiktok":{"caption":"one","caption":"two"}}"#,
+            "tiktok.caption",
+        ),
+        (r#"{"title":"one","title":"two"}"#, "title"),
+    ] {
+        let request = xf_tests::request(
+            Method::PATCH,
+            &path,
+            Some(&org.live),
+            Some(body.to_owned()),
+            &[("content-type", "application/json")],
+        );
+        let reply = app.send(request).await;
+        assert_eq!(refused(&reply, 400, "validation_error"), [field], "{body}");
+    }
+    let after = get(&app, &org.live, &path).await.body["data"].clone();
+    assert_eq!(after, before, "a refused change changes nothing");
     let _ = std::fs::remove_dir_all(root);
 }

@@ -324,8 +324,12 @@ fn platform_choice(
     let name = platform.as_str();
     let nested: Map<String, Value> = match fields.get(name) {
         None => Map::new(),
-        Some(raw) => match serde_json::from_str(raw) {
+        Some(raw) => match crate::json::parse_strict(raw.as_bytes()) {
             Ok(Value::Object(object)) => object,
+            Err(refused @ crate::json::StrictJsonError::Field { .. }) => {
+                problem(&refused.field(name, true), refused.message());
+                Map::new()
+            }
             _ => {
                 problem(name, format!("must be a JSON object of {name}'s settings"));
                 Map::new()
@@ -444,7 +448,9 @@ fn checked_millis(max: u64, ms: u64) -> Result<Value, String> {
 }
 
 fn checked_text(max: usize, text: &str) -> Result<Value, String> {
-    if text.chars().count() > max {
+    if text.contains('\0') {
+        Err("must not contain a NUL character".to_owned())
+    } else if text.chars().count() > max {
         Err(format!("must be at most {max} characters"))
     } else {
         Ok(Value::String(text.to_owned()))

@@ -215,7 +215,7 @@ async fn update(
     sent: Result<Sent, crate::error::ApiError>,
 ) -> Handled {
     let sent = sent.map_err(|e| MediaError(e.0))?;
-    let body: serde_json::Value = sent.json()?;
+    let body = sent.strict_json()?;
     let item = xf.update_media(&caller, kind, &id, &body).await?;
     Ok(envelope::media_data(StatusCode::OK, &item))
 }
