@@ -603,6 +603,31 @@ async fn links_are_refused_for_foreign_return_urls_and_channels() {
     let back = world.follow(&world.link(&other, "youtube").await).await;
     let others_channel = get(&back, "channels").unwrap().to_owned();
 
+    // A returnUrl of 2,048 characters goes through consent and back (its state stays within
+    // what the callback opens); a longer one is refused when the link is made, before a user
+    // is sent anywhere.
+    let longest = format!("{}?pad=", world.return_url);
+    let longest = format!("{longest}{}", "a".repeat(2048 - longest.len()));
+    let body = json!({"provider": "youtube", "returnUrl": longest});
+    let (status, created) = world.create_link(&other, body).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let link = created["data"]["connectLink"]["url"].as_str().unwrap();
+    world.platforms.consent(
+        "youtube",
+        "ya29.other",
+        Some("1//other"),
+        &[("UC-other", "Other")],
+    );
+    let back = world.follow(link).await;
+    assert_eq!(get(&back, "status"), Some("connected"), "{back:?}");
+    let longer = json!({"provider": "youtube", "returnUrl": format!("{longest}a")});
+    let (status, refused) = world.create_link(&other, longer).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+    assert_eq!(
+        refused["error"]["details"][0]["field"], "returnUrl",
+        "{refused}"
+    );
+
     for (org, body, status, code) in [
         (
             org.as_str(),

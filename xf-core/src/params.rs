@@ -406,6 +406,14 @@ pub fn optional_count<'de, D: Deserializer<'de>>(
     Ok(Option::<Count>::deserialize(deserializer)?.map(|count| count.0))
 }
 
+/// `#[serde(deserialize_with)]` of a count a `PATCH` may set or clear: with
+/// `#[serde(default)]`, left out is `None`, `null` is `Some(None)`, a count `Some(Some(n))`.
+pub fn patched_count<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Option<Option<u64>>, D::Error> {
+    optional_count(deserializer).map(Some)
+}
+
 /// `#[serde(deserialize_with)]` of an optional object field: `null` or left out is `None`,
 /// an object is read as `T`, and anything else (serde would take an array as a struct's
 /// fields in order) is an error.

@@ -98,17 +98,72 @@ impl LimitOverrides {
         ]
     }
 
-    /// `self` with every value set in `newer` replaced.
-    pub fn merged_with(&self, newer: &LimitOverrides) -> LimitOverrides {
+    /// `self` with `patch` applied: a field it gives replaces the override (`null` clears
+    /// it, back to the plan's value); a field it leaves out keeps it.
+    pub fn patched(&self, patch: &LimitsPatch) -> LimitOverrides {
+        let apply = |given: Option<Option<u64>>, current: Option<u64>| given.unwrap_or(current);
         LimitOverrides {
-            read_per_hour: newer.read_per_hour.or(self.read_per_hour),
-            write_per_hour: newer.write_per_hour.or(self.write_per_hour),
-            org_write_daily: newer.org_write_daily.or(self.org_write_daily),
-            max_active_keys: newer.max_active_keys.or(self.max_active_keys),
-            scans_per_month: newer.scans_per_month.or(self.scans_per_month),
-            max_pages: newer.max_pages.or(self.max_pages),
-            max_depth: newer.max_depth.or(self.max_depth),
+            read_per_hour: apply(patch.read_per_hour, self.read_per_hour),
+            write_per_hour: apply(patch.write_per_hour, self.write_per_hour),
+            org_write_daily: apply(patch.org_write_daily, self.org_write_daily),
+            max_active_keys: apply(patch.max_active_keys, self.max_active_keys),
+            scans_per_month: apply(patch.scans_per_month, self.scans_per_month),
+            max_pages: apply(patch.max_pages, self.max_pages),
+            max_depth: apply(patch.max_depth, self.max_depth),
         }
+    }
+}
+
+/// The `limits` of an organization's `PATCH`: a field left out keeps its override, `null`
+/// clears it (the plan's value applies again), a number sets it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LimitsPatch {
+    /// Sets or (`null`) clears `readPerHour`.
+    #[serde(default, deserialize_with = "crate::params::patched_count")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000_000_u64, nullable))]
+    pub read_per_hour: Option<Option<u64>>,
+    /// Sets or (`null`) clears `writePerHour`.
+    #[serde(default, deserialize_with = "crate::params::patched_count")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000_000_u64, nullable))]
+    pub write_per_hour: Option<Option<u64>>,
+    /// Sets or (`null`) clears `orgWriteDaily`.
+    #[serde(default, deserialize_with = "crate::params::patched_count")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000_000_u64, nullable))]
+    pub org_write_daily: Option<Option<u64>>,
+    /// Sets or (`null`) clears `maxActiveKeys`.
+    #[serde(default, deserialize_with = "crate::params::patched_count")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000_000_u64, nullable))]
+    pub max_active_keys: Option<Option<u64>>,
+    /// Sets or (`null`) clears `scansPerMonth`.
+    #[serde(default, deserialize_with = "crate::params::patched_count")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000_000_u64, nullable))]
+    pub scans_per_month: Option<Option<u64>>,
+    /// Sets or (`null`) clears `maxPages`.
+    #[serde(default, deserialize_with = "crate::params::patched_count")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000_000_u64, nullable))]
+    pub max_pages: Option<Option<u64>>,
+    /// Sets or (`null`) clears `maxDepth`.
+    #[serde(default, deserialize_with = "crate::params::patched_count")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000_000_u64, nullable))]
+    pub max_depth: Option<Option<u64>>,
+}
+
+impl LimitsPatch {
+    /// The numbers it sets, each with its field's name.
+    pub fn set(&self) -> impl Iterator<Item = (&'static str, u64)> {
+        [
+            ("readPerHour", self.read_per_hour),
+            ("writePerHour", self.write_per_hour),
+            ("orgWriteDaily", self.org_write_daily),
+            ("maxActiveKeys", self.max_active_keys),
+            ("scansPerMonth", self.scans_per_month),
+            ("maxPages", self.max_pages),
+            ("maxDepth", self.max_depth),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| Some((name, value.flatten()?)))
     }
 }
 

@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::media::Platform;
 
-pub(crate) use tokens::{random_token, LinkClaims, StateClaims, TokenCodec};
+pub(crate) use tokens::{random_token, LinkClaims, StateClaims, TokenCodec, MAX_RETURN_URL};
 
 /// How long a connect link can be opened.
 pub const LINK_LIFETIME: Duration = Duration::from_secs(60 * 60);

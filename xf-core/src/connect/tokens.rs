@@ -47,6 +47,11 @@ pub(crate) struct TokenCodec {
 
 /// Tokens longer than this are not opened (a state is about 500 characters).
 const MAX_TOKEN_LEN: usize = 4096;
+
+/// The longest `returnUrl` a link takes: the state made from the link, which carries it, then
+/// stays within [`MAX_TOKEN_LEN`] (a test checks), so a user sent through consent is never
+/// stranded at the callback by a state too long to open.
+pub(crate) const MAX_RETURN_URL: usize = 2048;
 /// Associated data: a link's token does not open as a state, nor the reverse.
 const LINK: &[u8] = b"connect-link";
 const STATE: &[u8] = b"connect-state";
@@ -109,6 +114,25 @@ mod tests {
             return_url: "https://app.example.com/channels".into(),
             exp: 1_900_000_000,
         }
+    }
+
+    #[test]
+    fn a_state_with_the_longest_return_url_opens() {
+        let codec = TokenCodec::new(&[7u8; 32]);
+        let mut link = link();
+        link.provider = Provider::Instagram;
+        link.channel = Some(ChannelId::new());
+        // Every character percent-encoded JSON would escape: the worst case of the limit.
+        link.return_url = "\"".repeat(MAX_RETURN_URL);
+        let state = StateClaims {
+            id: random_token(16),
+            link,
+            verifier: random_token(32),
+            exp: i64::MAX,
+        };
+        let sealed = codec.seal_state(&state);
+        assert!(sealed.len() <= MAX_TOKEN_LEN, "{} characters", sealed.len());
+        assert_eq!(codec.open_state(&sealed), Some(state));
     }
 
     #[test]

@@ -44,8 +44,13 @@ impl MediaUrls {
     /// expired at `now`.
     pub(crate) fn check(&self, token: &str, now: Timestamp) -> Option<(MediaId, usize)> {
         let mut parts = token.splitn(3, '.');
-        let (subject, expires, signature) = (parts.next()?, parts.next()?, parts.next()?);
-        let expires: i64 = expires.parse().ok()?;
+        let (subject, expires_text, signature) = (parts.next()?, parts.next()?, parts.next()?);
+        let expires: i64 = expires_text.parse().ok()?;
+        // Only the digits this module writes: `+5`, `05` or `-0` parse to the signed number
+        // but would make other URLs of the same file.
+        if expires.to_string() != expires_text {
+            return None;
+        }
         let expected = self.signature(subject, expires);
         let signature_ok: bool =
             subtle::ConstantTimeEq::ct_eq(expected.as_bytes(), signature.as_bytes()).into();
@@ -101,6 +106,22 @@ mod tests {
         let (_, rest) = token.split_once('.').unwrap();
         assert_eq!(urls.check(&format!("{id}-0.{rest}"), now), None);
         assert_eq!(urls.check("garbage", now), None);
+        // The expiry only as written: a leading zero or plus sign is another URL.
+        let (subject, rest) = token.split_once('.').unwrap();
+        let (expires, signature) = rest.split_once('.').unwrap();
+        for spelled in [
+            format!("0{expires}"),
+            format!("+{expires}"),
+            format!("00{expires}"),
+        ] {
+            assert_eq!(
+                urls.check(&format!("{subject}.{spelled}.{signature}"), now),
+                None
+            );
+        }
+        assert!(urls
+            .check(&format!("{subject}.{expires}.{signature}"), now)
+            .is_some());
     }
 
     proptest::proptest! {

@@ -11,7 +11,7 @@ use crate::auth;
 use crate::error::{Error, Result, StoreError};
 use crate::ids::{ApiKeyId, IssueId, JobId, OrganizationId, PropertyId};
 use crate::model::{ApiKey, Issue, JobStatus, KeyMode, Organization, Report, UsageCounters};
-use crate::plans::LimitOverrides;
+use crate::plans::{LimitOverrides, LimitsPatch};
 use crate::time::Timestamp;
 
 /// Longest organization name, in characters.
@@ -61,9 +61,10 @@ pub struct OrganizationPatch {
     /// A plan of the catalog.
     #[serde(default)]
     pub plan: Option<String>,
-    /// Overrides to set; fields left out keep their current override.
+    /// Overrides to set (a number) or clear (`null`, back to the plan's value); fields left
+    /// out keep their current override.
     #[serde(default, deserialize_with = "crate::params::optional_object")]
-    pub limits: Option<LimitOverrides>,
+    pub limits: Option<LimitsPatch>,
 }
 
 /// `201` of `POST /admin/organizations/{id}/api-keys`: the key, shown once.
@@ -147,15 +148,15 @@ impl Xf {
             self.check_plan(plan)?;
         }
         let max = crate::params::MAX_ADMIN_COUNT;
-        for (name, value) in patch.limits.iter().flat_map(LimitOverrides::named) {
-            if value.is_some_and(|v| v > max) {
+        for (name, value) in patch.limits.iter().flat_map(LimitsPatch::set) {
+            if value > max {
                 return Err(Error::invalid(
                     format!("limits.{name}"),
                     format!("must be at most {max}"),
                 ));
             }
         }
-        let limits = patch.limits.map(|l| current.limits.merged_with(&l));
+        let limits = patch.limits.map(|l| current.limits.patched(&l));
         let updated = self
             .store()
             .update_organization(id, patch.plan.as_deref(), limits.as_ref())

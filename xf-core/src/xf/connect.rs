@@ -249,6 +249,10 @@ impl Xf {
     /// `url` if it is an absolute `http(s)` URL on an allowed host.
     fn trusted_return_url(&self, url: &str) -> Result<String> {
         let invalid = |why: &str| Error::invalid("returnUrl", why.to_owned());
+        let max = crate::connect::MAX_RETURN_URL;
+        if url.trim().len() > max {
+            return Err(invalid(&format!("must be at most {max} characters")));
+        }
         let parsed = url::Url::parse(url.trim())
             .map_err(|_| invalid("must be an absolute http or https URL"))?;
         if !matches!(parsed.scheme(), "http" | "https") || parsed.cannot_be_a_base() {
@@ -261,7 +265,13 @@ impl Xf {
                 self.inner.connect_return_hosts.join(", ")
             )));
         }
-        Ok(parsed.to_string())
+        let url = parsed.to_string();
+        if url.len() > max {
+            return Err(invalid(&format!(
+                "must be at most {max} characters once encoded"
+            )));
+        }
+        Ok(url)
     }
 
     /// The organization's channel `id`, if it has one.
