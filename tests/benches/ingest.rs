@@ -286,7 +286,7 @@ async fn main() {
         "--listen",
         "127.0.0.1:0",
         "--admin-token",
-        "bench",
+        "bench-admin-token",
         "--media-dir",
         media_dir.to_str().unwrap(),
     ])

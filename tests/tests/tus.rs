@@ -8,7 +8,7 @@ use std::process::Command;
 use serde_json::Value;
 use xf_tests::server::Server;
 
-const ADMIN_TOKEN: &str = "tus-admin-token";
+const ADMIN_TOKEN: &str = "tus-test-admin-token";
 
 /// The Python with `tuspy`: `XF_TEST_PYTHON` (`.ci/test` makes a virtualenv with it), else
 /// `python3`.

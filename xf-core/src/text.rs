@@ -4,7 +4,7 @@
 //! PostgreSQL's `text` and `jsonb` cannot hold. xf keeps every other character as it came and
 //! keeps U+0000 as U+FFFD REPLACEMENT CHARACTER, as an HTML parser reads a NUL in a title or
 //! an attribute: [`without_nul`] for text, [`nul_bytes_replaced`] for bytes read as text (a
-//! page, robots.txt, a sitemap), and [`crate::store::Text`] for the records a store keeps.
+//! page, robots.txt, a sitemap), and the store's `StoredText` for the records a store keeps.
 //! A client's own field is not rewritten: a NUL there is a `400` naming the field.
 
 use std::borrow::Cow;

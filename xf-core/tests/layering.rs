@@ -16,7 +16,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "foundation: values and helpers that know nothing of the domain",
         &[
-            "error", "ids", "time", "text", "secret", "net", "plans", "hash",
+            "error", "ids", "time", "text", "json", "secret", "net", "plans", "hash",
         ],
     ),
     (

@@ -126,9 +126,22 @@ impl AdminService {
                     async move { crate::openapi::respond(served) }
                 }),
             )
-            .method_not_allowed_fallback(middleware::method_not_allowed)
+            .method_not_allowed_fallback(method_not_allowed)
             .fallback(middleware::not_found)
             .with_state(state);
+        // axum adds `Allow` to whatever the method fallback answers, the 401 included, inside
+        // the route: it is taken off around the whole router.
+        let router =
+            axum::Router::new()
+                .fallback_service(router)
+                .layer(axum::middleware::map_response(
+                    |mut response: Response| async move {
+                        if response.status() == http::StatusCode::UNAUTHORIZED {
+                            response.headers_mut().remove(http::header::ALLOW);
+                        }
+                        response
+                    },
+                ));
         Self {
             router: crate::with_common_layers(
                 router,
@@ -154,16 +167,32 @@ impl std::fmt::Debug for AdminState {
 crate::router_service!(AdminService);
 
 async fn authenticate(State(state): State<AdminState>, request: Request, next: Next) -> Response {
-    let given = bearer(request.headers()).unwrap_or("");
-    // Compare hashes so the comparison takes the same time whatever the guess.
-    let matches = xf_core::auth::hashes_match(
-        &xf_core::auth::hash_key(given),
-        &xf_core::auth::hash_key(&state.token),
-    );
-    if given.is_empty() || !matches {
+    if !state.admits(request.headers()) {
         return ApiError(Error::AdminTokenInvalid).into_response();
     }
     next.run(request).await
+}
+
+/// A known path with another method: `405` with `Allow` only for the admin token's holder,
+/// so the admin API's routes and methods are not told to anyone else.
+async fn method_not_allowed(State(state): State<AdminState>, request: Request) -> Response {
+    if !state.admits(request.headers()) {
+        return ApiError(Error::AdminTokenInvalid).into_response();
+    }
+    middleware::method_not_allowed().await
+}
+
+impl AdminState {
+    /// Whether `headers` carry the admin token.
+    fn admits(&self, headers: &http::HeaderMap) -> bool {
+        let given = bearer(headers).unwrap_or("");
+        // Compare hashes so the comparison takes the same time whatever the guess.
+        let matches = xf_core::auth::hashes_match(
+            &xf_core::auth::hash_key(given),
+            &xf_core::auth::hash_key(&self.token),
+        );
+        !given.is_empty() && matches
+    }
 }
 
 type Handled = std::result::Result<Response, ApiError>;

@@ -545,9 +545,12 @@ pub enum StartError {
     /// base or status page URL.
     #[error("invalid configuration (XF_SECRET_KEY, XF_PUBLIC_BASE_URL, XF_STATUS_PAGE_URL): {0}")]
     Config(#[from] xf_core::BuildError),
-    /// `--admin-token ""`.
-    #[error("XF_ADMIN_TOKEN (--admin-token) is set but empty; unset it to serve no admin API")]
-    EmptyAdminToken,
+    /// `--admin-token` shorter than [`MIN_ADMIN_TOKEN_LEN`] characters (blank included).
+    #[error(
+        "XF_ADMIN_TOKEN (--admin-token) must be at least {MIN_ADMIN_TOKEN_LEN} characters (e.g. \
+         `openssl rand -hex 32`); unset it to serve no admin API"
+    )]
+    ShortAdminToken,
     /// The PostgreSQL URL is malformed, or the database refused the migrations.
     #[error("cannot open the PostgreSQL store: {0}")]
     Store(#[from] xf_core::StoreError),
@@ -738,15 +741,19 @@ impl Drop for LogWriter {
     }
 }
 
+/// The shortest admin token xf-server starts with: whoever holds it manages every
+/// organization, so a guessable one is refused rather than served.
+pub const MIN_ADMIN_TOKEN_LEN: usize = 16;
+
 /// Opens the store (migrating PostgreSQL), builds the facade, sets up the demo organization
 /// with `--demo`, and mounts the services.
 pub async fn build_app(config: &Config) -> Result<App, StartError> {
     if config
         .admin_token
         .as_deref()
-        .is_some_and(|t| t.trim().is_empty())
+        .is_some_and(|t| t.trim().chars().count() < MIN_ADMIN_TOKEN_LEN)
     {
-        return Err(StartError::EmptyAdminToken);
+        return Err(StartError::ShortAdminToken);
     }
     if config.role == Role::Workers && config.store == StoreConfig::Memory {
         return Err(StartError::WorkersNeedSharedStore);

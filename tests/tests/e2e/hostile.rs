@@ -8,7 +8,35 @@ use xf_tests::TestApp;
 
 use crate::org;
 
-crate::backends!(a_limit_override_set_to_null_goes_back_to_the_plan);
+crate::backends!(
+    a_limit_override_set_to_null_goes_back_to_the_plan,
+    the_admin_api_tells_its_methods_only_to_the_token_holder,
+);
+
+/// A known admin path with another method is a `401` without the token (no `Allow` telling
+/// its methods), and `405` with `Allow` with it.
+async fn the_admin_api_tells_its_methods_only_to_the_token_holder(app: TestApp) {
+    let org = org(&app, "Acme").await;
+    let path = format!("/organizations/{}", org.id);
+    for token in [None, Some("wrong-token-of-any-length")] {
+        let reply = app
+            .send_admin(xf_tests::request(Method::PUT, &path, token, None, &[]))
+            .await;
+        reply.expect_error(401, "admin_token_invalid");
+        assert_eq!(reply.header("allow"), None, "{token:?}");
+    }
+    let reply = app
+        .send_admin(xf_tests::request(
+            Method::PUT,
+            &path,
+            Some(xf_tests::ADMIN_TOKEN),
+            None,
+            &[],
+        ))
+        .await;
+    reply.expect_error(405, "method_not_allowed");
+    assert_eq!(reply.header("allow"), Some("PATCH"));
+}
 
 /// `null` in `limits` clears that override (the plan's value applies again); a field left out
 /// keeps its own.
