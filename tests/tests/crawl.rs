@@ -2717,3 +2717,93 @@ async fn a_site_with_nul_bytes_is_scanned_whole_on_memory() {
 async fn a_site_with_nul_bytes_is_scanned_whole_on_postgres() {
     a_site_with_nul_bytes_is_scanned_whole(postgres_store().await).await;
 }
+
+/// A log writer into a shared buffer.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        lock(&self.0).extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A scan whose store fails under it (its issues table renamed away, so the findings cannot
+/// be written: a failure of xf's own, not the site's) is tried again, fails once its attempts
+/// are used up, and is not counted against `scansPerMonth`; the job says so in words a
+/// customer can act on, never the database's text, which the log has at ERROR with the job's
+/// id. Once the store is whole again a scan completes and is counted. (One runtime thread, so
+/// the workers' log goes to this test's subscriber.)
+#[tokio::test(flavor = "current_thread")]
+async fn a_scan_failing_on_an_error_of_xfs_own_is_not_counted_and_says_so() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::ERROR)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _log = tracing::subscriber::set_default(subscriber);
+
+    let database = xf_storage_postgres::testing::fresh_database().await;
+    let pool = database.pool().clone();
+    let app = TestApp::configured(Arc::new(database), allow_private);
+    let options = WorkerOptions::new().retry_backoff(Duration::from_millis(1));
+    let workers = app.xf.spawn_workers(options);
+    let owner = organization(&app).await;
+    let site = Fixture::start().await;
+    site.set("/", Resource::page(&Page::new("Home")));
+    let property = add_property(&app, &owner, &site.start_url()).await;
+    let usage = || async {
+        let reply = app.get("/usage", &owner.key).await;
+        reply.expect(200)["usage"]["counters"]["scans"]
+            .as_u64()
+            .expect("a scan count")
+    };
+
+    sqlx::query("ALTER TABLE issues RENAME TO issues_away")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let id = queue_scan(&app, &owner, &property, 10, 2).await;
+    assert_eq!(usage().await, 1, "counted when queued");
+    let began = Instant::now();
+    let failed = loop {
+        // The retries are due a moment after each attempt, on the test's clock.
+        app.clock.advance(chrono::Duration::seconds(1));
+        let job = job(&app, &owner, &id).await;
+        if job["status"] == "failed" {
+            break job;
+        }
+        assert!(began.elapsed() < Duration::from_secs(60), "{job}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(
+        failed["error"],
+        xf_core::runtime::INTERNAL_FAILURE,
+        "{failed}"
+    );
+    assert_eq!(
+        usage().await,
+        0,
+        "a scan that failed on xf's own error is given back"
+    );
+    let log = String::from_utf8(lock(&captured.0).clone()).expect("UTF-8");
+    let line = log
+        .lines()
+        .find(|line| line.contains("ERROR") && line.contains(&id))
+        .unwrap_or_else(|| panic!("no ERROR line names the job: {log}"));
+    assert!(line.contains("issues"), "the cause is in the log: {line}");
+
+    sqlx::query("ALTER TABLE issues_away RENAME TO issues")
+        .execute(&pool)
+        .await
+        .unwrap();
+    scan(&app, &owner, &property, 10, 2).await;
+    assert_eq!(usage().await, 1);
+    workers.shutdown(Duration::from_secs(5)).await;
+}

@@ -27,6 +27,9 @@ use crate::{Lease, MemoryStore, State};
 pub(crate) struct StoredJob {
     pub(crate) record: JobRecord,
     lease: Option<Lease>,
+    /// The month whose `scans` meter counted it, for a job queued with `insert_job_counted`:
+    /// given back should it fail for a reason of xf's own.
+    counted_month: Option<String>,
 }
 
 fn job_matches(job: &JobRecord, filter: &JobFilter) -> bool {
@@ -45,6 +48,7 @@ impl State {
         let stored = StoredJob {
             record: job.clone(),
             lease: None,
+            counted_month: None,
         };
         let (owner, at, id) = (
             job.organization_id.as_str(),
@@ -76,8 +80,26 @@ impl State {
             return Ok(false);
         }
         self.insert_job(job)?;
+        if let Some(stored) = self.jobs.get_mut(job.id.as_str()) {
+            stored.counted_month = Some(month.to_owned());
+        }
         self.usage.entry(usage_key).or_default().scans = used + 1;
         Ok(true)
+    }
+
+    /// Gives back the scan job `id`'s queuing counted, if it did (once: it is then no longer
+    /// counted).
+    fn give_back_scan(&mut self, id: &str) {
+        let Some(job) = self.jobs.get_mut(id) else {
+            return;
+        };
+        let Some(month) = job.counted_month.take() else {
+            return;
+        };
+        let key = (job.record.organization_id.to_string(), month);
+        if let Some(usage) = self.usage.get_mut(&key) {
+            usage.scans = usage.scans.saturating_sub(1);
+        }
     }
 
     /// Checks that `jobs` can all be inserted (each pending, ids new and distinct) before
@@ -199,10 +221,24 @@ impl State {
                 self.requeue(id, *run_at, Some(error.clone()));
                 JobStatus::Pending
             }
+            AttemptOutcome::Internal {
+                error,
+                retry_at: Some(run_at),
+            } if !exhausted => {
+                self.requeue(id, *run_at, Some(error.clone()));
+                JobStatus::Pending
+            }
             AttemptOutcome::Failed(error) | AttemptOutcome::Retry { error, .. } => {
                 self.finalize(id, JobStatus::Failed, now, |job| {
                     job.error = Some(error.clone());
                 });
+                JobStatus::Failed
+            }
+            AttemptOutcome::Internal { error, .. } => {
+                self.finalize(id, JobStatus::Failed, now, |job| {
+                    job.error = Some(error.clone());
+                });
+                self.give_back_scan(id);
                 JobStatus::Failed
             }
         })
@@ -495,6 +531,7 @@ impl QueueStore for MemoryStore {
                 } else {
                     let error = lease_expired_error(job.record.max_attempts);
                     state.finalize(&id, JobStatus::Failed, now, |job| job.error = Some(error));
+                    state.give_back_scan(&id);
                     report.failed += 1;
                 }
             }

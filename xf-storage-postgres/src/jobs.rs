@@ -70,6 +70,12 @@ impl JobStore for PgStore {
             tx.rollback().await.map_err(store_error)?;
             return Err(StoreError::LimitReached("scansPerMonth"));
         }
+        sqlx::query("UPDATE jobs SET counted_month = $2 WHERE id = $1")
+            .bind(job.id.as_str())
+            .bind(month)
+            .execute(&mut *tx)
+            .await
+            .map_err(store_error)?;
         tx.commit().await.map_err(store_error)
     }
 

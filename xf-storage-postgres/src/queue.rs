@@ -158,11 +158,17 @@ impl QueueStore for PgStore {
                      run_at = CASE WHEN attempts < max_attempts THEN $1 ELSE run_at END, \
                      attempt_token = NULL, lease_expires_at = NULL \
                  FROM expired WHERE id = expired_id \
-                 RETURNING id, organization_id, status, property_id \
+                 RETURNING id, organization_id, status, property_id, counted_month \
              ), outbox AS ( \
                  INSERT INTO events (id, organization_id, event_type, job_id, created_at) \
                  SELECT xf_new_id('evt'), organization_id, 'job.failed', id, $1 \
                  FROM changed WHERE status = 'failed' AND property_id IS NOT NULL \
+             ), given_back AS ( \
+                 UPDATE usage_counters u SET scans = GREATEST(u.scans - g.n, 0) \
+                 FROM (SELECT organization_id, counted_month, count(*) AS n FROM changed \
+                       WHERE status = 'failed' AND counted_month IS NOT NULL \
+                       GROUP BY organization_id, counted_month) g \
+                 WHERE u.organization_id = g.organization_id AND u.month = g.counted_month \
              ) \
              SELECT count(*) FILTER (WHERE status = 'pending') AS requeued, \
                     count(*) FILTER (WHERE status = 'failed') AS failed \
@@ -245,6 +251,9 @@ pub(crate) async fn finish_attempts(
             AttemptOutcome::Retry { error, run_at } => {
                 ("retry", None, Some(error.as_str()), Some(at(*run_at)))
             }
+            AttemptOutcome::Internal { error, retry_at } => {
+                ("internal", None, Some(error.as_str()), retry_at.map(at))
+            }
         };
         kinds.push(kind);
         results.push(result);
@@ -253,33 +262,42 @@ pub(crate) async fn finish_attempts(
     }
     // One statement for the whole batch: each attempt that is still current moves its
     // job, and every job that reached a final state gets its event, atomically. A retry
-    // goes back to pending unless its attempts are used up.
+    // (and a failure of xf's own with a retry time) goes back to pending unless its attempts
+    // are used up; a counted job that fails for a reason of xf's own gives its scan back.
     let rows = sqlx::query(
         "WITH input AS ( \
-             SELECT * FROM UNNEST($1::text[], $2::uuid[], $3::text[], $4::text[], \
-                                  $5::text[], $6::timestamptz[]) \
+             SELECT *, kind IN ('retry', 'internal') AND retry_at IS NOT NULL AS retries \
+             FROM UNNEST($1::text[], $2::uuid[], $3::text[], $4::text[], \
+                         $5::text[], $6::timestamptz[]) \
                  AS i(job_id, token, kind, result, error, retry_at) \
          ), done AS ( \
              UPDATE jobs j SET \
                  status = CASE WHEN i.kind = 'completed' THEN 'completed' \
-                               WHEN i.kind = 'retry' AND j.attempts < j.max_attempts \
-                                   THEN 'pending' \
+                               WHEN i.retries AND j.attempts < j.max_attempts THEN 'pending' \
                                ELSE 'failed' END, \
                  progress = CASE WHEN i.kind = 'completed' THEN 100 ELSE j.progress END, \
                  result = CASE WHEN i.kind = 'completed' THEN i.result::jsonb END, \
                  error = CASE WHEN i.kind = 'completed' THEN NULL ELSE i.error END, \
-                 completed_at = CASE WHEN i.kind = 'retry' AND j.attempts < j.max_attempts \
+                 completed_at = CASE WHEN i.retries AND j.attempts < j.max_attempts \
                                          THEN NULL ELSE $7 END, \
-                 run_at = CASE WHEN i.kind = 'retry' AND j.attempts < j.max_attempts \
+                 run_at = CASE WHEN i.retries AND j.attempts < j.max_attempts \
                                    THEN i.retry_at ELSE j.run_at END, \
                  attempt_token = NULL, lease_expires_at = NULL \
              FROM input i \
              WHERE j.id = i.job_id AND j.attempt_token = i.token AND j.status = 'processing' \
-             RETURNING j.id, j.organization_id, j.status, j.property_id \
+             RETURNING j.id, j.organization_id, j.status, j.property_id, j.counted_month, \
+                       i.kind \
          ), outbox AS ( \
              INSERT INTO events (id, organization_id, event_type, job_id, created_at) \
              SELECT xf_new_id('evt'), organization_id, 'job.' || status, id, $7 \
              FROM done WHERE status <> 'pending' AND property_id IS NOT NULL \
+         ), given_back AS ( \
+             UPDATE usage_counters u SET scans = GREATEST(u.scans - g.n, 0) \
+             FROM (SELECT organization_id, counted_month, count(*) AS n FROM done \
+                   WHERE status = 'failed' AND kind = 'internal' \
+                     AND counted_month IS NOT NULL \
+                   GROUP BY organization_id, counted_month) g \
+             WHERE u.organization_id = g.organization_id AND u.month = g.counted_month \
          ) \
          SELECT id, status FROM done",
     )

@@ -62,8 +62,10 @@ impl From<Finding> for NewFinding {
     }
 }
 
+/// The store failed under the scan: xf's own failure, not the site's (the job shows words
+/// for the customer, the log the cause, and a scan that fails so is not counted).
 fn store_failure(error: crate::StoreError) -> JobError {
-    JobError::Retry(format!("the store failed: {error}"))
+    JobError::Internal(format!("the store failed: {error}"))
 }
 
 #[async_trait]

@@ -10,6 +10,7 @@ use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
 use super::job::Stop;
+use super::job::INTERNAL_FAILURE;
 use super::{JobContext, JobError, Parts, ShutdownReport, Signals, Upkeep, WorkerOptions};
 use tracing::Instrument;
 
@@ -365,7 +366,7 @@ async fn run_attempt(
     beat.tick().await;
     let outcome = loop {
         tokio::select! {
-            result = &mut task => break Some(outcome_of(&shared, result, attempts)),
+            result = &mut task => break Some(outcome_of(&shared, result, attempts, &attempt.job_id)),
             _ = beat.tick() => {
                 // The clock is read before the stop signal is looked at. A stop given before the
                 // clock last moved is then seen here, and handled on the next turn: an attempt
@@ -406,6 +407,9 @@ async fn run_attempt(
     let ran = match &outcome {
         Some(AttemptOutcome::Completed(_)) => JobOutcome::Completed,
         Some(AttemptOutcome::Retry { .. }) if !last_attempt => JobOutcome::Retrying,
+        Some(AttemptOutcome::Internal {
+            retry_at: Some(_), ..
+        }) if !last_attempt => JobOutcome::Retrying,
         Some(_) => JobOutcome::Failed,
         None => JobOutcome::Stopped,
     };
@@ -433,10 +437,18 @@ fn outcome_of(
     shared: &Shared,
     result: Result<Result<Value, JobError>, tokio::task::JoinError>,
     attempts: u32,
+    job_id: &JobId,
 ) -> AttemptOutcome {
     match result {
         Ok(Ok(value)) => AttemptOutcome::Completed(value),
         Ok(Err(JobError::Fail(error))) => AttemptOutcome::Failed(error),
+        Ok(Err(JobError::Internal(cause))) => {
+            tracing::error!(%job_id, %cause, "the job failed on an error of xf's own");
+            AttemptOutcome::Internal {
+                error: INTERNAL_FAILURE.to_owned(),
+                retry_at: Some(retry_at(shared, shared.options.retry_delay(attempts))),
+            }
+        }
         Ok(Err(error @ (JobError::Retry(_) | JobError::RetryAfter { .. }))) => {
             let mut delay = shared.options.retry_delay(attempts);
             let error = match error {
@@ -444,20 +456,30 @@ fn outcome_of(
                     delay = delay.max(after);
                     error
                 }
-                JobError::Retry(error) | JobError::Fail(error) => error,
+                JobError::Retry(error) | JobError::Fail(error) | JobError::Internal(error) => error,
             };
             AttemptOutcome::Retry {
                 error,
-                run_at: shared
-                    .now()
-                    .plus(chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::MAX)),
+                run_at: retry_at(shared, delay),
             }
         }
+        // The panic itself is logged where it happened, with the job's span.
         Err(join) if join.is_panic() => {
-            AttemptOutcome::Failed("the job's handler panicked; see the worker's log".to_owned())
+            tracing::error!(%job_id, "the job's handler panicked");
+            AttemptOutcome::Internal {
+                error: INTERNAL_FAILURE.to_owned(),
+                retry_at: None,
+            }
         }
         Err(_) => AttemptOutcome::Failed("the job's handler was aborted".to_owned()),
     }
+}
+
+/// `delay` from now.
+fn retry_at(shared: &Shared, delay: Duration) -> crate::time::Timestamp {
+    shared
+        .now()
+        .plus(chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::MAX))
 }
 
 /// Gives an attempt back to the queue.

@@ -21,6 +21,12 @@ pub enum JobError {
     /// Hopeless (bad input): the job fails now, with this message as its `error`.
     #[error("{0}")]
     Fail(String),
+    /// A failure of xf's own (its store failed, say), not of the job: retried as
+    /// [`JobError::Retry`]. The cause is logged at `error` with the job's id; the job shows
+    /// [`INTERNAL_FAILURE`] instead, and if it fails so for good, the scan its queuing
+    /// counted against the organization's quota is given back.
+    #[error("{0}")]
+    Internal(String),
     /// Like [`JobError::Retry`], but not before `after` (a rate limit's reset): the wait is
     /// the longer of the two.
     #[error("{error}")]
@@ -31,6 +37,12 @@ pub enum JobError {
         after: Duration,
     },
 }
+
+/// The `error` a job shows after a failure of xf's own: what happened, in words a customer
+/// can act on; the cause is in the log under the job's id.
+pub const INTERNAL_FAILURE: &str = "xf failed on its side while running this job, not because \
+     of anything the job was given; the cause is logged under this job's id for the operator. \
+     A job that fails so is not counted against the organization's scansPerMonth";
 
 /// What a handler gets: the job, and the means to report progress and learn of a cancel.
 #[derive(Debug)]

@@ -87,7 +87,7 @@ mod job;
 
 pub use engine::WorkerHandle;
 pub(crate) use engine::{hand_over_slot, next_batch, start, unwritten_places, write_with_retries};
-pub use job::{JobContext, JobError, JobHandler};
+pub use job::{JobContext, JobError, JobHandler, INTERNAL_FAILURE};
 
 /// Upkeep the runtime runs on every purge pass: retention purges, the blob sweep. The layer
 /// above the runtime says what it is; it logs what it did.

@@ -100,6 +100,18 @@ pub enum AttemptOutcome {
         /// When to try again.
         run_at: Timestamp,
     },
+    /// The attempt failed for a reason of xf's own (its store, a bug), not the job's: as
+    /// [`AttemptOutcome::Retry`] with `retry_at`, as [`AttemptOutcome::Failed`] without. A
+    /// job that fails this way gives back the scan its queuing counted in the organization's
+    /// monthly `scans` ([`JobStore::insert_job_counted`](super::JobStore::insert_job_counted)),
+    /// as does a job the rescue fails once its attempts are used up (its worker died).
+    Internal {
+        /// What the job shows: words for the customer, never the cause's text (which the
+        /// runtime logs with the job's id).
+        error: String,
+        /// When to try again; `None` to fail now.
+        retry_at: Option<Timestamp>,
+    },
 }
 
 /// One finished attempt, for [`QueueStore::finish_jobs`].

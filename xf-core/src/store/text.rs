@@ -167,15 +167,17 @@ impl StoredText for AttemptOutcome {
     fn has_nul(&self) -> bool {
         match self {
             AttemptOutcome::Completed(result) => result.has_nul(),
-            AttemptOutcome::Failed(error) | AttemptOutcome::Retry { error, .. } => error.has_nul(),
+            AttemptOutcome::Failed(error)
+            | AttemptOutcome::Retry { error, .. }
+            | AttemptOutcome::Internal { error, .. } => error.has_nul(),
         }
     }
     fn replace_nul(&mut self) {
         match self {
             AttemptOutcome::Completed(result) => result.replace_nul(),
-            AttemptOutcome::Failed(error) | AttemptOutcome::Retry { error, .. } => {
-                error.replace_nul()
-            }
+            AttemptOutcome::Failed(error)
+            | AttemptOutcome::Retry { error, .. }
+            | AttemptOutcome::Internal { error, .. } => error.replace_nul(),
         }
     }
 }

@@ -945,6 +945,7 @@ macro_rules! __with_conformance_behaviours {
             queue_release_requeues_without_counting_the_attempt,
             queue_rescue_requeues_while_attempts_remain,
             queue_rescue_fails_job_when_attempts_used_up,
+            queue_internal_failure_gives_back_a_counted_scan,
             queue_stale_attempt_rejected_after_rescue,
             queue_listen_hears_jobs_ready,
             queue_gauges_count_unfinished_jobs_by_state,

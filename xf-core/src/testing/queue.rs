@@ -8,10 +8,11 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::{
-    assert_no_events, assert_single_event, claim, claim_one, completed, finish, job, kept_lease,
-    millis, minutes, rescue_time, rescue_until_taken_up, run_concurrently, sample_result_value,
-    seconds, seed_job, seed_job_of_type, seed_organization, seed_property, seed_running_job,
-    stored_job, typed_job, unique_job_type, wait_for_signal, TestStore, NO_SCAN_LIMIT,
+    assert_no_events, assert_single_event, claim, claim_one, completed, finish, insert_counted,
+    job, kept_lease, millis, minutes, rescue_time, rescue_until_taken_up, run_concurrently,
+    sample_result_value, seconds, seed_job, seed_job_of_type, seed_organization, seed_property,
+    seed_running_job, stored_job, typed_job, unique_job_type, wait_for_signal, TestStore,
+    NO_SCAN_LIMIT,
 };
 use crate::ids::JobId;
 use crate::model::{EventType, JobRecord, JobStatus};
@@ -1033,4 +1034,95 @@ pub async fn queue_gauges_count_unfinished_jobs_by_state(store: Arc<dyn TestStor
     assert_eq!(types, sorted, "sorted by type");
     types.dedup();
     assert_eq!(types.len(), gauges.jobs.len(), "each type once");
+}
+
+/// A failure of xf's own ([`AttemptOutcome::Internal`]) retries like a retry while attempts
+/// remain (the job still counted), and once the job fails so, the scan its queuing counted in
+/// the month's `scans` is given back, once. A failure of the job's own keeps its count; a job
+/// that was never counted gives nothing back; a rescue that fails a counted job (its worker
+/// died with its attempts used up) gives its scan back too.
+pub async fn queue_internal_failure_gives_back_a_counted_scan(store: Arc<dyn TestStore>) {
+    use crate::testing::BASE_MONTH;
+    let org = seed_organization(&*store, "Given back").await;
+    let site = seed_property(&*store, &org, minutes(0)).await;
+    let s = &*store;
+    let scans = || async { s.get_usage(&org.id, BASE_MONTH).await.unwrap().scans };
+    let counted = |max_attempts: u32, label: &str| JobRecord {
+        max_attempts,
+        ..typed_job(&org, &site, minutes(1), &unique_job_type(label))
+    };
+    let internal = |retry_at: Option<Timestamp>| AttemptOutcome::Internal {
+        error: "xf failed on its side".to_owned(),
+        retry_at,
+    };
+
+    let retried = counted(2, "internal-retried");
+    insert_counted(s, &retried).await;
+    assert_eq!(scans().await, 1);
+    let attempt = claim_one(s, &retried, minutes(2), kept_lease()).await;
+    let outcome = internal(Some(minutes(3)));
+    assert_eq!(
+        finish(s, &attempt.attempt, outcome, minutes(2)).await,
+        Some(JobStatus::Pending)
+    );
+    let pending = stored_job(s, &retried.id).await;
+    assert_eq!(
+        (pending.run_at, pending.error.as_deref()),
+        (minutes(3), Some("xf failed on its side"))
+    );
+    assert_eq!(scans().await, 1, "a retried job is still counted");
+    let attempt = claim_one(s, &pending, minutes(3), kept_lease()).await;
+    let outcome = internal(Some(minutes(4)));
+    assert_eq!(
+        finish(s, &attempt.attempt, outcome, minutes(3)).await,
+        Some(JobStatus::Failed)
+    );
+    assert_single_event(s, &retried, EventType::JobFailed, minutes(3)).await;
+    assert_eq!(
+        scans().await,
+        0,
+        "its attempts used up, the scan is given back"
+    );
+
+    let own_fault = counted(3, "job-failed");
+    insert_counted(s, &own_fault).await;
+    let attempt = claim_one(s, &own_fault, minutes(2), kept_lease()).await;
+    let outcome = AttemptOutcome::Failed("the site cannot be scanned".to_owned());
+    finish(s, &attempt.attempt, outcome, minutes(2)).await;
+    assert_eq!(
+        scans().await,
+        1,
+        "a failure of the job's own keeps its count"
+    );
+
+    let at_once = counted(3, "internal-at-once");
+    insert_counted(s, &at_once).await;
+    assert_eq!(scans().await, 2);
+    let attempt = claim_one(s, &at_once, minutes(2), kept_lease()).await;
+    assert_eq!(
+        finish(s, &attempt.attempt, internal(None), minutes(2)).await,
+        Some(JobStatus::Failed)
+    );
+    assert_eq!(scans().await, 1);
+
+    let uncounted = counted(1, "internal-uncounted");
+    store
+        .insert_jobs(std::slice::from_ref(&uncounted))
+        .await
+        .unwrap();
+    let attempt = claim_one(s, &uncounted, minutes(2), kept_lease()).await;
+    finish(s, &attempt.attempt, internal(None), minutes(2)).await;
+    assert_eq!(scans().await, 1, "a job never counted gives nothing back");
+
+    let abandoned = counted(1, "rescued");
+    insert_counted(s, &abandoned).await;
+    assert_eq!(scans().await, 2);
+    claim_one(s, &abandoned, minutes(2), minutes(5)).await;
+    let rescued = rescue_until_taken_up(s, &abandoned.id).await;
+    assert_eq!(rescued.status, JobStatus::Failed);
+    assert_eq!(
+        scans().await,
+        1,
+        "a rescued job that fails gives its scan back"
+    );
 }
