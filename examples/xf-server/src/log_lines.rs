@@ -99,10 +99,13 @@ impl Fields {
 
     /// A value as `fmt` shows it: numbers through itoa and ryu, which write what `{}` and
     /// `{:?}` would without the formatting machinery (this runs for every field of every
-    /// line), a `&str` quoted and escaped.
+    /// line), a `&str` quoted and escaped, and a shown value bare but for its control
+    /// characters, escaped as `{:?}` escapes them: a value from outside (a callback's
+    /// `error_description`, a path) cannot end the line and forge the next one, nor send a
+    /// terminal escape.
     fn write_value(&self, value: Value, out: &mut Vec<u8>) {
         match value {
-            Value::Shown(start, end) => out.extend_from_slice(self.text_of(start, end).as_bytes()),
+            Value::Shown(start, end) => write_shown(self.text_of(start, end), out),
             Value::Str(start, end) => {
                 let _ = write!(out, "{:?}", self.text_of(start, end));
             }
@@ -159,6 +162,24 @@ impl Visit for Fields {
 
     fn record_bool(&mut self, field: &Field, value: bool) {
         self.values.push((field.name(), Value::Bool(value)));
+    }
+}
+
+/// `text` bare, each control character (C0, DEL and C1: line ends, escapes) written as
+/// `char::escape_debug` writes it (`\n`, `\u{1b}`).
+fn write_shown(text: &str, out: &mut Vec<u8>) {
+    // C0 and DEL are single bytes below 0x20 and 0x7f; C1 (U+0080 to U+009F) starts with 0xc2.
+    if !text.bytes().any(|b| b < 0x20 || b == 0x7f || b == 0xc2) {
+        out.extend_from_slice(text.as_bytes());
+        return;
+    }
+    let mut buffer = [0u8; 4];
+    for c in text.chars() {
+        if c.is_control() {
+            let _ = write!(out, "{}", c.escape_debug());
+        } else {
+            out.extend_from_slice(c.encode_utf8(&mut buffer).as_bytes());
+        }
     }
 }
 
@@ -510,6 +531,58 @@ mod tests {
         drop(queue);
         let bytes = kept.0.lock().unwrap().clone();
         String::from_utf8(bytes).unwrap()
+    }
+
+    /// One event whose every kind of field (the message, a shown value, a `&str`, a span's
+    /// field, an error) carries `outside`, in `format`.
+    fn logged_with(format: Format, outside: &str) -> String {
+        let kept = Kept::default();
+        let mut renderer = Renderer::new(format);
+        let (queue, sender) = LogQueue::start(kept.clone(), move |record, out| {
+            renderer.render(record, out)
+        })
+        .unwrap();
+        let subscriber = tracing_subscriber::registry().with(DeferredFormat::new(sender));
+        tracing::subscriber::with_default(subscriber, || {
+            let error = std::io::Error::other(outside.to_owned());
+            let span = tracing::info_span!("request", path = %outside, service = outside);
+            span.in_scope(|| {
+                tracing::info!(
+                    shown = %outside,
+                    debugged = ?outside,
+                    text = outside,
+                    error = &error as &dyn std::error::Error,
+                    "callback {outside}"
+                );
+            });
+        });
+        drop(queue);
+        let bytes = kept.0.lock().unwrap().clone();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    #[test]
+    fn a_forged_line_in_a_field_stays_in_its_field() {
+        let forged = "x\n2026-11-24T05:47:21.123456Z  INFO xf: request method=DELETE\r\u{1b}[31m";
+        let text = logged_with(Format::Text { ansi: false }, forged);
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.contains("callback x\\n2026"), "{text}");
+        assert!(text.contains("shown=x\\n2026"), "{text}");
+        assert!(!text.contains('\u{1b}'), "{text}");
+    }
+
+    proptest::proptest! {
+        /// Any bytes from outside in any field, in either format, make exactly one line.
+        #[test]
+        fn any_field_from_outside_makes_one_line(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..64)) {
+            let outside = String::from_utf8_lossy(&bytes);
+            for format in [Format::Text { ansi: false }, Format::Text { ansi: true }, Format::Json] {
+                let logged = logged_with(format, &outside);
+                proptest::prop_assert_eq!(logged.matches('\n').count(), 1, "{:?}", logged);
+                proptest::prop_assert!(logged.ends_with('\n'));
+                proptest::prop_assert!(!logged.contains('\r'));
+            }
+        }
     }
 
     #[test]
