@@ -180,7 +180,7 @@ pub(crate) fn message_page(title: &str, text: &str) -> String {
 
 /// Wraps `body` in the HTML5 document with the head every page shares; `title` is plain text.
 fn document(title: &str, body: Markup) -> String {
-    html! {
+    let page = html! {
         (DOCTYPE) "\n"
         html lang="en" {
             "\n"
@@ -198,7 +198,33 @@ fn document(title: &str, body: Markup) -> String {
             body { "\n" div.page { "\n" (body) } "\n" } "\n"
         } "\n"
     }
-    .into_string()
+    .into_string();
+    shown_bidi_controls(page)
+}
+
+/// Unicode's bidirectional controls (embeddings, overrides, isolates and the implicit marks):
+/// in a crawled title or a property name, U+202E makes `gnp.exe` read `exe.png`.
+const BIDI_CONTROLS: &[char] = &[
+    '\u{061C}', '\u{200E}', '\u{200F}', '\u{202A}', '\u{202B}', '\u{202C}', '\u{202D}', '\u{202E}',
+    '\u{2066}', '\u{2067}', '\u{2068}', '\u{2069}',
+];
+
+/// `page` with every bidirectional control shown as its code point (`<U+202E>`, escaped),
+/// so text reads in the order it was written. The page's own text holds none, so this
+/// touches only what came from outside, wherever it stands (the `<title>` included).
+fn shown_bidi_controls(page: String) -> String {
+    if !page.contains(BIDI_CONTROLS) {
+        return page;
+    }
+    let mut shown = String::with_capacity(page.len() + 32);
+    for c in page.chars() {
+        if BIDI_CONTROLS.contains(&c) {
+            shown.push_str(&format!("&lt;U+{:04X}&gt;", u32::from(c)));
+        } else {
+            shown.push(c);
+        }
+    }
+    shown
 }
 
 /// The report's header: the property's name and URL, when it was scanned and until when the
@@ -789,6 +815,26 @@ mod tests {
             "href=\"https://evil.example/&quot;&gt;&lt;img src=x onerror=alert(1)&gt;\" \
              rel=\"nofollow noopener noreferrer\""
         ));
+    }
+
+    #[test]
+    fn bidirectional_controls_are_shown_not_obeyed() {
+        let mut audit = sample();
+        audit.property_name = "Shop \u{202E}gnp.exe".to_owned();
+        audit.checks[0].title = "Title \u{2066}x\u{2069}".to_owned();
+        audit.checks[0].findings[0].1 = "evidence \u{202D}\u{200F}".to_owned();
+        let html = audit_page(&audit);
+        for control in BIDI_CONTROLS {
+            assert!(
+                !html.contains(*control),
+                "U+{:04X} left in the page",
+                u32::from(*control)
+            );
+        }
+        assert!(html.contains("<title>SEO audit of Shop &lt;U+202E&gt;gnp.exe</title>"));
+        assert!(html.contains("Shop &lt;U+202E&gt;gnp.exe"));
+        assert!(html.contains("Title &lt;U+2066&gt;x&lt;U+2069&gt;"));
+        assert!(html.contains("evidence &lt;U+202D&gt;&lt;U+200F&gt;"));
     }
 
     #[test]
