@@ -224,6 +224,9 @@ impl WebhookStore for MemoryStore {
         rotation: &SecretRotation,
     ) -> StoreResult<Option<Webhook>> {
         Ok(self.write().webhooks.update(id.as_str(), |hook| {
+            if hook.secrets.current != rotation.replaces {
+                return;
+            }
             let replaced = std::mem::replace(&mut hook.secrets.current, rotation.sealed.clone());
             hook.secrets.previous = Some((replaced, rotation.previous_until));
             hook.secret_prefix.clone_from(&rotation.prefix);

@@ -214,24 +214,28 @@ impl WebhookStore for PgStore {
         id: &WebhookId,
         rotation: &SecretRotation,
     ) -> StoreResult<Option<Webhook>> {
-        // One UPDATE: a concurrent rotation waits for the row lock and then works on this one's
-        // result (PostgreSQL re-reads the row), so each rotation's new secret becomes the
-        // other's previous one and neither is lost.
+        // One UPDATE: a concurrent rotation waits for the row lock and then re-reads the row
+        // (PostgreSQL's read committed), finds the secret it meant to replace gone, and
+        // changes nothing; its caller then reads the webhook as the winner left it.
         let row = sqlx::query(&format!(
             "UPDATE webhooks SET secret_previous = secret_current, \
                  secret_previous_until = $2, secret_current = $3, secret_prefix = $4, \
                  updated_at = $5 \
-             WHERE id = $1 RETURNING {WEBHOOK_COLUMNS}"
+             WHERE id = $1 AND secret_current = $6 RETURNING {WEBHOOK_COLUMNS}"
         ))
         .bind(id.as_str())
         .bind(at(rotation.previous_until))
         .bind(&rotation.sealed)
         .bind(&rotation.prefix)
         .bind(at(rotation.now))
+        .bind(&rotation.replaces)
         .fetch_optional(&self.pool)
         .await
         .map_err(store_error)?;
-        one(row, rows::webhook)
+        match row {
+            Some(row) => Ok(Some(rows::webhook(&row)?)),
+            None => self.get_webhook(id).await,
+        }
     }
 
     async fn delete_webhook(&self, id: &WebhookId) -> StoreResult<bool> {

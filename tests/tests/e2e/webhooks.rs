@@ -827,4 +827,45 @@ crate::backends!(
     unreachable_receivers_are_logged_with_status_zero,
     a_rotation_signs_with_both_secrets_for_24_hours,
     the_delivery_log_pages_newest_first,
+    concurrent_rotations_hand_out_only_secrets_that_sign,
 );
+
+/// Ten rotations of one webhook's secret at once: a caller whose rotation lost to another is
+/// a `409 conflict` saying so, never handed a secret that signs nothing; the secret that signs
+/// is one a `200` handed out.
+async fn concurrent_rotations_hand_out_only_secrets_that_sign(app: TestApp) {
+    let owner = org(&app, "Rotations").await;
+    let created = create(
+        &app,
+        &owner.live,
+        json!({"name": "Rotated", "url": "https://hooks.example.com/xf"}),
+    )
+    .await;
+    let id = created["webhook"]["id"].as_str().unwrap().to_owned();
+    let path = format!("/webhooks/{id}/rotate-secret");
+    let replies =
+        futures::future::join_all((0..10).map(|_| app.post(&path, &owner.live, json!({})))).await;
+    let mut handed_out = Vec::new();
+    for reply in &replies {
+        match reply.status.as_u16() {
+            200 => handed_out.push(reply.body["data"]["secret"].as_str().unwrap().to_owned()),
+            _ => {
+                reply.expect_error(409, "conflict");
+                let message = reply.body["error"]["message"].as_str().unwrap();
+                assert!(message.contains("rotate again"), "{message}");
+            }
+        }
+    }
+    assert!(!handed_out.is_empty(), "one rotation applies");
+    // The secret that signs now is one a caller was handed (the store's conformance suite
+    // holds that of rotations of one secret exactly one applies).
+    let listed = app.get("/webhooks", &owner.live).await;
+    let prefix = listed.expect(200)["webhooks"][0]["secretPrefix"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        handed_out.iter().any(|secret| secret.starts_with(&prefix)),
+        "{prefix} {handed_out:?}"
+    );
+}

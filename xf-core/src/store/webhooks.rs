@@ -39,6 +39,8 @@ pub struct WebhookChanges {
 /// A new signing secret for [`WebhookStore::rotate_webhook_secret`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SecretRotation {
+    /// The sealed current secret this rotation replaces, as its caller read it.
+    pub replaces: String,
     /// The new secret, sealed.
     pub sealed: String,
     /// Its `secretPrefix`.
@@ -116,8 +118,11 @@ pub trait WebhookStore: Send + Sync {
     ) -> StoreResult<Option<Webhook>>;
 
     /// Makes the current secret the previous one (signing until `previous_until`) and
-    /// `rotation`'s the current one, in one write, so two concurrent rotations cannot lose a
-    /// secret either of them returned. `None` if the webhook does not exist.
+    /// `rotation`'s the current one, in one write, if the current secret is still
+    /// `rotation.replaces`: of concurrent rotations of one secret exactly one applies, and
+    /// no caller is handed a secret that a rotation it never saw pushed out. Answers the
+    /// webhook as it is then, rotated or not (the caller compares its current secret with
+    /// its own); `None` if the webhook does not exist.
     async fn rotate_webhook_secret(
         &self,
         id: &WebhookId,

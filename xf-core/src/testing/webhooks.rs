@@ -434,8 +434,9 @@ pub async fn webhook_update_applies_each_change(store: Arc<dyn TestStore>) {
 /// `rotate_webhook_secret` makes the current secret the previous one, signing until the
 /// rotation's `previous_until` (a secret two rotations old is gone), the rotation's secret and
 /// prefix the current ones, and `updatedAt` the rotation's `now`, changing nothing else; it
-/// answers the webhook as it is now. Two concurrent rotations lose neither secret: one
-/// replaces the original and the other replaces the first. An unknown id is `None`.
+/// answers the webhook as it is now. A rotation of a secret that is no longer current (another
+/// rotation replaced it) changes nothing and answers the webhook as it is: of concurrent
+/// rotations of one secret exactly one applies. An unknown id is `None`.
 pub async fn webhook_rotate_secret_keeps_the_replaced_one(store: Arc<dyn TestStore>) {
     let s = &*store;
     let org = seed_organization(s, "Rotated hooks").await;
@@ -444,14 +445,15 @@ pub async fn webhook_rotate_secret_keeps_the_replaced_one(store: Arc<dyn TestSto
         hook.last_delivery_status = Some(503);
     })
     .await;
-    let rotation = |label: &str, n: i64| SecretRotation {
+    let rotation = |replaces: &str, label: &str, n: i64| SecretRotation {
+        replaces: replaces.to_owned(),
         sealed: format!("sealed:{label}:{}", random_token()),
         prefix: format!("whsec_{}", &random_token()[..6]),
         previous_until: minutes(n + 24 * 60),
         now: minutes(n),
     };
 
-    let first = rotation("first", 10);
+    let first = rotation(&original.secrets.current, "first", 10);
     let mut expected = original.clone();
     expected.secrets = WebhookSecrets {
         current: first.sealed.clone(),
@@ -466,7 +468,7 @@ pub async fn webhook_rotate_secret_keeps_the_replaced_one(store: Arc<dyn TestSto
     assert_eq!(rotated.as_ref(), Some(&expected));
     assert_eq!(stored_webhook(s, &original.id).await, expected);
 
-    let second = rotation("second", 20);
+    let second = rotation(&first.sealed, "second", 20);
     expected.secrets = WebhookSecrets {
         current: second.sealed.clone(),
         previous: Some((first.sealed.clone(), second.previous_until)),
@@ -480,8 +482,19 @@ pub async fn webhook_rotate_secret_keeps_the_replaced_one(store: Arc<dyn TestSto
     assert_eq!(rotated.as_ref(), Some(&expected));
     assert_eq!(stored_webhook(s, &original.id).await, expected);
 
-    let racing = [rotation("left", 30), rotation("right", 30)];
-    let answers = run_concurrently(2, |n| {
+    // A rotation of a secret already replaced changes nothing.
+    let stale = rotation(&first.sealed, "stale", 25);
+    let answer = store
+        .rotate_webhook_secret(&original.id, &stale)
+        .await
+        .unwrap();
+    assert_eq!(answer.as_ref(), Some(&expected));
+    assert_eq!(stored_webhook(s, &original.id).await, expected);
+
+    let racing: Vec<SecretRotation> = (0..8)
+        .map(|n| rotation(&second.sealed, &format!("racer{n}"), 30))
+        .collect();
+    let answers = run_concurrently(racing.len(), |n| {
         let store = Arc::clone(&store);
         let id = original.id.clone();
         let rotation = racing[n].clone();
@@ -492,29 +505,31 @@ pub async fn webhook_rotate_secret_keeps_the_replaced_one(store: Arc<dyn TestSto
         .into_iter()
         .map(|answer| answer.unwrap().expect("the webhook exists"))
         .collect();
-    let replaced = |hook: &Webhook| hook.secrets.previous.clone().map(|(sealed, _)| sealed);
-    let (earlier, later) = if replaced(&answers[0]).as_ref() == Some(&second.sealed) {
-        (&answers[0], &answers[1])
-    } else {
-        (&answers[1], &answers[0])
-    };
+    let winners: Vec<&SecretRotation> = racing
+        .iter()
+        .filter(|r| answers.iter().any(|a| a.secrets.current == r.sealed))
+        .collect();
     assert_eq!(
-        replaced(earlier),
-        Some(second.sealed.clone()),
-        "one concurrent rotation replaces the secret both found: {answers:?}"
+        winners.len(),
+        1,
+        "exactly one concurrent rotation applies: {answers:?}"
     );
+    let now = stored_webhook(s, &original.id).await;
+    assert_eq!(now.secrets.current, winners[0].sealed);
     assert_eq!(
-        replaced(later),
-        Some(earlier.secrets.current.clone()),
-        "the other replaces the first one's secret: {answers:?}"
+        now.secrets.previous.as_ref().map(|(sealed, _)| sealed),
+        Some(&second.sealed),
+        "the winner replaced the secret they all found"
     );
-    assert_ne!(earlier.secrets.current, later.secrets.current);
-    assert_eq!(stored_webhook(s, &original.id).await, *later);
+    assert!(
+        answers.iter().all(|answer| *answer == now),
+        "every racer is answered the webhook as the winner left it"
+    );
 
     let unknown = WebhookId::new();
     assert_eq!(
         store
-            .rotate_webhook_secret(&unknown, &rotation("nobody", 40))
+            .rotate_webhook_secret(&unknown, &rotation("any", "nobody", 40))
             .await
             .unwrap(),
         None

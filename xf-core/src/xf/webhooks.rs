@@ -167,6 +167,7 @@ impl Xf {
         let secret = SigningSecret::generate();
         let now = self.now();
         let rotation = SecretRotation {
+            replaces: webhook.secrets.current.clone(),
             sealed: self.secret_box().seal(&webhook.id, &secret),
             prefix: secret.prefix(),
             previous_until: now.plus(ROTATION_OVERLAP),
@@ -177,6 +178,13 @@ impl Xf {
             .rotate_webhook_secret(&webhook.id, &rotation)
             .await?
             .ok_or(Error::NotFound("webhook"))?;
+        if webhook.secrets.current != rotation.sealed {
+            return Err(Error::Conflict(
+                "another rotation of this webhook's secret happened at the same time, and \
+                 its secret is the one that signs; rotate again for a secret of your own"
+                    .to_owned(),
+            ));
+        }
         Ok(WebhookWithSecret {
             webhook,
             secret: secret.as_str().to_owned(),

@@ -149,6 +149,7 @@ async fn test_webhook(
     responses(
         (status = 200, description = "The webhook and its new secret", body = Envelope<WebhookWithSecret>),
         (status = 404, description = "`not_found`"),
+        (status = 409, description = "`conflict`: another rotation of the secret happened at the same time and its secret signs; rotate again"),
     ))]
 async fn rotate_secret(
     State(xf): State<Xf>,
