@@ -36,7 +36,9 @@ struct World {
     google: GoogleStandIn,
     platforms: PlatformStandIn,
     clock: Option<ManualClock>,
+    /// The user's browser: it follows redirects and keeps cookies in `jar`.
     http: reqwest::Client,
+    jar: Arc<reqwest::cookie::Jar>,
     _tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -60,6 +62,7 @@ async fn world(manual_clock: bool) -> World {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address: SocketAddr = listener.local_addr().unwrap();
     let base = format!("http://{address}");
+    let jar = Arc::new(reqwest::cookie::Jar::default());
     let clock = manual_clock
         .then(|| ManualClock::new(xf_core::time::Timestamp::from_datetime(chrono::Utc::now())));
     let mut builder = Xf::builder(Arc::new(xf_storage_memory::MemoryStore::new()))
@@ -120,8 +123,10 @@ async fn world(manual_clock: bool) -> World {
         clock,
         http: reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::limited(10))
+            .cookie_provider(Arc::clone(&jar))
             .build()
             .unwrap(),
+        jar,
         _tasks: vec![xf_task, page_task],
     }
 }
@@ -191,10 +196,17 @@ impl World {
             .collect()
     }
 
-    /// One step without following: the status and `Location`.
+    /// One step without following, in the same browser (the cookie jar of `http`): the
+    /// status and `Location`.
     async fn step(&self, url: &str) -> (StatusCode, String) {
+        self.step_in(Arc::clone(&self.jar), url).await
+    }
+
+    /// One step without following, in the browser of `jar`.
+    async fn step_in(&self, jar: Arc<reqwest::cookie::Jar>, url: &str) -> (StatusCode, String) {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
+            .cookie_provider(jar)
             .build()
             .unwrap();
         let response = client.get(url).send().await.unwrap();
@@ -484,6 +496,60 @@ async fn a_state_is_used_once_and_cannot_be_forged() {
             .unwrap()
             .contains("Connecting an account"));
     }
+}
+
+/// A consent URL completed in another browser than the one that opened the link (forwarded,
+/// or phished to a stranger) goes back with `browser_mismatch` and connects nothing; the
+/// state is not used up, so the browser that opened the link still completes it. The link's
+/// opening sets the binding cookie: `HttpOnly`, `SameSite=Lax`, for the state's ten minutes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consent_completed_in_another_browser_connects_nothing() {
+    let world = world(false).await;
+    let (org, key) = world.organization("Studio", "pro").await;
+    world.platforms.consent(
+        "youtube",
+        "ya29.bound",
+        Some("1//bound"),
+        &[("UC-bound", "Bound")],
+    );
+    let link = world.link(&org, "youtube").await;
+    let opened = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .get(&link)
+        .send()
+        .await
+        .unwrap();
+    let cookie = opened.headers()["set-cookie"].to_str().unwrap().to_owned();
+    assert!(cookie.starts_with("xf_connect_"), "{cookie}");
+    for attribute in ["Max-Age=600", "HttpOnly", "SameSite=Lax"] {
+        assert!(cookie.contains(attribute), "{cookie}");
+    }
+    assert!(!cookie.contains("Path="), "{cookie}");
+
+    let (status, authorize) = world.step(&link).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let (_, callback) = world.step(&authorize).await;
+    let stranger = Arc::new(reqwest::cookie::Jar::default());
+    let (status, back) = world.step_in(stranger, &callback).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert!(back.starts_with(&world.return_url), "{back}");
+    assert!(
+        back.contains("status=error") && back.contains("code=browser_mismatch"),
+        "{back}"
+    );
+    let channels = world.api(&key, "/channels").await;
+    assert_eq!(
+        channels["data"]["youtube"],
+        serde_json::json!([]),
+        "{channels}"
+    );
+
+    let (_, mine) = world.step(&callback).await;
+    assert!(mine.contains("status=connected"), "{mine}");
+    let channels = world.api(&key, "/channels").await;
+    assert_eq!(channels["data"]["youtube"].as_array().unwrap().len(), 1);
 }
 
 /// Time limits: a link opened after its hour, and a consent answered after the state's ten

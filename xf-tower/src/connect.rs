@@ -2,10 +2,14 @@
 //! [`crate::Mounts`] does) so that a link, `{public base URL}/connect/{token}`, starts the
 //! OAuth flow and the provider's callback, `{public base URL}/connect/callback`, ends it.
 //!
-//! - `GET /{token}` redirects (`303`) to the provider's authorization page, or back to the
-//!   link's `returnUrl` with `status=error&code=link_expired` when the link expired.
+//! - `GET /{token}` redirects (`303`) to the provider's authorization page, setting a cookie
+//!   (`xf_connect_…`, ten minutes, `HttpOnly`, `SameSite=Lax`, `Secure` on an `https` base)
+//!   that binds the flow to this browser, or back to the link's `returnUrl` with
+//!   `status=error&code=link_expired` when the link expired.
 //! - `GET /callback` redirects (`303`) to `returnUrl` with `status=connected&provider=…` and
-//!   `channels=ch_…,…` (or `sites=N` for Google), or `status=error&provider=…&code=…`.
+//!   `channels=ch_…,…` (or `sites=N` for Google), or `status=error&provider=…&code=…`
+//!   (`browser_mismatch` when it comes without the opening's cookie: a consent completed in
+//!   another browser connects nothing).
 //! - A link or a state that cannot be trusted (forged, altered, not a token) is a `400` page:
 //!   with no trusted `returnUrl`, there is nowhere to send the user back to.
 //!
@@ -17,7 +21,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use http::{header, HeaderValue, StatusCode};
-use xf_core::connect::{Callback, ConnectStep};
+use xf_core::connect::{BrowserBinding, Callback, ConnectStep, BROWSER_BINDING_PREFIX};
 use xf_core::Xf;
 
 use crate::request_id;
@@ -56,14 +60,55 @@ impl ConnectService {
 crate::router_service!(ConnectService);
 
 async fn open(State(xf): State<Xf>, Path(token): Path<String>) -> Response {
-    answer(xf.connect_open(&token))
+    let secure = xf.config().public_base_url.starts_with("https://");
+    match xf.connect_open(&token) {
+        ConnectStep::Consent { url, binding } => {
+            let mut response = answer(ConnectStep::Redirect(url));
+            if let Ok(cookie) = HeaderValue::try_from(binding_cookie(&binding, secure)) {
+                response.headers_mut().append(header::SET_COOKIE, cookie);
+            }
+            response
+        }
+        step => answer(step),
+    }
 }
 
-async fn callback(State(xf): State<Xf>, RawQuery(query): RawQuery) -> Response {
-    answer(
-        xf.connect_callback(parse_callback(query.as_deref().unwrap_or("")))
-            .await,
+/// The cookie that keeps `binding` in the browser until the callback. No `Path`: its default,
+/// the link's directory, is where the callback is, however the service is mounted. `Lax`: the
+/// provider's redirect to the callback is a top-level `GET`, which carries it.
+fn binding_cookie(binding: &BrowserBinding, secure: bool) -> String {
+    format!(
+        "{}={}; Max-Age={}; HttpOnly; SameSite=Lax{}",
+        binding.name,
+        binding.value,
+        binding.max_age.as_secs(),
+        if secure { "; Secure" } else { "" }
     )
+}
+
+async fn callback(
+    State(xf): State<Xf>,
+    RawQuery(query): RawQuery,
+    headers: http::HeaderMap,
+) -> Response {
+    let mut callback = parse_callback(query.as_deref().unwrap_or(""));
+    callback.bindings = bindings(&headers);
+    answer(xf.connect_callback(callback).await)
+}
+
+/// The browser bindings among the request's cookies (at most 16: a browser keeps one per
+/// flow it started, each for ten minutes).
+fn bindings(headers: &http::HeaderMap) -> Vec<(String, String)> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|cookies| cookies.split(';'))
+        .filter_map(|cookie| cookie.trim().split_once('='))
+        .filter(|(name, _)| name.starts_with(BROWSER_BINDING_PREFIX))
+        .take(16)
+        .map(|(name, value)| (name.to_owned(), value.to_owned()))
+        .collect()
 }
 
 /// The callback's parameters; the first of each name counts, unknown ones are ignored.
@@ -86,13 +131,17 @@ fn parse_callback(query: &str) -> Callback {
 
 fn answer(step: ConnectStep) -> Response {
     let mut response = match step {
-        ConnectStep::Redirect(location) => match HeaderValue::try_from(location) {
-            Ok(location) => (StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response(),
-            Err(_) => page(
-                StatusCode::BAD_REQUEST,
-                "The address to continue at is not valid.",
-            ),
-        },
+        ConnectStep::Redirect(location) | ConnectStep::Consent { url: location, .. } => {
+            match HeaderValue::try_from(location) {
+                Ok(location) => {
+                    (StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response()
+                }
+                Err(_) => page(
+                    StatusCode::BAD_REQUEST,
+                    "The address to continue at is not valid.",
+                ),
+            }
+        }
         ConnectStep::Refused(message) => page(StatusCode::BAD_REQUEST, &message),
     };
     let headers = response.headers_mut();

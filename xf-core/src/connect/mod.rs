@@ -258,13 +258,43 @@ pub struct Callback {
     pub error: Option<String>,
     /// The error's description.
     pub error_description: Option<String>,
+    /// The browser's bindings ([`ConnectStep::Consent`]'s `binding`) it brought back: each
+    /// name with its value (for a web host, its cookies whose names start with
+    /// [`BROWSER_BINDING_PREFIX`]).
+    #[serde(skip)]
+    pub bindings: Vec<(String, String)>,
+}
+
+/// What the names of browser bindings start with (see [`ConnectStep::Consent`]).
+pub const BROWSER_BINDING_PREFIX: &str = "xf_connect_";
+
+/// A value the browser that opened a link must keep (as a cookie, for a web host) and bring
+/// back to the callback: a state completed in another browser (a consent URL forwarded or
+/// phished) then connects nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrowserBinding {
+    /// Its name: [`BROWSER_BINDING_PREFIX`] and the state's id, so that flows started at once
+    /// in one browser each keep their own.
+    pub name: String,
+    /// The random value the state carries sealed.
+    pub value: String,
+    /// How long the browser must keep it: the state's lifetime.
+    pub max_age: Duration,
 }
 
 /// Where the connect service sends the browser.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConnectStep {
-    /// A redirect (`303`) to this URL: the provider's authorization page, or `returnUrl`.
+    /// A redirect (`303`) to this URL: `returnUrl`, with the outcome.
     Redirect(String),
+    /// A redirect (`303`) to the provider's authorization page, telling the browser to keep
+    /// `binding` until the callback.
+    Consent {
+        /// The provider's authorization page.
+        url: String,
+        /// What the browser must bring back to the callback.
+        binding: BrowserBinding,
+    },
     /// A `400` page with this message: the link or state cannot be trusted, so there is no
     /// `returnUrl` to go back to.
     Refused(String),

@@ -35,6 +35,8 @@ pub(crate) struct StateClaims {
     pub link: LinkClaims,
     /// The PKCE `code_verifier`.
     pub verifier: String,
+    /// The value of the browser binding the opening set: the callback must bring it back.
+    pub browser: String,
     /// Unix seconds after which the callback is refused.
     pub exp: i64,
 }
@@ -128,6 +130,7 @@ mod tests {
             id: random_token(16),
             link,
             verifier: random_token(32),
+            browser: random_token(32),
             exp: i64::MAX,
         };
         let sealed = codec.seal_state(&state);
@@ -150,6 +153,7 @@ mod tests {
             id: random_token(16),
             link,
             verifier: random_token(32),
+            browser: random_token(32),
             exp: 1_900_000_000,
         };
         let sealed = codec.seal_state(&state);

@@ -5,10 +5,12 @@ use std::sync::Arc;
 
 use super::media::ChannelGrant;
 use super::Xf;
+use subtle::ConstantTimeEq;
+
 use crate::connect::{
-    self, Account, Authorize, Callback, ConnectFailure, ConnectLink, ConnectStep, Connector, Grant,
-    LinkClaims, NewConnectLink, Provider, StateClaims, CALLBACK_PATH, CONNECT_PREFIX,
-    LINK_LIFETIME, STATE_LIFETIME,
+    self, Account, Authorize, BrowserBinding, Callback, ConnectFailure, ConnectLink, ConnectStep,
+    Connector, Grant, LinkClaims, NewConnectLink, Provider, StateClaims, BROWSER_BINDING_PREFIX,
+    CALLBACK_PATH, CONNECT_PREFIX, LINK_LIFETIME, STATE_LIFETIME,
 };
 use crate::error::{Error, Result};
 use crate::ids::{ChannelId, Id, OrganizationId};
@@ -86,17 +88,25 @@ impl Xf {
             return back_with_error(&link, "provider_not_configured");
         };
         let verifier = connect::random_token(32);
+        let id = connect::random_token(16);
+        let binding = BrowserBinding {
+            name: format!("{BROWSER_BINDING_PREFIX}{id}"),
+            value: connect::random_token(32),
+            max_age: STATE_LIFETIME,
+        };
         let state = self.inner.connect_tokens.seal_state(&StateClaims {
-            id: connect::random_token(16),
+            id,
             verifier: verifier.clone(),
+            browser: binding.value.clone(),
             exp: unix_seconds(now.plus(chrono_duration(STATE_LIFETIME))),
             link,
         });
-        ConnectStep::Redirect(connector.authorize_url(&Authorize {
+        let url = connector.authorize_url(&Authorize {
             redirect_uri: &self.connect_redirect_uri(),
             state: &state,
             code_challenge: &connect::code_challenge(&verifier),
-        }))
+        });
+        ConnectStep::Consent { url, binding }
     }
 
     /// `GET /connect/callback`: checks the state (sealed, unexpired, unused), exchanges the
@@ -118,6 +128,16 @@ impl Xf {
         let link = &state.link;
         if unix_seconds(now) > state.exp {
             return back_with_error(link, "state_expired");
+        }
+        // The browser that completes the consent must be the one that opened the link: a
+        // consent URL sent to someone else connects nothing. Checked before the claim, so
+        // a stranger's attempt does not use up the state.
+        let name = format!("{BROWSER_BINDING_PREFIX}{}", state.id);
+        let bound = callback.bindings.iter().any(|(given, value)| {
+            *given == name && bool::from(value.as_bytes().ct_eq(state.browser.as_bytes()))
+        });
+        if !bound {
+            return back_with_error(link, "browser_mismatch");
         }
         let expires_at = Timestamp::from_unix_millis(state.exp.saturating_mul(1000))
             .unwrap_or_else(|| now.plus(chrono_duration(STATE_LIFETIME)));
