@@ -77,6 +77,53 @@ struct UsageData {
 struct AdminState {
     xf: Xf,
     token: Arc<str>,
+    failures: Arc<std::sync::Mutex<FailedLogins>>,
+}
+
+/// Wrong admin tokens a client address may send in one window before its requests that
+/// carry a token are refused (`429`) without the token being looked at, until the window
+/// ends: a burst of guesses (15,013 in one attack run) gets this many answers a minute. A
+/// request without a token guesses nothing: it is a `401`, never counted.
+pub const MAX_FAILED_LOGINS: u32 = 100;
+
+/// The window of [`MAX_FAILED_LOGINS`]: a minute.
+const FAILED_LOGIN_WINDOW_MS: i64 = 60_000;
+
+/// The addresses kept at most; past that, those whose window ended are forgotten first, then
+/// all (the map stays bounded whatever a client sends).
+const MAX_TRACKED_ADDRESSES: usize = 4_096;
+
+/// Failed admin logins by client address, in this process, each in a window of its own. A
+/// request whose address the host does not give (no `ConnectInfo<SocketAddr>` extension)
+/// counts under one shared entry.
+#[derive(Debug, Default)]
+struct FailedLogins {
+    by_address: std::collections::HashMap<Option<std::net::IpAddr>, (i64, u32)>,
+}
+
+impl FailedLogins {
+    /// Seconds until `address` may try again, when it is locked out at `now` (Unix ms).
+    fn locked_out(&self, address: Option<std::net::IpAddr>, now: i64) -> Option<u64> {
+        let (start, count) = *self.by_address.get(&address)?;
+        let ends = start + FAILED_LOGIN_WINDOW_MS;
+        (count >= MAX_FAILED_LOGINS && now < ends)
+            .then(|| u64::try_from((ends - now + 999) / 1000).unwrap_or(1).max(1))
+    }
+
+    fn note(&mut self, address: Option<std::net::IpAddr>, now: i64) {
+        if self.by_address.len() >= MAX_TRACKED_ADDRESSES {
+            self.by_address
+                .retain(|_, (start, _)| now < *start + FAILED_LOGIN_WINDOW_MS);
+            if self.by_address.len() >= MAX_TRACKED_ADDRESSES {
+                self.by_address.clear();
+            }
+        }
+        let entry = self.by_address.entry(address).or_insert((now, 0));
+        if now >= entry.0 + FAILED_LOGIN_WINDOW_MS {
+            *entry = (now, 0);
+        }
+        entry.1 += 1;
+    }
 }
 
 /// The admin API as a tower service. Routes are relative to its mount point (`/admin`).
@@ -91,6 +138,7 @@ impl AdminService {
         let state = AdminState {
             xf,
             token: Arc::from(token.into()),
+            failures: Arc::default(),
         };
         let (router, doc) = OpenApiRouter::with_openapi(crate::openapi::admin_base())
             .routes(routes!(create_organization))
@@ -129,14 +177,14 @@ impl AdminService {
             .method_not_allowed_fallback(method_not_allowed)
             .fallback(middleware::not_found)
             .with_state(state);
-        // axum adds `Allow` to whatever the method fallback answers, the 401 included, inside
-        // the route: it is taken off around the whole router.
+        // axum adds `Allow` to whatever the method fallback answers, a 401 or 429 included,
+        // inside the route: it is taken off around the whole router but for the 405.
         let router =
             axum::Router::new()
                 .fallback_service(router)
                 .layer(axum::middleware::map_response(
                     |mut response: Response| async move {
-                        if response.status() == http::StatusCode::UNAUTHORIZED {
+                        if response.status() != http::StatusCode::METHOD_NOT_ALLOWED {
                             response.headers_mut().remove(http::header::ALLOW);
                         }
                         response
@@ -167,8 +215,8 @@ impl std::fmt::Debug for AdminState {
 crate::router_service!(AdminService);
 
 async fn authenticate(State(state): State<AdminState>, request: Request, next: Next) -> Response {
-    if !state.admits(request.headers()) {
-        return ApiError(Error::AdminTokenInvalid).into_response();
+    if let Err(refused) = state.check(&request) {
+        return refused;
     }
     next.run(request).await
 }
@@ -176,13 +224,39 @@ async fn authenticate(State(state): State<AdminState>, request: Request, next: N
 /// A known path with another method: `405` with `Allow` only for the admin token's holder,
 /// so the admin API's routes and methods are not told to anyone else.
 async fn method_not_allowed(State(state): State<AdminState>, request: Request) -> Response {
-    if !state.admits(request.headers()) {
-        return ApiError(Error::AdminTokenInvalid).into_response();
+    if let Err(refused) = state.check(&request) {
+        return refused;
     }
     middleware::method_not_allowed().await
 }
 
 impl AdminState {
+    /// Admits a request with the token; refuses one without or with another (`401`), and one
+    /// with a token from an address that sent [`MAX_FAILED_LOGINS`] wrong tokens this window
+    /// (`429`, its token unread, so guessing is slowed to that many a minute an address).
+    #[allow(clippy::result_large_err)]
+    fn check(&self, request: &Request) -> Result<(), Response> {
+        let address = request
+            .extensions()
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .map(|info| info.0.ip());
+        if bearer(request.headers()).is_none_or(str::is_empty) {
+            return Err(ApiError(Error::AdminTokenInvalid).into_response());
+        }
+        let now = self.xf.now().unix_millis();
+        let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(retry_after_secs) = failures.locked_out(address, now) {
+            return Err(ApiError(Error::RateLimited { retry_after_secs }).into_response());
+        }
+        if self.admits(request.headers()) {
+            return Ok(());
+        }
+        failures.note(address, now);
+        drop(failures);
+        tracing::warn!(?address, "admin API: a request with a wrong token");
+        Err(ApiError(Error::AdminTokenInvalid).into_response())
+    }
+
     /// Whether `headers` carry the admin token.
     fn admits(&self, headers: &http::HeaderMap) -> bool {
         let given = bearer(headers).unwrap_or("");

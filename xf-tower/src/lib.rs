@@ -69,7 +69,7 @@ use bytes::Bytes;
 use http::Response;
 use xf_core::Xf;
 
-pub use admin::AdminService;
+pub use admin::{AdminService, MAX_FAILED_LOGINS};
 pub use body_rate::BodyTooSlow;
 pub use connect::ConnectService;
 pub use error::status_of;

@@ -31,7 +31,9 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let workers = xf.xf().spawn_workers(WorkerOptions::new());
-    let served = axum::serve(listener, app(xf))
+    // With the client's address, which the admin API throttles wrong tokens by.
+    let app = app(xf).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    let served = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await;
     workers.shutdown(Duration::from_secs(30)).await;

@@ -81,9 +81,9 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(error) => {
                     accept_failed(error).await;
                     continue;
@@ -100,6 +100,7 @@ pub async fn serve(
         let connection_service = ConnectionService {
             service: service.clone(),
             activity: Arc::clone(&activity),
+            peer,
         };
         let connection = builder
             .serve_connection_with_upgrades(io, connection_service)
@@ -309,6 +310,8 @@ impl AsyncWrite for Tracked {
 struct ConnectionService {
     service: Mounts,
     activity: Arc<Activity>,
+    /// The client's address.
+    peer: std::net::SocketAddr,
 }
 
 /// Counts a request as handled until its answer is ready.
@@ -385,8 +388,15 @@ impl hyper::service::Service<hyper::Request<hyper::body::Incoming>> for Connecti
     type Error = std::convert::Infallible;
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
 
-    fn call(&self, request: hyper::Request<hyper::body::Incoming>) -> Self::Future {
+    fn call(&self, mut request: hyper::Request<hyper::body::Incoming>) -> Self::Future {
         let handled = InFlight::start(&self.activity, request.version());
+        // The admin API throttles wrong tokens by client address; no other request pays for
+        // the extension.
+        if request.uri().path().starts_with(xf_tower::ADMIN_PREFIX) {
+            request
+                .extensions_mut()
+                .insert(axum::extract::ConnectInfo(self.peer));
+        }
         let mut service = self.service.clone();
         let answer = service.call(request.map(axum::body::Body::new));
         let activity = Arc::clone(&self.activity);

@@ -11,7 +11,51 @@ use crate::org;
 crate::backends!(
     a_limit_override_set_to_null_goes_back_to_the_plan,
     the_admin_api_tells_its_methods_only_to_the_token_holder,
+    wrong_admin_tokens_lock_out_their_address_for_a_minute,
 );
+
+/// An admin request from `address` with `token`.
+fn from(address: &str, token: Option<&str>) -> http::Request<http_body_util::Full<bytes::Bytes>> {
+    let mut request = xf_tests::request(
+        Method::GET,
+        "/organizations/org_00000000000000000000000000000000",
+        token,
+        None,
+        &[],
+    );
+    let peer: std::net::SocketAddr = format!("{address}:40000").parse().unwrap();
+    request
+        .extensions_mut()
+        .insert(axum::extract::ConnectInfo(peer));
+    request
+}
+
+/// `MAX_FAILED_LOGINS` wrong admin tokens from one address lock it out for the rest of the
+/// minute: its requests with a token are `429 rate_limit` with `Retry-After`, the right token
+/// included (it is not looked at), while another address with the right token is served. A
+/// minute later the address is served again.
+async fn wrong_admin_tokens_lock_out_their_address_for_a_minute(app: TestApp) {
+    let right = Some(xf_tests::ADMIN_TOKEN);
+    for n in 0..xf_tower::MAX_FAILED_LOGINS {
+        let guess = format!("guess-number-{n:04}-of-many");
+        let reply = app.send_admin(from("127.0.0.2", Some(&guess))).await;
+        reply.expect_error(401, "admin_token_invalid");
+    }
+    let locked = app.send_admin(from("127.0.0.2", right)).await;
+    locked.expect_error(429, "rate_limit");
+    // A request without a token guesses nothing: it is told so, as ever.
+    let bare = app.send_admin(from("127.0.0.2", None)).await;
+    bare.expect_error(401, "admin_token_invalid");
+    let retry: u64 = locked.header("retry-after").unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry), "{retry}");
+    // Past the token: the path takes PATCH only.
+    let other = app.send_admin(from("127.0.0.3", right)).await;
+    other.expect_error(405, "method_not_allowed");
+
+    app.clock.advance(chrono::Duration::seconds(61));
+    let again = app.send_admin(from("127.0.0.2", right)).await;
+    again.expect_error(405, "method_not_allowed");
+}
 
 /// A known admin path with another method is a `401` without the token (no `Allow` telling
 /// its methods), and `405` with `Allow` with it.
