@@ -122,36 +122,30 @@ impl StoredText for Value {
     }
 }
 
-impl StoredText for Map<String, Value> {
-    fn has_nul(&self) -> bool {
-        self.iter()
-            .any(|(key, value)| key.has_nul() || value.has_nul())
-    }
-    fn replace_nul(&mut self) {
-        if self.keys().any(String::has_nul) {
-            *self = std::mem::take(self)
-                .into_iter()
-                .map(|(key, value)| (without_nul(&key).into_owned(), value))
-                .collect();
+/// Maps keyed by text: a key with U+0000 is replaced too, the map rebuilt (two keys that
+/// differ only by a NUL and a U+FFFD in its place become one, the later kept).
+macro_rules! keyed_by_text {
+    ($([$($generic:tt)*] $map:ty, $value:ty;)+) => {$(
+        impl<$($generic)*> StoredText for $map {
+            fn has_nul(&self) -> bool {
+                self.iter().any(|(key, value)| key.has_nul() || value.has_nul())
+            }
+            fn replace_nul(&mut self) {
+                if self.keys().any(String::has_nul) {
+                    *self = std::mem::take(self)
+                        .into_iter()
+                        .map(|(key, value)| (without_nul(&key).into_owned(), value))
+                        .collect();
+                }
+                self.values_mut().for_each(<$value>::replace_nul);
+            }
         }
-        self.values_mut().for_each(Value::replace_nul);
-    }
+    )+};
 }
 
-impl<V: StoredText> StoredText for BTreeMap<String, V> {
-    fn has_nul(&self) -> bool {
-        self.iter()
-            .any(|(key, value)| key.has_nul() || value.has_nul())
-    }
-    fn replace_nul(&mut self) {
-        if self.keys().any(String::has_nul) {
-            *self = std::mem::take(self)
-                .into_iter()
-                .map(|(key, value)| (without_nul(&key).into_owned(), value))
-                .collect();
-        }
-        self.values_mut().for_each(V::replace_nul);
-    }
+keyed_by_text! {
+    [] Map<String, Value>, Value;
+    [V: StoredText] BTreeMap<String, V>, V;
 }
 
 impl<V: StoredText> StoredText for BTreeMap<Platform, V> {
