@@ -177,8 +177,16 @@ impl AdminService {
             .method_not_allowed_fallback(method_not_allowed)
             .fallback(middleware::not_found)
             .with_state(state);
-        // axum adds `Allow` to whatever the method fallback answers, a 401 or 429 included,
-        // inside the route: it is taken off around the whole router but for the 405.
+        // The common layers go on each route, where the matched route is known (metrics and
+        // the log line name it). axum adds `Allow` to whatever the method fallback answers, a
+        // 401 or 429 included, inside the route: it is taken off around the whole router but
+        // for the 405.
+        let router = crate::with_common_layers(
+            router,
+            crate::request_id::Service::Admin,
+            Some(metrics),
+            None,
+        );
         let router =
             axum::Router::new()
                 .fallback_service(router)
@@ -190,14 +198,7 @@ impl AdminService {
                         response
                     },
                 ));
-        Self {
-            router: crate::with_common_layers(
-                router,
-                crate::request_id::Service::Admin,
-                Some(metrics),
-                None,
-            ),
-        }
+        Self { router }
     }
 
     /// The axum `Router` inside.

@@ -50,9 +50,10 @@ pub(crate) struct TokenCodec {
 /// Tokens longer than this are not opened (a state is about 500 characters).
 const MAX_TOKEN_LEN: usize = 4096;
 
-/// The longest `returnUrl` a link takes: the state made from the link, which carries it, then
-/// stays within [`MAX_TOKEN_LEN`] (a test checks), so a user sent through consent is never
-/// stranded at the callback by a state too long to open.
+/// The longest `returnUrl` a link takes, counted as JSON writes it (where a `\` or a `"` is two
+/// characters): the state made from the link, which carries it, then stays within
+/// [`MAX_TOKEN_LEN`] (a test checks), so a user sent through consent is never stranded at the
+/// callback by a state too long to open.
 pub(crate) const MAX_RETURN_URL: usize = 2048;
 /// Associated data: a link's token does not open as a state, nor the reverse.
 const LINK: &[u8] = b"connect-link";
@@ -124,8 +125,13 @@ mod tests {
         let mut link = link();
         link.provider = Provider::Instagram;
         link.channel = Some(ChannelId::new());
-        // Every character percent-encoded JSON would escape: the worst case of the limit.
-        link.return_url = "\"".repeat(MAX_RETURN_URL);
+        // Every character one JSON writes as two (a URL may keep `\` in its query): the worst
+        // case of the limit, which counts the URL as JSON writes it.
+        link.return_url = "\\".repeat(MAX_RETURN_URL / 2);
+        assert_eq!(
+            serde_json::to_string(&link.return_url).unwrap().len(),
+            MAX_RETURN_URL + 2
+        );
         let state = StateClaims {
             id: random_token(16),
             link,

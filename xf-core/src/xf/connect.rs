@@ -286,7 +286,9 @@ impl Xf {
             )));
         }
         let url = parsed.to_string();
-        if url.len() > max {
+        // Counted as the state carries it, in JSON (a `\` in a query is two characters there).
+        let sealed_length = serde_json::to_string(&url).map_or(usize::MAX, |json| json.len() - 2);
+        if sealed_length > max {
             return Err(invalid(&format!(
                 "must be at most {max} characters once encoded"
             )));
