@@ -66,6 +66,18 @@ async fn nul_in_any_client_field_is_a_400_naming_it(app: TestApp) {
             .await;
         assert_eq!(named(&reply), field, "{path} {body}");
     }
+    // A lone surrogate is no text at all: the body is not JSON.
+    let lone = r#"{"url": "https://c.example", "name": "\ud800"}"#;
+    let reply = app
+        .send(request(
+            Method::POST,
+            "/properties",
+            Some(&org.live),
+            Some(lone.to_owned()),
+            &[],
+        ))
+        .await;
+    assert_eq!(named(&reply), "body", "{}", reply.body);
     let properties = app.get("/properties", &org.live).await;
     assert_eq!(
         properties.expect(200)["properties"]

@@ -9,8 +9,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
-use super::job::Stop;
-use super::job::INTERNAL_FAILURE;
+use super::job::{Stop, INTERNAL_FAILURE};
 use super::{JobContext, JobError, Parts, ShutdownReport, Signals, Upkeep, WorkerOptions};
 use tracing::Instrument;
 
@@ -463,7 +462,7 @@ fn outcome_of(
                 run_at: retry_at(shared, delay),
             }
         }
-        // The panic itself is logged where it happened, with the job's span.
+        // The panic's message went to the panic hook; this line names the job it failed.
         Err(join) if join.is_panic() => {
             tracing::error!(%job_id, "the job's handler panicked");
             AttemptOutcome::Internal {

@@ -739,7 +739,10 @@ pub async fn channel_tokens_refresh_and_disconnect(store: Arc<dyn TestStore>) {
 }
 
 /// The events of the organization `org`, oldest first (the outbox is shared by every test).
-async fn events_of(store: &dyn TestStore, org: &OrganizationId) -> Vec<crate::model::Event> {
+pub(super) async fn events_of(
+    store: &dyn TestStore,
+    org: &OrganizationId,
+) -> Vec<crate::model::Event> {
     let mut all = Vec::new();
     let mut after = None;
     loop {

@@ -404,6 +404,21 @@ pub async fn text_nul_kept_in_media_channels_and_uploads(store: Arc<dyn TestStor
         (comment.id, comment.error),
         (Some(kept("comment")), Some(kept("comment refused")))
     );
+    // The failure's events carry the post as kept.
+    let events = super::media::events_of(&*store, &organization.id).await;
+    let data: Vec<&serde_json::Value> = events
+        .iter()
+        .filter_map(|event| match &event.subject {
+            crate::model::EventSubject::Snapshot(data) => Some(data),
+            crate::model::EventSubject::Job(_) => None,
+        })
+        .collect();
+    assert!(!data.is_empty(), "the failed post wrote its event");
+    for data in data {
+        let text = data.to_string();
+        assert!(!text.contains("\\u0000"), "{text}");
+        assert!(text.contains(&kept("refused")), "{text}");
+    }
 
     let mut draft = media_item(
         &organization.id,
