@@ -38,6 +38,7 @@ const EXPECTED: &[&str] = &[
     "GET /limits",
     "GET /rate-limits",
     "GET /webhooks",
+    "GET /webhooks/{webhookId}",
     "POST /webhooks",
     "PATCH /webhooks/{webhookId}",
     "DELETE /webhooks/{webhookId}",

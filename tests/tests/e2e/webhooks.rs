@@ -185,6 +185,14 @@ async fn webhook_lifecycle_and_shapes(app: TestApp) {
     .await;
     let renamed = renamed.expect(200)["webhook"].clone();
     assert_eq!(renamed["name"], "Renamed");
+    // Read back alone: the webhook as the change left it, never its secret.
+    let read = app.get(&format!("/webhooks/{id}"), &owner.live).await;
+    let read = read.expect(200);
+    assert_fields(read, &["webhook"]);
+    assert_eq!(read["webhook"], renamed);
+    app.get("/webhooks/wh_00000000000000000000000000000000", &owner.live)
+        .await
+        .expect_error(404, "not_found");
     assert_eq!(renamed["url"], "https://other.example.com/in");
     assert_eq!(renamed["events"], json!(["job.failed"]));
 
@@ -416,6 +424,7 @@ async fn webhooks_are_invisible_to_other_organizations(app: TestApp) {
             format!("/webhooks/{id}"),
             json!({"name": "theirs"}),
         ),
+        (Method::GET, format!("/webhooks/{id}"), json!({})),
         (Method::DELETE, format!("/webhooks/{id}"), json!({})),
         (Method::POST, format!("/webhooks/{id}/test"), json!({})),
         (

@@ -21,6 +21,11 @@ impl Xf {
         Ok(self.store().list_webhooks(&caller.organization.id).await?)
     }
 
+    /// `GET /webhooks/{id}`: one of the organization's webhooks (its secret never).
+    pub async fn get_webhook(&self, caller: &Caller, id: &WebhookId) -> Result<Webhook> {
+        self.owned_webhook(caller, id).await
+    }
+
     /// `POST /webhooks`. The secret is in the answer and nowhere else.
     pub async fn create_webhook(
         &self,

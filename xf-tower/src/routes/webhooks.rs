@@ -26,7 +26,7 @@ pub struct WebhookList {
     pub webhooks: Vec<Webhook>,
 }
 
-/// `data` of `PATCH /webhooks/{webhookId}`.
+/// `data` of `GET` and `PATCH /webhooks/{webhookId}`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct WebhookData {
     /// The webhook as it is now.
@@ -51,7 +51,7 @@ pub struct DeliveryList {
 pub fn router(routes: Routes) -> Routes {
     routes
         .routes(routes!(list_webhooks, create_webhook))
-        .routes(routes!(update_webhook, delete_webhook))
+        .routes(routes!(get_webhook, update_webhook, delete_webhook))
         .routes(routes!(test_webhook))
         .routes(routes!(rotate_secret))
         .routes(routes!(list_deliveries))
@@ -86,6 +86,22 @@ async fn create_webhook(
         .create_webhook(&caller, &sent.fingerprint, sent.json()?)
         .await?;
     Ok(envelope::data(StatusCode::CREATED, &created))
+}
+
+/// One webhook of the organization (never its secret).
+#[utoipa::path(get, path = "/webhooks/{webhookId}", tag = "webhooks",
+    params(("webhookId" = inline(WebhookId), Path, description = "Webhook id")),
+    responses(
+        (status = 200, description = "The webhook", body = Envelope<WebhookData>),
+        (status = 404, description = "`not_found`: no such webhook in this organization"),
+    ))]
+async fn get_webhook(
+    State(xf): State<Xf>,
+    WebhooksAuthed(caller): WebhooksAuthed,
+    PathParam(id): PathParam<WebhookId>,
+) -> Result<Response, ApiError> {
+    let webhook = xf.get_webhook(&caller, &id).await?;
+    Ok(envelope::data(StatusCode::OK, &WebhookData { webhook }))
 }
 
 /// Changes a webhook's name, URL, events or whether it is enabled.
