@@ -191,9 +191,24 @@ async fn a_chunked_upload_becomes_a_video(app: TestApp) {
     assert_eq!(done.status, 204);
     assert_eq!(header(&done, "upload-offset"), clip.len().to_string());
 
-    // The finished upload is the form's file.
+    // The finished upload is the form's file, and its bytes are counted once, as the
+    // chunks that brought them.
     let used = post_video_form(&app, &key, &content_type, &body).await;
     assert_eq!(used.status, 201, "{}", used.body);
+    let counted = |kind: &str| {
+        let metrics = app.xf.metrics().encode();
+        let series = format!("xf_upload_bytes_total{{kind=\"{kind}\"}} ");
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(&series))
+            .map_or(0, |value| value.parse::<u64>().expect("a count"))
+    };
+    assert_eq!(counted("resumable"), clip.len() as u64);
+    assert_eq!(
+        counted("multipart"),
+        0,
+        "the form's fileId is not counted again"
+    );
     let id = used.body["data"][0]["id"].as_str().unwrap().to_owned();
     let item = app
         .send(

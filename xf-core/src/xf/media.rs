@@ -341,6 +341,20 @@ impl Xf {
         file_name: &str,
         body: &mut (dyn ChunkSource + '_),
     ) -> Result<StagedFile> {
+        let staged = self.stage_of_kind(caller, kind, file_name, body).await?;
+        self.metrics().upload_bytes("multipart", staged.size);
+        Ok(staged)
+    }
+
+    /// [`Xf::stage_media_file`] without counting the bytes as a form's: for a finished
+    /// resumable upload's, counted as `resumable` as its chunks arrived.
+    pub(super) async fn stage_of_kind(
+        &self,
+        caller: &Caller,
+        kind: MediaKind,
+        file_name: &str,
+        body: &mut (dyn ChunkSource + '_),
+    ) -> Result<StagedFile> {
         let accepted = Accepted {
             field: "file",
             what: kind.as_str(),
@@ -365,7 +379,9 @@ impl Xf {
             extensions: THUMBNAIL_EXTENSIONS,
             limit: THUMBNAIL_MAX_BYTES.min(self.inner.media_limits.of(MediaKind::Image)),
         };
-        self.stage(caller, &accepted, file_name, body).await
+        let staged = self.stage(caller, &accepted, file_name, body).await?;
+        self.metrics().upload_bytes("multipart", staged.size);
+        Ok(staged)
     }
 
     async fn stage(
@@ -405,7 +421,6 @@ impl Xf {
             .write_blob(key, body, limit, (field, "the upload was dropped"))
             .await?
             .ok_or_else(|| Error::invalid(field, "is empty"))?;
-        self.metrics().upload_bytes("multipart", size);
         Ok(StagedFile {
             blob,
             name: file_name.to_owned(),

@@ -182,11 +182,12 @@ impl Xf {
         else {
             return Ok(upload);
         };
-        self.metrics().upload_bytes("resumable", received);
         if expected.is_some_and(|digest| hashed.hasher.finalize().as_slice() != digest) {
             blob.discard().await;
             return Err(Error::ChecksumMismatch);
         }
+        // Counted once kept: a chunk its checksum refuses is not stored.
+        self.metrics().upload_bytes("resumable", received);
         let part = UploadPart {
             offset,
             length: received,
@@ -353,9 +354,7 @@ impl Xf {
             parts: upload.parts.clone().into_iter(),
             current: None,
         };
-        let staged = self
-            .stage_media_file(caller, kind, &name, &mut parts)
-            .await?;
+        let staged = self.stage_of_kind(caller, kind, &name, &mut parts).await?;
         Ok((staged, upload))
     }
 
