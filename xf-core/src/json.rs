@@ -169,6 +169,11 @@ impl StrictJsonError {
         }
     }
 
+    /// The `400` naming [`StrictJsonError::field`].
+    pub fn into_error(self, fallback: &str, nest: bool) -> crate::Error {
+        crate::Error::invalid(self.field(fallback, nest), self.message())
+    }
+
     /// What is wrong.
     pub fn message(&self) -> String {
         match self {

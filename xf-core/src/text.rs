@@ -37,7 +37,7 @@ pub const NUL_REPLACEMENT: char = '\u{FFFD}';
 /// `text` with each U+0000 replaced by [`NUL_REPLACEMENT`]; borrowed when it holds none.
 pub fn without_nul(text: &str) -> Cow<'_, str> {
     if text.contains('\0') {
-        Cow::Owned(text.replace('\0', "\u{FFFD}"))
+        Cow::Owned(text.replace('\0', NUL_REPLACEMENT.encode_utf8(&mut [0; 3])))
     } else {
         Cow::Borrowed(text)
     }
@@ -49,11 +49,12 @@ pub fn nul_bytes_replaced(bytes: &[u8]) -> Cow<'_, [u8]> {
     if !bytes.contains(&0) {
         return Cow::Borrowed(bytes);
     }
-    let replacement = NUL_REPLACEMENT.to_string();
+    let mut replacement = [0; 3];
+    let replacement = NUL_REPLACEMENT.encode_utf8(&mut replacement).as_bytes();
     let mut out = Vec::with_capacity(bytes.len() + 8);
     for &byte in bytes {
         if byte == 0 {
-            out.extend_from_slice(replacement.as_bytes());
+            out.extend_from_slice(replacement);
         } else {
             out.push(byte);
         }

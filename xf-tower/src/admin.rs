@@ -76,7 +76,8 @@ struct UsageData {
 #[derive(Clone)]
 struct AdminState {
     xf: Xf,
-    token: Arc<str>,
+    /// The admin token's hash, made once.
+    token_hash: Arc<str>,
     failures: Arc<std::sync::Mutex<FailedLogins>>,
 }
 
@@ -137,7 +138,7 @@ impl AdminService {
     pub fn new(xf: Xf, token: impl Into<String>) -> Self {
         let state = AdminState {
             xf,
-            token: Arc::from(token.into()),
+            token_hash: Arc::from(xf_core::auth::hash_key(&token.into())),
             failures: Arc::default(),
         };
         let (router, doc) = OpenApiRouter::with_openapi(crate::openapi::admin_base())
@@ -217,7 +218,7 @@ crate::router_service!(AdminService);
 
 async fn authenticate(State(state): State<AdminState>, request: Request, next: Next) -> Response {
     if let Err(refused) = state.check(&request) {
-        return refused;
+        return ApiError(refused).into_response();
     }
     next.run(request).await
 }
@@ -226,7 +227,7 @@ async fn authenticate(State(state): State<AdminState>, request: Request, next: N
 /// so the admin API's routes and methods are not told to anyone else.
 async fn method_not_allowed(State(state): State<AdminState>, request: Request) -> Response {
     if let Err(refused) = state.check(&request) {
-        return refused;
+        return ApiError(refused).into_response();
     }
     middleware::method_not_allowed().await
 }
@@ -235,38 +236,28 @@ impl AdminState {
     /// Admits a request with the token; refuses one without or with another (`401`), and one
     /// with a token from an address that sent [`MAX_FAILED_LOGINS`] wrong tokens this window
     /// (`429`, its token unread, so guessing is slowed to that many a minute an address).
-    #[allow(clippy::result_large_err)]
-    fn check(&self, request: &Request) -> Result<(), Response> {
+    fn check(&self, request: &Request) -> Result<(), Error> {
+        let given = match bearer(request.headers()) {
+            Some(given) if !given.is_empty() => given,
+            _ => return Err(Error::AdminTokenInvalid),
+        };
         let address = request
             .extensions()
             .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
             .map(|info| info.0.ip());
-        if bearer(request.headers()).is_none_or(str::is_empty) {
-            return Err(ApiError(Error::AdminTokenInvalid).into_response());
-        }
         let now = self.xf.now().unix_millis();
         let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(retry_after_secs) = failures.locked_out(address, now) {
-            return Err(ApiError(Error::RateLimited { retry_after_secs }).into_response());
+            return Err(Error::RateLimited { retry_after_secs });
         }
-        if self.admits(request.headers()) {
+        // Compare hashes so the comparison takes the same time whatever the guess.
+        if xf_core::auth::hashes_match(&xf_core::auth::hash_key(given), &self.token_hash) {
             return Ok(());
         }
         failures.note(address, now);
         drop(failures);
         tracing::warn!(?address, "admin API: a request with a wrong token");
-        Err(ApiError(Error::AdminTokenInvalid).into_response())
-    }
-
-    /// Whether `headers` carry the admin token.
-    fn admits(&self, headers: &http::HeaderMap) -> bool {
-        let given = bearer(headers).unwrap_or("");
-        // Compare hashes so the comparison takes the same time whatever the guess.
-        let matches = xf_core::auth::hashes_match(
-            &xf_core::auth::hash_key(given),
-            &xf_core::auth::hash_key(&self.token),
-        );
-        !given.is_empty() && matches
+        Err(Error::AdminTokenInvalid)
     }
 }
 

@@ -239,10 +239,7 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
         if let Err(refused @ xf_core::json::StrictJsonError::Field { .. }) =
             xf_core::json::parse_strict(bytes)
         {
-            return Err(Error::invalid(
-                refused.field("body", false),
-                refused.message(),
-            ));
+            return Err(refused.into_error("body", false));
         }
     }
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
@@ -298,10 +295,7 @@ impl Sent {
         match xf_core::json::parse_strict(&self.body) {
             Ok(value @ serde_json::Value::Object(_)) => Ok(value),
             Ok(_) => Err(Error::invalid("body", "must be a JSON object")),
-            Err(refused) => Err(Error::invalid(
-                refused.field("body", false),
-                refused.message(),
-            )),
+            Err(refused) => Err(refused.into_error("body", false)),
         }
     }
 

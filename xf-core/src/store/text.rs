@@ -67,8 +67,8 @@ impl StoredText for String {
         self.contains('\0')
     }
     fn replace_nul(&mut self) {
-        if self.has_nul() {
-            *self = self.replace('\0', "\u{FFFD}");
+        if let Cow::Owned(kept) = without_nul(self) {
+            *self = kept;
         }
     }
 }
