@@ -212,7 +212,40 @@ mod tests {
         assert!(empty.code.is_none() && empty.state.is_none());
     }
 
+    #[test]
+    fn bindings_are_the_cookies_of_their_prefix_at_most_sixteen() {
+        let mut headers = http::HeaderMap::new();
+        let many: Vec<String> = (0..20).map(|n| format!("xf_connect_{n}=v{n}")).collect();
+        headers.insert(
+            header::COOKIE,
+            HeaderValue::from_str(&format!("theme=dark; {}; x=y", many.join("; "))).unwrap(),
+        );
+        headers.append(
+            header::COOKIE,
+            HeaderValue::from_static("xf_connect_z=last"),
+        );
+        let found = bindings(&headers);
+        assert_eq!(found.len(), 16);
+        assert_eq!(found[0], ("xf_connect_0".to_owned(), "v0".to_owned()));
+        assert!(found
+            .iter()
+            .all(|(name, _)| name.starts_with(BROWSER_BINDING_PREFIX)));
+    }
+
     proptest::proptest! {
+        /// Any bytes a `Cookie` header may carry read as bindings without a panic, each of the
+        /// binding prefix, at most sixteen.
+        #[test]
+        fn any_cookie_header_reads_as_bindings(value in proptest::collection::vec(proptest::num::u8::ANY, 0..300)) {
+            let mut headers = http::HeaderMap::new();
+            if let Ok(value) = HeaderValue::from_bytes(&value) {
+                headers.insert(header::COOKIE, value);
+            }
+            let found = bindings(&headers);
+            proptest::prop_assert!(found.len() <= 16);
+            proptest::prop_assert!(found.iter().all(|(name, _)| name.starts_with(BROWSER_BINDING_PREFIX)));
+        }
+
         /// Any query string reads as a callback without a panic.
         #[test]
         fn any_query_reads_as_a_callback(query in ".{0,400}") {
