@@ -22,6 +22,15 @@ pub fn generate_key(mode: KeyMode) -> String {
     format!("{}{body}", mode.key_prefix())
 }
 
+/// Characters of a key kept in clear, to tell keys apart: the mode's prefix and four of the
+/// random body (about 24 bits, too few to help a guess).
+pub const SHOWN_PREFIX_LEN: usize = 12;
+
+/// The first [`SHOWN_PREFIX_LEN`] characters of a key, as stored and shown.
+pub fn shown_prefix(key: &str) -> String {
+    key.chars().take(SHOWN_PREFIX_LEN).collect()
+}
+
 /// The lower-case hex SHA-256 of a key, as stored.
 pub fn hash_key(key: &str) -> String {
     hex::encode(digest_key(key))

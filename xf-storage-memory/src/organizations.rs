@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use xf_core::ids::{ApiKeyId, OrganizationId};
 use xf_core::model::{ApiKey, Organization};
 use xf_core::plans::LimitOverrides;
-use xf_core::store::{OrganizationStore, StoreResult};
+use xf_core::store::{OrganizationStore, PageRequest, StoreResult};
 use xf_core::time::Timestamp;
 use xf_core::StoreError;
 
@@ -61,6 +61,25 @@ impl OrganizationStore for MemoryStore {
 
     async fn get_organization(&self, id: &OrganizationId) -> StoreResult<Option<Organization>> {
         Ok(self.read().organizations.get(id.as_str()).cloned())
+    }
+
+    async fn list_organizations(&self, page: &PageRequest) -> StoreResult<Vec<Organization>> {
+        let state = self.read();
+        let mut organizations: Vec<&Organization> = state
+            .organizations
+            .values()
+            .filter(|o| {
+                page.after.as_ref().is_none_or(|after| {
+                    (o.created_at, o.id.as_str()) < (after.created_at, after.id.as_str())
+                })
+            })
+            .collect();
+        organizations.sort_unstable_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
+        Ok(organizations
+            .into_iter()
+            .take(page.limit)
+            .cloned()
+            .collect())
     }
 
     async fn find_organization_by_name(&self, name: &str) -> StoreResult<Option<Organization>> {
@@ -139,6 +158,13 @@ impl OrganizationStore for MemoryStore {
             .collect();
         keys.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
         Ok(keys)
+    }
+
+    async fn touch_api_key(&self, id: &ApiKeyId, at: Timestamp) -> StoreResult<()> {
+        if let Some(key) = self.write().api_keys.get_mut(id.as_str()) {
+            key.last_used_at = key.last_used_at.max(Some(at));
+        }
+        Ok(())
     }
 
     async fn revoke_api_key(&self, id: &ApiKeyId, now: Timestamp) -> StoreResult<Option<ApiKey>> {

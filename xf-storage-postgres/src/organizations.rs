@@ -5,17 +5,18 @@ use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::query::Query;
 use sqlx::types::Json;
 use sqlx::Postgres;
+use sqlx::QueryBuilder;
 use xf_core::ids::{ApiKeyId, OrganizationId};
 use xf_core::model::{ApiKey, Organization};
 use xf_core::plans::LimitOverrides;
 use xf_core::store::text_rule::*;
-use xf_core::store::{OrganizationStore, StoreResult};
+use xf_core::store::{OrganizationStore, PageRequest, StoreResult};
 use xf_core::time::Timestamp;
 use xf_core::StoreError;
 
 use crate::error::store_error;
 use crate::rows::{self, at, at_opt, RowExt, API_KEY_COLUMNS, ORGANIZATION_COLUMNS};
-use crate::{all, one, PgStore, KEY_CAP_LOCK_CLASS};
+use crate::{all, one, push_page, PgStore, KEY_CAP_LOCK_CLASS};
 
 /// The `INSERT` of an organization.
 fn insert_organization_query(organization: &Organization) -> Query<'_, Postgres, PgArguments> {
@@ -34,15 +35,18 @@ fn insert_organization_query(organization: &Organization) -> Query<'_, Postgres,
 /// The `INSERT` of an API key.
 fn insert_api_key_query(key: &ApiKey) -> Query<'_, Postgres, PgArguments> {
     sqlx::query(
-        "INSERT INTO api_keys (id, organization_id, mode, key_hash, created_at, revoked_at) \
-         VALUES ($1, $2, $3, $4, $5, $6)",
+        "INSERT INTO api_keys \
+           (id, organization_id, mode, key_hash, prefix, created_at, revoked_at, last_used_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(key.id.as_str())
     .bind(key.organization_id.as_str())
     .bind(key.mode.as_str())
     .bind(&key.key_hash)
+    .bind(stored_str(&key.prefix).into_owned())
     .bind(at(key.created_at))
     .bind(at_opt(key.revoked_at))
+    .bind(at_opt(key.last_used_at))
 }
 
 /// The organization columns of `find_api_key`'s join, prefixed with `org_`.
@@ -98,6 +102,19 @@ impl OrganizationStore for PgStore {
         .await
         .map_err(store_error)?;
         one(row, rows::organization)
+    }
+
+    async fn list_organizations(&self, page: &PageRequest) -> StoreResult<Vec<Organization>> {
+        let mut builder = QueryBuilder::new(format!(
+            "SELECT {ORGANIZATION_COLUMNS} FROM organizations WHERE true"
+        ));
+        push_page(&mut builder, "id", page);
+        let rows = builder
+            .build()
+            .fetch_all(&self.pool)
+            .await
+            .map_err(store_error)?;
+        all(rows, rows::organization)
     }
 
     async fn find_organization_by_name(&self, name: &str) -> StoreResult<Option<Organization>> {
@@ -168,7 +185,8 @@ impl OrganizationStore for PgStore {
 
     async fn find_api_key(&self, key_hash: &str) -> StoreResult<Option<(ApiKey, Organization)>> {
         let row = sqlx::query(
-            "SELECT k.id, k.organization_id, k.mode, k.key_hash, k.created_at, k.revoked_at, \
+            "SELECT k.id, k.organization_id, k.mode, k.key_hash, k.prefix, k.created_at, \
+                    k.revoked_at, k.last_used_at, \
                     o.id AS org_id, o.name AS org_name, o.plan AS org_plan, \
                     o.shop_domain AS org_shop_domain, o.limits AS org_limits, \
                     o.created_at AS org_created_at \
@@ -194,6 +212,19 @@ impl OrganizationStore for PgStore {
         .await
         .map_err(store_error)?;
         all(rows, rows::api_key)
+    }
+
+    async fn touch_api_key(&self, id: &ApiKeyId, at_time: Timestamp) -> StoreResult<()> {
+        sqlx::query(
+            "UPDATE api_keys SET last_used_at = $2 WHERE id = $1 \
+             AND (last_used_at IS NULL OR last_used_at < $2)",
+        )
+        .bind(id.as_str())
+        .bind(at(at_time))
+        .execute(&self.pool)
+        .await
+        .map_err(store_error)?;
+        Ok(())
     }
 
     async fn revoke_api_key(&self, id: &ApiKeyId, now: Timestamp) -> StoreResult<Option<ApiKey>> {

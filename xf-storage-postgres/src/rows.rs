@@ -22,7 +22,7 @@ use crate::error::store_error;
 pub(crate) const ORGANIZATION_COLUMNS: &str = "id, name, plan, shop_domain, limits, created_at";
 /// The columns [`api_key`] reads.
 pub(crate) const API_KEY_COLUMNS: &str =
-    "id, organization_id, mode, key_hash, created_at, revoked_at";
+    "id, organization_id, mode, key_hash, prefix, created_at, revoked_at, last_used_at";
 /// The columns [`property`] reads.
 pub(crate) const PROPERTY_COLUMNS: &str =
     "id, organization_id, name, url, verified, created_at, gsc_site_url";
@@ -195,8 +195,10 @@ pub(crate) fn api_key(row: &PgRow) -> StoreResult<ApiKey> {
         organization_id: row.id("organization_id")?,
         mode: parsed(row.col("mode")?, KeyMode::parse, "key mode")?,
         key_hash: row.col("key_hash")?,
+        prefix: row.col("prefix")?,
         created_at: row.timestamp("created_at")?,
         revoked_at: row.timestamp_opt("revoked_at")?,
+        last_used_at: row.timestamp_opt("last_used_at")?,
     })
 }
 

@@ -74,8 +74,10 @@ fn api_key(id: ApiKeyId, organization_id: OrganizationId) -> ApiKey {
         id,
         organization_id,
         mode: KeyMode::Live,
+        prefix: "xf_live_".to_owned(),
         created_at: t0(),
         revoked_at: None,
+        last_used_at: None,
     }
 }
 

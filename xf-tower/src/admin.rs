@@ -12,13 +12,14 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
+use xf_core::api::PageParams;
 use xf_core::ids::{ApiKeyId, IssueId, OrganizationId, PropertyId};
-use xf_core::model::{Issue, KeyMode, Organization};
+use xf_core::model::{ApiKey, Issue, KeyMode, Organization};
 use xf_core::{Error, NewOrganization, NewReport, OrganizationPatch, UsageDelta, Xf};
 
 use crate::envelope;
 use crate::error::ApiError;
-use crate::extract::{bearer, Json, PathParam};
+use crate::extract::{bearer, Json, PathParam, Query};
 use crate::middleware;
 
 /// Body of `POST /organizations/{orgId}/api-keys`.
@@ -142,13 +143,13 @@ impl AdminService {
             failures: Arc::default(),
         };
         let (router, doc) = OpenApiRouter::with_openapi(crate::openapi::admin_base())
-            .routes(routes!(create_organization))
-            .routes(routes!(update_organization))
-            .routes(routes!(create_api_key))
+            .routes(routes!(list_organizations, create_organization))
+            .routes(routes!(get_organization, update_organization))
+            .routes(routes!(list_api_keys, create_api_key))
+            .routes(routes!(list_channels, connect_channel))
             .routes(routes!(record_usage))
             .routes(routes!(link_organization_gsc))
             .routes(routes!(list_gsc_sites))
-            .routes(routes!(connect_channel))
             .routes(routes!(create_connect_link))
             .routes(routes!(revoke_api_key))
             .routes(routes!(update_channel))
@@ -262,6 +263,94 @@ impl AdminState {
 }
 
 type Handled = std::result::Result<Response, ApiError>;
+
+/// `data` of `GET /organizations`.
+#[derive(Debug, Serialize, ToSchema)]
+struct OrganizationList {
+    /// Newest first.
+    organizations: Vec<Organization>,
+}
+
+/// `data` of `GET /organizations/{orgId}/api-keys`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct ApiKeyList {
+    /// Newest first, revoked ones included; never the secrets.
+    api_keys: Vec<ApiKey>,
+}
+
+/// `data` of `GET /organizations/{orgId}/channels`.
+#[derive(Debug, Serialize, ToSchema)]
+struct ChannelList {
+    /// Newest first; never their tokens.
+    channels: Vec<xf_core::media::api::AdminChannelView>,
+}
+
+/// Every organization, newest first.
+#[utoipa::path(get, path = "/organizations", tag = "organizations", params(PageParams),
+    responses(
+        (status = 200, description = "A page of organizations", body = crate::routes::PageEnvelope<OrganizationList>),
+        (status = 400, description = "`validation_error`: a limit out of range or a cursor of another list"),
+    ))]
+async fn list_organizations(
+    State(s): State<AdminState>,
+    Query(page): Query<PageParams>,
+) -> Handled {
+    let page = s.xf.admin_list_organizations(&page).await?;
+    Ok(envelope::page("organizations", &page))
+}
+
+/// One organization: its plan, shop domain and limit overrides.
+#[utoipa::path(get, path = "/organizations/{orgId}", tag = "organizations",
+    params(("orgId" = inline(OrganizationId), Path, description = "Organization id")),
+    responses(
+        (status = 200, description = "The organization", body = crate::routes::Envelope<OrganizationData>),
+        (status = 404, description = "`not_found`"),
+    ))]
+async fn get_organization(
+    State(s): State<AdminState>,
+    PathParam(org_id): PathParam<OrganizationId>,
+) -> Handled {
+    let organization = s.xf.admin_get_organization(&org_id).await?;
+    Ok(envelope::data(
+        StatusCode::OK,
+        &OrganizationData { organization },
+    ))
+}
+
+/// The organization's keys, newest first: prefix, mode, when created, last used and revoked.
+#[utoipa::path(get, path = "/organizations/{orgId}/api-keys", tag = "organizations",
+    params(("orgId" = inline(OrganizationId), Path, description = "Organization id"), PageParams),
+    responses(
+        (status = 200, description = "A page of keys", body = crate::routes::PageEnvelope<ApiKeyList>),
+        (status = 400, description = "`validation_error`: a limit out of range or a cursor of another list"),
+        (status = 404, description = "`not_found`"),
+    ))]
+async fn list_api_keys(
+    State(s): State<AdminState>,
+    PathParam(org_id): PathParam<OrganizationId>,
+    Query(page): Query<PageParams>,
+) -> Handled {
+    let page = s.xf.admin_list_api_keys(&org_id, &page).await?;
+    Ok(envelope::page("apiKeys", &page))
+}
+
+/// The organization's connected social accounts, newest first.
+#[utoipa::path(get, path = "/organizations/{orgId}/channels", tag = "channels",
+    params(("orgId" = inline(OrganizationId), Path, description = "Organization id"), PageParams),
+    responses(
+        (status = 200, description = "A page of channels", body = crate::routes::PageEnvelope<ChannelList>),
+        (status = 400, description = "`validation_error`: a limit out of range or a cursor of another list"),
+        (status = 404, description = "`not_found`"),
+    ))]
+async fn list_channels(
+    State(s): State<AdminState>,
+    PathParam(org_id): PathParam<OrganizationId>,
+    Query(page): Query<PageParams>,
+) -> Handled {
+    let page = s.xf.admin_list_channels(&org_id, &page).await?;
+    Ok(envelope::page("channels", &page))
+}
 
 /// Creates an organization on a plan, with a live and a test key (shown once).
 #[utoipa::path(post, path = "/organizations", tag = "organizations", request_body = NewOrganization,

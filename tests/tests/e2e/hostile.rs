@@ -17,7 +17,7 @@ crate::backends!(
 /// An admin request from `address` with `token`.
 fn from(address: &str, token: Option<&str>) -> http::Request<http_body_util::Full<bytes::Bytes>> {
     let mut request = xf_tests::request(
-        Method::GET,
+        Method::PUT,
         "/organizations/org_00000000000000000000000000000000",
         token,
         None,
@@ -48,7 +48,7 @@ async fn wrong_admin_tokens_lock_out_their_address_for_a_minute(app: TestApp) {
     bare.expect_error(401, "admin_token_invalid");
     let retry: u64 = locked.header("retry-after").unwrap().parse().unwrap();
     assert!((1..=60).contains(&retry), "{retry}");
-    // Past the token: the path takes PATCH only.
+    // Past the token: the path takes GET and PATCH only.
     let other = app.send_admin(from("127.0.0.3", right)).await;
     other.expect_error(405, "method_not_allowed");
 
@@ -79,7 +79,7 @@ async fn the_admin_api_tells_its_methods_only_to_the_token_holder(app: TestApp) 
         ))
         .await;
     reply.expect_error(405, "method_not_allowed");
-    assert_eq!(reply.header("allow"), Some("PATCH"));
+    assert_eq!(reply.header("allow"), Some("GET,HEAD,PATCH"));
 }
 
 /// `null` in `limits` clears that override (the plan's value applies again); a field left out

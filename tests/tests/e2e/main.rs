@@ -2,6 +2,7 @@
 //! fn over a [`TestApp`]; `backends!` runs each one on every storage backend.
 
 mod access;
+mod admin_reads;
 mod basics;
 mod builder;
 mod contract;

@@ -560,6 +560,9 @@ pub struct AdminChannelView {
     pub expires_at: Option<Timestamp>,
     /// The board its pins go on when an upload names none (Pinterest).
     pub default_board: Option<String>,
+    /// Why it is disconnected (its grant was revoked or its token refused), until it is
+    /// connected again; `null` while it is connected.
+    pub disconnected: Option<String>,
     /// When it was first connected.
     pub created_at: Timestamp,
     /// When it was last connected or changed.
@@ -576,6 +579,7 @@ impl From<super::Channel> for AdminChannelView {
             thumbnail: channel.thumbnail,
             expires_at: channel.expires_at,
             default_board: channel.default_board,
+            disconnected: channel.disconnected,
             created_at: channel.created_at,
             updated_at: channel.updated_at,
         }

@@ -92,10 +92,16 @@ pub struct ApiKey {
     /// Lower-case hex SHA-256 of the full key.
     #[serde(skip)]
     pub key_hash: String,
+    /// The key's first characters (`xf_live_` and four more), to tell keys apart; keys
+    /// made before these were kept show only their mode's prefix.
+    pub prefix: String,
     /// When it was created.
     pub created_at: Timestamp,
     /// When it was revoked, if it was.
     pub revoked_at: Option<Timestamp>,
+    /// When a request last authenticated with it, to the minute (it is written at most once
+    /// a minute); `null` if none has.
+    pub last_used_at: Option<Timestamp>,
 }
 
 /// A website registered by an organization.

@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 
-use super::StoreResult;
+use super::{PageRequest, StoreResult};
 use crate::ids::{ApiKeyId, OrganizationId};
 use crate::model::{ApiKey, Organization};
 use crate::plans::LimitOverrides;
@@ -29,6 +29,9 @@ pub trait OrganizationStore: Send + Sync {
     /// The organization with this id.
     async fn get_organization(&self, id: &OrganizationId) -> StoreResult<Option<Organization>>;
 
+    /// A page of every organization, newest first (equal creation times: largest id first).
+    async fn list_organizations(&self, page: &PageRequest) -> StoreResult<Vec<Organization>>;
+
     /// The first-created organization with exactly this name (case-sensitive; on equal
     /// creation times, the one with the smallest id).
     async fn find_organization_by_name(&self, name: &str) -> StoreResult<Option<Organization>>;
@@ -54,6 +57,10 @@ pub trait OrganizationStore: Send + Sync {
     /// The organization's keys, revoked or not, oldest first (equal creation times: smallest
     /// id first).
     async fn list_api_keys(&self, organization_id: &OrganizationId) -> StoreResult<Vec<ApiKey>>;
+
+    /// Records that a request authenticated with the key at `at`: `last_used_at` becomes
+    /// `at` unless it is later already (revoked or not; an unknown id changes nothing).
+    async fn touch_api_key(&self, id: &ApiKeyId, at: Timestamp) -> StoreResult<()>;
 
     /// Revokes a key (keeping the first revocation time); returns it, or `None` if unknown.
     async fn revoke_api_key(&self, id: &ApiKeyId, now: Timestamp) -> StoreResult<Option<ApiKey>>;

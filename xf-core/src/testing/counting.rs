@@ -548,6 +548,10 @@ impl OrganizationStore for Counting {
         self.count("get_organization");
         self.inner.get_organization(id).await
     }
+    async fn list_organizations(&self, page: &PageRequest) -> StoreResult<Vec<Organization>> {
+        self.count("list_organizations");
+        self.inner.list_organizations(page).await
+    }
     async fn find_organization_by_name(&self, name: &str) -> StoreResult<Option<Organization>> {
         self.count("find_organization_by_name");
         self.inner.find_organization_by_name(name).await
@@ -572,6 +576,10 @@ impl OrganizationStore for Counting {
     async fn list_api_keys(&self, organization_id: &OrganizationId) -> StoreResult<Vec<ApiKey>> {
         self.count("list_api_keys");
         self.inner.list_api_keys(organization_id).await
+    }
+    async fn touch_api_key(&self, id: &ApiKeyId, at: Timestamp) -> StoreResult<()> {
+        self.count("touch_api_key");
+        self.inner.touch_api_key(id, at).await
     }
     async fn revoke_api_key(&self, id: &ApiKeyId, now: Timestamp) -> StoreResult<Option<ApiKey>> {
         self.count("revoke_api_key");

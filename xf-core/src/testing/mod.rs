@@ -202,8 +202,10 @@ pub fn api_key(
         organization_id: organization_id.clone(),
         mode,
         key_hash: auth::hash_key(key),
+        prefix: auth::shown_prefix(key),
         created_at,
         revoked_at: None,
+        last_used_at: None,
     }
 }
 
@@ -900,6 +902,8 @@ macro_rules! __with_conformance_behaviours {
             api_key_concurrent_inserts_respect_max_active,
             api_key_revoke_keeps_first_time,
             api_key_list_oldest_first,
+            api_key_touch_moves_last_use_forward,
+            organization_list_newest_first_by_page,
             // Properties.
             property_insert_and_get,
             property_insert_keeping_keeps_the_answer_with_it,

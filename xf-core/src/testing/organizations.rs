@@ -11,6 +11,7 @@ use crate::error::StoreError;
 use crate::ids::{ApiKeyId, OrganizationId};
 use crate::model::{ApiKey, KeyMode, Organization};
 use crate::plans::LimitOverrides;
+use crate::time::Timestamp;
 
 /// An inserted organization reads back equal, every field included; an unknown id is `None`.
 pub async fn organization_insert_and_get(store: Arc<dyn TestStore>) {
@@ -428,4 +429,107 @@ pub async fn organization_with_keys_inserted_atomically(store: Arc<dyn TestStore
         store.find_api_key(&auth::hash_key(&secret)).await.unwrap(),
         None
     );
+}
+
+/// `list_organizations` pages every organization newest first (equal creation times: the
+/// larger id first), starting strictly after the page's position and taking at most its
+/// limit. (The organizations are made at a random time of 1970s so that other behaviours'
+/// records, made later, sort before the position.)
+pub async fn organization_list_newest_first_by_page(store: Arc<dyn TestStore>) {
+    use rand::Rng;
+    let start =
+        Timestamp::from_unix_millis(rand::thread_rng().gen_range(1_000_000..200_000_000_000))
+            .expect("a valid time");
+    let later = start.plus(chrono::Duration::minutes(1));
+    let make = |at: Timestamp| {
+        let mut org = organization(&unique("Listed"));
+        org.created_at = at;
+        org
+    };
+    let oldest = make(start);
+    let (tie_a, tie_b) = (make(later), make(later));
+    for org in [&tie_a, &oldest, &tie_b] {
+        store.insert_organization(org).await.unwrap();
+    }
+    let (tie_large, tie_small) = if tie_a.id > tie_b.id {
+        (tie_a, tie_b)
+    } else {
+        (tie_b, tie_a)
+    };
+
+    let just_after = crate::store::After {
+        created_at: later.plus(chrono::Duration::milliseconds(1)),
+        id: String::new(),
+    };
+    let first = store
+        .list_organizations(&crate::store::PageRequest {
+            limit: 2,
+            after: Some(just_after),
+        })
+        .await
+        .unwrap();
+    assert_eq!(first, vec![tie_large, tie_small.clone()]);
+    let second = store
+        .list_organizations(&crate::store::PageRequest {
+            limit: 1,
+            after: Some(crate::store::After {
+                created_at: tie_small.created_at,
+                id: tie_small.id.to_string(),
+            }),
+        })
+        .await
+        .unwrap();
+    assert_eq!(second, vec![oldest]);
+    let whole = store
+        .list_organizations(&crate::store::PageRequest {
+            limit: 3,
+            after: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(whole.len(), 3);
+    assert!(whole
+        .windows(2)
+        .all(|pair| (pair[0].created_at, &pair[0].id) > (pair[1].created_at, &pair[1].id)));
+}
+
+/// `touch_api_key` moves a key's `last_used_at` forward only: an earlier time keeps the later
+/// one; a revoked key is touched too; an unknown id changes nothing and is no error. Its prefix
+/// reads back as stored.
+pub async fn api_key_touch_moves_last_use_forward(store: Arc<dyn TestStore>) {
+    let org = seed_organization(&*store, "Touching keys").await;
+    let key = random_key(&org.id, KeyMode::Live, minutes(0));
+    let other = random_key(&org.id, KeyMode::Test, minutes(1));
+    store.insert_api_key(&key, 5).await.unwrap();
+    store.insert_api_key(&other, 5).await.unwrap();
+    let last_used = |at: Option<i64>| ApiKey {
+        last_used_at: at.map(minutes),
+        ..key.clone()
+    };
+
+    store.touch_api_key(&key.id, minutes(5)).await.unwrap();
+    assert_eq!(
+        store
+            .find_api_key(&key.key_hash)
+            .await
+            .unwrap()
+            .map(|(k, _)| k),
+        Some(last_used(Some(5)))
+    );
+    store.touch_api_key(&key.id, minutes(3)).await.unwrap();
+    store
+        .touch_api_key(&ApiKeyId::new(), minutes(4))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.list_api_keys(&org.id).await.unwrap(),
+        vec![last_used(Some(5)), other.clone()]
+    );
+    store.revoke_api_key(&key.id, minutes(6)).await.unwrap();
+    store.touch_api_key(&key.id, minutes(9)).await.unwrap();
+    let found = store.find_api_key(&key.key_hash).await.unwrap().unwrap().0;
+    assert_eq!(found.last_used_at, Some(minutes(9)));
+    assert_eq!(found.revoked_at, Some(minutes(6)));
+    assert_eq!(found.prefix, key.prefix);
+    assert!(found.prefix.starts_with("xf_live_") && found.prefix.len() == auth::SHOWN_PREFIX_LEN);
 }

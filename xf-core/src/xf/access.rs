@@ -23,6 +23,9 @@ pub(crate) const IDEMPOTENCY_TTL_HOURS: i64 = 24;
 /// An unfinished claim older than this belongs to a request that died; it may be taken over.
 const IDEMPOTENCY_STALE_SECS: i64 = 60;
 
+/// How stale a key's stored `lastUsedAt` may be before a request with it writes it again.
+const KEY_USE_GRANULARITY_MS: i64 = 60_000;
+
 /// Whether a request reads or writes, for rate limiting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RequestKind {
@@ -193,6 +196,9 @@ impl Xf {
                     .filter(|(api_key, _)| auth::hashes_match(&api_key.key_hash, &hash))
                     .map(|(api_key, organization)| Arc::new(self.known_key(api_key, organization)));
                 self.inner.keys.put(&digest, known.clone(), asked);
+                if let Some(known) = &known {
+                    self.note_key_use(&known.api_key, claimed_mode).await;
+                }
                 known
             }
         };
@@ -223,6 +229,25 @@ impl Xf {
         let claimed_mode = auth::mode_of(key).ok_or(Error::ApiKeyInvalid)?;
         let digest = auth::digest_key(key);
         Ok((claimed_mode, digest, self.inner.keys.get(&digest)))
+    }
+
+    /// Records that a request presented a live key of its stored mode, when the stored
+    /// `lastUsedAt` is a minute old or more (so a key in use is written at most once a minute
+    /// an instance: the key cache asks the store once its lifetime, this writes only when that
+    /// answer is stale). A failed write is logged, not the request's failure.
+    async fn note_key_use(&self, key: &ApiKey, claimed_mode: KeyMode) {
+        if key.revoked_at.is_some() || key.mode != claimed_mode {
+            return;
+        }
+        let now = self.now();
+        let stale = key
+            .last_used_at
+            .is_none_or(|last| now.unix_millis() - last.unix_millis() >= KEY_USE_GRANULARITY_MS);
+        if stale {
+            if let Err(error) = self.store().touch_api_key(&key.id, now).await {
+                tracing::warn!(key = %key.id, %error, "could not record a key's last use");
+            }
+        }
     }
 
     /// The caller a looked-up key authenticates as, if it is live, of the mode its prefix

@@ -6,12 +6,15 @@ use rand::rngs::OsRng;
 use serde::{Deserialize, Serialize};
 
 use super::Xf;
-use crate::api::{Includes, PropertyView, ReportItem};
+use crate::api::{Includes, Page, PageParams, PropertyView, ReportItem};
 use crate::auth;
 use crate::error::{Error, Result, StoreError};
 use crate::ids::{ApiKeyId, IssueId, JobId, OrganizationId, PropertyId};
+use crate::media::api::AdminChannelView;
+use crate::media::Channel;
 use crate::model::{ApiKey, Issue, JobStatus, KeyMode, Organization, Report, UsageCounters};
 use crate::plans::{LimitOverrides, LimitsPatch};
+use crate::store::After;
 use crate::time::Timestamp;
 
 /// Longest organization name, in characters.
@@ -164,6 +167,83 @@ impl Xf {
             .ok_or(Error::NotFound("organization"))?;
         self.inner.keys.forget_organization(id);
         Ok(updated)
+    }
+
+    /// Every organization, newest first, a page at a time.
+    pub async fn admin_list_organizations(
+        &self,
+        params: &PageParams,
+    ) -> Result<Page<Organization>> {
+        let (request, limit) = self.page_request("admin-organizations", "", params)?;
+        let organizations = self.store().list_organizations(&request).await?;
+        Ok(
+            self.finish_page("admin-organizations", "", organizations, limit, |o| After {
+                created_at: o.created_at,
+                id: o.id.as_str().to_owned(),
+            }),
+        )
+    }
+
+    /// One organization.
+    pub async fn admin_get_organization(&self, id: &OrganizationId) -> Result<Organization> {
+        self.store()
+            .get_organization(id)
+            .await?
+            .ok_or(Error::NotFound("organization"))
+    }
+
+    /// The organization's keys, revoked or not, newest first, a page at a time (never their
+    /// secrets: a prefix to tell them apart).
+    pub async fn admin_list_api_keys(
+        &self,
+        organization_id: &OrganizationId,
+        params: &PageParams,
+    ) -> Result<Page<ApiKey>> {
+        self.admin_page("admin-api-keys", organization_id, params, |k: &ApiKey| {
+            (k.created_at, k.id.as_str())
+        })
+        .await
+    }
+
+    /// The organization's channels, newest first, a page at a time (never their tokens).
+    pub async fn admin_list_channels(
+        &self,
+        organization_id: &OrganizationId,
+        params: &PageParams,
+    ) -> Result<Page<AdminChannelView>> {
+        let page = self
+            .admin_page("admin-channels", organization_id, params, |c: &Channel| {
+                (c.created_at, c.id.as_str())
+            })
+            .await?;
+        Ok(page.map(AdminChannelView::from))
+    }
+
+    /// A page of one of an existing organization's lists that the store gives whole (its
+    /// keys or channels: a few each), the cursor bound to the list and the organization.
+    async fn admin_page<T: OrganizationList>(
+        &self,
+        list: &str,
+        organization_id: &OrganizationId,
+        params: &PageParams,
+        position: impl Fn(&T) -> (Timestamp, &str),
+    ) -> Result<Page<T>> {
+        let filters = organization_id.as_str();
+        let (request, limit) = self.page_request(list, filters, params)?;
+        self.admin_get_organization(organization_id).await?;
+        let mut items = T::load(self, organization_id).await?;
+        if let Some(after) = &request.after {
+            items.retain(|item| position(item) < (after.created_at, after.id.as_str()));
+        }
+        items.sort_unstable_by(|a, b| position(b).cmp(&position(a)));
+        items.truncate(request.limit);
+        Ok(self.finish_page(list, filters, items, limit, |item| {
+            let (created_at, id) = position(item);
+            After {
+                created_at,
+                id: id.to_owned(),
+            }
+        }))
     }
 
     /// Issues a new key, within the organization's `maxActiveKeys`.
@@ -529,12 +609,34 @@ impl Xf {
             organization_id: organization.id.clone(),
             mode,
             key_hash: auth::hash_key(&key),
+            prefix: auth::shown_prefix(&key),
             created_at: self.now(),
             revoked_at: None,
+            last_used_at: None,
         };
         // A fixed (demo) key may have been tried before it existed.
         self.inner.keys.forget_hash(&record.key_hash);
         (record, key)
+    }
+}
+
+/// A list of an organization's that the store gives whole.
+#[async_trait::async_trait]
+trait OrganizationList: Sized + Send {
+    async fn load(xf: &Xf, organization_id: &OrganizationId) -> Result<Vec<Self>>;
+}
+
+#[async_trait::async_trait]
+impl OrganizationList for ApiKey {
+    async fn load(xf: &Xf, organization_id: &OrganizationId) -> Result<Vec<Self>> {
+        Ok(xf.store().list_api_keys(organization_id).await?)
+    }
+}
+
+#[async_trait::async_trait]
+impl OrganizationList for Channel {
+    async fn load(xf: &Xf, organization_id: &OrganizationId) -> Result<Vec<Self>> {
+        Ok(xf.store().list_channels(organization_id).await?)
     }
 }
 
