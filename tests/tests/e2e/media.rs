@@ -25,6 +25,7 @@ crate::backends!(
     a_carousel_is_stored_in_order_and_checked_per_platform,
     a_file_removed_before_its_form_ended_is_the_clients_400,
     nul_and_twice_given_keys_in_settings_are_named,
+    an_image_without_platforms_is_settled_at_once,
 );
 
 /// A media organization (`plus` plan) and its keys.
@@ -1636,5 +1637,41 @@ async fn nul_and_twice_given_keys_in_settings_are_named(app: TestApp) {
     }
     let after = get(&app, &org.live, &path).await.body["data"].clone();
     assert_eq!(after, before, "a refused change changes nothing");
+    let _ = std::fs::remove_dir_all(root);
+}
+
+/// An image uploaded without `platforms` has nothing to publish: it is `completed` in the
+/// upload's answer and from then on (scheduled or not), unless it is a draft, which stays one.
+async fn an_image_without_platforms_is_settled_at_once(app: TestApp) {
+    let (app, root) = with_blobs(app, 50 << 20);
+    let org = media_org(&app, "Library").await;
+    let png = image("png", 16, 16);
+    let mut ids = Vec::new();
+    for (fields, status) in [
+        (vec![], "completed"),
+        (vec![("scheduledAt", "2030-01-01T00:00:00Z")], "completed"),
+        (vec![("isDraft", "true")], "draft"),
+    ] {
+        let reply = upload(
+            &app,
+            &org.live,
+            "/media/images",
+            &fields,
+            Some(("a.png", &png)),
+        )
+        .await;
+        let created = &ok(&reply, 201)[0];
+        assert_eq!(created["status"], status, "{fields:?}");
+        assert_eq!(created["platforms"], json!([]));
+        let id = created["id"].as_str().unwrap().to_owned();
+        let item = get(&app, &org.live, &format!("/media/images/{id}")).await;
+        assert_eq!(ok(&item, 200)["status"], status);
+        assert_eq!(ok(&item, 200)["pinterest"]["status"], "idle");
+        ids.push(id);
+    }
+    let completed = get(&app, &org.live, "/media/images?status=completed").await;
+    assert_eq!(ok(&completed, 200)["pagination"]["total"], 2);
+    let pending = get(&app, &org.live, "/media/images?status=pending").await;
+    assert_eq!(ok(&pending, 200)["pagination"]["total"], 0);
     let _ = std::fs::remove_dir_all(root);
 }

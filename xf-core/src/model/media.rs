@@ -997,7 +997,8 @@ impl MediaItem {
     }
 
     /// Derives each platform's status from its posts, and the overall status from the
-    /// platforms' (docs/media.md): `cancelled` when every platform was cancelled (a draft
+    /// platforms' (docs/media.md): `completed` when it has no platform and is no draft
+    /// (nothing is left to do); `cancelled` when every platform was cancelled (a draft
     /// too); else a draft stays `draft`; else, of the others, `failed` when any platform
     /// failed (the others keep their own status); `completed` when every platform is
     /// `published` or `manual` (or `deleted` since); `processing` once any platform started; otherwise
@@ -1007,6 +1008,11 @@ impl MediaItem {
             target.settle();
         }
         if self.targets.is_empty() {
+            // Nothing to publish (an image uploaded without platforms): settled at once,
+            // unless it is a draft.
+            if self.status != MediaStatus::Draft {
+                self.status = MediaStatus::Completed;
+            }
             return;
         }
         if self
