@@ -2,6 +2,7 @@
 //! store, a manual clock, and helpers that send requests through the service with `oneshot`
 //! (no sockets) and decode the JSON envelope.
 
+pub mod answers;
 pub mod bench;
 pub mod corpus;
 pub mod google;
@@ -41,7 +42,37 @@ pub struct TestApp {
     pub clock: ManualClock,
     service: xf_tower::XfService,
     admin: xf_tower::AdminService,
+    recorder: Option<Recorder>,
 }
+
+/// Which of xf's services answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Service {
+    /// The developer and media APIs (`XfService`).
+    Api,
+    /// The admin API (`AdminService`).
+    Admin,
+}
+
+/// An answer a recording test app got: what was asked and the decoded JSON body.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// The service asked.
+    pub service: Service,
+    /// The request's method.
+    pub method: Method,
+    /// The request's path, without the query.
+    pub path: String,
+    /// The response's status.
+    pub status: StatusCode,
+    /// The response's `Content-Type`.
+    pub content_type: Option<String>,
+    /// The body as JSON (`Value::Null` when empty or not JSON).
+    pub body: Value,
+}
+
+/// Where recording test apps put their answers ([`TestApp::recording`]).
+pub type Recorder = Arc<std::sync::Mutex<Vec<Answer>>>;
 
 /// A decoded response.
 #[derive(Debug)]
@@ -146,6 +177,32 @@ impl TestApp {
             xf,
             store,
             clock,
+            recorder: None,
+        }
+    }
+
+    /// The same app, putting every answer of [`send`](Self::send) and
+    /// [`send_admin`](Self::send_admin) (and so of the helpers over them) into `recorder`;
+    /// apps made from it with [`reconfigured`](Self::reconfigured) record too.
+    pub fn recording(mut self, recorder: &Recorder) -> Self {
+        self.recorder = Some(recorder.clone());
+        self
+    }
+
+    fn record(&self, service: Service, method: Method, path: String, reply: &Reply) {
+        if let Some(recorder) = &self.recorder {
+            let answer = Answer {
+                service,
+                method,
+                path,
+                status: reply.status,
+                content_type: reply.header("content-type").map(str::to_owned),
+                body: reply.body.clone(),
+            };
+            recorder
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(answer);
         }
     }
 
@@ -155,7 +212,10 @@ impl TestApp {
         self,
         configure: impl FnOnce(xf_core::XfBuilder) -> xf_core::XfBuilder,
     ) -> Self {
-        Self::configured(self.store, configure)
+        let recorder = self.recorder.clone();
+        let mut app = Self::configured(self.store, configure);
+        app.recorder = recorder;
+        app
     }
 
     /// A test app over a fresh in-memory store.
@@ -185,13 +245,16 @@ impl TestApp {
 
     /// Sends a request through the developer API service.
     pub async fn send(&self, request: Request<Full<Bytes>>) -> Reply {
+        let (method, path) = (request.method().clone(), request.uri().path().to_owned());
         let response = self
             .service
             .clone()
             .oneshot(request)
             .await
             .unwrap_or_else(|never| match never {});
-        decode(response).await
+        let reply = decode(response).await;
+        self.record(Service::Api, method, path, &reply);
+        reply
     }
 
     /// Sends a request through `xf_tower::Mounts` over the same facade: its path with the
@@ -216,13 +279,16 @@ impl TestApp {
 
     /// Sends a request through the admin service.
     pub async fn send_admin(&self, request: Request<Full<Bytes>>) -> Reply {
+        let (method, path) = (request.method().clone(), request.uri().path().to_owned());
         let response = self
             .admin
             .clone()
             .oneshot(request)
             .await
             .unwrap_or_else(|never| match never {});
-        decode(response).await
+        let reply = decode(response).await;
+        self.record(Service::Admin, method, path, &reply);
+        reply
     }
 
     /// `GET path` with `key`.

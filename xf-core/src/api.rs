@@ -173,8 +173,10 @@ pub struct PropertyGsc {
     /// Whether a Search Console site is linked.
     pub linked: bool,
     /// The linked site, e.g. `sc-domain:example.com`.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub site_url: Option<String>,
     /// When the snapshot was last synced; null before the first sync.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub last_synced_at: Option<Timestamp>,
     /// Clicks in the snapshot's 28 days.
     #[serde(rename = "clicks28d")]
@@ -194,12 +196,16 @@ pub struct LastScan {
     /// Its state.
     pub status: JobStatus,
     /// Score of a completed scan.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub score: Option<u32>,
     /// Pages of a completed scan.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub pages_scanned: Option<u32>,
     /// Issues of a completed scan.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub issues_count: Option<u32>,
     /// When it finished.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub completed_at: Option<Timestamp>,
 }
 
@@ -344,8 +350,10 @@ pub struct BatchItemResult {
     #[cfg_attr(feature = "openapi", schema(inline))]
     pub property_id: PropertyId,
     /// The queued job, or null.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub job: Option<Job>,
     /// The failure, or null.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub error: Option<ItemError>,
 }
 
@@ -423,20 +431,28 @@ pub struct ScanHistoryItem {
     /// When it was queued.
     pub created_at: Timestamp,
     /// When a worker picked it up.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub started_at: Option<Timestamp>,
     /// When it reached a final state.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub completed_at: Option<Timestamp>,
     /// Why it failed.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub error: Option<String>,
     /// The site's score, 0 to 100.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub score: Option<u32>,
     /// Pages audited.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub pages_scanned: Option<u64>,
     /// Findings.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub issues_count: Option<u64>,
     /// Findings by severity.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub by_severity: Option<SeverityCounts>,
     /// Issues the scan opened, resolved and reopened.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub changes: Option<ChangeCounts>,
 }
 
@@ -492,12 +508,16 @@ pub struct ScheduleView {
     /// The IANA time zone.
     pub timezone: String,
     /// The day of weekly schedules.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub day_of_week: Option<crate::model::schedule::Weekday>,
     /// The day of monthly schedules.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub day_of_month: Option<u8>,
     /// Page budget of each scan; null for the plan's.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub max_pages: Option<u32>,
     /// Depth budget of each scan; null for the plan's.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub max_depth: Option<u32>,
     /// The next slot.
     pub next_run_at: Timestamp,
@@ -586,6 +606,7 @@ pub struct ScanComparison {
     /// The later scan.
     pub scan: ScanHistoryItem,
     /// The earlier scan; null when the later one is the property's first recorded scan.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub against: Option<ScanHistoryItem>,
     /// The changes counted over all pages.
     pub totals: ChangeCounts,
@@ -939,8 +960,10 @@ pub struct GscConnection {
     /// Whether the property is mapped to a Search Console site.
     pub linked: bool,
     /// That site (`sc-domain:example.com` or a URL prefix).
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub site_url: Option<String>,
     /// When the snapshot was synced; null before the first sync.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub last_synced_at: Option<Timestamp>,
     /// Linked, and never synced or last synced more than 48 hours ago.
     pub stale: bool,
@@ -970,6 +993,7 @@ pub struct GscPageRow {
     pub metrics: crate::model::gsc::Metrics,
     /// The crawl correlation: the status and open issues the property's latest completed scan
     /// (as of the sync) found at this URL; null when that scan did not fetch it.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub crawl: Option<crate::model::gsc::PageCrawl>,
 }
 
@@ -1016,6 +1040,7 @@ pub struct PropertyGscDetail {
     pub connection: GscConnection,
     /// The stored snapshot of the linked site; null when the property is not linked or was
     /// not synced since it was linked to this site.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub snapshot: Option<GscSnapshotView>,
 }
 
@@ -1028,10 +1053,10 @@ pub struct GscOverview {
     #[serde(flatten)]
     pub connection: GscConnection,
     /// First day of the snapshot's window; null without a snapshot.
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = Date))]
+    #[cfg_attr(feature = "openapi", schema(required = true, value_type = Option<String>, format = Date))]
     pub start_date: Option<chrono::NaiveDate>,
     /// Last day of the snapshot's window; null without a snapshot.
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = Date))]
+    #[cfg_attr(feature = "openapi", schema(required = true, value_type = Option<String>, format = Date))]
     pub end_date: Option<chrono::NaiveDate>,
     /// Totals over the window; zero without a snapshot.
     pub totals: crate::model::gsc::Metrics,
@@ -1051,6 +1076,7 @@ pub struct GscSyncResult {
     /// stored snapshot's, or null).
     pub synced: bool,
     /// When the stored snapshot was synced.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub synced_at: Option<Timestamp>,
 }
 
@@ -1076,6 +1102,7 @@ pub struct GscAccountView {
     /// The organization.
     pub organization_id: OrganizationId,
     /// The Google account's address, if the host gave one.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub account_email: Option<String>,
     /// When it was linked.
     pub linked_at: Timestamp,

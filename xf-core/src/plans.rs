@@ -56,31 +56,52 @@ pub struct Limits {
 pub struct LimitOverrides {
     /// Overrides `readPerHour`.
     #[serde(default, deserialize_with = "crate::params::optional_count")]
-    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000_000_u64))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = true, maximum = 1_000_000_000_000_u64)
+    )]
     pub read_per_hour: Option<u64>,
     /// Overrides `writePerHour`.
     #[serde(default, deserialize_with = "crate::params::optional_count")]
-    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000_000_u64))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = true, maximum = 1_000_000_000_000_u64)
+    )]
     pub write_per_hour: Option<u64>,
     /// Overrides `orgWriteDaily`.
     #[serde(default, deserialize_with = "crate::params::optional_count")]
-    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000_000_u64))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = true, maximum = 1_000_000_000_000_u64)
+    )]
     pub org_write_daily: Option<u64>,
     /// Overrides `maxActiveKeys`.
     #[serde(default, deserialize_with = "crate::params::optional_count")]
-    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000_000_u64))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = true, maximum = 1_000_000_000_000_u64)
+    )]
     pub max_active_keys: Option<u64>,
     /// Overrides `scansPerMonth`.
     #[serde(default, deserialize_with = "crate::params::optional_count")]
-    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000_000_u64))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = true, maximum = 1_000_000_000_000_u64)
+    )]
     pub scans_per_month: Option<u64>,
     /// Overrides `maxPages`.
     #[serde(default, deserialize_with = "crate::params::optional_count")]
-    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000_000_u64))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = true, maximum = 1_000_000_000_000_u64)
+    )]
     pub max_pages: Option<u64>,
     /// Overrides `maxDepth`.
     #[serde(default, deserialize_with = "crate::params::optional_count")]
-    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000_000_u64))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = true, maximum = 1_000_000_000_000_u64)
+    )]
     pub max_depth: Option<u64>,
 }
 

@@ -32,7 +32,7 @@ async fn all_pages(app: &TestApp, path: &str, key: &str, limit: u32) -> Vec<Valu
     items
 }
 
-async fn admin_lists_and_reads_organizations(app: TestApp) {
+pub(crate) async fn admin_lists_and_reads_organizations(app: TestApp) {
     let mut made = Vec::new();
     for name in ["First", "Second", "Third"] {
         made.push(org(&app, name).await);
@@ -89,7 +89,7 @@ async fn admin_lists_and_reads_organizations(app: TestApp) {
     .expect_error(400, "validation_error");
 }
 
-async fn admin_lists_keys_with_prefix_and_last_use(app: TestApp) {
+pub(crate) async fn admin_lists_keys_with_prefix_and_last_use(app: TestApp) {
     // Every request asks the store, so the last-use write is seen at once.
     let app = app.reconfigured(|builder| builder.key_cache_ttl(std::time::Duration::ZERO));
     let acme = org(&app, "Acme").await;
@@ -166,7 +166,7 @@ async fn admin_lists_keys_with_prefix_and_last_use(app: TestApp) {
     .expect_error(404, "not_found");
 }
 
-async fn admin_lists_channels(app: TestApp) {
+pub(crate) async fn admin_lists_channels(app: TestApp) {
     let media = app.organization("Media", "plus").await;
     let org_id = media.organization.id.to_string();
     let mut connected = Vec::new();

@@ -7,7 +7,7 @@ use xf_tests::{request, TestApp};
 
 use crate::{assert_time, org};
 
-async fn health_is_public_and_shaped(app: TestApp) {
+pub(crate) async fn health_is_public_and_shaped(app: TestApp) {
     let reply = app
         .send(request(Method::GET, "/health", None, None, &[]))
         .await;
@@ -213,7 +213,7 @@ async fn keys_must_be_valid_unrevoked_and_entitled(app: TestApp) {
         .expect(200);
 }
 
-async fn organization_overview(app: TestApp) {
+pub(crate) async fn organization_overview(app: TestApp) {
     let org = org(&app, "Acme Inc").await;
     crate::property(&app, &org.live, "https://acme.example").await;
     let data = app
@@ -230,7 +230,7 @@ async fn organization_overview(app: TestApp) {
     assert_eq!(data["totals"]["activeJobs"], 0);
 }
 
-async fn admin_api_requires_its_token(app: TestApp) {
+pub(crate) async fn admin_api_requires_its_token(app: TestApp) {
     let no_token = app
         .send_admin(request(
             Method::POST,

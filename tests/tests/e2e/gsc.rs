@@ -146,7 +146,7 @@ fn assert_close(value: &Value, expected: f64) {
     assert!((got - expected).abs() < 1e-9, "{got} != {expected}");
 }
 
-async fn sync_fetches_every_page_and_serves_the_snapshot(app: TestApp) {
+pub(crate) async fn sync_fetches_every_page_and_serves_the_snapshot(app: TestApp) {
     let (app, google) = with_google(app).await;
     let (org, id) = linked(&app, &google, site_data(30_001, 40)).await;
 
@@ -395,7 +395,7 @@ async fn complete_scan_with_pages(
     job_id
 }
 
-async fn crawl_correlation_joins_the_latest_completed_scan(app: TestApp) {
+pub(crate) async fn crawl_correlation_joins_the_latest_completed_scan(app: TestApp) {
     let (app, google) = with_google(app).await;
     let mut data = site_data(2, 0);
     data.pages = [
@@ -482,7 +482,7 @@ async fn crawl_correlation_joins_the_latest_completed_scan(app: TestApp) {
     );
 }
 
-async fn portfolio_sums_linked_properties_and_counts_stale_ones(app: TestApp) {
+pub(crate) async fn portfolio_sums_linked_properties_and_counts_stale_ones(app: TestApp) {
     let (app, google) = with_google(app).await;
     let (org, first) = linked(&app, &google, site_data(5, 5)).await;
     let other_site = "https://www.acme-shop.example/";
@@ -693,7 +693,7 @@ async fn sync_errors_are_mapped_honestly(app: TestApp) {
     assert_eq!(google.query_requests().len(), before);
 }
 
-async fn revoked_grant_is_shown_until_linked_again(app: TestApp) {
+pub(crate) async fn revoked_grant_is_shown_until_linked_again(app: TestApp) {
     let (app, google) = with_google(app).await;
     let (org, id) = linked(&app, &google, site_data(1, 1)).await;
     google.revoke(REFRESH_TOKEN);
@@ -851,7 +851,7 @@ async fn tenants_see_only_their_own(app: TestApp) {
         .expect_error(400, "gsc_not_linked");
 }
 
-async fn admin_links_accounts_and_sites(app: TestApp) {
+pub(crate) async fn admin_links_accounts_and_sites(app: TestApp) {
     let org = org(&app, "Acme").await;
     let reply = app
         .admin(

@@ -79,7 +79,7 @@ async fn complete_with(app: &TestApp, property_id: &str, job_id: &str, found: &[
 /// `GET /properties/{id}/scans`: every scan of the property newest first, pending ones with
 /// null figures, completed ones with their record; paged with a cursor bound to the
 /// property; another organization's property is a 404. A comparison needs completed scans.
-async fn the_history_lists_every_scan_of_the_property(app: TestApp) {
+pub(crate) async fn the_history_lists_every_scan_of_the_property(app: TestApp) {
     let org = org(&app, "History").await;
     let created = property(&app, &org.live, "https://acme.example").await;
     let pid = created["id"].as_str().unwrap().to_owned();
@@ -281,7 +281,7 @@ async fn seeded_issues(app: &TestApp) -> (crate::Org, String) {
 
 /// `type` (check ids, comma-separated), `severity` and `url` (a prefix) filter the list,
 /// alone and together; a bad value is a 400 naming the parameter; the cursor is bound to them.
-async fn the_issue_list_takes_check_severity_and_address_filters(app: TestApp) {
+pub(crate) async fn the_issue_list_takes_check_severity_and_address_filters(app: TestApp) {
     let (org, pid) = seeded_issues(&app).await;
     let urls = |query: &str| {
         let app = &app;

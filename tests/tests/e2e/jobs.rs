@@ -5,7 +5,7 @@ use xf_tests::TestApp;
 
 use crate::{assert_time, complete, org, property_id, scan};
 
-async fn jobs_list_filter_and_detail(app: TestApp) {
+pub(crate) async fn jobs_list_filter_and_detail(app: TestApp) {
     let org = org(&app, "Acme").await;
     let a = property_id(&app, &org.live, "https://a.example").await;
     let b = property_id(&app, &org.live, "https://b.example").await;
@@ -73,7 +73,7 @@ async fn jobs_list_filter_and_detail(app: TestApp) {
         .expect_error(404, "not_found");
 }
 
-async fn cancel_pending_and_processing_only(app: TestApp) {
+pub(crate) async fn cancel_pending_and_processing_only(app: TestApp) {
     let org = org(&app, "Acme").await;
     let pid = property_id(&app, &org.live, "https://a.example").await;
     let pending = scan(&app, &org.live, &pid).await;

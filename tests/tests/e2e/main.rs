@@ -3,6 +3,7 @@
 
 mod access;
 mod admin_reads;
+mod answers;
 mod basics;
 mod builder;
 mod contract;

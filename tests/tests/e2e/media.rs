@@ -166,7 +166,7 @@ pub(crate) fn stored_files(root: &std::path::Path) -> Vec<std::path::PathBuf> {
     found
 }
 
-async fn video_upload_reads_the_file_and_plans_each_platform(app: TestApp) {
+pub(crate) async fn video_upload_reads_the_file_and_plans_each_platform(app: TestApp) {
     let (app, root) = with_blobs(app, 50 << 20);
     let org = media_org(&app, "Studio").await;
     connect(&app, &org, "youtube", "UC-studio").await;
@@ -304,7 +304,7 @@ async fn video_upload_reads_the_file_and_plans_each_platform(app: TestApp) {
     let _ = std::fs::remove_dir_all(root);
 }
 
-async fn images_of_each_format_are_read(app: TestApp) {
+pub(crate) async fn images_of_each_format_are_read(app: TestApp) {
     let (app, root) = with_blobs(app, 50 << 20);
     let org = media_org(&app, "Gallery").await;
     connect(&app, &org, "instagram", "ig-1").await;
@@ -907,7 +907,7 @@ async fn platform_settings_and_accounts_are_checked(app: TestApp) {
     let _ = std::fs::remove_dir_all(root);
 }
 
-async fn lists_page_and_filter_newest_first(app: TestApp) {
+pub(crate) async fn lists_page_and_filter_newest_first(app: TestApp) {
     let (app, root) = with_blobs(app, 50 << 20);
     let org = media_org(&app, "Studio").await;
     connect(&app, &org, "tiktok", "tt").await;
@@ -992,7 +992,7 @@ async fn lists_page_and_filter_newest_first(app: TestApp) {
     let _ = std::fs::remove_dir_all(root);
 }
 
-async fn keys_plans_envelopes_and_tenants(app: TestApp) {
+pub(crate) async fn keys_plans_envelopes_and_tenants(app: TestApp) {
     let (app, root) = with_blobs(app, 50 << 20);
     let org = media_org(&app, "Studio").await;
     let other = media_org(&app, "Rival").await;
@@ -1306,7 +1306,7 @@ type CarouselCase<'a> = (
 /// (`file` the first, `carousel` all of them), each held to every chosen platform's rules for
 /// an image and their number to the platform's carousel sizes; a refusal names the image and
 /// leaves nothing stored, and deleting the item deletes every image.
-async fn a_carousel_is_stored_in_order_and_checked_per_platform(app: TestApp) {
+pub(crate) async fn a_carousel_is_stored_in_order_and_checked_per_platform(app: TestApp) {
     let (app, root) = with_blobs(app, 50 << 20);
     let org = media_org(&app, "Carousels").await;
     for (platform, account) in [
@@ -1642,7 +1642,7 @@ async fn nul_and_twice_given_keys_in_settings_are_named(app: TestApp) {
 
 /// An image uploaded without `platforms` has nothing to publish: it is `completed` in the
 /// upload's answer and from then on (scheduled or not), unless it is a draft, which stays one.
-async fn an_image_without_platforms_is_settled_at_once(app: TestApp) {
+pub(crate) async fn an_image_without_platforms_is_settled_at_once(app: TestApp) {
     let (app, root) = with_blobs(app, 50 << 20);
     let org = media_org(&app, "Library").await;
     let png = image("png", 16, 16);

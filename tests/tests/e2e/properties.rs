@@ -11,7 +11,7 @@ use xf_tests::{request, TestApp};
 
 use crate::{assert_time, org, property};
 
-async fn create_property_shape_and_normalisation(app: TestApp) {
+pub(crate) async fn create_property_shape_and_normalisation(app: TestApp) {
     let org = org(&app, "Acme").await;
     let reply = app
         .post(
@@ -131,7 +131,7 @@ async fn create_property_rejects_bad_input(app: TestApp) {
     assert_eq!(list.expect(200)["properties"], json!([]));
 }
 
-async fn get_property_with_includes(app: TestApp) {
+pub(crate) async fn get_property_with_includes(app: TestApp) {
     let org = org(&app, "Acme").await;
     let created = property(&app, &org.live, "https://acme.example").await;
     let id = created["id"].as_str().unwrap();
@@ -326,7 +326,7 @@ pub(crate) fn issue(
     }
 }
 
-async fn issues_list_filters_and_summary(app: TestApp) {
+pub(crate) async fn issues_list_filters_and_summary(app: TestApp) {
     let org = org(&app, "Acme").await;
     let created = property(&app, &org.live, "https://acme.example").await;
     let pid = created["id"].as_str().unwrap();

@@ -253,7 +253,7 @@ fn chunk_ranges(platforms: &PlatformStandIn) -> Vec<Option<(u64, u64, u64)>> {
         .collect()
 }
 
-async fn youtube_publishes_in_chunks_and_reports_each_stage(app: TestApp) {
+pub(crate) async fn youtube_publishes_in_chunks_and_reports_each_stage(app: TestApp) {
     let (app, platforms) = publishing(app).await;
     platforms.grant(ACCESS, None);
     let org = studio(&app).await;
@@ -476,7 +476,7 @@ async fn a_crash_between_start_and_finalize_publishes_once(app: TestApp) {
     workers.shutdown(Duration::from_secs(5)).await;
 }
 
-async fn tokens_are_refreshed_and_a_revoked_grant_disconnects(app: TestApp) {
+pub(crate) async fn tokens_are_refreshed_and_a_revoked_grant_disconnects(app: TestApp) {
     let (app, platforms) = publishing(app).await;
     let org = studio(&app).await;
     // Expires in two minutes: refreshed before anything is sent.
@@ -647,7 +647,7 @@ async fn refused_on_youtube_published_on_instagram(
     (id, shown)
 }
 
-async fn a_refusal_fails_that_platform_only(app: TestApp) {
+pub(crate) async fn a_refusal_fails_that_platform_only(app: TestApp) {
     let (app, platforms) = publishing(app).await;
     platforms.grant(ACCESS, None);
     let org = studio(&app).await;
@@ -666,7 +666,7 @@ async fn a_refusal_fails_that_platform_only(app: TestApp) {
     workers.shutdown(Duration::from_secs(5)).await;
 }
 
-async fn instagram_pulls_the_signed_url_and_publishes(app: TestApp) {
+pub(crate) async fn instagram_pulls_the_signed_url_and_publishes(app: TestApp) {
     let (app, platforms) = publishing(app).await;
     platforms.grant(ACCESS, None);
     let org = studio(&app).await;
@@ -849,7 +849,7 @@ async fn wait_for_image(app: &TestApp, key: &str, id: &str, status: &str) -> Val
     .await
 }
 
-async fn tiktok_posts_in_chunks_sends_inbox_uploads_and_pulls_photos(app: TestApp) {
+pub(crate) async fn tiktok_posts_in_chunks_sends_inbox_uploads_and_pulls_photos(app: TestApp) {
     let (app, platforms) = publishing(app).await;
     let org = studio(&app).await;
     // The token expires in two minutes: refreshed first, and TikTok rotates the refresh token.
@@ -1073,7 +1073,7 @@ async fn tiktok_refuses_what_the_creator_may_not_post_before_uploading(app: Test
     workers.shutdown(Duration::from_secs(5)).await;
 }
 
-async fn linkedin_uploads_parts_as_instructed_then_posts(app: TestApp) {
+pub(crate) async fn linkedin_uploads_parts_as_instructed_then_posts(app: TestApp) {
     let (app, platforms) = publishing(app).await;
     platforms.grant(ACCESS, None);
     let org = studio(&app).await;
@@ -1161,7 +1161,7 @@ async fn linkedin_uploads_parts_as_instructed_then_posts(app: TestApp) {
     workers.shutdown(Duration::from_secs(5)).await;
 }
 
-async fn pinterest_pins_videos_and_images_once(app: TestApp) {
+pub(crate) async fn pinterest_pins_videos_and_images_once(app: TestApp) {
     let (app, platforms) = publishing(app).await;
     let org = studio(&app).await;
     connect(&app, &org, "pinterest", "pin-user", 60).await;
@@ -1221,6 +1221,14 @@ async fn pinterest_pins_videos_and_images_once(app: TestApp) {
     )
     .await;
     wait_for_image(&app, &org.key, &photo_id, "completed").await;
+    // A pinned image's pin is deleted as a video's is.
+    let path = format!("/media/images/{photo_id}/posts/pinterest");
+    delete_at(&app, &org.key, &path).await.expect(202);
+    let shown = wait_at(&app, &org.key, &format!("/media/images/{photo_id}"), |i| {
+        i["pinterest"]["status"] == "deleted"
+    })
+    .await;
+    assert_eq!(shown["status"], "completed");
     platforms.fail_next(
         Route::PinterestPin,
         Failure::Answer(
@@ -1549,7 +1557,7 @@ async fn cancel(
     .await
 }
 
-async fn a_cancelled_schedule_never_publishes(app: TestApp) {
+pub(crate) async fn a_cancelled_schedule_never_publishes(app: TestApp) {
     let (app, platforms) = publishing(app).await;
     platforms.grant(ACCESS, None);
     let org = studio(&app).await;
@@ -1710,7 +1718,7 @@ async fn patch(app: &TestApp, key: &str, path: &str, body: &str) -> xf_tests::Re
     .await
 }
 
-async fn a_rescheduled_item_publishes_at_the_new_time_not_the_old(app: TestApp) {
+pub(crate) async fn a_rescheduled_item_publishes_at_the_new_time_not_the_old(app: TestApp) {
     let (app, platforms) = publishing(app).await;
     platforms.grant(ACCESS, None);
     let org = studio(&app).await;
@@ -1826,7 +1834,7 @@ async fn a_rescheduled_item_publishes_at_the_new_time_not_the_old(app: TestApp) 
     );
 }
 
-async fn deleting_an_item_stops_its_posts_and_removes_its_file(app: TestApp) {
+pub(crate) async fn deleting_an_item_stops_its_posts_and_removes_its_file(app: TestApp) {
     let files = Scratch::new();
     let blobs = Arc::new(xf_core::media::blob::LocalBlobStore::new(files.path()).unwrap());
     let store: Arc<dyn xf_core::media::blob::BlobStore> = blobs.clone();
@@ -1950,7 +1958,7 @@ async fn deleted_events(app: &TestApp) -> Vec<Value> {
         .collect()
 }
 
-async fn a_published_post_is_deleted_from_its_platform_once(app: TestApp) {
+pub(crate) async fn a_published_post_is_deleted_from_its_platform_once(app: TestApp) {
     let (app, platforms) = publishing(app).await;
     platforms.grant(ACCESS, None);
     let org = studio(&app).await;
@@ -2291,7 +2299,7 @@ async fn covers_reach_each_platform_in_its_documented_shape(app: TestApp) {
     assert_eq!(pin["media_source"]["cover_image_key_frame_time"], 2);
 }
 
-async fn first_comments_are_posted_once_and_never_fail_the_post(app: TestApp) {
+pub(crate) async fn first_comments_are_posted_once_and_never_fail_the_post(app: TestApp) {
     let (app, platforms) = publishing(app).await;
     platforms.grant(ACCESS, None);
     let org = studio(&app).await;
@@ -2477,7 +2485,7 @@ async fn a_first_comment_cut_off_by_a_crash_is_not_sent_again(app: TestApp) {
     assert_eq!(platforms.videos().len(), 1);
 }
 
-async fn a_custom_thumbnail_is_set_on_youtube_after_the_video(app: TestApp) {
+pub(crate) async fn a_custom_thumbnail_is_set_on_youtube_after_the_video(app: TestApp) {
     let files = Scratch::new();
     let blobs = Arc::new(xf_core::media::blob::LocalBlobStore::new(files.path()).unwrap());
     let store: Arc<dyn xf_core::media::blob::BlobStore> = blobs.clone();
@@ -2615,7 +2623,7 @@ impl Drop for Scratch {
 /// them, each sent the three images in order, once: Instagram (a container per image, then
 /// the carousel's, published), LinkedIn (three image uploads, one `multiImage` post),
 /// Pinterest (a `multiple_image_urls` pin) and TikTok (one photo post of three photos).
-async fn a_carousel_of_three_images_is_one_post_on_each_platform(app: TestApp) {
+pub(crate) async fn a_carousel_of_three_images_is_one_post_on_each_platform(app: TestApp) {
     let (app, platforms) = publishing(app).await;
     platforms.grant(ACCESS, None);
     let org = studio(&app).await;

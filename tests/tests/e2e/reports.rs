@@ -6,7 +6,7 @@ use xf_tests::TestApp;
 
 use crate::{assert_time, complete, org, property_id, scan};
 
-async fn reports_list_detail_expiry_and_views(app: TestApp) {
+pub(crate) async fn reports_list_detail_expiry_and_views(app: TestApp) {
     let org = org(&app, "Acme").await;
     let pid = property_id(&app, &org.live, "https://acme.example").await;
     let job = scan(&app, &org.live, &pid).await;
@@ -109,7 +109,7 @@ async fn reports_list_detail_expiry_and_views(app: TestApp) {
         .expect_error(404, "not_found");
 }
 
-async fn usage_limits_and_rate_limit_counters(app: TestApp) {
+pub(crate) async fn usage_limits_and_rate_limit_counters(app: TestApp) {
     let org = org(&app, "Acme").await;
     let pid = property_id(&app, &org.live, "https://acme.example").await;
     let done = scan(&app, &org.live, &pid).await;

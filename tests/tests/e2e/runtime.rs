@@ -143,7 +143,7 @@ async fn wait_for(app: &TestApp, id: &JobId, status: JobStatus) -> JobRecord {
     }
 }
 
-async fn a_queued_scan_runs_and_the_api_shows_its_result_and_activity(app: TestApp) {
+pub(crate) async fn a_queued_scan_runs_and_the_api_shows_its_result_and_activity(app: TestApp) {
     let owner = org(&app, "Scans").await;
     let site = property(&app, &owner.live, "https://scanned.example").await;
     let job_id = scan(&app, &owner.live, site["id"].as_str().unwrap()).await;

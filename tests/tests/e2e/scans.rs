@@ -6,7 +6,7 @@ use xf_tests::{request, TestApp};
 
 use crate::{assert_time, org, property_id};
 
-async fn scan_and_crawl_queue_pending_jobs(app: TestApp) {
+pub(crate) async fn scan_and_crawl_queue_pending_jobs(app: TestApp) {
     let org = org(&app, "Acme").await;
     let pid = property_id(&app, &org.live, "https://acme.example").await;
 
@@ -120,7 +120,7 @@ async fn scan_quota_is_enforced_monthly(app: TestApp) {
     app.post(&path, &org.live, json!({})).await.expect(202);
 }
 
-async fn batch_items_succeed_or_fail_separately(app: TestApp) {
+pub(crate) async fn batch_items_succeed_or_fail_separately(app: TestApp) {
     let org = org(&app, "Acme").await;
     let a = property_id(&app, &org.live, "https://a.example").await;
     let b = property_id(&app, &org.live, "https://b.example").await;

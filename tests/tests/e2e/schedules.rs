@@ -49,7 +49,7 @@ async fn delete(app: &TestApp, key: &str, pid: &str) -> xf_tests::Reply {
 /// `PUT` sets a schedule whose next slot is the first after now; `GET` reads it; a second
 /// `PUT` replaces it; `DELETE` removes it. Bad input is a 400 naming the field; a test key's
 /// writes store nothing.
-async fn a_schedule_is_set_read_and_deleted(app: TestApp) {
+pub(crate) async fn a_schedule_is_set_read_and_deleted(app: TestApp) {
     app.clock.set(at("2027-03-24T12:00:00.000Z"));
     let org = org(&app, "Schedules").await;
     let created = property(&app, &org.live, "https://acme.example").await;

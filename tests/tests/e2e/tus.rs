@@ -113,7 +113,7 @@ async fn studio(app: &TestApp) -> (String, String) {
     (created.live_key, created.test_key)
 }
 
-async fn a_chunked_upload_becomes_a_video(app: TestApp) {
+pub(crate) async fn a_chunked_upload_becomes_a_video(app: TestApp) {
     let (app, root) = with_blobs(app);
     let (key, test_key) = studio(&app).await;
     let clip = video("mp4", 640, 360, 3, true, 0);

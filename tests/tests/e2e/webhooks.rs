@@ -51,7 +51,7 @@ fn assert_fields(value: &Value, expected: &[&str]) {
 
 /// The same app and store, allowed to reach loopback receivers over plain http.
 fn private(app: &TestApp) -> TestApp {
-    TestApp::configured(app.store.clone(), |b| b.allow_private_targets(true))
+    app.clone().reconfigured(|b| b.allow_private_targets(true))
 }
 
 async fn send(app: &TestApp, method: Method, path: &str, key: &str, body: Option<Value>) -> Reply {
@@ -83,7 +83,7 @@ fn verifier(secret: &Value) -> standardwebhooks::Webhook {
     standardwebhooks::Webhook::new(secret.as_str().expect("a secret")).expect("a valid secret")
 }
 
-async fn webhook_lifecycle_and_shapes(app: TestApp) {
+pub(crate) async fn webhook_lifecycle_and_shapes(app: TestApp) {
     let owner = org(&app, "Hooks").await;
     let created = create(
         &app,
@@ -512,7 +512,7 @@ async fn test_keys_get_mocks_and_change_nothing(app: TestApp) {
     assert_eq!(receiver.count(), 0, "a test key sends nothing");
 }
 
-async fn test_deliveries_are_signed_sent_and_logged(app: TestApp) {
+pub(crate) async fn test_deliveries_are_signed_sent_and_logged(app: TestApp) {
     let app = private(&app);
     let receiver = Receiver::start(Answer::Status(204)).await;
     let owner = org(&app, "Signed").await;
@@ -652,7 +652,7 @@ async fn unreachable_receivers_are_logged_with_status_zero(app: TestApp) {
     assert_eq!(webhook["lastDeliveryStatus"], 0);
 }
 
-async fn a_rotation_signs_with_both_secrets_for_24_hours(app: TestApp) {
+pub(crate) async fn a_rotation_signs_with_both_secrets_for_24_hours(app: TestApp) {
     let app = private(&app);
     let receiver = Receiver::start(Answer::Status(200)).await;
     let owner = org(&app, "Rotating").await;
@@ -708,7 +708,7 @@ async fn a_rotation_signs_with_both_secrets_for_24_hours(app: TestApp) {
     ));
 }
 
-async fn the_delivery_log_pages_newest_first(app: TestApp) {
+pub(crate) async fn the_delivery_log_pages_newest_first(app: TestApp) {
     let app = private(&app);
     let receiver = Receiver::start(Answer::Status(200)).await;
     let owner = org(&app, "Paging").await;

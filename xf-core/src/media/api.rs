@@ -20,14 +20,17 @@ pub struct MediaItemView {
     /// `video` or `image`.
     pub kind: MediaKind,
     /// Internal title.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub title: Option<String>,
     /// Internal description.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub description: Option<String>,
     /// The overall status.
     pub status: MediaStatus,
     /// The selected platforms.
     pub platforms: Vec<Platform>,
     /// When it is to be published; null for as soon as possible.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub scheduled_at: Option<Timestamp>,
     /// The file: its name, size and what inspecting it found (a carousel's first image).
     pub file: FileView,
@@ -343,6 +346,7 @@ pub struct UploadedItem {
     /// `med_…`.
     pub id: MediaId,
     /// Internal title.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub title: Option<String>,
     /// The overall status.
     pub status: MediaStatus,
@@ -555,13 +559,17 @@ pub struct AdminChannelView {
     /// The display name.
     pub name: String,
     /// The picture.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub thumbnail: Option<String>,
     /// When the access token expires.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub expires_at: Option<Timestamp>,
     /// The board its pins go on when an upload names none (Pinterest).
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub default_board: Option<String>,
     /// Why it is disconnected (its grant was revoked or its token refused), until it is
     /// connected again; `null` while it is connected.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub disconnected: Option<String>,
     /// When it was first connected.
     pub created_at: Timestamp,

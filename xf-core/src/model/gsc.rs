@@ -34,6 +34,7 @@ pub struct Metrics {
     /// `clicks / impressions`, 0 without impressions.
     pub ctr: f64,
     /// Average position (1 is the top), weighted by impressions; null without impressions.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub position: Option<f64>,
 }
 
@@ -114,6 +115,7 @@ impl RowKind {
 #[serde(rename_all = "camelCase")]
 pub struct PageCrawl {
     /// The final HTTP status; null when the fetch got no answer.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub status_code: Option<u16>,
     /// Open issues of the property about this URL.
     pub open_issues: u32,
@@ -138,8 +140,10 @@ pub struct GscRow {
 #[serde(rename_all = "camelCase")]
 pub struct CrawlCorrelation {
     /// The scan the page rows were joined with; null when the property had no completed scan.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub scan_id: Option<JobId>,
     /// When that scan completed.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub scanned_at: Option<Timestamp>,
     /// Page rows whose URL the scan fetched.
     pub pages_crawled: u32,

@@ -71,6 +71,7 @@ pub struct Organization {
     /// The plan's name in the catalog.
     pub plan: String,
     /// Shown as `shopDomain` on jobs when set by the host.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub shop_domain: Option<String>,
     /// Per-organization overrides of the plan's limits.
     pub limits: LimitOverrides,
@@ -98,9 +99,11 @@ pub struct ApiKey {
     /// When it was created.
     pub created_at: Timestamp,
     /// When it was revoked, if it was.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub revoked_at: Option<Timestamp>,
     /// When a request last authenticated with it, to the minute (it is written at most once
     /// a minute); `null` if none has.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub last_used_at: Option<Timestamp>,
 }
 
@@ -365,14 +368,18 @@ pub struct Job {
     /// The organization's name.
     pub tenant_label: String,
     /// The organization's shop domain, if the host set one.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub shop_domain: Option<String>,
     /// When it was queued.
     pub created_at: Timestamp,
     /// When a worker picked it up.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub started_at: Option<Timestamp>,
     /// When it reached a final state.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub completed_at: Option<Timestamp>,
     /// Why it failed.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub error: Option<String>,
     /// Present on completed jobs only: for scans, `{score, pagesScanned, issuesCount}`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -655,6 +662,7 @@ pub struct Issue {
     /// How serious it is.
     pub severity: Severity,
     /// The page, for page issues; null for site issues.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub url: Option<String>,
     /// What the scan found, briefly.
     pub evidence: String,
@@ -671,8 +679,10 @@ pub struct Issue {
     /// When a scan last found it.
     pub last_seen_at: Timestamp,
     /// When a later scan no longer found it.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub resolved_at: Option<Timestamp>,
     /// When the host marked it fixed.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub fixed_at: Option<Timestamp>,
 }
 
@@ -796,8 +806,10 @@ pub struct Webhook {
     /// Whether deliveries are made (a `410 Gone` answer turns it off).
     pub enabled: bool,
     /// When the last attempt was made.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub last_delivery_at: Option<Timestamp>,
     /// The HTTP status of the last attempt; 0 when no response came.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub last_delivery_status: Option<u16>,
     /// When it was created.
     pub created_at: Timestamp,

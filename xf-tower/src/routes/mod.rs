@@ -103,6 +103,7 @@ pub struct PageMeta {
     /// Whether another page exists.
     pub has_more: bool,
     /// Pass as `cursor` for the next page; null on the last page.
+    #[schema(required = true)]
     pub next_cursor: Option<String>,
 }
 
