@@ -60,9 +60,9 @@ from xf_client.api.scans import (
 from xf_client.api.webhooks import create_webhook, delete_webhook, list_deliveries
 from xf_client.api.webhooks import test_webhook, update_webhook
 from xf_client.models import (
-    CancelVideoResponse200,
+    MediaEnvelopeMediaItemWithMessage,
     DeleteVideoPostsPlatform,
-    DeleteVideoResponse200,
+    MediaEnvelopeDeletedMedia,
     EnvelopeCancelledJob,
     EnvelopeDeletedSchedule,
     EnvelopeDeletedWebhook,
@@ -76,12 +76,11 @@ from xf_client.models import (
     EnvelopeWebhookData,
     EnvelopeWebhookWithSecret,
     EventType,
-    GetImageResponse200,
-    GetVideoResponse200,
+    MediaEnvelopeMediaItem,
     JobCompletedEvent,
     JobStatus,
-    ListChannelsResponse200,
-    ListVideosResponse200,
+    MediaEnvelopeChannels,
+    MediaEnvelopeVideoList,
     MediaStatus,
     NewProperty,
     NewWebhook,
@@ -91,11 +90,9 @@ from xf_client.models import (
     ScanOptions,
     TestDeliveryRequest,
     UpdateVideoBody,
-    UpdateVideoResponse200,
     UploadImageBody,
-    UploadImageResponse201,
+    MediaEnvelopeUploaded,
     UploadVideoBody,
-    UploadVideoResponse201,
     ImageFileView,
     VideoFileView,
     WebhookPatch,
@@ -321,11 +318,11 @@ def media_flow(client: xf_client.AuthenticatedClient, video: str) -> None:
                     thumbnail=File(payload=cover, file_name="cover.png", mime_type="image/png"),
                 ),
             ),
-            UploadVideoResponse201,
+            MediaEnvelopeUploaded,
             201,
         )
     media_id: str = uploaded.data[0].id
-    item = parsed(get_video.sync_detailed(media_id, client=client), GetVideoResponse200, 200).data
+    item = parsed(get_video.sync_detailed(media_id, client=client), MediaEnvelopeMediaItem, 200).data
     check(item.status == MediaStatus.SCHEDULED, "the video waits for its time")
     check(isinstance(item.file, VideoFileView), "the file is a video's")
     assert isinstance(item.file, VideoFileView)
@@ -346,10 +343,10 @@ def media_flow(client: xf_client.AuthenticatedClient, video: str) -> None:
     check(posts[0].account == "UCgeneratedclient" and posts[0].video_id is None, "the post types")
     check(item.instagram.status == PlatformStatus.IDLE, "Instagram is idle")
 
-    page = parsed(list_videos.sync_detailed(client=client, page=1, limit=10), ListVideosResponse200, 200).data
+    page = parsed(list_videos.sync_detailed(client=client, page=1, limit=10), MediaEnvelopeVideoList, 200).data
     check(page.pagination.page == 1 and page.pagination.total == 1, "integer paging")
     check(page.videos[0].id == media_id, "the list has the upload")
-    channels = parsed(list_channels.sync_detailed(client=client), ListChannelsResponse200, 200).data
+    channels = parsed(list_channels.sync_detailed(client=client), MediaEnvelopeChannels, 200).data
     check(channels.youtube[0].channel_id == "UCgeneratedclient", "channels by platform")
 
     later = datetime.datetime(2099, 2, 1, 9, tzinfo=datetime.timezone.utc)
@@ -363,7 +360,7 @@ def media_flow(client: xf_client.AuthenticatedClient, video: str) -> None:
                 youtube=YoutubeSettings(privacy=YoutubeSettingsPrivacy.PRIVATE),
             ),
         ),
-        UpdateVideoResponse200,
+        MediaEnvelopeMediaItem,
         200,
     ).data
     check(changed.scheduled_at == later and changed.title == "Changed upload", "the change reads back")
@@ -373,14 +370,14 @@ def media_flow(client: xf_client.AuthenticatedClient, video: str) -> None:
     check(changed_settings.privacy == YoutubeSettingsPrivacy.PRIVATE, "the privacy changed")
     check(changed_settings.title == "Launch", "the other settings are kept")
 
-    cancelled = parsed(cancel_video.sync_detailed(media_id, client=client), CancelVideoResponse200, 200)
+    cancelled = parsed(cancel_video.sync_detailed(media_id, client=client), MediaEnvelopeMediaItemWithMessage, 200)
     check(cancelled.message == "video cancelled", "the cancel's message")
     check(cancelled.data.status == MediaStatus.CANCELLED, "the item is cancelled")
     check(cancelled.data.youtube.status == PlatformStatus.CANCELLED, "its post is cancelled")
     never = delete_video_posts.sync_detailed(media_id, DeleteVideoPostsPlatform.YOUTUBE, client=client)
     check(never.status_code == 409, "a post never published is not deleted from YouTube")
 
-    deleted = parsed(delete_video.sync_detailed(media_id, client=client), DeleteVideoResponse200, 200).data
+    deleted = parsed(delete_video.sync_detailed(media_id, client=client), MediaEnvelopeDeletedMedia, 200).data
     check(deleted.id == media_id and deleted.deleted and deleted.cancelled_posts == 0, "the delete types")
     gone = get_video.sync_detailed(media_id, client=client)
     check(gone.status_code == 404, "a deleted item is not found")
@@ -392,11 +389,11 @@ def media_flow(client: xf_client.AuthenticatedClient, video: str) -> None:
     ]
     stored = parsed(
         upload_image.sync_detailed(client=client, body=UploadImageBody(file=looks, title="Looks")),
-        UploadImageResponse201,
+        MediaEnvelopeUploaded,
         201,
     )
     check(len(stored.data) == 1, "a carousel is one item")
-    image = parsed(get_image.sync_detailed(stored.data[0].id, client=client), GetImageResponse200, 200).data
+    image = parsed(get_image.sync_detailed(stored.data[0].id, client=client), MediaEnvelopeMediaItem, 200).data
     carousel = image.carousel
     check(isinstance(carousel, list), "the carousel is a list of image views")
     assert isinstance(carousel, list)

@@ -16,11 +16,12 @@ use crate::{Answer, Service};
 pub struct Findings {
     /// Operations with a JSON success response that no answer came from, as `METHOD /path`.
     pub unanswered: Vec<String>,
-    /// Answers not valid against their success schema, with the problems.
+    /// Answers not valid against their documented schema (a success's, or an error's
+    /// envelope), with the problems.
     pub invalid: Vec<String>,
     /// `schema.property` present in every answer that had the schema, yet not required.
     pub loose: Vec<String>,
-    /// How many answers were held to a schema.
+    /// How many answers (successes and errors) were held to a schema.
     pub checked: usize,
 }
 
@@ -49,9 +50,6 @@ pub fn check(api: &Value, admin: &Value, answers: &[Answer]) -> Findings {
         (Service::Admin, admin, Walker::new(admin)),
     ];
     for answer in answers {
-        if !answer.status.is_success() {
-            continue;
-        }
         let (_, doc, walker) = walkers
             .iter_mut()
             .find(|(service, _, _)| *service == answer.service)
@@ -60,7 +58,7 @@ pub fn check(api: &Value, admin: &Value, answers: &[Answer]) -> Findings {
             continue;
         };
         let operation = format!("{} {template}", answer.method);
-        let Some(schema) = success_schema(doc, &answer.method, &template, answer.status.as_str())
+        let Some(schema) = response_schema(doc, &answer.method, &template, answer.status.as_str())
         else {
             continue;
         };
@@ -68,10 +66,10 @@ pub fn check(api: &Value, admin: &Value, answers: &[Answer]) -> Findings {
             .content_type
             .as_deref()
             .is_some_and(|c| c.starts_with("application/json"));
-        if !is_json {
+        // A `HEAD` answer has no body to hold to its schema.
+        if !is_json || answer.method == Method::HEAD {
             continue;
         }
-        answered.insert((answer.service, operation.clone()));
         findings.checked += 1;
         let problems = problems(doc, schema, &answer.body);
         if !problems.is_empty() {
@@ -80,7 +78,12 @@ pub fn check(api: &Value, admin: &Value, answers: &[Answer]) -> Findings {
                 answer.status, answer.body
             ));
         }
-        walker.walk(schema, &answer.body, &operation);
+        // Error answers are held to their envelope (its code among the listed ones); what
+        // the answers show of required fields is the successes' business.
+        if answer.status.is_success() {
+            answered.insert((answer.service, operation.clone()));
+            walker.walk(schema, &answer.body, &operation);
+        }
     }
     for (service, doc, walker) in &walkers {
         for operation in json_operations(doc) {
@@ -226,7 +229,7 @@ fn template_of(doc: &Value, method: &Method, path: &str) -> Option<String> {
         .map(|(_, template)| template)
 }
 
-fn success_schema<'a>(
+fn response_schema<'a>(
     doc: &'a Value,
     method: &Method,
     template: &str,

@@ -165,8 +165,39 @@ pub enum Error {
 /// Seconds a client is told to wait after a storage outage.
 pub const UNAVAILABLE_RETRY_AFTER_SECS: u64 = 5;
 
+/// Every `error.code` of the error envelopes, as [`Error::code`] gives them. The served
+/// documents list them as `ErrorBody.code`'s enum; a client should treat a code it does not
+/// know (one added later) as its HTTP status's general meaning.
+pub const ERROR_CODES: [&str; 25] = [
+    "validation_error",
+    "api_key_invalid",
+    "admin_token_invalid",
+    "plan_required",
+    "not_found",
+    "method_not_allowed",
+    "job_not_cancellable",
+    "gsc_not_configured",
+    "gsc_not_linked",
+    "gsc_token_revoked",
+    "gsc_site_inaccessible",
+    "rate_limit",
+    "unavailable",
+    "tus_version_unsupported",
+    "upload_offset_mismatch",
+    "checksum_mismatch",
+    "unsupported_media_type",
+    "conflict",
+    "idempotency_key_in_use",
+    "idempotency_key_reused",
+    "payload_too_large",
+    "request_timeout",
+    "too_many_uploads",
+    "quota_exceeded",
+    "internal_error",
+];
+
 impl Error {
-    /// The machine-readable code of the error envelope.
+    /// The machine-readable code of the error envelope (one of [`ERROR_CODES`]).
     pub fn code(&self) -> &'static str {
         match self {
             Error::Validation { .. } => "validation_error",
@@ -314,3 +345,66 @@ impl From<StoreError> for Error {
 
 /// The result type of the use cases.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// [`ERROR_CODES`] is exactly the codes the variants give.
+    #[test]
+    fn the_code_list_is_every_variants_code() {
+        let every_variant = [
+            Error::invalid("f", "m"),
+            Error::ApiKeyInvalid,
+            Error::ApiKeyInWrongHeader,
+            Error::AdminTokenInvalid,
+            Error::PlanRequired {
+                entitlement: "developerApi",
+                plans: String::new(),
+            },
+            Error::NotFound("job"),
+            Error::MethodNotAllowed,
+            Error::JobNotCancellable { status: "failed" },
+            Error::GscNotConfigured(String::new()),
+            Error::GscNotLinked(String::new()),
+            Error::GscTokenRevoked,
+            Error::GscSiteInaccessible(String::new()),
+            Error::Upstream {
+                rate_limited: true,
+                message: String::new(),
+                retry_after_secs: 1,
+            },
+            Error::Upstream {
+                rate_limited: false,
+                message: String::new(),
+                retry_after_secs: 1,
+            },
+            Error::TusVersionUnsupported,
+            Error::UploadOffsetMismatch { offset: 0 },
+            Error::ChecksumMismatch,
+            Error::UnsupportedMediaType(String::new()),
+            Error::Conflict(String::new()),
+            Error::IdempotencyKeyInUse,
+            Error::IdempotencyKeyReused,
+            Error::PayloadTooLarge { limit_bytes: 1 },
+            Error::RequestTimeout(String::new()),
+            Error::TooManyUploads { limit: 1 },
+            Error::RateLimited {
+                retry_after_secs: 1,
+            },
+            Error::QuotaExceeded {
+                limit: 1,
+                retry_after_secs: 1,
+            },
+            Error::Unavailable {
+                cause: String::new(),
+            },
+            Error::Internal(String::new()),
+        ];
+        let given: std::collections::BTreeSet<&str> =
+            every_variant.iter().map(Error::code).collect();
+        let listed: std::collections::BTreeSet<&str> = ERROR_CODES.into_iter().collect();
+        assert_eq!(given, listed);
+        assert_eq!(listed.len(), ERROR_CODES.len(), "no code twice");
+    }
+}

@@ -418,7 +418,7 @@ pub fn api_key(headers: &http::HeaderMap) -> Option<&str> {
 pub struct IdempotencyHeader {
     /// Retained 24 hours. The same key with the same request replays the first response with
     /// `Idempotent-Replayed: true`; with another request it is a 422.
-    #[param(rename = "Idempotency-Key", inline)]
+    #[param(rename = "Idempotency-Key", inline, nullable = false)]
     pub idempotency_key: Option<IdempotencyKey>,
 }
 

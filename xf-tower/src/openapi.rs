@@ -120,12 +120,33 @@ pub fn finish_admin(doc: utoipa::openapi::OpenApi, plans: &[&str]) -> Result<Val
     Ok(doc)
 }
 
-/// Adds the error envelopes to the component schemas.
+/// Adds the error envelopes to the component schemas, and the enums of the codes and check
+/// ids clients switch on (`ErrorBody.code`, `Issue.type`).
 fn add_envelopes(doc: &mut Value) -> Result<(), String> {
     let schemas = doc
         .pointer_mut("/components/schemas")
         .and_then(Value::as_object_mut)
         .ok_or_else(|| "the OpenAPI document has no components.schemas".to_owned())?;
+    // Clients switch on the code: the document lists every one (docs/api-behaviour.md says
+    // how to treat one added later).
+    let code = schemas
+        .get_mut("ErrorBody")
+        .and_then(|body| body.pointer_mut("/properties/code"))
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| "the OpenAPI document has no ErrorBody.code".to_owned())?;
+    code.insert("enum".into(), json!(xf_core::error::ERROR_CODES));
+    #[cfg(feature = "crawler")]
+    if let Some(issue_type) = schemas
+        .get_mut("Issue")
+        .and_then(|issue| issue.pointer_mut("/properties/type"))
+        .and_then(Value::as_object_mut)
+    {
+        let ids: Vec<&str> = xf_core::crawl::checks::CATALOGUE
+            .iter()
+            .map(|check| check.id)
+            .collect();
+        issue_type.insert("enum".into(), json!(ids));
+    }
     let meta = json!({"type": "object", "required": ["requestId"], "properties": {"requestId": {"type": "string"}}});
     schemas.insert(
         "MediaErrorEnvelope".into(),
@@ -252,7 +273,8 @@ pub fn finish(doc: utoipa::openapi::OpenApi) -> Result<Value, String> {
     doc.pointer_mut("/components/schemas")
         .and_then(Value::as_object_mut)
         .ok_or_else(|| missing("components.schemas"))?
-        .extend(events);
+        .extend(events.into_iter().chain(crate::openapi_media::envelopes()));
+    completed_job_schemas(&mut doc)?;
     tidy(&mut doc);
     Ok(doc)
 }
@@ -404,9 +426,12 @@ fn event_summary(event: EventType) -> &'static str {
     }
 }
 
-/// The body schema of each event's deliveries.
+/// The body schema of each event's deliveries, `WebhookEvent` (any of them, told apart by
+/// `type`), and `CompletedJobEventData` (a `job.completed`'s `data`, whose job always has its
+/// `result`; made from `JobEventData` and `Job` as `job`'s schemas are, by
+/// [`completed_job_schemas`]).
 fn events_schemas() -> Map<String, Value> {
-    EventType::ALL
+    let mut schemas: Map<String, Value> = EventType::ALL
         .into_iter()
         .map(|event| {
             let schema = json!({
@@ -423,7 +448,65 @@ fn events_schemas() -> Map<String, Value> {
             });
             (event_schema_name(event), schema)
         })
-        .collect()
+        .collect();
+    let mapping: Map<String, Value> = EventType::ALL
+        .into_iter()
+        .map(|event| {
+            let target = format!("#/components/schemas/{}", event_schema_name(event));
+            (event.as_str().to_owned(), Value::String(target))
+        })
+        .collect();
+    let branches: Vec<Value> = mapping
+        .values()
+        .map(|target| json!({"$ref": target}))
+        .collect();
+    schemas.insert(
+        WEBHOOK_EVENT.into(),
+        json!({
+            "description": "The body of any delivery, told apart by `type`",
+            "oneOf": branches,
+            "discriminator": {"propertyName": "type", "mapping": mapping},
+        }),
+    );
+    schemas
+}
+
+/// The component schema of any delivery's body, which no operation refers to: kept by
+/// [`tidy`].
+const WEBHOOK_EVENT: &str = "WebhookEvent";
+
+/// `CompletedJob` (`Job` with `result` required) and `CompletedJobEventData` (`JobEventData`
+/// whose `job` is one), from the document's own `Job` and `JobEventData`.
+fn completed_job_schemas(doc: &mut Value) -> Result<(), String> {
+    let schemas = doc
+        .pointer_mut("/components/schemas")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| "the OpenAPI document has no components.schemas".to_owned())?;
+    let mut job = schemas
+        .get("Job")
+        .cloned()
+        .ok_or_else(|| "the OpenAPI document has no Job".to_owned())?;
+    job["required"]
+        .as_array_mut()
+        .ok_or_else(|| "Job has no required list".to_owned())?
+        .push("result".into());
+    job["description"] = "A completed job: a `Job` that always has its `result`".into();
+    let mut data = schemas
+        .get("JobEventData")
+        .cloned()
+        .ok_or_else(|| "the OpenAPI document has no JobEventData".to_owned())?;
+    let job_property = data
+        .pointer_mut("/properties/job")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| "JobEventData has no job".to_owned())?;
+    job_property.insert("$ref".into(), "#/components/schemas/CompletedJob".into());
+    schemas.insert("CompletedJob".into(), job);
+    schemas.insert("CompletedJobEventData".into(), data);
+    if let Some(completed) = schemas.get_mut(&event_schema_name(EventType::JobCompleted)) {
+        completed["properties"]["data"] =
+            json!({"$ref": "#/components/schemas/CompletedJobEventData"});
+    }
+    Ok(())
 }
 
 /// The OpenAPI 3.1 `webhooks` section: what a receiver gets for each event, signed as
@@ -469,6 +552,7 @@ fn tidy(doc: &mut Value) {
     flatten_single_one_of(doc);
     loop {
         let mut used = std::collections::BTreeSet::new();
+        used.insert(format!("#/components/schemas/{WEBHOOK_EVENT}"));
         collect_refs(doc, &mut used);
         let Some(schemas) = doc
             .pointer_mut("/components/schemas")

@@ -14,23 +14,99 @@ fn schema(name: &str) -> Value {
     json!({"$ref": format!("#/components/schemas/{name}")})
 }
 
-/// A media success envelope around `data`.
-fn success(description: &str, data: Value, message: bool) -> Value {
-    let mut properties = json!({
-        "success": {"type": "boolean", "const": true},
-        "data": data,
-        "meta": {"type": "object", "required": ["requestId"], "properties": {"requestId": {"type": "string"}}}
-    });
-    let mut required = vec!["success", "data", "meta"];
-    if message {
-        properties["message"] = json!({"type": "string"});
-        required.push("message");
+/// The media API's success envelopes, each a named component schema
+/// (`MediaEnvelope_<name>`), so generated clients get one model per shape.
+#[derive(Debug, Clone, Copy)]
+enum Envelope {
+    Uploaded,
+    VideoList,
+    ImageList,
+    Item,
+    ItemWithMessage,
+    Deleted,
+    Usage,
+    Channels,
+}
+
+impl Envelope {
+    const ALL: [Envelope; 8] = [
+        Envelope::Uploaded,
+        Envelope::VideoList,
+        Envelope::ImageList,
+        Envelope::Item,
+        Envelope::ItemWithMessage,
+        Envelope::Deleted,
+        Envelope::Usage,
+        Envelope::Channels,
+    ];
+
+    fn name(self) -> String {
+        let name = match self {
+            Envelope::Uploaded => "Uploaded",
+            Envelope::VideoList => "VideoList",
+            Envelope::ImageList => "ImageList",
+            Envelope::Item => "MediaItem",
+            Envelope::ItemWithMessage => "MediaItemWithMessage",
+            Envelope::Deleted => "DeletedMedia",
+            Envelope::Usage => "MediaUsage",
+            Envelope::Channels => "Channels",
+        };
+        format!("MediaEnvelope_{name}")
     }
+
+    /// Its `data`, and whether it has a `message`.
+    fn data(self) -> (Value, bool) {
+        let list = |key: &str| {
+            json!({
+                "type": "object",
+                "required": [key, "pagination"],
+                "properties": {key: {"type": "array", "items": schema("MediaItemView")}, "pagination": schema("Pagination")}
+            })
+        };
+        match self {
+            Envelope::Uploaded => (
+                json!({"type": "array", "items": schema("UploadedItem")}),
+                true,
+            ),
+            Envelope::VideoList => (list("videos"), false),
+            Envelope::ImageList => (list("images"), false),
+            Envelope::Item => (schema("MediaItemView"), false),
+            Envelope::ItemWithMessage => (schema("MediaItemView"), true),
+            Envelope::Deleted => (schema("DeletedMedia"), true),
+            Envelope::Usage => (schema("MediaUsage"), false),
+            Envelope::Channels => (schema("ChannelsView"), false),
+        }
+    }
+
+    fn schema(self) -> Value {
+        let (data, message) = self.data();
+        let mut properties = json!({
+            "success": {"type": "boolean", "const": true},
+            "data": data,
+            "meta": {"type": "object", "required": ["requestId"], "properties": {"requestId": {"type": "string"}}}
+        });
+        let mut required = vec!["success", "data", "meta"];
+        if message {
+            properties["message"] = json!({"type": "string"});
+            required.push("message");
+        }
+        json!({"type": "object", "required": required, "properties": properties})
+    }
+}
+
+/// Every media success envelope, as component schemas by name.
+pub fn envelopes() -> Map<String, Value> {
+    Envelope::ALL
+        .into_iter()
+        .map(|envelope| (envelope.name(), envelope.schema()))
+        .collect()
+}
+
+/// A media success response in `envelope`.
+fn success(description: &str, envelope: Envelope) -> Value {
     json!({
         "description": description,
-        "content": {"application/json": {"schema": {
-            "type": "object", "required": required, "properties": properties
-        }}}
+        "content": {"application/json": {"schema": schema(&envelope.name())}}
     })
 }
 
@@ -190,7 +266,7 @@ fn upload(operation_id: &str, video: bool, summary: &str) -> Value {
         )],
         "requestBody": form(video),
         "responses": {
-            "201": success("Stored", json!({"type": "array", "items": schema("UploadedItem")}), true),
+            "201": success("Stored", Envelope::Uploaded),
             "400": error("`validation_error`: a field, the file's extension or content, the platforms, settings or accounts, or a chosen platform's rule (durations, sizes, formats, aspect ratios, text lengths), each detail naming the platform or its setting"),
             "413": error("`payload_too_large`: over the size limit"),
             "429": error("`rate_limit`, or `too_many_uploads`: the organization has as many uploads in progress as an instance takes at once"),
@@ -198,7 +274,7 @@ fn upload(operation_id: &str, video: bool, summary: &str) -> Value {
     })
 }
 
-fn list(operation_id: &str, key: &str, platforms: &[&str]) -> Value {
+fn list(operation_id: &str, envelope: Envelope, platforms: &[&str]) -> Value {
     let query = |name: &str, schema: Value, description: &str| json!({"name": name, "in": "query", "required": false, "description": description, "schema": schema});
     json!({
         "operationId": operation_id,
@@ -211,11 +287,7 @@ fn list(operation_id: &str, key: &str, platforms: &[&str]) -> Value {
             query("platform", json!({"type": "string", "enum": platforms}), "Only items that target this platform"),
         ],
         "responses": {
-            "200": success("A page", json!({
-                "type": "object",
-                "required": [key, "pagination"],
-                "properties": {key: {"type": "array", "items": schema("MediaItemView")}, "pagination": schema("Pagination")}
-            }), false),
+            "200": success("A page", envelope),
         }
     })
 }
@@ -227,7 +299,7 @@ fn detail(operation_id: &str) -> Value {
         "summary": "One item with its file and per-platform state",
         "parameters": [{"name": "id", "in": "path", "required": true, "schema": schema("MediaId")}],
         "responses": {
-            "200": success("The item", schema("MediaItemView"), false),
+            "200": success("The item", Envelope::Item),
             "404": error("`not_found`: no such item of this kind in the organization"),
         }
     })
@@ -256,7 +328,7 @@ fn update(operation_id: &str, platforms: &[Platform]) -> Value {
             "type": "object", "minProperties": 1, "additionalProperties": false, "properties": properties
         }}}},
         "responses": {
-            "200": success("The item as changed", schema("MediaItemView"), false),
+            "200": success("The item as changed", Envelope::Item),
             "400": error("`validation_error`: a field, a setting, or a platform's rule, each detail naming its field"),
             "404": error("`not_found`: no such item of this kind in the organization"),
             "409": error("`conflict`: a post already started (the message names its platform); cancel it instead"),
@@ -281,7 +353,7 @@ fn delete(operation_id: &str) -> Value {
         "description": "Posts not yet published are stopped (a running upload too); posts already published stay on their platforms. The file is deleted from the blob store.",
         "parameters": [{"name": "id", "in": "path", "required": true, "schema": schema("MediaId")}],
         "responses": {
-            "200": success("Deleted", schema("DeletedMedia"), true),
+            "200": success("Deleted", Envelope::Deleted),
             "404": error("`not_found`: no such item of this kind in the organization"),
             "409": error("`conflict`: a post is being created on its platform right now (the message names it); delete once it has settled"),
         }
@@ -300,7 +372,7 @@ fn delete_posts(operation_id: &str, platforms: &[&str]) -> Value {
             {"name": "account", "in": "query", "required": false, "description": "Only the post to this account (`channelId` for YouTube, `accountId` elsewhere); by default every post on the platform", "schema": {"type": "string", "pattern": "^[!-~]{1,256}$"}},
         ],
         "responses": {
-            "202": success("The item, its posts on the platform `deleting` (or already `deleted`)", schema("MediaItemView"), true),
+            "202": success("The item, its posts on the platform `deleting` (or already `deleted`)", Envelope::ItemWithMessage),
             "400": error("`validation_error`: the `account` parameter"),
             "404": error("`not_found`: no such item of this kind in the organization, or it has no post on that platform (or account)"),
             "409": error("`conflict`: the platform's API cannot delete a post (Instagram, TikTok: the message names the rule), or a post there is not published (the message names it; one still to come can be cancelled)"),
@@ -324,7 +396,7 @@ fn cancel(operation_id: &str) -> Value {
             ),
         ],
         "responses": {
-            "200": success("The item after the cancel", schema("MediaItemView"), true),
+            "200": success("The item after the cancel", Envelope::ItemWithMessage),
             "404": error("`not_found`: no such item of this kind in the organization"),
             "409": error("`conflict`: nothing was cancelled, as a post was already sent to its platform (the message names it) or every post is already final"),
         }
@@ -370,11 +442,11 @@ pub fn paths() -> Map<String, Value> {
     let items = json!({
         "/media/videos": {
             "post": upload("upload_video", true, "Upload a video (multipart form)"),
-            "get": list("list_videos", "videos", &video_platforms),
+            "get": list("list_videos", Envelope::VideoList, &video_platforms),
         },
         "/media/images": {
             "post": upload("upload_image", false, "Upload an image (multipart form)"),
-            "get": list("list_images", "images", &image_platforms),
+            "get": list("list_images", Envelope::ImageList, &image_platforms),
         },
         "/media/videos/{id}": {"get": detail("get_video"), "patch": update("update_video", &Platform::ALL), "delete": delete("delete_video")},
         "/media/images/{id}": {"get": detail("get_image"), "patch": update("update_image", &Platform::ALL[1..]), "delete": delete("delete_image")},
@@ -388,13 +460,13 @@ pub fn paths() -> Map<String, Value> {
             "tags": ["media"],
             "summary": "This month's media meters",
             "description": "This UTC month's uploads (a carousel counts once), the bytes of their files, posts published and posts deleted from their platforms, counted as they happen (a deleted item's upload still counts)",
-            "responses": {"200": success("The meters", schema("MediaUsage"), false)}
+            "responses": {"200": success("The meters", Envelope::Usage)}
         }},
         "/channels": {"get": {
             "operationId": "list_channels",
             "tags": ["media"],
             "summary": "Connected accounts by platform",
-            "responses": {"200": success("The channels", schema("ChannelsView"), false)}
+            "responses": {"200": success("The channels", Envelope::Channels)}
         }},
         "/media/uploads": {
             "options": options(),

@@ -320,7 +320,23 @@ async fn the_webhooks_section_describes_every_event(app: TestApp) {
             let validator = jsonschema::validator_for(&root).unwrap();
             assert!(!validator.is_valid(&wrong), "{event}");
         }
+        // One union of every body, told apart by `type`.
+        schemas.check("WebhookEvent", &content["example"]);
+        let mapping = &doc["components"]["schemas"]["WebhookEvent"]["discriminator"]["mapping"];
+        assert_eq!(mapping[event.as_str()], target, "{event}");
     }
+    // A completed job always has its result.
+    let completed = &section["job.completed"]["post"]["requestBody"]["content"]["application/json"];
+    let mut without_result = completed["example"].clone();
+    assert!(without_result["data"]["job"]["result"].is_object());
+    without_result["data"]["job"]
+        .as_object_mut()
+        .unwrap()
+        .remove("result");
+    assert!(!schemas.accepts("JobCompletedEvent", &without_result));
+    assert!(!schemas.accepts("WebhookEvent", &without_result));
+    let failed = &section["job.failed"]["post"]["requestBody"]["content"]["application/json"];
+    assert!(failed["example"]["data"]["job"].get("result").is_none());
 }
 
 /// Each upload form lists as its own fields exactly the flat fields its platforms' settings

@@ -1451,7 +1451,8 @@ async fn media_events_reach_the_webhooks_that_subscribe(app: TestApp) {
         &json!({
             "platform": "youtube", "accountId": "UC-studio", "status": "failed",
             "postId": null, "url": null,
-            "error": {"source": "platform", "code": "invalidVideoMetadata", "message": "The video was rejected."}
+            "error": "invalidVideoMetadata: The video was rejected.",
+            "failure": {"source": "platform", "code": "invalidVideoMetadata", "message": "The video was rejected."}
         })
     );
     assert_eq!(got[1].1["data"]["media"]["id"], mixed.as_str());
@@ -1503,9 +1504,15 @@ async fn media_events_reach_the_webhooks_that_subscribe(app: TestApp) {
         .as_str()
         .unwrap()
         .contains(channel["id"].as_str().unwrap()));
-    let error = &got[2].1["data"]["post"]["error"];
-    assert_eq!(error["source"], "xf");
-    assert_eq!(error["code"], "channel_disconnected");
+    let post = &got[2].1["data"]["post"];
+    assert_eq!(post["failure"]["source"], "xf");
+    assert_eq!(post["failure"]["code"], "channel_disconnected");
+    // `error` is the text the item's post shows, a string as everywhere else.
+    let shown = &got[2].1["data"]["media"]["youtube"]["posts"][0]["error"];
+    assert!(
+        post["error"].is_string() && post["error"] == *shown,
+        "{post} {shown}"
+    );
 
     // Nothing else was sent (no duplicates, no event for the changes in between), and the
     // log has one successful attempt per event.

@@ -43,8 +43,13 @@ pub struct PostOutcome {
     /// The post's public address; null unless published (or deleted: the address it had),
     /// and when the platform gives none.
     pub url: Option<String>,
-    /// Why it failed; null unless failed.
-    pub error: Option<PostFailure>,
+    /// Why it failed, for people: the text the item's post shows as its `error`; null unless
+    /// failed.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
+    pub error: Option<String>,
+    /// Why it failed, for programs: who stopped it and their code; null unless failed.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
+    pub failure: Option<PostFailure>,
 }
 
 /// `data` of `media.completed` and `media.failed`.
@@ -186,13 +191,15 @@ fn outcome(platform: Platform, account: &str, post: &Post) -> PostOutcome {
         post.status,
         PlatformStatus::Published | PlatformStatus::Deleted
     );
+    let failed = post.status == PlatformStatus::Failed;
     PostOutcome {
         platform,
         account_id: account.to_owned(),
         status: post.status,
         post_id: post.remote_id.clone().filter(|_| published),
         url: post.url.clone().filter(|_| published),
-        error: (post.status == PlatformStatus::Failed).then(|| {
+        error: failed.then(|| post.error.clone().unwrap_or_default()),
+        failure: failed.then(|| {
             post.failure.clone().unwrap_or_else(|| {
                 PostFailure::xf("failed", post.error.clone().unwrap_or_default())
             })

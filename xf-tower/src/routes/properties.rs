@@ -105,13 +105,12 @@ async fn get_property(
 }
 
 /// The property's issues with their lifecycle summary. Filters beyond the spec: `type`,
-/// `severity`, `url`. With `Accept: text/csv` (preferred over JSON), every matching issue as
-/// CSV instead, as `GET /properties/{propertyId}/issues.csv` gives.
+/// `severity`, `url`. The export is `GET /properties/{propertyId}/issues.csv` (a request here
+/// that prefers `Accept: text/csv` is answered as that operation answers).
 #[utoipa::path(get, path = "/properties/{propertyId}/issues", tag = "properties",
     params(("propertyId" = inline(PropertyId), Path, description = "Property id"), PageParams, IssueListQuery),
     responses(
-        (status = 200, description = "Summary and a page of issues; with `Accept: text/csv`, every matching issue as CSV",
-            content((PageEnvelope<IssueList> = "application/json"), (String = "text/csv"))),
+        (status = 200, description = "Summary and a page of issues", body = PageEnvelope<IssueList>),
         (status = 404, description = "`not_found`"),
     ))]
 async fn list_issues(
