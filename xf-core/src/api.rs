@@ -64,6 +64,7 @@ pub struct Health {
     pub timestamp: Timestamp,
     /// The host's status page; left out when the host configured none.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub status_page: Option<String>,
 }
 
@@ -219,6 +220,7 @@ pub struct PropertyView {
     pub property: Property,
     /// With `include=gsc`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub gsc: Option<PropertyGsc>,
     /// With `include=lastScan`: the latest scan, or null when there is none.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -269,6 +271,7 @@ pub struct QueuedJob {
     pub created_at: Timestamp,
     /// Crawls only: 0.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub progress: Option<u8>,
 }
 

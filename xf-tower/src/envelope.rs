@@ -45,6 +45,7 @@ pub struct ErrorBody<'a> {
     pub message: Cow<'a, str>,
     /// Per-field problems of a validation error.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub details: Option<&'a [FieldError]>,
 }
 

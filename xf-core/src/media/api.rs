@@ -41,6 +41,7 @@ pub struct MediaItemView {
     pub carousel: Vec<ImageFileView>,
     /// YouTube's custom thumbnail, when the upload had one (its `thumbnail` part).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub thumbnail: Option<ImageFileView>,
     /// YouTube's state (`{status: idle, videoId: null, url: null}` when not selected).
     pub youtube: YoutubeState,
@@ -80,6 +81,7 @@ macro_rules! platform_state {
             pub url: Option<String>,
             /// The accounts it goes to; absent when the platform is not selected.
             #[serde(skip_serializing_if = "Option::is_none")]
+            #[cfg_attr(feature = "openapi", schema(nullable = false))]
             pub accounts: Option<Vec<String>>,
             /// The settings given with the upload; absent when not selected.
             #[serde(skip_serializing_if = "Option::is_none")]
@@ -92,6 +94,7 @@ macro_rules! platform_state {
             pub error: Option<Option<String>>,
             /// One post per account; absent when not selected.
             #[serde(skip_serializing_if = "Option::is_none")]
+            #[cfg_attr(feature = "openapi", schema(nullable = false))]
             pub posts: Option<Vec<$post>>,
         }
 
@@ -116,9 +119,11 @@ macro_rules! platform_state {
             pub error: Option<String>,
             /// The first comment under it (`firstComment`), once xf started sending it.
             #[serde(skip_serializing_if = "Option::is_none")]
+            #[cfg_attr(feature = "openapi", schema(nullable = false))]
             pub first_comment: Option<crate::model::media::FollowUp>,
             /// Its custom thumbnail (YouTube), once xf started setting it.
             #[serde(skip_serializing_if = "Option::is_none")]
+            #[cfg_attr(feature = "openapi", schema(nullable = false))]
             pub thumbnail: Option<crate::model::media::FollowUp>,
         }
 

@@ -39,9 +39,11 @@ pub struct PostOutcome {
     pub status: PlatformStatus,
     /// The platform's id of the post (YouTube and TikTok video id, Instagram media id,
     /// LinkedIn URN, pin id); null unless published (or deleted: the id it had).
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub post_id: Option<String>,
     /// The post's public address; null unless published (or deleted: the address it had),
     /// and when the platform gives none.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub url: Option<String>,
     /// Why it failed, for people: the text the item's post shows as its `error`; null unless
     /// failed.

@@ -383,7 +383,7 @@ pub struct Job {
     pub error: Option<String>,
     /// Present on completed jobs only: for scans, `{score, pagesScanned, issuesCount}`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<JobResult>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = JobResult))]
     pub result: Option<Value>,
 }
 

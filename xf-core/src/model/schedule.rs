@@ -359,6 +359,7 @@ pub struct ScheduleRun {
     /// What it did.
     pub outcome: SlotOutcome,
     /// The scan it queued.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub job_id: Option<JobId>,
     /// When it was claimed.
     pub claimed_at: Timestamp,
