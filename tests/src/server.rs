@@ -9,7 +9,8 @@ use clap::Parser;
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpListener;
 
-/// A running server; stopped (and its media directory removed) when dropped.
+/// A running server, with its background runtime as xf-server runs it (scans and posts run);
+/// stopped (and its media directory removed) when dropped.
 pub struct Server {
     /// Where it listens.
     pub address: SocketAddr,
@@ -20,6 +21,8 @@ pub struct Server {
     /// With `--demo`: the media API's demo organization and its keys.
     pub media_demo: Option<xf_core::CreatedOrganization>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
+    /// The background runtime, stopped with the test's runtime.
+    _workers: xf_core::runtime::WorkerHandle,
 }
 
 impl std::fmt::Debug for Server {
@@ -63,6 +66,8 @@ impl Server {
         args.extend_from_slice(flags);
         let config = xf_server::Config::try_parse_from(args).expect("valid flags");
         let app = xf_server::build_app(&config).await.expect("app");
+        // The background runtime, as xf-server runs it beside the API: scans and posts run.
+        let workers = app.xf.spawn_workers(xf_server::worker_options(&config));
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(xf_server::serve::serve(
             listener,
@@ -78,6 +83,7 @@ impl Server {
             media_dir,
             media_demo: app.media_demo,
             stop: Some(stop),
+            _workers: workers,
         }
     }
 }

@@ -456,9 +456,24 @@ const QUICK_START: &[&str] = &[
     "xf_live_demo0000000000000000000000000000000001",
     "--demo-test-key",
     "xf_test_demo0000000000000000000000000000000001",
+    "--demo-media-live-key",
+    "xf_live_media000000000000000000000000000000001",
+    "--demo-media-test-key",
+    "xf_test_media000000000000000000000000000000001",
     "--admin-token",
     "demo-admin-token",
+    "--allow-private-targets",
 ];
+
+/// The walk-through serves its site on `SITE_PORT=8000`: each run gets a free port instead, as
+/// tests run side by side.
+fn free_site_port(script: &str) -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    script.replace("SITE_PORT=8000", &format!("SITE_PORT={port}"))
+}
 
 /// Runs `prelude` (its output unchecked), then `steps`, in one shell in a directory of its own
 /// (so that variables carry over, and files the steps make stay there), against `server`; every
@@ -469,9 +484,9 @@ async fn run_as_written(
     steps: &[(String, Option<String>)],
 ) {
     let address = server.address.to_string();
-    let mut script = prelude.replace("127.0.0.1:8080", &address);
+    let mut script = free_site_port(&prelude.replace("127.0.0.1:8080", &address));
     for (n, (step, _)) in steps.iter().enumerate() {
-        let step = step.replace("127.0.0.1:8080", &address);
+        let step = free_site_port(&step.replace("127.0.0.1:8080", &address));
         script.push_str(&format!("\necho; echo '@@@ {n}'\n{step}\n"));
     }
     let directory = server.media_dir.join("guide");
@@ -515,10 +530,8 @@ async fn the_walk_through_runs_as_written() {
 }
 
 /// The commands of every other guide that shows some, run as written after the
-/// walk-through's (whose variables they use) against the server each guide names: the quick
-/// start's, with `--allow-private-targets` for the webhooks guide, and the media demo
-/// organization's id and key as `ORG` and `KEY` for the media guide, as it says. Each prints
-/// what its guide shows.
+/// walk-through's (whose variables they use) against the quick start's server, which serves
+/// every guide. Each prints what its guide shows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_guide_s_commands_run_as_written() {
     let walk_through: String = guide_steps("docs/walk-through.md")
@@ -530,23 +543,13 @@ async fn every_guide_s_commands_run_as_written() {
         ("docs/api-behaviour.md", &[]),
         ("docs/search-console.md", &[]),
         ("docs/audits-over-time.md", &[]),
-        ("docs/webhooks.md", &["--allow-private-targets"]),
+        ("docs/webhooks.md", &[]),
         ("docs/media.md", &[]),
     ];
     for (guide, extra) in guides {
         let flags: Vec<&str> = QUICK_START.iter().chain(extra.iter()).copied().collect();
         let server = xf_tests::server::Server::start(&flags).await;
-        let mut prelude = walk_through.clone();
-        if *guide == "docs/media.md" {
-            let media = server
-                .media_demo
-                .as_ref()
-                .expect("--demo makes a media organization");
-            prelude.push_str(&format!(
-                "ORG={}; KEY={}; FILE=launch.mp4\n",
-                media.organization.id, media.live_key
-            ));
-        }
+        let prelude = walk_through.clone();
         let steps = guide_steps(guide);
         assert!(!steps.is_empty(), "{guide} shows commands");
         run_as_written(&server, &prelude, &steps).await;

@@ -89,6 +89,15 @@ pub struct Config {
     #[arg(long, env = "XF_DEMO_TEST_KEY", hide_env_values = true)]
     pub demo_test_key: Option<String>,
 
+    /// With `--demo`: the media demo organization's live key (`xf_live_` and at least 32
+    /// letters or digits) instead of a random one.
+    #[arg(long, env = "XF_DEMO_MEDIA_LIVE_KEY", hide_env_values = true)]
+    pub demo_media_live_key: Option<String>,
+
+    /// With `--demo`: the media demo organization's test key instead of a random one.
+    #[arg(long, env = "XF_DEMO_MEDIA_TEST_KEY", hide_env_values = true)]
+    pub demo_media_test_key: Option<String>,
+
     /// Secret (at least 32 bytes) that signs pagination cursors and derives test-mode ids.
     /// Required with PostgreSQL, where every instance must share it; random per start with
     /// the memory store.
@@ -385,6 +394,8 @@ impl fmt::Debug for Config {
             .field("demo", &self.demo)
             .field("demo_live_key", &redacted(&self.demo_live_key))
             .field("demo_test_key", &redacted(&self.demo_test_key))
+            .field("demo_media_live_key", &redacted(&self.demo_media_live_key))
+            .field("demo_media_test_key", &redacted(&self.demo_media_test_key))
             .field("secret_key", &redacted(&self.secret_key))
             .field("public_base_url", &self.public_base_url)
             .field("status_page_url", &self.status_page_url)
@@ -830,7 +841,10 @@ pub async fn build_app(config: &Config) -> Result<App, StartError> {
             .await
             .map_err(StartError::Demo)?;
         let media = xf
-            .ensure_media_demo_organization()
+            .ensure_media_demo_organization(
+                config.demo_media_live_key.clone(),
+                config.demo_media_test_key.clone(),
+            )
             .await
             .map_err(StartError::Demo)?;
         (Some(created), Some(media))

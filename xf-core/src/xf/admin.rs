@@ -399,28 +399,46 @@ impl Xf {
         live_key: Option<String>,
         test_key: Option<String>,
     ) -> Result<CreatedOrganization> {
-        self.ensure_demo(DEMO_ORGANIZATION_NAME, "growth", live_key, test_key)
-            .await
+        let fields = ["XF_DEMO_LIVE_KEY", "XF_DEMO_TEST_KEY"];
+        self.ensure_demo(
+            DEMO_ORGANIZATION_NAME,
+            "growth",
+            [live_key, test_key],
+            fields,
+        )
+        .await
     }
 
     /// The media API's demo organization, on the `pro` plan (no plan of the default catalog
     /// has both APIs, so a newcomer gets one organization for each): created on first use,
     /// reused after, with fresh keys each time.
-    pub async fn ensure_media_demo_organization(&self) -> Result<CreatedOrganization> {
-        self.ensure_demo(MEDIA_DEMO_ORGANIZATION_NAME, "pro", None, None)
-            .await
+    /// Fixed keys (`live_key`, `test_key`) are used as [`Xf::ensure_demo_organization`] uses
+    /// its own, so that commands copied from a guide keep working after a restart.
+    pub async fn ensure_media_demo_organization(
+        &self,
+        live_key: Option<String>,
+        test_key: Option<String>,
+    ) -> Result<CreatedOrganization> {
+        let fields = ["XF_DEMO_MEDIA_LIVE_KEY", "XF_DEMO_MEDIA_TEST_KEY"];
+        self.ensure_demo(
+            MEDIA_DEMO_ORGANIZATION_NAME,
+            "pro",
+            [live_key, test_key],
+            fields,
+        )
+        .await
     }
 
     async fn ensure_demo(
         &self,
         name: &str,
         plan: &str,
-        live_key: Option<String>,
-        test_key: Option<String>,
+        [live_key, test_key]: [Option<String>; 2],
+        [live_field, test_field]: [&str; 2],
     ) -> Result<CreatedOrganization> {
         for (key, mode, field) in [
-            (&live_key, KeyMode::Live, "XF_DEMO_LIVE_KEY"),
-            (&test_key, KeyMode::Test, "XF_DEMO_TEST_KEY"),
+            (&live_key, KeyMode::Live, live_field),
+            (&test_key, KeyMode::Test, test_field),
         ] {
             if let Some(key) = key {
                 if !auth::is_well_formed(key, mode) {
