@@ -556,50 +556,47 @@ async fn every_guide_s_commands_run_as_written() {
     }
 }
 
-/// The connect-link commands of `docs/connecting-accounts.md`, run as written against the
-/// quick-start server with a YouTube app whose Google is a stand-in that consents: the link
-/// is made, followed through the consent to `returnUrl`, and the channel is listed.
+/// The connect-link commands of `docs/connecting-accounts.md`, run as written: the guide's
+/// stand-in (`xf-oauth-stand-in`, the binary its `cargo run` builds) is started as it says,
+/// the quick-start server with the flags it printed (the guide's server command is the
+/// README's with `$(cat stand-in.flags)` after it), and the rest of the steps against it: the
+/// link is made, followed through the consent to `returnUrl`, and the channel is listed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_connect_link_guide_runs_as_written() {
-    use xf_tests::platforms::{PlatformStandIn, YOUTUBE_CLIENT_ID, YOUTUBE_CLIENT_SECRET};
-    let google = PlatformStandIn::start().await;
-    google.consent(
-        "youtube",
-        "ya29.guide",
-        Some("1//guide"),
-        &[("UC-guide", "Guide Studio")],
-    );
-    let youtube = google.youtube_config();
-    let mut flags: Vec<&str> = QUICK_START.to_vec();
-    flags.extend([
-        "--youtube-client-id",
-        YOUTUBE_CLIENT_ID,
-        "--youtube-client-secret",
-        YOUTUBE_CLIENT_SECRET,
-        "--youtube-token-url",
-        &youtube.token_url,
-        "--youtube-authorize-url",
-        &youtube.authorize_url,
-        "--youtube-upload-base-url",
-        &youtube.upload_base_url,
-    ]);
-    let server = xf_tests::server::Server::start(&flags).await;
-    let media = server
-        .media_demo
-        .as_ref()
-        .expect("--demo makes a media organization");
-    let prelude = format!("ORG={}; KEY={}\n", media.organization.id, media.live_key);
+    let guide = doc("docs/connecting-accounts.md");
+    let readme = doc("README.md");
+    let quick_start = readme
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n```").next())
+        .expect("the README's quick start command");
+    let restart = guide
+        .split("```shell\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n```").next())
+        .expect("the guide's server command");
+    assert_eq!(restart, format!("{quick_start} $(cat stand-in.flags)"));
+
     let steps = guide_steps("docs/connecting-accounts.md");
-    assert_eq!(steps.len(), 3, "the guide's three commands");
-    run_as_written(&server, &prelude, &steps).await;
-    let asked = google.authorization_requests("youtube");
-    assert_eq!(
-        asked.len(),
-        1,
-        "the link went through the consent screen once"
-    );
-    assert_eq!(
-        asked[0]["redirect_uri"],
-        format!("http://{}/connect/callback", server.address)
-    );
+    assert_eq!(steps.len(), 4, "the guide's four commands");
+    let invocation =
+        "cargo run -q -p xf-tests --bin xf-oauth-stand-in > stand-in.flags & STAND_IN=$!";
+    assert!(steps[0].0.contains(invocation), "{}", steps[0].0);
+    let mut stand_in = Command::new(env!("CARGO_BIN_EXE_xf-oauth-stand-in"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the stand-in starts");
+    let mut flags_line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(stand_in.stdout.take().expect("its stdout")),
+        &mut flags_line,
+    )
+    .expect("the stand-in prints its flags");
+    let mut flags: Vec<&str> = QUICK_START.to_vec();
+    flags.extend(flags_line.split_whitespace());
+    let server = xf_tests::server::Server::start(&flags).await;
+    let prelude = format!("BASE=http://127.0.0.1:8080\nSTAND_IN={}\n", stand_in.id());
+    run_as_written(&server, &prelude, &steps[1..]).await;
+    let _ = stand_in.kill();
+    let _ = stand_in.wait();
 }
