@@ -147,7 +147,9 @@ fn add_envelopes(doc: &mut Value) -> Result<(), String> {
             .collect();
         issue_type.insert("enum".into(), json!(ids));
     }
-    let meta = json!({"type": "object", "required": ["requestId"], "properties": {"requestId": {"type": "string"}}});
+    // The envelopes' `meta`, the developer API's `Meta` component (every envelope's, so a
+    // generated client has one class of it).
+    let meta = json!({"$ref": "#/components/schemas/Meta"});
     schemas.insert(
         "MediaErrorEnvelope".into(),
         json!({

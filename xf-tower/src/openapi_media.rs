@@ -83,7 +83,7 @@ impl Envelope {
         let mut properties = json!({
             "success": {"type": "boolean", "const": true},
             "data": data,
-            "meta": {"type": "object", "required": ["requestId"], "properties": {"requestId": {"type": "string"}}}
+            "meta": schema("Meta"),
         });
         let mut required = vec!["success", "data", "meta"];
         if message {

@@ -193,19 +193,23 @@ fn outcome(platform: Platform, account: &str, post: &Post) -> PostOutcome {
         post.status,
         PlatformStatus::Published | PlatformStatus::Deleted
     );
-    let failed = post.status == PlatformStatus::Failed;
+    let failure = (post.status == PlatformStatus::Failed).then(|| {
+        post.failure
+            .clone()
+            .unwrap_or_else(|| PostFailure::xf("failed", post.error.clone().unwrap_or_default()))
+    });
     PostOutcome {
         platform,
         account_id: account.to_owned(),
         status: post.status,
         post_id: post.remote_id.clone().filter(|_| published),
         url: post.url.clone().filter(|_| published),
-        error: failed.then(|| post.error.clone().unwrap_or_default()),
-        failure: failed.then(|| {
-            post.failure.clone().unwrap_or_else(|| {
-                PostFailure::xf("failed", post.error.clone().unwrap_or_default())
-            })
+        error: failure.as_ref().map(|failure| {
+            post.error
+                .clone()
+                .unwrap_or_else(|| format!("{}: {}", failure.code, failure.message))
         }),
+        failure,
     }
 }
 

@@ -817,7 +817,8 @@ pub async fn media_post_updates_write_their_events(store: Arc<dyn TestStore>) {
         data["post"],
         serde_json::json!({
             "platform": "youtube", "accountId": youtube, "status": "published",
-            "postId": "vid1", "url": "https://www.youtube.com/watch?v=vid1", "error": null
+            "postId": "vid1", "url": "https://www.youtube.com/watch?v=vid1", "error": null,
+            "failure": null
         })
     );
     assert_eq!(
@@ -850,8 +851,14 @@ pub async fn media_post_updates_write_their_events(store: Arc<dyn TestStore>) {
         panic!("a media event carries its data");
     };
     assert_eq!(
-        data["post"]["error"],
+        data["post"]["failure"],
         serde_json::json!({"source": "platform", "code": "spam_risk_too_many_posts", "message": "too many posts"})
+    );
+    assert!(
+        data["post"]["error"]
+            .as_str()
+            .is_some_and(|text| text.contains("too many posts")),
+        "{data}"
     );
     assert_eq!(data["post"]["postId"], serde_json::Value::Null);
     let EventSubject::Snapshot(data) = &events[2].subject else {
