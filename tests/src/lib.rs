@@ -6,6 +6,7 @@ pub mod answers;
 pub mod bench;
 pub mod corpus;
 pub mod google;
+pub mod logs;
 pub mod media;
 pub mod oauth;
 pub mod platforms;

@@ -2718,20 +2718,6 @@ async fn a_site_with_nul_bytes_is_scanned_whole_on_postgres() {
     a_site_with_nul_bytes_is_scanned_whole(postgres_store().await).await;
 }
 
-/// A log writer into a shared buffer.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        lock(&self.0).extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// A scan whose store fails under it (its issues table renamed away, so the findings cannot
 /// be written: a failure of xf's own, not the site's) is tried again, fails once its attempts
 /// are used up, and is not counted against `scansPerMonth`; the job says so in words a
@@ -2740,14 +2726,8 @@ impl std::io::Write for Captured {
 /// the workers' log goes to this test's subscriber.)
 #[tokio::test(flavor = "current_thread")]
 async fn a_scan_failing_on_an_error_of_xfs_own_is_not_counted_and_says_so() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::ERROR)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _log = tracing::subscriber::set_default(subscriber);
+    let captured = xf_tests::logs::Captured::default();
+    let _log = tracing::subscriber::set_default(captured.subscriber(tracing::Level::ERROR));
 
     let database = xf_storage_postgres::testing::fresh_database().await;
     let pool = database.pool().clone();
@@ -2792,7 +2772,7 @@ async fn a_scan_failing_on_an_error_of_xfs_own_is_not_counted_and_says_so() {
         0,
         "a scan that failed on xf's own error is given back"
     );
-    let log = String::from_utf8(lock(&captured.0).clone()).expect("UTF-8");
+    let log = captured.text();
     let line = log
         .lines()
         .find(|line| line.contains("ERROR") && line.contains(&id))

@@ -9,6 +9,7 @@ use serde_json::json;
 use sqlx::postgres::PgPoolOptions;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
+use tracing::instrument::WithSubscriber;
 use xf_storage_postgres::PgStore;
 use xf_tests::{request, TestApp};
 
@@ -173,6 +174,9 @@ impl Outage {
     }
 }
 
+/// What sqlx says when the pool cannot get a connection in time (the proxy refuses them).
+const DRIVER_WORDS: &str = "pool timed out while waiting for an open connection";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn database_outage_is_503_and_recovers_without_restart() {
     let direct = xf_storage_postgres::testing::fresh_database().await;
@@ -189,6 +193,22 @@ async fn database_outage_is_503_and_recovers_without_restart() {
     app.get("/organization", &org.live_key).await.expect(200);
 
     outage.cut().await;
+    // The answer says nothing of the cause; the log line has it, down to the driver's words.
+    let captured = xf_tests::logs::Captured::default();
+    let down = app
+        .get("/organization", &org.live_key)
+        .with_subscriber(captured.subscriber(tracing::Level::WARN))
+        .await;
+    down.expect_error(503, "unavailable");
+    let log = captured.text();
+    let line = log
+        .lines()
+        .find(|line| line.contains("storage unavailable"))
+        .unwrap_or_else(|| panic!("no line for the outage: {log}"));
+    assert!(
+        line.contains(DRIVER_WORDS),
+        "the driver's error is logged: {line}"
+    );
     for _ in 0..2 {
         let down = app.get("/organization", &org.live_key).await;
         down.expect_error(503, "unavailable");

@@ -246,6 +246,7 @@ pub struct ScanOptions {
 
 /// Which endpoint queued a scan (both run `seo-scan` jobs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ScanEndpoint {
     /// `POST /properties/{id}/scans`
     Scan,

@@ -1,7 +1,13 @@
 //! The one error type of the library. `xf-tower` maps each variant to an HTTP status in one
 //! place; the status each variant documents below is that mapping.
 
+use std::fmt;
+
 use serde::Serialize;
+
+/// A cause of a failure, kept with its own causes so the log shows the whole chain
+/// ([`Chain`]). Anything that is an error converts, and so do `String` and `&str`.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// One problem with one input field, listed in `error.details`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -14,7 +20,12 @@ pub struct FieldError {
 }
 
 /// Everything a use case can fail with.
+///
+/// New variants may come in a minor release: a host that matches on it keeps a wildcard arm
+/// (and can read [`Error::code`], which every variant has). Outages and bugs keep their cause
+/// as [`std::error::Error::source`], down to the driver's error; [`Chain`] prints it.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// 400 `validation_error`: the request is malformed or a value is out of range.
     #[error("{message}")]
@@ -27,13 +38,6 @@ pub enum Error {
     /// 401 `api_key_invalid`: missing, unknown or revoked API key.
     #[error("the API key is missing, invalid or revoked")]
     ApiKeyInvalid,
-    /// 401 `api_key_invalid`: a developer API request that sends its key as `X-API-Key` (the
-    /// media API's header) and no `Authorization: Bearer`.
-    #[error(
-        "the developer API reads the key from `Authorization: Bearer <key>`; `X-API-Key` is \
-         the media API's header"
-    )]
-    ApiKeyInWrongHeader,
     /// 401 `admin_token_invalid`: the admin API's bearer token is missing or wrong.
     #[error("the admin token is missing or invalid")]
     AdminTokenInvalid,
@@ -48,9 +52,6 @@ pub enum Error {
     /// 404 `not_found`: no such resource in this organization (or no such route).
     #[error("{0} not found")]
     NotFound(&'static str),
-    /// 405 `method_not_allowed`: the path exists, the method does not.
-    #[error("this path does not accept the method; the Allow header lists the ones it does")]
-    MethodNotAllowed,
     /// 400 `job_not_cancellable`: the job already finished.
     #[error("the job is already {status}; only pending or processing jobs can be cancelled")]
     JobNotCancellable {
@@ -85,11 +86,7 @@ pub enum Error {
         /// Whole seconds to wait.
         retry_after_secs: u64,
     },
-    /// 412 `tus_version_unsupported`: a resumable-upload request without
-    /// `Tus-Resumable: 1.0.0`.
-    #[error("this server speaks tus 1.0.0: send Tus-Resumable: 1.0.0")]
-    TusVersionUnsupported,
-    /// 409 `upload_offset_mismatch`: a `PATCH` whose `Upload-Offset` is not the upload's.
+    /// 409 `upload_offset_mismatch`: a chunk sent for another offset than the upload's.
     #[error(
         "Upload-Offset must be the upload's offset, {offset}; ask with HEAD and resume from there"
     )]
@@ -97,15 +94,12 @@ pub enum Error {
         /// The upload's offset.
         offset: u64,
     },
-    /// 460 `checksum_mismatch`: the chunk's `Upload-Checksum` does not match its bytes; the
-    /// chunk was dropped.
+    /// 460 `checksum_mismatch`: the chunk's bytes do not have the digest the client gave for
+    /// them (`Upload-Checksum`); the chunk was dropped.
     #[error(
         "Upload-Checksum does not match the bytes received; the chunk was dropped, send it again"
     )]
     ChecksumMismatch,
-    /// 415 `unsupported_media_type`: the body's `Content-Type` is not the one required.
-    #[error("{0}")]
-    UnsupportedMediaType(String),
     /// 409 `conflict`: the request collides with an existing resource.
     #[error("{0}")]
     Conflict(String),
@@ -151,30 +145,34 @@ pub enum Error {
         /// Whole seconds until the next UTC month.
         retry_after_secs: u64,
     },
-    /// 503 `unavailable`, with `Retry-After`: storage is unreachable.
+    /// 503 `unavailable`, with `Retry-After`: storage (or the blob store) is unreachable.
     #[error("the service is temporarily unavailable; retry shortly")]
     Unavailable {
-        /// The cause, for the log only.
-        cause: String,
+        /// The cause, for the log only ([`Error::unavailable`] makes one).
+        source: BoxError,
     },
-    /// 500 `internal_error`: a bug. The cause is logged, never sent.
+    /// 500 `internal_error`: a bug. The cause is logged, never sent ([`Error::internal`]
+    /// makes one).
     #[error("internal error")]
-    Internal(String),
+    Internal {
+        /// What went wrong, for the log only.
+        source: BoxError,
+    },
 }
 
 /// Seconds a client is told to wait after a storage outage.
 pub const UNAVAILABLE_RETRY_AFTER_SECS: u64 = 5;
 
-/// Every `error.code` of the error envelopes, as [`Error::code`] gives them. The served
-/// documents list them as `ErrorBody.code`'s enum; a client should treat a code it does not
-/// know (one added later) as its HTTP status's general meaning.
-pub const ERROR_CODES: [&str; 25] = [
+/// Every `error.code` a use case fails with, as [`Error::code`] gives them. (The HTTP edge adds
+/// its own, such as `method_not_allowed`; the served documents list both as `ErrorBody.code`'s
+/// enum.) A client should treat a code it does not know (one added later) as its HTTP
+/// status's general meaning.
+pub const ERROR_CODES: [&str; 22] = [
     "validation_error",
     "api_key_invalid",
     "admin_token_invalid",
     "plan_required",
     "not_found",
-    "method_not_allowed",
     "job_not_cancellable",
     "gsc_not_configured",
     "gsc_not_linked",
@@ -182,10 +180,8 @@ pub const ERROR_CODES: [&str; 25] = [
     "gsc_site_inaccessible",
     "rate_limit",
     "unavailable",
-    "tus_version_unsupported",
     "upload_offset_mismatch",
     "checksum_mismatch",
-    "unsupported_media_type",
     "conflict",
     "idempotency_key_in_use",
     "idempotency_key_reused",
@@ -201,11 +197,10 @@ impl Error {
     pub fn code(&self) -> &'static str {
         match self {
             Error::Validation { .. } => "validation_error",
-            Error::ApiKeyInvalid | Error::ApiKeyInWrongHeader => "api_key_invalid",
+            Error::ApiKeyInvalid => "api_key_invalid",
             Error::AdminTokenInvalid => "admin_token_invalid",
             Error::PlanRequired { .. } => "plan_required",
             Error::NotFound(_) => "not_found",
-            Error::MethodNotAllowed => "method_not_allowed",
             Error::JobNotCancellable { .. } => "job_not_cancellable",
             Error::GscNotConfigured(_) => "gsc_not_configured",
             Error::GscNotLinked(_) => "gsc_not_linked",
@@ -215,10 +210,8 @@ impl Error {
                 rate_limited: true, ..
             } => "rate_limit",
             Error::Upstream { .. } => "unavailable",
-            Error::TusVersionUnsupported => "tus_version_unsupported",
             Error::UploadOffsetMismatch { .. } => "upload_offset_mismatch",
             Error::ChecksumMismatch => "checksum_mismatch",
-            Error::UnsupportedMediaType(_) => "unsupported_media_type",
             Error::Conflict(_) => "conflict",
             Error::IdempotencyKeyInUse => "idempotency_key_in_use",
             Error::IdempotencyKeyReused => "idempotency_key_reused",
@@ -228,8 +221,33 @@ impl Error {
             Error::RateLimited { .. } => "rate_limit",
             Error::QuotaExceeded { .. } => "quota_exceeded",
             Error::Unavailable { .. } => "unavailable",
-            Error::Internal(_) => "internal_error",
+            Error::Internal { .. } => "internal_error",
         }
+    }
+
+    /// A bug: `cause` is logged with its chain of sources and never sent.
+    pub fn internal(cause: impl Into<BoxError>) -> Self {
+        Error::Internal {
+            source: cause.into(),
+        }
+    }
+
+    /// A bug met while `doing` something: logged as "`doing`: `cause`".
+    pub fn internal_while(doing: impl Into<String>, cause: impl Into<BoxError>) -> Self {
+        Self::internal(While::new(doing, cause))
+    }
+
+    /// An outage of storage: `cause` (the driver's error, say) is logged, the client is told
+    /// to retry.
+    pub fn unavailable(cause: impl Into<BoxError>) -> Self {
+        Error::Unavailable {
+            source: cause.into(),
+        }
+    }
+
+    /// An outage met while `doing` something: logged as "`doing`: `cause`".
+    pub fn unavailable_while(doing: impl Into<String>, cause: impl Into<BoxError>) -> Self {
+        Self::unavailable(While::new(doing, cause))
     }
 
     /// A validation error about one field.
@@ -281,9 +299,7 @@ impl Error {
             | Error::JobNotCancellable { .. }
             | Error::PlanRequired { .. }
             | Error::ApiKeyInvalid
-            | Error::ApiKeyInWrongHeader
             | Error::AdminTokenInvalid
-            | Error::MethodNotAllowed
             | Error::IdempotencyKeyInUse
             | Error::IdempotencyKeyReused => true,
             Error::Validation { .. }
@@ -293,17 +309,15 @@ impl Error {
             | Error::RateLimited { .. }
             | Error::QuotaExceeded { .. }
             | Error::Unavailable { .. }
-            | Error::Internal(_)
+            | Error::Internal { .. }
             // Linking the account or the site, or Google recovering, changes the outcome.
             | Error::GscNotConfigured(_)
             | Error::GscNotLinked(_)
             | Error::GscTokenRevoked
             | Error::GscSiteInaccessible(_)
             | Error::Upstream { .. }
-            | Error::TusVersionUnsupported
             | Error::UploadOffsetMismatch { .. }
-            | Error::ChecksumMismatch
-            | Error::UnsupportedMediaType(_) => false,
+            | Error::ChecksumMismatch => false,
         }
     }
 
@@ -317,29 +331,128 @@ impl Error {
 }
 
 /// What a storage backend can fail with. Expected outcomes (a duplicate, a spent quota) are
-/// variants here so that each backend reports them the same way.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// variants here so that each backend reports them the same way. The driver's error, where
+/// there is one, is the [`source`](std::error::Error::source) of `Unavailable` and `Internal`.
+///
+/// It is `Clone` (its causes are shared), so that one outage can answer every request that
+/// waited on it.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum StoreError {
     /// The backend cannot be reached; the request may succeed later.
-    #[error("storage unavailable: {0}")]
-    Unavailable(String),
+    Unavailable(SharedError),
     /// A uniqueness rule was violated; names the rule.
-    #[error("duplicate: {0}")]
     Duplicate(&'static str),
     /// A counted limit would be exceeded; names the limit.
-    #[error("limit reached: {0}")]
     LimitReached(&'static str),
     /// Anything else: a bug or corrupt data.
-    #[error("storage error: {0}")]
-    Internal(String),
+    Internal(SharedError),
 }
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Unavailable(_) => f.write_str("storage unavailable"),
+            StoreError::Duplicate(rule) => write!(f, "duplicate: {rule}"),
+            StoreError::LimitReached(limit) => write!(f, "limit reached: {limit}"),
+            StoreError::Internal(_) => f.write_str("storage error"),
+        }
+    }
+}
+
+/// The source is the cause itself (the driver's error, say), not the `Arc` that shares it,
+/// so a caller can downcast it.
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StoreError::Unavailable(cause) | StoreError::Internal(cause) => Some(&**cause),
+            StoreError::Duplicate(_) | StoreError::LimitReached(_) => None,
+        }
+    }
+}
+
+/// A cause that several errors share: [`StoreError`]'s.
+pub type SharedError = std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>;
+
+impl StoreError {
+    /// Corrupt data or a bug, described by `cause` (a message or the driver's error).
+    pub fn internal(cause: impl Into<BoxError>) -> Self {
+        StoreError::Internal(cause.into().into())
+    }
+
+    /// The backend cannot be reached: `cause` says why.
+    pub fn unavailable(cause: impl Into<BoxError>) -> Self {
+        StoreError::Unavailable(cause.into().into())
+    }
+}
+
+/// Two store errors are equal when they are of one kind and say the same: the rule or limit
+/// they name, or the text of their causes' chains (causes are not comparable themselves).
+impl PartialEq for StoreError {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (StoreError::Duplicate(a), StoreError::Duplicate(b))
+            | (StoreError::LimitReached(a), StoreError::LimitReached(b)) => a == b,
+            (StoreError::Unavailable(a), StoreError::Unavailable(b))
+            | (StoreError::Internal(a), StoreError::Internal(b)) => {
+                Chain(a.as_ref()).to_string() == Chain(b.as_ref()).to_string()
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Eq for StoreError {}
 
 impl From<StoreError> for Error {
     fn from(error: StoreError) -> Self {
         match error {
-            StoreError::Unavailable(cause) => Error::Unavailable { cause },
-            other => Error::Internal(other.to_string()),
+            StoreError::Unavailable(_) => Error::unavailable(error),
+            other => Error::internal(other),
         }
+    }
+}
+
+/// A cause with what was being done when it happened: "writing to the blob store", over the
+/// I/O error. Its [`Display`](fmt::Display) is what was being done; the cause is its source.
+#[derive(Debug, thiserror::Error)]
+#[error("{doing}")]
+pub struct While {
+    doing: String,
+    #[source]
+    source: BoxError,
+}
+
+impl While {
+    /// `cause`, met while `doing` something.
+    pub fn new(doing: impl Into<String>, cause: impl Into<BoxError>) -> Self {
+        While {
+            doing: doing.into(),
+            source: cause.into(),
+        }
+    }
+}
+
+/// An error with its chain of sources, for the log: "storage unavailable: error
+/// communicating with database: Connection refused (os error 111)".
+#[derive(Debug)]
+pub struct Chain<'a>(pub &'a (dyn std::error::Error + 'static));
+
+impl fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // An error that prints its source in its own message (sqlx's do) is not repeated.
+        let mut shown = self.0.to_string();
+        f.write_str(&shown)?;
+        let mut next = self.0.source();
+        while let Some(cause) = next {
+            let text = cause.to_string();
+            if !shown.ends_with(&text) {
+                write!(f, ": {text}")?;
+            }
+            shown = text;
+            next = cause.source();
+        }
+        Ok(())
     }
 }
 
@@ -356,14 +469,12 @@ mod tests {
         let every_variant = [
             Error::invalid("f", "m"),
             Error::ApiKeyInvalid,
-            Error::ApiKeyInWrongHeader,
             Error::AdminTokenInvalid,
             Error::PlanRequired {
                 entitlement: "developerApi",
                 plans: String::new(),
             },
             Error::NotFound("job"),
-            Error::MethodNotAllowed,
             Error::JobNotCancellable { status: "failed" },
             Error::GscNotConfigured(String::new()),
             Error::GscNotLinked(String::new()),
@@ -379,10 +490,8 @@ mod tests {
                 message: String::new(),
                 retry_after_secs: 1,
             },
-            Error::TusVersionUnsupported,
             Error::UploadOffsetMismatch { offset: 0 },
             Error::ChecksumMismatch,
-            Error::UnsupportedMediaType(String::new()),
             Error::Conflict(String::new()),
             Error::IdempotencyKeyInUse,
             Error::IdempotencyKeyReused,
@@ -396,15 +505,36 @@ mod tests {
                 limit: 1,
                 retry_after_secs: 1,
             },
-            Error::Unavailable {
-                cause: String::new(),
-            },
-            Error::Internal(String::new()),
+            Error::unavailable("the database is down"),
+            Error::internal("a bug"),
         ];
         let given: std::collections::BTreeSet<&str> =
             every_variant.iter().map(Error::code).collect();
         let listed: std::collections::BTreeSet<&str> = ERROR_CODES.into_iter().collect();
         assert_eq!(given, listed);
         assert_eq!(listed.len(), ERROR_CODES.len(), "no code twice");
+    }
+
+    /// A store's outage reaches the use case's error with the driver's cause as its source,
+    /// and [`Chain`] prints every link.
+    #[test]
+    fn a_store_outage_keeps_its_cause() {
+        let driver = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let error = Error::from(StoreError::unavailable(While::new("connecting", driver)));
+        assert!(matches!(error, Error::Unavailable { .. }));
+        assert_eq!(
+            error.to_string(),
+            "the service is temporarily unavailable; retry shortly"
+        );
+        assert_eq!(
+            Chain(&error).to_string(),
+            "the service is temporarily unavailable; retry shortly: storage unavailable: \
+             connecting: refused"
+        );
+        let internal = Error::from(StoreError::internal("corrupt row"));
+        assert_eq!(
+            Chain(&internal).to_string(),
+            "internal error: storage error: corrupt row"
+        );
     }
 }

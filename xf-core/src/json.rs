@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 /// Why a strict read refused a JSON text.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StrictJsonError {
     /// Not JSON at all (serde_json's message, without its position).
     Syntax(String),

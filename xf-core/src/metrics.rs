@@ -125,6 +125,7 @@ struct OperationLabels {
 
 /// How a job attempt ended, for `xf_job_run_duration_seconds`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum JobOutcome {
     /// The job completed.
     Completed,

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// What a plan gives access to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Entitlement {
     /// The SEO developer API.
     DeveloperApi,

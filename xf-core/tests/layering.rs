@@ -541,3 +541,54 @@ fn strongly_connected(graph: &Graph) -> Vec<Vec<String>> {
     }
     state.found
 }
+
+/// xf-core knows nothing of HTTP: none of its dependencies is an HTTP server's or a router's
+/// (reqwest, the client its crawler and platform clients use, is not one), and its error type
+/// has no variant for a rule of HTTP or of tus (a method not allowed, a protocol version, a
+/// content type): those are xf-tower's `Refusal`s.
+#[test]
+fn xf_core_has_no_http_or_tus_concepts() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("Cargo.toml");
+    let dependencies = manifest
+        .split("\n[")
+        .filter(|section| section.contains("dependencies]"))
+        .flat_map(|section| section.lines().skip(1))
+        .filter_map(|line| line.split(['.', ' ', '=']).next())
+        .filter(|name| !name.is_empty() && !name.starts_with('#'))
+        .collect::<BTreeSet<_>>();
+    assert!(dependencies.contains("reqwest"), "read: {dependencies:?}");
+    for edge in [
+        "axum",
+        "http",
+        "http-body",
+        "hyper",
+        "tower",
+        "tower-http",
+        "warp",
+    ] {
+        assert!(!dependencies.contains(edge), "xf-core depends on {edge}");
+    }
+
+    let error = std::fs::read_to_string(root.join("src/error.rs")).expect("src/error.rs");
+    let body = error
+        .split_once("pub enum Error {")
+        .and_then(|(_, rest)| rest.split_once("\n}\n"))
+        .map(|(body, _)| body)
+        .expect("the Error enum");
+    let variants: Vec<&str> = body
+        .lines()
+        .map(str::trim)
+        .filter(|line| line.starts_with(|c: char| c.is_ascii_uppercase()))
+        .filter_map(|line| line.split(['(', ' ', '{', ',']).next())
+        .collect();
+    assert!(variants.contains(&"Validation"), "read: {variants:?}");
+    for variant in &variants {
+        for word in ["Method", "Tus", "MediaType", "Header", "Status", "Http"] {
+            assert!(
+                !variant.contains(word),
+                "xf_core::Error::{variant} is a rule of HTTP or tus: it belongs to xf-tower"
+            );
+        }
+    }
+}

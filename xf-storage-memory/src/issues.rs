@@ -154,12 +154,7 @@ impl IssueStore for MemoryStore {
         let state = self.read();
         let mut summary = IssueSummary::default();
         for issue in state.issues.of(property_id.as_str()) {
-            match issue.status {
-                IssueStatus::Open => summary.open += 1,
-                IssueStatus::Resolved => summary.resolved += 1,
-                IssueStatus::Fixed => summary.fixed += 1,
-            }
-            summary.total += 1;
+            summary.count(issue.status);
         }
         Ok(summary)
     }

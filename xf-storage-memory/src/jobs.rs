@@ -560,7 +560,7 @@ impl QueueListener for MemoryListener {
             // job through its next heartbeat.
             Err(broadcast::error::RecvError::Lagged(_)) => Ok(QueueSignal::JobsReady),
             Err(broadcast::error::RecvError::Closed) => {
-                Err(StoreError::Unavailable("the store was dropped".into()))
+                Err(StoreError::unavailable("the store was dropped"))
             }
         }
     }

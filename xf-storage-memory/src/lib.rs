@@ -441,7 +441,7 @@ impl<T: Clone> Indexed<T> {
                 self.rows
                     .get(id)
                     .map(|row| &**row)
-                    .ok_or_else(|| StoreError::Internal(format!("index entry {id} has no record")))
+                    .ok_or_else(|| StoreError::internal(format!("index entry {id} has no record")))
             })
             .filter(|row| row.as_ref().map_or(true, |row| keep(row)))
             .take(page.limit)

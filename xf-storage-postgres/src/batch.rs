@@ -58,8 +58,8 @@ impl<R: Send + 'static, O: Send + 'static> Batcher<R, O> {
         let request = match sender.send((request, reply)) {
             Ok(()) => {
                 return answer.await.unwrap_or_else(|_| {
-                    Err(StoreError::Unavailable(
-                        "the batching task ended before answering".to_owned(),
+                    Err(StoreError::unavailable(
+                        "the batching task ended before answering",
                     ))
                 })
             }
@@ -68,7 +68,7 @@ impl<R: Send + 'static, O: Send + 'static> Batcher<R, O> {
         let mut outcomes = (self.run)(pool.clone(), vec![request]).await?;
         outcomes
             .pop()
-            .ok_or_else(|| StoreError::Internal("a batch of one gave no outcome".to_owned()))
+            .ok_or_else(|| StoreError::internal("a batch of one gave no outcome"))
     }
 }
 
@@ -107,7 +107,7 @@ async fn run_batches<R, O>(
             if outcomes.len() == count {
                 Ok(outcomes)
             } else {
-                Err(StoreError::Internal(format!(
+                Err(StoreError::internal(format!(
                     "a batch of {count} requests gave {} outcomes",
                     outcomes.len()
                 )))

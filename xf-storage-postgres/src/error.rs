@@ -2,6 +2,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use xf_core::error::{BoxError, While};
 use xf_core::StoreError;
 
 /// Maps an sqlx error to the store's error kinds:
@@ -28,23 +29,27 @@ pub(crate) fn store_error(error: sqlx::Error) -> StoreError {
 /// [`xf_core::store::PoolStatus`].
 pub(crate) static STATEMENT_ERRORS: AtomicU64 = AtomicU64::new(0);
 
+/// The sqlx error stays the mapped error's source, so the log shows the driver's own words
+/// (and, under them, the I/O error).
 fn map_error(error: sqlx::Error) -> StoreError {
     match &error {
         sqlx::Error::Database(database) => {
-            let code = database.code().unwrap_or_default();
-            classify_database_error(&code, database.constraint(), database.message())
+            let code = database.code().unwrap_or_default().into_owned();
+            let constraint = database.constraint().map(str::to_owned);
+            let cause = While::new(format!("database error {code}"), error);
+            classify_database_error(&code, constraint.as_deref(), cause.into())
         }
         sqlx::Error::Io(_)
         | sqlx::Error::Tls(_)
         | sqlx::Error::PoolTimedOut
         | sqlx::Error::PoolClosed
-        | sqlx::Error::WorkerCrashed => StoreError::Unavailable(error.to_string()),
-        _ => StoreError::Internal(error.to_string()),
+        | sqlx::Error::WorkerCrashed => StoreError::unavailable(error),
+        _ => StoreError::internal(error),
     }
 }
 
 /// The mapping of [`store_error`] for an error the server reported with `code` (SQLSTATE).
-fn classify_database_error(code: &str, constraint: Option<&str>, message: &str) -> StoreError {
+fn classify_database_error(code: &str, constraint: Option<&str>, cause: BoxError) -> StoreError {
     if code == "23505" {
         return StoreError::Duplicate(unique_rule(constraint));
     }
@@ -52,9 +57,9 @@ fn classify_database_error(code: &str, constraint: Option<&str>, message: &str) 
         || code.starts_with("53")
         || matches!(code, "57P01" | "57P02" | "57P03");
     if unavailable {
-        StoreError::Unavailable(format!("database error {code}: {message}"))
+        StoreError::unavailable(cause)
     } else {
-        StoreError::Internal(format!("database error {code}: {message}"))
+        StoreError::internal(cause)
     }
 }
 
@@ -87,7 +92,7 @@ fn unique_rule(constraint: Option<&str>) -> &'static str {
 pub(crate) fn migrate_error(error: sqlx::migrate::MigrateError) -> StoreError {
     match error {
         sqlx::migrate::MigrateError::Execute(error) => store_error(error),
-        other => StoreError::Internal(format!("migration failed: {other}")),
+        other => StoreError::internal(While::new("migration failed", other)),
     }
 }
 
@@ -98,23 +103,27 @@ mod tests {
     #[test]
     fn unique_violations_name_their_rule() {
         assert_eq!(
-            classify_database_error("23505", Some("properties_organization_url_key"), "dup"),
+            classify_database_error(
+                "23505",
+                Some("properties_organization_url_key"),
+                "dup".into()
+            ),
             StoreError::Duplicate("property url")
         );
         assert_eq!(
-            classify_database_error("23505", Some("api_keys_key_hash_key"), "dup"),
+            classify_database_error("23505", Some("api_keys_key_hash_key"), "dup".into()),
             StoreError::Duplicate("api key")
         );
         assert_eq!(
-            classify_database_error("23505", Some("reports_pkey"), "dup"),
+            classify_database_error("23505", Some("reports_pkey"), "dup".into()),
             StoreError::Duplicate("report token")
         );
         assert_eq!(
-            classify_database_error("23505", Some("webhooks_pkey"), "dup"),
+            classify_database_error("23505", Some("webhooks_pkey"), "dup".into()),
             StoreError::Duplicate("webhook id")
         );
         assert_eq!(
-            classify_database_error("23505", None, "dup"),
+            classify_database_error("23505", None, "dup".into()),
             StoreError::Duplicate("unique constraint")
         );
     }
@@ -126,7 +135,7 @@ mod tests {
         ] {
             assert!(
                 matches!(
-                    classify_database_error(code, None, "x"),
+                    classify_database_error(code, None, "x".into()),
                     StoreError::Unavailable(_)
                 ),
                 "{code}"
@@ -135,7 +144,7 @@ mod tests {
         for code in ["53000", "53100", "53200", "53300", "53400"] {
             assert!(
                 matches!(
-                    classify_database_error(code, None, "x"),
+                    classify_database_error(code, None, "x".into()),
                     StoreError::Unavailable(_)
                 ),
                 "{code}"
@@ -148,12 +157,37 @@ mod tests {
         for code in ["42P01", "23514", "22003", "40P01", "57014", "XX000"] {
             assert!(
                 matches!(
-                    classify_database_error(code, None, "x"),
+                    classify_database_error(code, None, "x".into()),
                     StoreError::Internal(_)
                 ),
                 "{code}"
             );
         }
+    }
+
+    /// The driver's error is the mapped error's source, reachable by downcasting, so the log
+    /// (which prints the chain) has the driver's own words.
+    #[test]
+    fn the_driver_error_is_the_source() {
+        let io = sqlx::Error::Io(std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "refused",
+        ));
+        let mapped = store_error(io);
+        let source = std::error::Error::source(&mapped).expect("a source");
+        assert!(
+            matches!(
+                source.downcast_ref::<sqlx::Error>(),
+                Some(sqlx::Error::Io(_))
+            ),
+            "{source:?}"
+        );
+        let error = xf_core::Error::from(mapped);
+        assert_eq!(
+            xf_core::error::Chain(&error).to_string(),
+            "the service is temporarily unavailable; retry shortly: storage unavailable: \
+             error communicating with database: refused"
+        );
     }
 
     #[test]

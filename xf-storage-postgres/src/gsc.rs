@@ -318,7 +318,7 @@ impl GscStore for PgStore {
                 url: row.col("url")?,
                 status_code: status(row.col("status_code")?, "status_code")?,
                 open_issues: u32::try_from(open).map_err(|_| {
-                    StoreError::Internal(format!("open issues out of range: {open}"))
+                    StoreError::internal(format!("open issues out of range: {open}"))
                 })?,
             })
         })?;
@@ -387,7 +387,7 @@ async fn insert_rows(
 
 /// A `u32` to store as an `integer`; one beyond `i32::MAX` cannot be stored unchanged.
 fn int(value: u32, what: &str) -> StoreResult<i32> {
-    i32::try_from(value).map_err(|_| StoreError::Internal(format!("{what} out of range: {value}")))
+    i32::try_from(value).map_err(|_| StoreError::internal(format!("{what} out of range: {value}")))
 }
 
 /// A nullable `integer` holding an HTTP status.
@@ -395,7 +395,7 @@ fn status(value: Option<i32>, what: &str) -> StoreResult<Option<u16>> {
     value
         .map(|value| {
             u16::try_from(value)
-                .map_err(|_| StoreError::Internal(format!("{what} out of range: {value}")))
+                .map_err(|_| StoreError::internal(format!("{what} out of range: {value}")))
         })
         .transpose()
 }
@@ -418,7 +418,7 @@ fn gsc_row(row: &PgRow) -> StoreResult<GscRow> {
         Some(open) => Some(PageCrawl {
             status_code: status(row.col("crawl_status")?, "crawl_status")?,
             open_issues: u32::try_from(open).map_err(|_| {
-                StoreError::Internal(format!("crawl_open_issues out of range: {open}"))
+                StoreError::internal(format!("crawl_open_issues out of range: {open}"))
             })?,
         }),
     };
@@ -442,7 +442,7 @@ fn snapshot(row: &PgRow) -> StoreResult<GscSnapshot> {
     let positions: Vec<Option<f64>> = row.col("day_positions")?;
     let n = dates.len();
     if clicks.len() != n || impressions.len() != n || positions.len() != n {
-        return Err(StoreError::Internal("corrupt daily series".to_owned()));
+        return Err(StoreError::internal("corrupt daily series"));
     }
     let daily = dates
         .into_iter()
@@ -543,5 +543,5 @@ fn count(value: &Value, key: &str) -> StoreResult<u32> {
 
 /// The error of a correlation that does not read back.
 fn corrupt_correlation(value: &Value) -> StoreError {
-    StoreError::Internal(format!("corrupt crawl correlation: {value}"))
+    StoreError::internal(format!("corrupt crawl correlation: {value}"))
 }

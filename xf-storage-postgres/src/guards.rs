@@ -192,7 +192,7 @@ fn all_counted(
             .iter()
             .position(|(name, start, _)| **name == *bucket.name && *start == window)
             .ok_or_else(|| {
-                StoreError::Internal(format!(
+                StoreError::internal(format!(
                     "the rate counter {} is missing from its batch's answer",
                     bucket.name
                 ))
@@ -238,10 +238,10 @@ fn per_request<T>(
             .and_then(|index| usize::try_from(index).ok())
             .filter(|&index| index < requests)
             .ok_or_else(|| {
-                StoreError::Internal(format!("unknown request {request} in a {what} batch"))
+                StoreError::internal(format!("unknown request {request} in a {what} batch"))
             })?;
         if outcomes[index].is_some() {
-            return Err(StoreError::Internal(format!(
+            return Err(StoreError::internal(format!(
                 "request {request} answered twice in a {what} batch"
             )));
         }
@@ -250,7 +250,7 @@ fn per_request<T>(
     outcomes
         .into_iter()
         .map(|outcome| {
-            outcome.ok_or_else(|| StoreError::Internal(format!("a {what} batch skipped a request")))
+            outcome.ok_or_else(|| StoreError::internal(format!("a {what} batch skipped a request")))
         })
         .collect()
 }
@@ -302,16 +302,15 @@ fn declined(
     status: Option<i32>,
     body: Option<String>,
 ) -> StoreResult<IdempotencyClaim> {
-    let held = held_fingerprint.ok_or_else(|| {
-        StoreError::Internal("idempotency record vanished while locked".to_owned())
-    })?;
+    let held = held_fingerprint
+        .ok_or_else(|| StoreError::internal("idempotency record vanished while locked"))?;
     if held != fingerprint {
         return Ok(IdempotencyClaim::Mismatch);
     }
     match (status, body) {
         (Some(status), Some(body)) => Ok(IdempotencyClaim::Replay(StoredResponse {
             status: u16::try_from(status).map_err(|_| {
-                StoreError::Internal(format!("stored status out of range: {status}"))
+                StoreError::internal(format!("stored status out of range: {status}"))
             })?,
             body,
         })),
@@ -352,7 +351,7 @@ fn outcome(counts: Vec<i64>, exceeded: Vec<i32>) -> StoreResult<RateOutcome> {
             .into_iter()
             .map(|index| {
                 usize::try_from(index).map_err(|_| {
-                    StoreError::Internal(format!("negative rate bucket index: {index}"))
+                    StoreError::internal(format!("negative rate bucket index: {index}"))
                 })
             })
             .collect::<StoreResult<_>>()?,

@@ -278,7 +278,7 @@ async fn apply_findings(
     for row in &before_rows {
         let status: String = row.col("status")?;
         let status = IssueStatus::parse(&status)
-            .ok_or_else(|| xf_core::StoreError::Internal(format!("issue status {status:?}")))?;
+            .ok_or_else(|| xf_core::StoreError::internal(format!("issue status {status:?}")))?;
         before.insert((row.col("issue_type")?, row.col("subject")?), status);
     }
     // Every finding in one upsert on (property, type, subject): new ones are inserted

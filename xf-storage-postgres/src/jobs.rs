@@ -196,7 +196,7 @@ impl JobStore for PgStore {
                 Some(_) => continue,
             }
         }
-        Err(StoreError::Internal(format!(
+        Err(StoreError::internal(format!(
             "job {id} neither cancellable nor final"
         )))
     }

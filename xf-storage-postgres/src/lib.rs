@@ -129,6 +129,7 @@ use async_trait::async_trait;
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 use sqlx::{Postgres, QueryBuilder};
+use xf_core::error::While;
 use xf_core::store::{IssueFilter, JobFilter, PageRequest, Store, StoreResult};
 use xf_core::time::Timestamp;
 use xf_core::StoreError;
@@ -213,7 +214,7 @@ impl PgStore {
     pub fn connect(url: &str) -> Result<Self, StoreError> {
         let pool = pool_options()
             .connect_lazy(url)
-            .map_err(|error| StoreError::Internal(format!("invalid database URL: {error}")))?;
+            .map_err(|error| StoreError::internal(While::new("invalid database URL", error)))?;
         Ok(Self::new(pool))
     }
 
@@ -244,7 +245,7 @@ impl PgStore {
         #[allow(clippy::disallowed_methods)] // the one place it is safe: nothing drops it
         tokio::spawn(async move { pool.begin().await })
             .await
-            .map_err(|error| StoreError::Internal(format!("starting a transaction: {error}")))?
+            .map_err(|error| StoreError::internal(While::new("starting a transaction", error)))?
             .map_err(store_error)
     }
 }

@@ -448,7 +448,7 @@ impl MediaStore for PgStore {
             .map_err(store_error)?;
         let total = match rows.first() {
             Some(row) => row.count("total")?,
-            None => return Err(StoreError::Internal("media count missing".to_owned())),
+            None => return Err(StoreError::internal("media count missing")),
         };
         let mut items = Vec::with_capacity(rows.len());
         for row in &rows {
@@ -657,14 +657,14 @@ fn media_item(row: &PgRow) -> StoreResult<MediaItem> {
         "video" => MediaKind::Video,
         "image" => MediaKind::Image,
         other => {
-            return Err(StoreError::Internal(format!(
+            return Err(StoreError::internal(format!(
                 "unknown media kind {other:?}"
             )))
         }
     };
     let status: String = row.col("status")?;
     let status = MediaStatus::parse(&status)
-        .ok_or_else(|| StoreError::Internal(format!("unknown media status {status:?}")))?;
+        .ok_or_else(|| StoreError::internal(format!("unknown media status {status:?}")))?;
     Ok(MediaItem {
         id: row.id("id")?,
         organization_id: row.id("organization_id")?,
@@ -687,7 +687,7 @@ fn media_item(row: &PgRow) -> StoreResult<MediaItem> {
 fn channel_row(row: &PgRow) -> StoreResult<Channel> {
     let platform: String = row.col("platform")?;
     let platform = Platform::parse(&platform)
-        .ok_or_else(|| StoreError::Internal(format!("unknown platform {platform:?}")))?;
+        .ok_or_else(|| StoreError::internal(format!("unknown platform {platform:?}")))?;
     Ok(Channel {
         id: row.id("id")?,
         organization_id: row.id("organization_id")?,

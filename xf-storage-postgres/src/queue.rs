@@ -315,7 +315,7 @@ pub(crate) async fn finish_attempts(
     for row in &rows {
         let status: String = row.col("status")?;
         let status = JobStatus::parse(&status)
-            .ok_or_else(|| StoreError::Internal(format!("unknown job status {status:?}")))?;
+            .ok_or_else(|| StoreError::internal(format!("unknown job status {status:?}")))?;
         reached.insert(row.col::<String>("id")?, status);
     }
     Ok(ids.iter().map(|id| reached.get(*id).copied()).collect())

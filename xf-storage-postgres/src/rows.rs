@@ -93,12 +93,12 @@ pub(crate) fn big(value: u64) -> i64 {
 
 /// A count to store as a `bigint`; one beyond `i64::MAX` cannot be stored unchanged.
 pub(crate) fn signed(value: u64, what: &str) -> StoreResult<i64> {
-    i64::try_from(value).map_err(|_| StoreError::Internal(format!("{what} out of range: {value}")))
+    i64::try_from(value).map_err(|_| StoreError::internal(format!("{what} out of range: {value}")))
 }
 
 /// A non-negative `bigint` read back as `u64`.
 pub(crate) fn unsigned(value: i64, what: &str) -> StoreResult<u64> {
-    u64::try_from(value).map_err(|_| StoreError::Internal(format!("negative {what}: {value}")))
+    u64::try_from(value).map_err(|_| StoreError::internal(format!("negative {what}: {value}")))
 }
 
 /// Typed access to a row's columns, with decoding failures as [`StoreError::Internal`].
@@ -129,7 +129,7 @@ pub(crate) trait RowExt {
     fn int(&self, name: &str) -> StoreResult<u32> {
         let value = self.col::<i32>(name)?;
         u32::try_from(value)
-            .map_err(|_| StoreError::Internal(format!("{name} out of range: {value}")))
+            .map_err(|_| StoreError::internal(format!("{name} out of range: {value}")))
     }
 
     /// A non-negative `bigint` column.
@@ -167,13 +167,13 @@ fn status_opt(row: &impl RowExt, name: &str) -> StoreResult<Option<u16>> {
     row.col::<Option<i32>>(name)?
         .map(|value| {
             u16::try_from(value)
-                .map_err(|_| StoreError::Internal(format!("{name} out of range: {value}")))
+                .map_err(|_| StoreError::internal(format!("{name} out of range: {value}")))
         })
         .transpose()
 }
 
 fn parsed<T>(value: String, parse: impl FnOnce(&str) -> Option<T>, what: &str) -> StoreResult<T> {
-    parse(&value).ok_or_else(|| StoreError::Internal(format!("unknown {what} {value:?}")))
+    parse(&value).ok_or_else(|| StoreError::internal(format!("unknown {what} {value:?}")))
 }
 
 /// An `organizations` row.
@@ -225,7 +225,7 @@ pub(crate) fn job(row: &impl RowExt) -> StoreResult<JobRecord> {
         payload: row.col::<Json<serde_json::Value>>("payload")?.0,
         status: parsed(row.col("status")?, JobStatus::parse, "job status")?,
         progress: u8::try_from(progress)
-            .map_err(|_| StoreError::Internal(format!("progress out of range: {progress}")))?,
+            .map_err(|_| StoreError::internal(format!("progress out of range: {progress}")))?,
         subject: match row.col::<Option<String>>("property_id")? {
             None => None,
             Some(_) => Some(JobSubject {
@@ -261,8 +261,8 @@ pub(crate) fn event(row: &impl RowExt) -> StoreResult<Event> {
             (Some(job_id), None) => EventSubject::Job(JobId::from_trusted(job_id)),
             (None, Some(data)) => EventSubject::Snapshot(data.0),
             _ => {
-                return Err(StoreError::Internal(
-                    "an event has both a job and data, or neither".into(),
+                return Err(StoreError::internal(
+                    "an event has both a job and data, or neither",
                 ))
             }
         },
@@ -403,7 +403,7 @@ pub(crate) fn delivery(row: &impl RowExt) -> StoreResult<WebhookDelivery> {
         webhook_id: row.id("webhook_id")?,
         event: parsed(row.col("event")?, EventType::parse, "event type")?,
         status_code: status_opt(row, "status_code")?
-            .ok_or_else(|| StoreError::Internal("null status_code".to_owned()))?,
+            .ok_or_else(|| StoreError::internal("null status_code"))?,
         success: row.col("success")?,
         duration_ms: row.count("duration_ms")?,
         created_at: row.timestamp("created_at")?,

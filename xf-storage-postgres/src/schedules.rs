@@ -24,7 +24,7 @@ const RUN_COLUMNS: &str = "property_id, slot, outcome, job_id, claimed_at";
 
 fn schedule(row: &PgRow) -> StoreResult<ScanSchedule> {
     let bad =
-        |what: &str| StoreError::Internal(format!("a stored schedule's {what} is unreadable"));
+        |what: &str| StoreError::internal(format!("a stored schedule's {what} is unreadable"));
     let frequency: String = row.col("frequency")?;
     let frequency = Frequency::parse(&frequency).ok_or_else(|| bad("frequency"))?;
     let day_of_week: Option<String> = row.col("day_of_week")?;
@@ -61,7 +61,7 @@ fn run(row: &PgRow) -> StoreResult<ScheduleRun> {
         property_id: row.id("property_id")?,
         slot: row.timestamp("slot")?,
         outcome: SlotOutcome::parse(&outcome)
-            .ok_or_else(|| StoreError::Internal(format!("unknown slot outcome {outcome:?}")))?,
+            .ok_or_else(|| StoreError::internal(format!("unknown slot outcome {outcome:?}")))?,
         job_id: match job_id {
             Some(_) => Some(row.id("job_id")?),
             None => None,

@@ -431,7 +431,7 @@ impl WebhookStore for PgStore {
                 .ok()
                 .filter(|index| *index < n)
                 .ok_or_else(|| {
-                    StoreError::Internal(format!("record position out of range: {position}"))
+                    StoreError::internal(format!("record position out of range: {position}"))
                 })?;
             answer[index] = true;
         }

@@ -219,7 +219,7 @@ crate::router_service!(AdminService);
 
 async fn authenticate(State(state): State<AdminState>, request: Request, next: Next) -> Response {
     if let Err(refused) = state.check(&request) {
-        return ApiError(refused).into_response();
+        return ApiError::from(refused).into_response();
     }
     next.run(request).await
 }
@@ -228,7 +228,7 @@ async fn authenticate(State(state): State<AdminState>, request: Request, next: N
 /// so the admin API's routes and methods are not told to anyone else.
 async fn method_not_allowed(State(state): State<AdminState>, request: Request) -> Response {
     if let Err(refused) = state.check(&request) {
-        return ApiError(refused).into_response();
+        return ApiError::from(refused).into_response();
     }
     middleware::method_not_allowed().await
 }

@@ -29,6 +29,7 @@ use crate::request_id;
 
 /// Which API's envelope an answer is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Api {
     /// `{data, meta}`, `{error, meta}`: the developer, admin and open endpoints.
     Developer,

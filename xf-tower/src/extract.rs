@@ -46,7 +46,7 @@ macro_rules! authed {
                 crate::middleware::admit(&xf, parts, $key, $entitlement)
                     .await
                     .map($name)
-                    .map_err($rejection)
+                    .map_err(<$rejection>::from)
             }
         }
     };
@@ -143,7 +143,7 @@ impl<S: Send + Sync, T: FromSegment> FromRequestParts<S> for PathParam<T> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        Self::read(parts, state).await.map_err(ApiError)
+        Self::read(parts, state).await.map_err(ApiError::from)
     }
 }
 
@@ -158,9 +158,11 @@ impl<S: Send + Sync, A: FromSegment, B: FromSegment> FromRequestParts<S> for Pat
         let axum::extract::Path((first, second)) =
             axum::extract::Path::<(String, String)>::from_request_parts(parts, state)
                 .await
-                .map_err(|rejection| ApiError(Error::invalid("path", rejection.body_text())))?;
-        let first = A::from_segment(first).map_err(ApiError)?;
-        let second = B::from_segment(second).map_err(ApiError)?;
+                .map_err(|rejection| {
+                    ApiError::from(Error::invalid("path", rejection.body_text()))
+                })?;
+        let first = A::from_segment(first).map_err(ApiError::from)?;
+        let second = B::from_segment(second).map_err(ApiError::from)?;
         Ok(PathParams(first, second))
     }
 }
@@ -185,7 +187,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
                 .clone()
                 .find(|(n, v)| n.contains('\0') || v.contains('\0'))
             {
-                return Err(ApiError(Error::invalid(
+                return Err(ApiError::from(Error::invalid(
                     xf_core::text::without_nul(&name).into_owned(),
                     "must not contain a NUL character",
                 )));
@@ -202,7 +204,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
                     field
                 };
                 let message = error.into_inner().to_string();
-                ApiError(Error::invalid_fields(vec![FieldError { field, message }]))
+                ApiError::from(Error::invalid_fields(vec![FieldError { field, message }]))
             })
     }
 }

@@ -42,7 +42,7 @@ where
         success,
         || async {
             let data = run().await?;
-            Answer::of(&data).map_err(|e| Error::Internal(e.to_string()))
+            Answer::of(&data).map_err(Error::internal)
         },
     )
     .await
@@ -85,7 +85,7 @@ where
         // Kept with the write: sent as its replays will be, with nothing left to complete.
         Ok((_, Some(kept))) => envelope::render(success, &kept.body),
         Ok((value, None)) => {
-            let answer = answer(&value).map_err(|e| Error::Internal(e.to_string()));
+            let answer = answer(&value).map_err(Error::internal);
             finish(xf, ticket, api, success, answer).await
         }
         Err(error) => finish(xf, ticket, api, success, Err(error)).await,
@@ -184,7 +184,7 @@ pub fn replay(stored: &StoredResponse) -> Response {
             "the idempotency record holds the status {}, which is not an HTTP status",
             stored.status
         );
-        return error_response(Api::Developer, &Error::Internal(cause));
+        return error_response(Api::Developer, &Error::internal(cause));
     };
     let mut response = envelope::render(status, &stored.body);
     response

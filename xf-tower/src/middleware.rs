@@ -7,7 +7,7 @@ use http::Method;
 use xf_core::plans::Entitlement;
 use xf_core::{Caller, Error, RequestKind, Xf};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, Failure, Refusal};
 
 /// Authenticates the request's key (found by `key`; its plan must include `entitlement`),
 /// and counts the request against the rate limits before its handler runs: the caller, or
@@ -20,7 +20,7 @@ pub async fn admit(
     parts: &http::request::Parts,
     key: fn(&http::HeaderMap) -> Option<&str>,
     entitlement: Entitlement,
-) -> Result<Caller, Error> {
+) -> Result<Caller, Failure> {
     let key = key_of(key, entitlement, &parts.headers)?;
     let caller = authenticated(xf, key, entitlement).await?;
     // The count comes first, for reads as for writes: a request over its limit is refused
@@ -29,7 +29,7 @@ pub async fn admit(
     let check = xf.check_rate_limit(&caller, kind_of(&parts.method)).await?;
     crate::request_id::answer_with_rate(check);
     match check.retry_after_secs {
-        Some(retry_after_secs) => Err(Error::RateLimited { retry_after_secs }),
+        Some(retry_after_secs) => Err(Error::RateLimited { retry_after_secs }.into()),
         None => Ok(caller),
     }
 }
@@ -41,13 +41,13 @@ fn key_of(
     key: fn(&http::HeaderMap) -> Option<&str>,
     entitlement: Entitlement,
     headers: &http::HeaderMap,
-) -> Result<Option<&str>, Error> {
+) -> Result<Option<&str>, Refusal> {
     let found = key(headers);
     let misplaced = entitlement == Entitlement::DeveloperApi
         && found.is_none()
         && headers.contains_key("x-api-key");
     if misplaced {
-        return Err(Error::ApiKeyInWrongHeader);
+        return Err(Refusal::ApiKeyInWrongHeader);
     }
     Ok(found)
 }
@@ -75,12 +75,12 @@ fn kind_of(method: &Method) -> RequestKind {
 
 /// `405` in the developer envelope (axum adds `Allow`).
 pub async fn method_not_allowed() -> Response {
-    ApiError(Error::MethodNotAllowed).into_response()
+    ApiError::from(Refusal::MethodNotAllowed).into_response()
 }
 
 /// The fallback of unknown paths.
 pub async fn not_found() -> Response {
-    ApiError(Error::NotFound("route")).into_response()
+    ApiError::from(Error::NotFound("route")).into_response()
 }
 
 /// The response to a panic in a handler: logged, and a `500 internal_error` without detail.
@@ -90,5 +90,5 @@ pub fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> Respons
         .map(String::as_str)
         .or_else(|| panic.downcast_ref::<&str>().copied())
         .unwrap_or("non-string panic payload");
-    ApiError(Error::Internal(format!("handler panicked: {detail}"))).into_response()
+    ApiError::from(Error::internal(format!("handler panicked: {detail}"))).into_response()
 }

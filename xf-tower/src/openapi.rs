@@ -134,7 +134,11 @@ fn add_envelopes(doc: &mut Value) -> Result<(), String> {
         .and_then(|body| body.pointer_mut("/properties/code"))
         .and_then(Value::as_object_mut)
         .ok_or_else(|| "the OpenAPI document has no ErrorBody.code".to_owned())?;
-    code.insert("enum".into(), json!(xf_core::error::ERROR_CODES));
+    let codes: Vec<&str> = (xf_core::error::ERROR_CODES.iter())
+        .chain(&crate::error::REFUSAL_CODES)
+        .copied()
+        .collect();
+    code.insert("enum".into(), json!(codes));
     #[cfg(feature = "crawler")]
     if let Some(issue_type) = schemas
         .get_mut("Issue")
@@ -216,7 +220,7 @@ fn error_response(envelope: &str, description: &str, retry_after: bool) -> Map<S
 pub fn respond(served: Result<Bytes, String>) -> Response {
     match served {
         Ok(body) => ([(http::header::CONTENT_TYPE, "application/json")], body).into_response(),
-        Err(cause) => ApiError(Error::Internal(cause)).into_response(),
+        Err(cause) => ApiError::from(Error::internal(cause)).into_response(),
     }
 }
 
@@ -270,8 +274,8 @@ pub fn finish(doc: utoipa::openapi::OpenApi) -> Result<Value, String> {
     add_links(paths, LINKS)?;
     doc.as_object_mut()
         .ok_or_else(|| missing("root object"))?
-        .insert("webhooks".into(), webhooks_section());
-    let events = events_schemas();
+        .insert("webhooks".into(), webhooks_section()?);
+    let events = events_schemas()?;
     doc.pointer_mut("/components/schemas")
         .and_then(Value::as_object_mut)
         .ok_or_else(|| missing("components.schemas"))?
@@ -389,9 +393,10 @@ fn schedule_request_by_frequency(doc: &mut Value) -> Result<(), String> {
     Ok(())
 }
 
-/// The schema of `data` of `event`'s deliveries.
-fn event_data_schema(event: EventType) -> &'static str {
-    match event {
+/// The schema of `data` of `event`'s deliveries. (`EventType` may grow: an event without
+/// its schema here fails to build the document, which every test of it would see.)
+fn event_data_schema(event: EventType) -> Result<&'static str, String> {
+    Ok(match event {
         EventType::JobCompleted | EventType::JobFailed | EventType::JobCancelled => "JobEventData",
         EventType::MediaPostPublished
         | EventType::MediaPostFailed
@@ -399,12 +404,14 @@ fn event_data_schema(event: EventType) -> &'static str {
         EventType::MediaCompleted | EventType::MediaFailed => "MediaEventData",
         EventType::ChannelDisconnected => "ChannelEventData",
         EventType::ScanScheduleFailed => "ScheduleEventData",
-    }
+        _ => return Err(format!("no data schema for {} events", event.as_str())),
+    })
 }
 
-/// What each event announces, for the `webhooks` section.
-fn event_summary(event: EventType) -> &'static str {
-    match event {
+/// What each event announces, for the `webhooks` section (an event without one fails the
+/// document, as in [`event_data_schema`]).
+fn event_summary(event: EventType) -> Result<&'static str, String> {
+    Ok(match event {
         EventType::JobCompleted => "A job completed (for scans, with its result)",
         EventType::JobFailed => "A job failed for good (its attempts ran out)",
         EventType::JobCancelled => "A job was cancelled",
@@ -425,17 +432,19 @@ fn event_summary(event: EventType) -> &'static str {
         EventType::ScanScheduleFailed => {
             "A slot of a property's scan schedule queued no scan: the organization's scansPerMonth is spent"
         }
-    }
+        _ => return Err(format!("no summary for {} events", event.as_str())),
+    })
 }
 
 /// The body schema of each event's deliveries, `WebhookEvent` (any of them, told apart by
 /// `type`), and `CompletedJobEventData` (a `job.completed`'s `data`, whose job always has its
 /// `result`; made from `JobEventData` and `Job` as `job`'s schemas are, by
 /// [`completed_job_schemas`]).
-fn events_schemas() -> Map<String, Value> {
-    let mut schemas: Map<String, Value> = EventType::ALL
+fn events_schemas() -> Result<Map<String, Value>, String> {
+    let mut schemas = EventType::ALL
         .into_iter()
         .map(|event| {
+            let data = event_data_schema(event)?;
             let schema = json!({
                 "type": "object",
                 "description": format!("The body of a `{}` delivery", event.as_str()),
@@ -445,12 +454,12 @@ fn events_schemas() -> Map<String, Value> {
                     "type": {"type": "string", "const": event.as_str()},
                     "createdAt": {"$ref": "#/components/schemas/Timestamp", "description": "When it happened"},
                     "test": {"type": "boolean", "const": true, "description": "Present only on test deliveries"},
-                    "data": {"$ref": format!("#/components/schemas/{}", event_data_schema(event))},
+                    "data": {"$ref": format!("#/components/schemas/{data}")},
                 },
             });
-            (event_schema_name(event), schema)
+            Ok((event_schema_name(event), schema))
         })
-        .collect();
+        .collect::<Result<Map<String, Value>, String>>()?;
     let mapping: Map<String, Value> = EventType::ALL
         .into_iter()
         .map(|event| {
@@ -470,7 +479,7 @@ fn events_schemas() -> Map<String, Value> {
             "discriminator": {"propertyName": "type", "mapping": mapping},
         }),
     );
-    schemas
+    Ok(schemas)
 }
 
 /// The component schema of any delivery's body, which no operation refers to: kept by
@@ -513,7 +522,7 @@ fn completed_job_schemas(doc: &mut Value) -> Result<(), String> {
 
 /// The OpenAPI 3.1 `webhooks` section: what a receiver gets for each event, signed as
 /// Standard Webhooks v1, with an example body.
-fn webhooks_section() -> Value {
+fn webhooks_section() -> Result<Value, String> {
     let example_time =
         xf_core::time::Timestamp::parse_rfc3339(xf_core::webhooks::samples::EXAMPLE_TIME);
     let header = |name: &str, description: &str, schema: Value| json!({"name": name, "in": "header", "required": true, "description": description, "schema": schema});
@@ -530,7 +539,7 @@ fn webhooks_section() -> Value {
         }
         let operation = json!({
             "operationId": format!("event_{}", event.as_str().replace('.', "_")),
-            "summary": event_summary(event),
+            "summary": event_summary(event)?,
             "tags": ["webhooks"],
             "security": [{"webhookSignature": []}],
             "parameters": parameters,
@@ -543,7 +552,7 @@ fn webhooks_section() -> Value {
         });
         section.insert(event.as_str().to_owned(), json!({"post": operation}));
     }
-    Value::Object(section)
+    Ok(Value::Object(section))
 }
 
 /// Makes the document what linters and client generators expect: a `oneOf` of one schema

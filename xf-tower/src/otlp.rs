@@ -44,6 +44,7 @@ const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
 /// Why [`layer`] could not make the exporter.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// Not called inside a Tokio runtime.
     #[error("the OTLP exporter needs a Tokio runtime: call xf_tower::otlp::layer inside one")]

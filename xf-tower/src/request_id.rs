@@ -82,6 +82,7 @@ pub(crate) fn below<'a>(path: &'a str, prefix: &str) -> Option<&'a str> {
 
 /// Which service answered, for the request log.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub enum Service {
     /// The developer API.
     Api,

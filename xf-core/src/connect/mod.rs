@@ -45,6 +45,7 @@ pub const CALLBACK_PATH: &str = "/connect/callback";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Provider {
     /// Google, for Search Console (the organization's Google link).
     Google,
@@ -155,6 +156,7 @@ pub struct Account {
 
 /// Why a connect flow ended without an account stored: the `code` sent to `returnUrl`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConnectFailure {
     /// The user declined at the provider (`error=access_denied`).
     #[error("access_denied: the user declined to grant access")]
@@ -283,6 +285,9 @@ pub struct BrowserBinding {
 }
 
 /// Where the connect service sends the browser.
+///
+/// Not `#[non_exhaustive]`: the edge that is given one matches on it, and a variant
+/// added must stop one that does not handle it from compiling.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConnectStep {
     /// A redirect (`303`) to this URL: `returnUrl`, with the outcome.

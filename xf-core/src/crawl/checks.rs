@@ -328,6 +328,7 @@ pub struct InternalLink {
 
 /// How a redirect was made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RedirectKind {
     /// A 3xx status with `Location`.
     Http,
@@ -360,6 +361,7 @@ impl std::fmt::Display for Redirect {
 
 /// What checking an external link gave.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LinkOutcome {
     /// The final status, after redirects.
     Answered(u16),
@@ -500,6 +502,7 @@ impl PageRecord {
 
 /// What fetching robots.txt gave.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum RobotsOutcome {
     /// A robots.txt was read.
     #[default]

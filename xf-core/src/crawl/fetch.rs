@@ -12,6 +12,7 @@ use url::Url;
 
 /// Why a fetch failed (no HTTP answer).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum FetchError {
     /// The address is, or resolves to, a private or otherwise forbidden network.
     #[error("{0} is or resolves to a private or reserved address, which is not reached")]

@@ -65,7 +65,7 @@ impl From<Finding> for NewFinding {
 /// The store failed under the scan: xf's own failure, not the site's (the job shows words
 /// for the customer, the log the cause, and a scan that fails so is not counted).
 fn store_failure(error: crate::StoreError) -> JobError {
-    JobError::Internal(format!("the store failed: {error}"))
+    JobError::Internal(crate::error::While::new("the store failed", error).into())
 }
 
 #[async_trait]

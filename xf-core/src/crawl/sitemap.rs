@@ -36,6 +36,7 @@ const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
 /// What a sitemap file holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Sitemap {
     /// A `<urlset>`: the pages it lists.
     UrlSet(Vec<SitemapUrl>),
@@ -54,6 +55,7 @@ pub struct SitemapUrl {
 
 /// Why a sitemap could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SitemapError {
     /// The body is empty (or only white space).
     #[error("the sitemap is empty")]

@@ -26,6 +26,7 @@ impl std::fmt::Debug for AccessToken {
 
 /// The one dimension of a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Dimension {
     /// By day.
     Date,
@@ -48,6 +49,7 @@ impl Dimension {
 
 /// Google's `dataState`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DataState {
     /// Only finalised data (Google's default).
     Final,
@@ -97,6 +99,7 @@ pub struct AnalyticsRow {
 
 /// How Google (or the way to it) failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum GoogleError {
     /// The refresh token was revoked or expired (`invalid_grant`).
     #[error("Google refused the refresh token (invalid_grant): {0}")]

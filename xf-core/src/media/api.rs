@@ -216,6 +216,7 @@ platform_state!(
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum FileView {
     /// A video's file.
     Video(VideoFileView),

@@ -56,6 +56,7 @@ impl RangeRead for Vec<u8> {
 
 /// Why content was refused: the message names what is wrong, for a 400 on the `file` field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Refused {
     /// The content is not what the extension says.
     #[error("{0}")]

@@ -27,6 +27,7 @@ pub const MEDIA_PUBLISH: &str = "media-publish";
 
 /// How a platform call failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PublishError {
     /// The platform's rate limit: try again after `retry_after` (if it said).
     #[error("rate limited by the platform: {message}")]
@@ -83,6 +84,7 @@ pub struct Published {
 
 /// What one status check before the irreversible call found.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PollOutcome {
     /// Ready for [`Publisher::finalize`].
     Ready,
@@ -92,6 +94,7 @@ pub enum PollOutcome {
 
 /// Where a post stands after the irreversible call.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Outcome {
     /// Live.
     Published(Published),

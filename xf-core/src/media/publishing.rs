@@ -466,7 +466,9 @@ impl PublishHandler {
         let item = (self.publishing.store)
             .get_media(&payload.media_id)
             .await
-            .map_err(|e| JobError::Internal(format!("the store failed: {e}")))?
+            .map_err(|e| {
+                JobError::Internal(crate::error::While::new("the store failed", e).into())
+            })?
             .ok_or_else(|| JobError::Fail("the media item no longer exists".into()))?;
         let post = item
             .post(payload.platform, &payload.account)

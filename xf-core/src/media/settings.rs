@@ -503,6 +503,7 @@ pub fn schema_name(platform: Platform) -> &'static str {
 
 /// What a settings schema describes (see [`json_schema`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SettingsSchema {
     /// The JSON object of the upload form's field named after the platform: every setting,
     /// the account list included, each may be `null` (as if not given).

@@ -91,6 +91,9 @@ pub struct GscDay {
 }
 
 /// Which list a row belongs to.
+///
+/// Not `#[non_exhaustive]`: every store (or edge) that is given one matches on it, and a
+/// variant added must stop one that does not handle it from compiling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RowKind {
     /// Search queries.

@@ -74,6 +74,7 @@ impl ChangeCounts {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum IssueChange {
     /// Found for the first time.
     Opened,

@@ -13,6 +13,7 @@ use crate::time::Timestamp;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Platform {
     /// YouTube (Shorts and long-form video).
     Youtube,
@@ -95,6 +96,9 @@ pub const MEDIA_DELETE_POST: &str = "media-delete-post";
 pub const DELETE_ATTEMPTS: u32 = 6;
 
 /// Video or image.
+///
+/// Not `#[non_exhaustive]`: a closed set the specification fixes; a variant added would
+/// change the API, and must stop code that does not handle it from compiling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
@@ -119,6 +123,7 @@ impl MediaKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum MediaStatus {
     /// Saved as a draft: never processed automatically.
     Draft,
@@ -181,6 +186,7 @@ impl MediaStatus {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum PlatformStatus {
     /// Nothing done yet (or the platform is not selected).
     Idle,
@@ -244,6 +250,7 @@ pub struct StoredFile {
 /// What inspecting a file's content found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum FileFacts {
     /// A video's container, duration, display size, rotation and codecs.
     Video(VideoFacts),
@@ -256,6 +263,7 @@ pub enum FileFacts {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum PostStage {
     /// Nothing sent yet.
     #[default]
@@ -328,6 +336,7 @@ pub struct FollowUp {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum FollowUpStatus {
     /// Being sent now.
     Sending,
@@ -384,6 +393,7 @@ pub struct PostFailure {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum FailureSource {
     /// The platform refused the post or its media.
     Platform,
@@ -1169,6 +1179,7 @@ pub(crate) fn channel_owner(
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum VideoContainer {
     /// An MP4 file (ISO base media, `.mp4`).
     Mp4,
@@ -1180,6 +1191,7 @@ pub enum VideoContainer {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ImageFormat {
     /// A JPEG image (`.jpg`, `.jpeg`).
     Jpeg,

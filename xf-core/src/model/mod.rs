@@ -25,6 +25,7 @@ use crate::time::Timestamp;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum KeyMode {
     /// `xf_live_`: reads and writes act on the organization's data.
     Live,
@@ -134,6 +135,7 @@ pub struct Property {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum JobStatus {
     /// Queued, not started.
     Pending,
@@ -391,6 +393,7 @@ pub struct Job {
 /// deleted, a media item settled, a channel was disconnected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[non_exhaustive]
 pub enum EventType {
     /// `job.completed`
     #[serde(rename = "job.completed")]
@@ -498,6 +501,9 @@ pub struct NewEvent {
 }
 
 /// What an event is about, and where its delivery's `data` comes from.
+///
+/// Not `#[non_exhaustive]`: every store (or edge) that is given one matches on it, and a
+/// variant added must stop one that does not handle it from compiling.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EventSubject {
     /// A job event: `data` is `{job}`, the job as `GET /jobs/{id}` shows it, read when the
@@ -535,6 +541,9 @@ impl Event {
 }
 
 /// Whether an issue concerns one page or the whole site.
+///
+/// Not `#[non_exhaustive]`: a closed set the specification fixes; a variant added would
+/// change the API, and must stop code that does not handle it from compiling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
@@ -568,6 +577,7 @@ impl ScanKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum IssueStatus {
     /// Seen in the latest completed scan.
     Open,
@@ -599,6 +609,9 @@ impl IssueStatus {
 }
 
 /// How serious an issue is.
+///
+/// Not `#[non_exhaustive]`: a closed set the specification fixes; a variant added would
+/// change the API, and must stop code that does not handle it from compiling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
@@ -698,6 +711,18 @@ pub struct IssueSummary {
     pub fixed: u64,
     /// All issues.
     pub total: u64,
+}
+
+impl IssueSummary {
+    /// Counts one issue in `status` (and in `total`).
+    pub fn count(&mut self, status: IssueStatus) {
+        match status {
+            IssueStatus::Open => self.open += 1,
+            IssueStatus::Resolved => self.resolved += 1,
+            IssueStatus::Fixed => self.fixed += 1,
+        }
+        self.total += 1;
+    }
 }
 
 /// A shared audit report link created by the host for a completed scan.

@@ -20,6 +20,7 @@ use crate::time::Timestamp;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Frequency {
     /// Every day.
     Daily,
@@ -51,6 +52,7 @@ impl Frequency {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Weekday {
     /// Monday.
     Monday,
@@ -311,6 +313,9 @@ pub struct ScanSchedule {
 }
 
 /// What a schedule's slot did.
+///
+/// Not `#[non_exhaustive]`: every store (or edge) that is given one matches on it, and a
+/// variant added must stop one that does not handle it from compiling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]

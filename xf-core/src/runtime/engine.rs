@@ -442,6 +442,7 @@ fn outcome_of(
         Ok(Ok(value)) => AttemptOutcome::Completed(value),
         Ok(Err(JobError::Fail(error))) => AttemptOutcome::Failed(error),
         Ok(Err(JobError::Internal(cause))) => {
+            let cause = crate::error::Chain(cause.as_ref());
             tracing::error!(%job_id, %cause, "the job failed on an error of xf's own");
             AttemptOutcome::Internal {
                 error: INTERNAL_FAILURE.to_owned(),
@@ -455,7 +456,8 @@ fn outcome_of(
                     delay = delay.max(after);
                     error
                 }
-                JobError::Retry(error) | JobError::Fail(error) | JobError::Internal(error) => error,
+                JobError::Retry(error) | JobError::Fail(error) => error,
+                JobError::Internal(cause) => cause.to_string(),
             };
             AttemptOutcome::Retry {
                 error,

@@ -12,7 +12,8 @@ use crate::model::JobRecord;
 use crate::store::Attempt;
 
 /// How an attempt failed, as its handler says.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum JobError {
     /// Worth another attempt (a timeout, an unavailable dependency): the job goes back to
     /// the queue after a backoff, unless its attempts are used up.
@@ -24,9 +25,10 @@ pub enum JobError {
     /// A failure of xf's own (its store failed, say), not of the job: retried as
     /// [`JobError::Retry`]. The cause is logged at `error` with the job's id; the job shows
     /// [`INTERNAL_FAILURE`] instead, and if it fails so for good, the scan its queuing
-    /// counted against the organization's quota is given back.
+    /// counted against the organization's quota is given back. The cause keeps its sources
+    /// (the store's error, and the driver's under it) for that log line.
     #[error("{0}")]
-    Internal(String),
+    Internal(crate::error::BoxError),
     /// Like [`JobError::Retry`], but not before `after` (a rate limit's reset): the wait is
     /// the longer of the two.
     #[error("{error}")]

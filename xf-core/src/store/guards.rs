@@ -38,6 +38,9 @@ pub struct StoredResponse {
 }
 
 /// The outcome of [`GuardStore::claim_idempotency_key`].
+///
+/// Not `#[non_exhaustive]`: every store (or edge) that is given one matches on it, and a
+/// variant added must stop one that does not handle it from compiling.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IdempotencyClaim {
     /// The caller now owns the key and must complete or release it.

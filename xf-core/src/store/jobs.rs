@@ -17,7 +17,7 @@ pub fn check_new_job(job: &JobRecord) -> StoreResult<()> {
     if job.status == JobStatus::Pending {
         Ok(())
     } else {
-        Err(StoreError::Internal(format!(
+        Err(StoreError::internal(format!(
             "job {} must be inserted pending, not {}",
             job.id,
             job.status.as_str()
@@ -37,6 +37,9 @@ pub struct JobFilter {
 }
 
 /// The outcome of [`JobStore::cancel_job`].
+///
+/// Not `#[non_exhaustive]`: every store (or edge) that is given one matches on it, and a
+/// variant added must stop one that does not handle it from compiling.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CancelOutcome {
     /// The job was pending or processing and is now cancelled.

@@ -11,6 +11,9 @@ use crate::model::JobRecord;
 use crate::time::Timestamp;
 
 /// What [`MediaStore::append_upload_part`] did.
+///
+/// Not `#[non_exhaustive]`: every store (or edge) that is given one matches on it, and a
+/// variant added must stop one that does not handle it from compiling.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Appended {
     /// The part was added; the upload as it is now.
@@ -22,6 +25,9 @@ pub enum Appended {
 }
 
 /// What [`MediaStore::cancel_media`] did.
+///
+/// Not `#[non_exhaustive]`: every store (or edge) that is given one matches on it, and a
+/// variant added must stop one that does not handle it from compiling.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MediaCancel {
     /// The posts were cancelled: the item as it is now, and the jobs of the cancelled posts.
@@ -33,6 +39,9 @@ pub enum MediaCancel {
 }
 
 /// What [`MediaStore::delete_media`] did.
+///
+/// Not `#[non_exhaustive]`: every store (or edge) that is given one matches on it, and a
+/// variant added must stop one that does not handle it from compiling.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MediaDelete {
     /// Deleted: the item as it was, and the jobs of its posts that were not final.
@@ -44,6 +53,9 @@ pub enum MediaDelete {
 }
 
 /// What [`MediaStore::delete_posts`] did.
+///
+/// Not `#[non_exhaustive]`: every store (or edge) that is given one matches on it, and a
+/// variant added must stop one that does not handle it from compiling.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PostsDelete {
     /// The item as it is now: the posts asked for are `deleting` (their jobs stored) or were
@@ -56,6 +68,9 @@ pub enum PostsDelete {
 }
 
 /// What [`MediaStore::edit_media`] did.
+///
+/// Not `#[non_exhaustive]`: every store (or edge) that is given one matches on it, and a
+/// variant added must stop one that does not handle it from compiling.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MediaEdited {
     /// The item as it is now.

@@ -74,6 +74,9 @@ pub struct ClaimedJob {
 }
 
 /// What a heartbeat learned.
+///
+/// Not `#[non_exhaustive]`: every store (or edge) that is given one matches on it, and a
+/// variant added must stop one that does not handle it from compiling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AttemptState {
     /// The attempt is current; its lease was extended and its progress recorded.
@@ -86,6 +89,9 @@ pub enum AttemptState {
 }
 
 /// How an attempt ended.
+///
+/// Not `#[non_exhaustive]`: every store (or edge) that is given one matches on it, and a
+/// variant added must stop one that does not handle it from compiling.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AttemptOutcome {
     /// The job is done: `completed`, progress 100, with this result, and `job.completed`.
@@ -133,6 +139,9 @@ pub struct RescueReport {
 }
 
 /// A wake-up call to workers.
+///
+/// Not `#[non_exhaustive]`: every store (or edge) that is given one matches on it, and a
+/// variant added must stop one that does not handle it from compiling.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum QueueSignal {
     /// New jobs may be due: claim.

@@ -68,6 +68,9 @@ pub struct ClaimedDelivery {
 }
 
 /// What happens to a message after an attempt.
+///
+/// Not `#[non_exhaustive]`: every store (or edge) that is given one matches on it, and a
+/// variant added must stop one that does not handle it from compiling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NextStep {
     /// Delivered, or given up on: the message leaves the queue.

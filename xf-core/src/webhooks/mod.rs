@@ -58,6 +58,7 @@ pub struct WebhookMessage<'a> {
 /// `data` of a delivery.
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum MessageData<'a> {
     /// A job event's: `{job}`, the job as `GET /jobs/{id}` shows it.
     Job {

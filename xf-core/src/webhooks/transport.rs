@@ -35,6 +35,7 @@ pub struct Outgoing {
 
 /// What came of an attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Reply {
     /// The receiver answered.
     Answered {

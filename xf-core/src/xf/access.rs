@@ -28,6 +28,7 @@ const KEY_USE_GRANULARITY_MS: i64 = 60_000;
 
 /// Whether a request reads or writes, for rate limiting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RequestKind {
     /// GET.
     Read,
@@ -125,6 +126,9 @@ impl<T> std::fmt::Debug for Keep<T> {
 }
 
 /// How to go on after [`Xf::begin_idempotent`].
+///
+/// Not `#[non_exhaustive]`: every store (or edge) that is given one matches on it, and a
+/// variant added must stop one that does not handle it from compiling.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IdempotencyStart {
     /// Run the request, then complete or abandon the ticket.
@@ -305,7 +309,7 @@ impl Xf {
         let mut retry_after_secs = None;
         for &index in &outcome.exceeded {
             let bucket = buckets.get(index).ok_or_else(|| {
-                Error::Internal(format!(
+                Error::internal(format!(
                     "the store reported rate-limit bucket index {index} as exceeded, of 3 buckets"
                 ))
             })?;
@@ -402,7 +406,7 @@ impl Xf {
 /// the store broke its contract.
 fn three_counts(counts: &[u64]) -> Result<&[u64; 3]> {
     counts.try_into().map_err(|_| {
-        Error::Internal(format!(
+        Error::internal(format!(
             "the store reported {} rate-limit counts for 3 buckets",
             counts.len()
         ))

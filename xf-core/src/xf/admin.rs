@@ -605,7 +605,7 @@ impl Xf {
     /// plan it lacks is a broken invariant, not a cap of zero.
     fn max_active_keys(&self, organization: &Organization) -> Result<u64> {
         let plan = self.plans().get(&organization.plan).ok_or_else(|| {
-            Error::Internal(format!(
+            Error::internal(format!(
                 "organization {} has plan {:?}, which the plan catalog lacks",
                 organization.id, organization.plan
             ))

@@ -492,7 +492,7 @@ impl Xf {
             .inner
             .token_sealer
             .open(organization_id.as_str(), &account.sealed_refresh_token)
-            .map_err(|e| Error::Internal(format!("organization {organization_id}: {e}")))?;
+            .map_err(|e| Error::internal(format!("organization {organization_id}: {e}")))?;
         Ok((account, refresh_token))
     }
 

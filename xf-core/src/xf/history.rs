@@ -114,13 +114,11 @@ impl Xf {
                     .pop();
                 match before {
                     Some(earlier) => {
-                        let job =
-                            self.store()
-                                .get_job(&earlier.job_id)
-                                .await?
-                                .ok_or_else(|| {
-                                    Error::Internal("a recorded scan's job is gone".into())
-                                })?;
+                        let job = self
+                            .store()
+                            .get_job(&earlier.job_id)
+                            .await?
+                            .ok_or_else(|| Error::internal("a recorded scan's job is gone"))?;
                         Some((job, earlier))
                     }
                     None => None,

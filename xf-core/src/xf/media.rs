@@ -94,6 +94,9 @@ impl Default for RequestLimits {
 }
 
 /// Why a request body stopped before its end.
+///
+/// Not `#[non_exhaustive]`: the edge that is given one matches on it, and a variant
+/// added must stop one that does not handle it from compiling.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BodyError {
     /// The connection broke, or the body is malformed; the cause is for people.
@@ -224,7 +227,7 @@ pub(super) async fn to_the_end<T: Send + 'static>(
 ) -> Result<T> {
     tokio::spawn(work)
         .await
-        .map_err(|e| Error::Internal(format!("{what}: {e}")))?
+        .map_err(|e| Error::internal(format!("{what}: {e}")))?
 }
 
 /// One upload of an organization in progress on this instance; dropping it frees the place.
@@ -272,7 +275,7 @@ fn accepted_extensions(kind: MediaKind) -> &'static [&'static str] {
 
 fn refused_in(field: &str, error: Refused) -> Error {
     match error {
-        Refused::Io(cause) => Error::Internal(format!("reading a staged upload: {cause}")),
+        Refused::Io(cause) => Error::internal(format!("reading a staged upload: {cause}")),
         other => Error::invalid(field, other.to_string()),
     }
 }
@@ -445,9 +448,10 @@ impl Xf {
         (field, lost): (&str, &str),
     ) -> Result<Option<(OwnedBlob, u64)>> {
         let blobs = &self.inner.blobs;
-        let mut writer = blobs.create(&key).await.map_err(|e| Error::Unavailable {
-            cause: format!("the blob store refused a new blob: {e}"),
-        })?;
+        let mut writer = blobs
+            .create(&key)
+            .await
+            .map_err(|e| Error::unavailable_while("the blob store refused a new blob", e))?;
         let mut size = 0u64;
         while let Some(chunk) = body.next_chunk().await {
             let failure = match chunk {
@@ -459,9 +463,7 @@ impl Xf {
                     } else {
                         writer.write(chunk).await.err().map(|e| {
                             self.metrics().blob_error("write");
-                            Error::Unavailable {
-                                cause: format!("writing to the blob store: {e}"),
-                            }
+                            Error::unavailable_while("writing to the blob store", e)
                         })
                     }
                 }
@@ -480,9 +482,7 @@ impl Xf {
         to_the_end("finishing a blob", async move {
             writer.finish().await.map_err(|e| {
                 metrics.blob_error("finish");
-                Error::Unavailable {
-                    cause: format!("finishing a blob: {e}"),
-                }
+                Error::unavailable_while("finishing a blob", e)
             })?;
             Ok(Some((blob, size)))
         })
@@ -772,9 +772,7 @@ impl Xf {
                         staged.name
                     ),
                 ),
-                _ => Error::Unavailable {
-                    cause: format!("reading a staged upload: {e}"),
-                },
+                _ => Error::unavailable_while("reading a staged upload", e),
             })
     }
 

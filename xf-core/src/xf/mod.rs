@@ -113,6 +113,7 @@ pub struct XfConfig {
 
 /// What [`XfBuilder::build`] refuses to build without.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum BuildError {
     /// No [`XfBuilder::secret_key`].
     #[error(

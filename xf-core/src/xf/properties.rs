@@ -201,7 +201,7 @@ impl Xf {
         let mut views = self.property_views(vec![property], includes).await?;
         views
             .pop()
-            .ok_or_else(|| Error::Internal("property view went missing".into()))
+            .ok_or_else(|| Error::internal("property view went missing"))
     }
 
     /// The views of a page of properties, with one store call for all their latest scans.

@@ -14,6 +14,9 @@ pub const MAX_LISTED_FINDINGS: usize = 100;
 pub const TREND_SCANS: usize = 12;
 
 /// What `GET /r/{token}` shows.
+///
+/// Not `#[non_exhaustive]`: the edge that is given one matches on it, and a variant
+/// added must stop one that does not handle it from compiling.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReportPage {
     /// A report that has not expired: the audit.
@@ -94,7 +97,7 @@ impl Xf {
             .store()
             .get_property(&report.property_id)
             .await?
-            .ok_or_else(|| Error::Internal(format!("report {token} lost its property")))?;
+            .ok_or_else(|| Error::internal(format!("report {token} lost its property")))?;
         if report.expires_at <= self.now() {
             return Ok(ReportPage::Expired {
                 property_name: property.name,
@@ -105,9 +108,9 @@ impl Xf {
             .store()
             .get_job(&report.scan_id)
             .await?
-            .ok_or_else(|| Error::Internal(format!("report {token} lost its scan")))?;
+            .ok_or_else(|| Error::internal(format!("report {token} lost its scan")))?;
         let (Some(result), Some(scanned_at)) = (job.scan_result(), job.completed_at) else {
-            return Err(Error::Internal(format!(
+            return Err(Error::internal(format!(
                 "report {token} shows scan {}, which has no result or completion time",
                 job.id
             )));

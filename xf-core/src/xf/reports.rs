@@ -55,7 +55,7 @@ impl Xf {
         let mut items = self.report_items(vec![report]).await?;
         items
             .pop()
-            .ok_or_else(|| Error::Internal("report item went missing".into()))
+            .ok_or_else(|| Error::internal("report item went missing"))
     }
 
     /// The items of a page of reports, with one store call for all their properties.
@@ -77,7 +77,7 @@ impl Xf {
             .into_iter()
             .map(|report| {
                 let property = properties.get(&report.property_id).ok_or_else(|| {
-                    Error::Internal(format!("report {} lost its property", report.token))
+                    Error::internal(format!("report {} lost its property", report.token))
                 })?;
                 let public_url = format!("{}/r/{}", self.config().public_base_url, report.token);
                 Ok(ReportItem {
@@ -100,10 +100,10 @@ impl Xf {
             .store()
             .get_job(&report.scan_id)
             .await?
-            .ok_or_else(|| Error::Internal(format!("report {} lost its scan", report.token)))?;
+            .ok_or_else(|| Error::internal(format!("report {} lost its scan", report.token)))?;
         // Reports are only made of completed scans, which always have both.
         let (Some(result), Some(scanned_at)) = (job.scan_result(), job.completed_at) else {
-            return Err(Error::Internal(format!(
+            return Err(Error::internal(format!(
                 "report {} shows scan {}, which has no result or completion time",
                 report.token, job.id
             )));

@@ -122,7 +122,9 @@ impl Xf {
                     error: None,
                 },
                 // An outage fails the whole batch: the client must retry, not guess.
-                Err(error @ (Error::Unavailable { .. } | Error::Internal(_))) => return Err(error),
+                Err(error @ (Error::Unavailable { .. } | Error::Internal { .. })) => {
+                    return Err(error)
+                }
                 Err(error) => BatchItemResult {
                     property_id: item.property_id,
                     job: None,
@@ -273,7 +275,7 @@ pub(super) fn scan_job(
     Ok(JobRecord::new(
         organization.id.clone(),
         SEO_SCAN,
-        serde_json::to_value(payload).map_err(|e| Error::Internal(e.to_string()))?,
+        serde_json::to_value(payload).map_err(Error::internal)?,
         subject,
         now,
     ))

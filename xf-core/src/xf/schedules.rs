@@ -167,7 +167,7 @@ impl Xf {
                     organization_id: organization.id.clone(),
                     event_type: EventType::ScanScheduleFailed,
                     data: serde_json::to_value(ScheduleEventData { schedule: failure })
-                        .map_err(|e| Error::Internal(e.to_string()))?,
+                        .map_err(Error::internal)?,
                 },
             };
             match self.store().claim_schedule_slot(&claim).await? {

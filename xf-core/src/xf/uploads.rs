@@ -244,9 +244,7 @@ impl Xf {
             .blobs
             .clean_partials()
             .await
-            .map_err(|e| Error::Unavailable {
-                cause: format!("cleaning partial blob files: {e}"),
-            })
+            .map_err(|e| Error::unavailable_while("cleaning partial blob files", e))
     }
 
     /// Reconciles the blob store with the items and uploads: deletes every blob under
@@ -258,9 +256,7 @@ impl Xf {
     /// record is written, and `modified` is when it was finished.
     pub async fn sweep_blobs(&self, grace: std::time::Duration) -> Result<SweepReport> {
         let blobs = &self.inner.blobs;
-        let unavailable = |e: std::io::Error| Error::Unavailable {
-            cause: format!("listing the blob store: {e}"),
-        };
+        let unavailable = |e: std::io::Error| Error::unavailable_while("listing the blob store", e);
         let mut report = SweepReport {
             partial_files: self.clean_partial_blobs().await?,
             ..SweepReport::default()

@@ -230,7 +230,7 @@ impl Xf {
             });
         }
         let transport = self.webhook_transport().ok_or_else(|| {
-            Error::Internal("no webhook transport: build with the `net` feature or give one".into())
+            Error::internal("no webhook transport: build with the `net` feature or give one")
         })?;
         let now = self.now();
         let message_id = EventId::new();
@@ -260,7 +260,7 @@ impl Xf {
             now,
         )
         .await
-        .map_err(|error| Error::Internal(error.to_string()))?;
+        .map_err(Error::internal)?;
         let log = log_row(&webhook.id, event, &reply, took, now);
         if !self.store().record_test_delivery(&log).await? {
             return Err(Error::NotFound("webhook"));

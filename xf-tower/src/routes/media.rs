@@ -18,6 +18,7 @@ use xf_core::{Error, Xf};
 use super::upload_form::UploadForm;
 use super::Routes;
 use crate::envelope::{self, Answer, Api};
+use crate::error::Failure;
 use crate::extract::{api_key, FromSegment, PathParam, PathParams, Query, Sent, Write};
 use crate::idempotency;
 
@@ -66,26 +67,26 @@ pub fn router(prefix: &'static str) -> Router<Xf> {
 
 /// `405` in the media envelope (axum adds `Allow`).
 async fn method_not_allowed() -> Response {
-    MediaError(Error::MethodNotAllowed).into_response()
+    MediaError::from(crate::error::Refusal::MethodNotAllowed).into_response()
 }
 
 /// `404` in the media envelope, for paths below the media API's that name nothing.
 async fn not_found() -> Response {
-    MediaError(Error::NotFound("route")).into_response()
+    MediaError::from(Error::NotFound("route")).into_response()
 }
 
-/// An error in the media envelope.
-pub struct MediaError(pub Error);
+/// A failure in the media envelope.
+pub struct MediaError(pub Failure);
 
-impl From<Error> for MediaError {
-    fn from(error: Error) -> Self {
-        MediaError(error)
+impl<E: Into<Failure>> From<E> for MediaError {
+    fn from(error: E) -> Self {
+        MediaError(error.into())
     }
 }
 
 impl IntoResponse for MediaError {
     fn into_response(self) -> Response {
-        crate::error::respond(Api::Media, &self.0)
+        crate::error::respond_failure(Api::Media, &self.0)
     }
 }
 
@@ -116,7 +117,7 @@ impl<S: Send + Sync, T: FromSegment> axum::extract::FromRequestParts<S> for Medi
         PathParam::read(parts, state)
             .await
             .map(|PathParam(value)| MediaPath(value))
-            .map_err(MediaError)
+            .map_err(MediaError::from)
     }
 }
 
@@ -151,7 +152,7 @@ async fn upload(xf: Xf, caller: xf_core::Caller, kind: MediaKind, request: Reque
                 staged_thumbnail.take(),
             )
             .await?;
-        let answer = Answer::of(&items).map_err(|e| Error::Internal(e.to_string()))?;
+        let answer = Answer::of(&items).map_err(Error::internal)?;
         Ok(answer.with_message(message))
     };
     let response = idempotency::once(
@@ -245,7 +246,7 @@ async fn delete(xf: Xf, caller: xf_core::Caller, kind: MediaKind, id: MediaId) -
         MediaKind::Video => "video deleted",
         MediaKind::Image => "image deleted",
     };
-    let answer = Answer::of(&deleted).map_err(|e| Error::Internal(e.to_string()))?;
+    let answer = Answer::of(&deleted).map_err(Error::internal)?;
     Ok(envelope::answer(
         Api::Media,
         StatusCode::OK,
@@ -284,7 +285,7 @@ async fn delete_posts(
     let item = xf
         .delete_posts(&caller, kind, &id, platform, query.account.as_deref())
         .await?;
-    let answer = Answer::of(&item).map_err(|e| Error::Internal(e.to_string()))?;
+    let answer = Answer::of(&item).map_err(Error::internal)?;
     Ok(envelope::answer(
         Api::Media,
         StatusCode::ACCEPTED,
@@ -327,7 +328,7 @@ async fn cancel(
     let (xf_ref, caller_ref) = (&xf, &caller);
     let run = || async move {
         let item = xf_ref.cancel_media(caller_ref, kind, &id).await?;
-        let answer = Answer::of(&item).map_err(|e| Error::Internal(e.to_string()))?;
+        let answer = Answer::of(&item).map_err(Error::internal)?;
         Ok(answer.with_message(message))
     };
     Ok(idempotency::once(

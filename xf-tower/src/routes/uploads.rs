@@ -12,6 +12,7 @@ use xf_core::{BodyError, ChunkSource, Error, Xf};
 
 use super::media::{MediaCaller, MediaError, MediaPath};
 use super::Routes;
+use crate::error::{Failure, Refusal};
 
 /// The protocol version spoken.
 const TUS_VERSION: &str = "1.0.0";
@@ -35,11 +36,11 @@ type Handled = Result<Response, Tus>;
 
 /// An error of a tus route: the media error envelope (no body for `HEAD`), with
 /// `Tus-Resumable` and, for a version mismatch, `Tus-Version`.
-struct Tus(Error);
+struct Tus(Failure);
 
-impl From<Error> for Tus {
-    fn from(error: Error) -> Self {
-        Tus(error)
+impl<E: Into<Failure>> From<E> for Tus {
+    fn from(error: E) -> Self {
+        Tus(error.into())
     }
 }
 
@@ -51,9 +52,9 @@ impl From<MediaError> for Tus {
 
 impl IntoResponse for Tus {
     fn into_response(self) -> Response {
-        let version = matches!(self.0, Error::TusVersionUnsupported);
+        let version = matches!(self.0, Failure::Refused(Refusal::TusVersionUnsupported));
         let offset = match self.0 {
-            Error::UploadOffsetMismatch { offset } => Some(offset),
+            Failure::Core(Error::UploadOffsetMismatch { offset }) => Some(offset),
             _ => None,
         };
         let mut response = MediaError(self.0).into_response();
@@ -77,10 +78,10 @@ fn text<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 }
 
 /// Every request but `OPTIONS` must say it speaks 1.0.0.
-fn check_version(headers: &HeaderMap) -> Result<(), Error> {
+fn check_version(headers: &HeaderMap) -> Result<(), Refusal> {
     match text(headers, "tus-resumable") {
         Some(TUS_VERSION) => Ok(()),
-        _ => Err(Error::TusVersionUnsupported),
+        _ => Err(Refusal::TusVersionUnsupported),
     }
 }
 
@@ -235,7 +236,7 @@ async fn append(
     let headers = request.headers().clone();
     check_version(&headers)?;
     if text(&headers, "content-type") != Some(OFFSET_OCTET_STREAM) {
-        return Err(Error::UnsupportedMediaType(format!(
+        return Err(Refusal::UnsupportedMediaType(format!(
             "a chunk's Content-Type must be {OFFSET_OCTET_STREAM}"
         ))
         .into());
