@@ -592,3 +592,60 @@ fn xf_core_has_no_http_or_tus_concepts() {
         }
     }
 }
+
+/// The facade takes typed requests: no method of `Xf` (every `pub fn` of `src/xf/`) takes a
+/// raw JSON value or a form's name–value pairs. Reading what a client sent is the edge's
+/// work (xf-tower parses with the readers of `params` and `media::settings`).
+#[test]
+fn no_facade_method_takes_raw_json_or_form_pairs() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/xf");
+    let mut methods = 0;
+    let mut raw = Vec::new();
+    for file in rust_files(&root) {
+        let source = std::fs::read_to_string(&file).expect("source");
+        for (at, _) in source.match_indices("pub ") {
+            let rest = &source[at..];
+            let Some(signature) = rest
+                .strip_prefix("pub async fn ")
+                .or_else(|| rest.strip_prefix("pub fn "))
+            else {
+                continue;
+            };
+            let Some(parameters) = parameters_of(signature) else {
+                continue;
+            };
+            methods += 1;
+            let name = signature.split(['(', '<']).next().unwrap_or_default();
+            for forbidden in ["Value", "serde_json", "(String, String)", "(&str, &str)"] {
+                if parameters.contains(forbidden) {
+                    raw.push(format!("{}: {name} takes {forbidden}", file.display()));
+                }
+            }
+        }
+    }
+    assert!(methods > 100, "the facade's methods were read: {methods}");
+    assert!(
+        raw.is_empty(),
+        "facade methods taking raw input:\n{}",
+        raw.join("\n")
+    );
+}
+
+/// The text between a signature's first `(` and its matching `)`.
+fn parameters_of(signature: &str) -> Option<&str> {
+    let open = signature.find('(')?;
+    let mut depth = 0usize;
+    for (i, c) in signature[open..].char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(&signature[open + 1..open + i]);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}

@@ -167,6 +167,88 @@ pub struct UploadFields {
     pub choices: BTreeMap<Platform, PlatformChoice>,
 }
 
+/// A `PATCH` of a media item, read from the client's JSON object by [`MediaPatch::from_json`]
+/// (at the edge): what to change. [`Xf::update_media`](crate::Xf::update_media) checks it
+/// against the item, as an upload of the changed item would be checked.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MediaPatch {
+    /// `title`: `Some(None)` (a `null`) clears it.
+    pub title: Option<Option<String>>,
+    /// `description`: `Some(None)` clears it.
+    pub description: Option<Option<String>>,
+    /// `scheduledAt` as sent (RFC 3339, checked as an upload's is): `Some(None)` unschedules.
+    pub scheduled_at: Option<Option<String>>,
+    /// The settings to change of each platform named: a `null` removes one.
+    pub settings: BTreeMap<Platform, Map<String, Value>>,
+}
+
+impl MediaPatch {
+    /// Reads a `PATCH` body: an object of `title`, `description`, `scheduledAt` (each a string
+    /// or `null`) and platforms' settings (an object each). Every problem is reported, each
+    /// naming its member.
+    pub fn from_json(body: &Value) -> Result<MediaPatch, Error> {
+        let Value::Object(members) = body else {
+            return Err(Error::invalid(
+                "body",
+                "must be a JSON object of the fields to change",
+            ));
+        };
+        if members.is_empty() {
+            return Err(Error::invalid(
+                "body",
+                "names nothing to change: scheduledAt, title, description or a platform's \
+                 settings",
+            ));
+        }
+        let mut patch = MediaPatch::default();
+        let mut problems = Vec::new();
+        let mut problem = |field: &str, message: &str| {
+            problems.push(FieldError {
+                field: field.to_owned(),
+                message: message.to_owned(),
+            })
+        };
+        for (key, value) in members {
+            let text = match key.as_str() {
+                "title" => Some(&mut patch.title),
+                "description" => Some(&mut patch.description),
+                "scheduledAt" => Some(&mut patch.scheduled_at),
+                _ => None,
+            };
+            if let Some(slot) = text {
+                match value {
+                    Value::Null => *slot = Some(None),
+                    Value::String(text) => *slot = Some(Some(text.clone())),
+                    _ => problem(key, "must be a string or null"),
+                }
+                continue;
+            }
+            match (Platform::parse(key), value) {
+                (Some(platform), Value::Object(changes)) => {
+                    patch.settings.insert(platform, changes.clone());
+                }
+                (Some(_), _) => problem(key, "must be an object of settings"),
+                // A member with no name names nothing: the body is at fault.
+                (None, _) if key.is_empty() => problem(
+                    "body",
+                    "has a member with an empty name; send scheduledAt, title, description or \
+                     a platform's settings",
+                ),
+                (None, _) => problem(
+                    key,
+                    "cannot be changed: send scheduledAt, title, description or a platform's \
+                     settings",
+                ),
+            }
+        }
+        if problems.is_empty() {
+            Ok(patch)
+        } else {
+            Err(Error::invalid_fields(problems))
+        }
+    }
+}
+
 /// Checks the text fields of an upload form of `kind`. Every problem is reported, each
 /// naming its field (`platforms`, `youtube.privacy`, `tiktokPrivacy`, ...).
 pub fn parse_upload_fields(

@@ -19,7 +19,7 @@ use crate::media::inspect::{extension_of, inspect_image, inspect_video, RangeRea
 use crate::media::publish::MEDIA_PUBLISH;
 use crate::media::publishing::PUBLISH_ATTEMPTS;
 use crate::media::rules::{self, ItemTexts};
-use crate::media::settings::{auto_publish, parse_upload_fields, UploadFields};
+use crate::media::settings::{auto_publish, parse_upload_fields, MediaPatch, UploadFields};
 use crate::media::Post;
 use crate::media::{
     Channel, FileFacts, MediaItem, MediaKind, MediaStatus, Platform, PlatformStatus,
@@ -496,9 +496,11 @@ impl Xf {
         }
     }
 
-    /// Checks an upload form of `kind` (its text fields, the files staged from its file
-    /// parts, if any: one, or an image carousel's images in order, and a video's YouTube
-    /// thumbnail staged by [`Xf::stage_thumbnail`], if any) and stores the media item.
+    /// Checks an upload form of `kind` (its text fields, read by
+    /// [`parse_upload_fields`](crate::media::settings::parse_upload_fields) at the edge, and
+    /// the files staged from its file parts, if any: one, or an image carousel's images in
+    /// order, and a video's YouTube thumbnail staged by [`Xf::stage_thumbnail`], if any) and
+    /// stores the media item.
     /// Whatever fails, the staged files are deleted. With a test key nothing is stored and
     /// the answer is a mock (the files are deleted too).
     ///
@@ -509,13 +511,13 @@ impl Xf {
         &self,
         caller: &Caller,
         kind: MediaKind,
-        fields: &[(String, String)],
+        fields: &UploadFields,
         files: Vec<StagedFile>,
         thumbnail: Option<StagedFile>,
     ) -> Result<Vec<UploadedItem>> {
         let xf = self.clone();
         let caller = caller.clone();
-        let fields = fields.to_vec();
+        let fields = fields.clone();
         let item = to_the_end("storing a media item", async move {
             xf.create_media_now(&caller, kind, &fields, files, thumbnail)
                 .await
@@ -533,18 +535,13 @@ impl Xf {
         &self,
         caller: &Caller,
         kind: MediaKind,
-        fields: &[(String, String)],
+        fields: &UploadFields,
         mut files: Vec<StagedFile>,
         thumbnail: Option<StagedFile>,
     ) -> Result<MediaItem> {
         // A `fileId` (without a file part) names a finished resumable upload: its chunks are
         // copied into one staged file, which then goes the way of a file part.
-        let file_id = fields
-            .iter()
-            .find(|(name, _)| name == "fileId")
-            .map(|(_, value)| value.trim())
-            .filter(|value| !value.is_empty());
-        let upload = match file_id {
+        let upload = match fields.file_id.as_deref() {
             Some(file_id) if files.is_empty() => {
                 let (staged, upload) = self.assemble_upload(caller, kind, file_id).await?;
                 files.push(staged);
@@ -590,11 +587,10 @@ impl Xf {
         &self,
         caller: &Caller,
         kind: MediaKind,
-        fields: &[(String, String)],
+        form: &UploadFields,
         (staged, thumbnail): (&[StagedFile], Option<&StagedFile>),
         from_upload: bool,
     ) -> Result<(MediaItem, Vec<JobRecord>)> {
-        let form = parse_upload_fields(kind, fields)?;
         match (staged.is_empty(), &form.file_id) {
             (false, Some(_)) if !from_upload => {
                 return Err(Error::invalid(
@@ -629,7 +625,7 @@ impl Xf {
                 .await?;
             files.push(file);
         }
-        let mut targets = self.targets(caller, &form).await?;
+        let mut targets = self.targets(caller, form).await?;
         if let Some(thumbnail) = thumbnail {
             let youtube = targets
                 .get_mut(&Platform::Youtube)
@@ -712,8 +708,8 @@ impl Xf {
             id,
             organization_id: caller.organization.id.clone(),
             kind,
-            title: form.title,
-            description: form.description,
+            title: form.title.clone(),
+            description: form.description.clone(),
             status,
             scheduled_at: form.scheduled_at,
             carousel: files.split_off(1),
@@ -915,10 +911,10 @@ impl Xf {
         caller: &Caller,
         kind: MediaKind,
         id: &MediaId,
-        body: &serde_json::Value,
+        patch: &MediaPatch,
     ) -> Result<MediaItemView> {
         let item = self.owned_media(caller, kind, id).await?;
-        let edit = checked_edit(&item, body)?;
+        let edit = checked_edit(&item, patch)?;
         match self.store().edit_media(id, &edit, self.now()).await? {
             MediaEdited::Edited(item) => Ok(MediaItemView::from(&*item)),
             MediaEdited::Refused(reason) => Err(Error::Conflict(reason)),
@@ -1309,21 +1305,9 @@ pub(crate) struct ChannelGrant {
 
 /// The fields of a `PATCH` of `item`, checked as the upload form of the changed item would be
 /// (`parse_upload_fields`, then each platform's rules): every problem named by its field.
-fn checked_edit(item: &MediaItem, body: &serde_json::Value) -> Result<crate::media::MediaEdit> {
+fn checked_edit(item: &MediaItem, patch: &MediaPatch) -> Result<crate::media::MediaEdit> {
     use crate::error::FieldError;
     use serde_json::Value;
-    let serde_json::Value::Object(patch) = body else {
-        return Err(Error::invalid(
-            "body",
-            "must be a JSON object of the fields to change",
-        ));
-    };
-    if patch.is_empty() {
-        return Err(Error::invalid(
-            "body",
-            "names nothing to change: scheduledAt, title, description or a platform's settings",
-        ));
-    }
     let mut problems = Vec::new();
     let mut problem = |field: String, message: &str| {
         problems.push(FieldError {
@@ -1339,71 +1323,61 @@ fn checked_edit(item: &MediaItem, body: &serde_json::Value) -> Result<crate::med
     for (platform, target) in &item.targets {
         settings.insert(*platform, target.settings.clone());
     }
-    for (key, value) in patch {
-        match (key.as_str(), value) {
-            ("title" | "description" | "scheduledAt", Value::Null) => {}
-            ("title" | "description" | "scheduledAt", Value::String(text)) => {
-                fields.push((key.clone(), text.clone()));
-            }
-            ("title" | "description" | "scheduledAt", _) => {
-                problem(key.clone(), "must be a string or null");
-            }
-            (name, value) if Platform::parse(name).is_some() => {
-                let Some(platform) = Platform::parse(name) else {
-                    continue;
-                };
-                let (Some(stored), Value::Object(changes)) = (settings.get_mut(&platform), value)
-                else {
-                    if item.targets.contains_key(&platform) {
-                        problem(key.clone(), "must be an object of settings");
-                    } else {
-                        problem(
-                            key.clone(),
-                            "is not a platform of this item; the platforms cannot change \
-                             (cancel it and upload again)",
-                        );
-                    }
-                    continue;
-                };
-                let before = stored.clone();
-                for (setting, change) in changes {
-                    let field = format!("{name}.{setting}");
-                    match setting.as_str() {
-                        "accounts" | "channels" => {
-                            problem(field, "the accounts of an item cannot change");
-                        }
-                        "autoPublish"
-                            if (change.is_boolean() || change.is_null())
-                                && change.as_bool().unwrap_or(true) != auto_publish(&before) =>
-                        {
-                            problem(field, "cannot change after the upload");
-                        }
-                        "boardId" if change.is_null() && before.contains_key("boardId") => {
-                            problem(field, "cannot be removed; give another board");
-                        }
-                        _ if change.is_null() => {
-                            stored.remove(setting);
-                        }
-                        _ => {
-                            stored.insert(setting.clone(), change.clone());
-                        }
-                    }
-                }
-            }
-            // A member with no name names nothing: the body is at fault.
-            ("", _) => problem(
-                "body".to_owned(),
-                "has a member with an empty name; send scheduledAt, title, description or a \
-                 platform's settings",
-            ),
-            _ => problem(
-                key.clone(),
-                "cannot be changed: send scheduledAt, title, description or a platform's settings",
-            ),
+    let texts = [
+        ("title", &patch.title),
+        ("description", &patch.description),
+        ("scheduledAt", &patch.scheduled_at),
+    ];
+    for (field, given) in texts {
+        if let Some(Some(text)) = given {
+            fields.push((field.to_owned(), text.clone()));
         }
     }
-    for (field, stored) in [("title", &item.title), ("description", &item.description)] {
-        if let (false, Some(text)) = (patch.contains_key(field), stored) {
+    for (platform, changes) in &patch.settings {
+        let name = platform.as_str();
+        let Some(stored) = settings.get_mut(platform) else {
+            problem(
+                name.to_owned(),
+                "is not a platform of this item; the platforms cannot change (cancel it and \
+                 upload again)",
+            );
+            continue;
+        };
+        let before = stored.clone();
+        for (setting, change) in changes {
+            let field = format!("{name}.{setting}");
+            match setting.as_str() {
+                "accounts" | "channels" => {
+                    problem(field, "the accounts of an item cannot change");
+                }
+                "autoPublish"
+                    if (change.is_boolean() || change.is_null())
+                        && change.as_bool().unwrap_or(true) != auto_publish(&before) =>
+                {
+                    problem(field, "cannot change after the upload");
+                }
+                "boardId" if change.is_null() && before.contains_key("boardId") => {
+                    problem(field, "cannot be removed; give another board");
+                }
+                _ if change.is_null() => {
+                    stored.remove(setting);
+                }
+                _ => {
+                    stored.insert(setting.clone(), change.clone());
+                }
+            }
+        }
+    }
+    let kept = [
+        ("title", patch.title.is_none(), &item.title),
+        (
+            "description",
+            patch.description.is_none(),
+            &item.description,
+        ),
+    ];
+    for (field, kept, stored) in kept {
+        if let (true, Some(text)) = (kept, stored) {
             fields.push((field.to_owned(), text.clone()));
         }
     }
@@ -1430,16 +1404,18 @@ fn checked_edit(item: &MediaItem, body: &serde_json::Value) -> Result<crate::med
     if !problems.is_empty() {
         return Err(Error::invalid_fields(problems));
     }
-    let given = |field: &str| patch.contains_key(field);
     Ok(crate::media::MediaEdit {
         based_on: Some(item.updated_at),
-        title: given("title").then(|| form.title.clone()),
-        description: given("description").then(|| form.description.clone()),
-        scheduled_at: given("scheduledAt").then_some(form.scheduled_at),
+        title: patch.title.is_some().then(|| form.title.clone()),
+        description: patch
+            .description
+            .is_some()
+            .then(|| form.description.clone()),
+        scheduled_at: patch.scheduled_at.is_some().then_some(form.scheduled_at),
         settings: form
             .choices
             .into_iter()
-            .filter(|(platform, _)| given(platform.as_str()))
+            .filter(|(platform, _)| patch.settings.contains_key(platform))
             .map(|(platform, choice)| (platform, choice.settings))
             .collect(),
     })
@@ -1579,7 +1555,7 @@ mod tests {
         #[test]
         fn any_patch_body_is_a_change_the_item_takes_or_a_named_refusal(body in json()) {
             let item = item();
-            match checked_edit(&item, &body) {
+            match MediaPatch::from_json(&body).and_then(|patch| checked_edit(&item, &patch)) {
                 Ok(edit) => {
                     let mut changed = item.clone();
                     let now = item.updated_at;
@@ -1601,7 +1577,8 @@ mod tests {
                 "tiktok": {"coverTimestampMs": ms},
                 "youtube": {"firstComment": text},
             });
-            let edit = checked_edit(&item, &body).unwrap();
+            let patch = MediaPatch::from_json(&body).unwrap();
+            let edit = checked_edit(&item, &patch).unwrap();
             prop_assert_eq!(&edit.settings[&Platform::Tiktok]["coverTimestampMs"], &Value::from(ms));
             let comment = edit.settings[&Platform::Youtube]["firstComment"].as_str();
             prop_assert_eq!(comment, Some(text.as_str()));

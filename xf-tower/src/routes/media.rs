@@ -143,11 +143,13 @@ async fn upload(xf: Xf, caller: xf_core::Caller, kind: MediaKind, request: Reque
     let (staged, staged_thumbnail) = (&mut files, &mut thumbnail);
     let (xf_ref, caller_ref, fields) = (&xf, &caller, &fields);
     let create = move || async move {
+        // A refused form leaves its files to the clean-up below.
+        let fields = xf_core::media::settings::parse_upload_fields(kind, fields)?;
         let items = xf_ref
             .create_media(
                 caller_ref,
                 kind,
-                fields,
+                &fields,
                 std::mem::take(staged),
                 staged_thumbnail.take(),
             )
@@ -216,8 +218,8 @@ async fn update(
     sent: Result<Sent, crate::error::ApiError>,
 ) -> Handled {
     let sent = sent.map_err(|e| MediaError(e.0))?;
-    let body = sent.strict_json()?;
-    let item = xf.update_media(&caller, kind, &id, &body).await?;
+    let patch = xf_core::media::settings::MediaPatch::from_json(&sent.strict_json()?)?;
+    let item = xf.update_media(&caller, kind, &id, &patch).await?;
     Ok(envelope::media_data(StatusCode::OK, &item))
 }
 
