@@ -25,6 +25,16 @@
 # XF_BENCH_SMOKE=1 counts 50 requests on a debug build: it checks that the benchmark still
 # runs (.ci/test does so), no figure to quote.
 set -euo pipefail
+# In smoke mode the binaries are the test build's (`cargo build --workspace --all-targets`, what
+# .ci/test builds first): building xf-server or xf-baseline alone would unify their features apart from
+# the workspace's and compile much of it a second time.
+build() {
+  if [ -n "$smoke" ]; then
+    cargo build --quiet --workspace --all-targets
+  else
+    cargo build --quiet "${profile_flag[@]}" "$@"
+  fi
+}
 # A target directory the caller gave, made absolute before the directory changes.
 [ -n "${CARGO_TARGET_DIR:-}" ] && CARGO_TARGET_DIR="$(realpath -m "$CARGO_TARGET_DIR")"
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -54,13 +64,13 @@ if [ ${#binaries[@]} -eq 0 ]; then
     binaries+=("$work/xf-server-before")
   fi
   say "building xf-server ($profile)"
-  cargo build --quiet "${profile_flag[@]}" -p xf-server --bin xf-server
+  build -p xf-server --bin xf-server
   binaries+=("$target/$profile/xf-server")
 fi
 bare=""
 if [ "${BARE:-1}" != 0 ]; then
   say "building xf-baseline ($profile)"
-  cargo build --quiet "${profile_flag[@]}" -p xf-tests --bin xf-baseline
+  build -p xf-tests --bin xf-baseline
   bare="$target/$profile/xf-baseline"
 fi
 

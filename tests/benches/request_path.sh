@@ -83,7 +83,14 @@ elif [ -n "$before" ]; then
   git worktree remove --force "$tree"
 fi
 say "building xf-server and xf-baseline ($profile)"
-cargo build --quiet "${profile_flag[@]}" -p xf-server -p xf-tests --bin xf-server --bin xf-baseline
+# In smoke mode the binaries are the test build's (`cargo build --workspace --all-targets`, what
+# .ci/test builds first): building these packages alone would unify their features apart from
+# the workspace's and compile much of it a second time.
+if [ -n "$smoke" ]; then
+  cargo build --quiet --workspace --all-targets
+else
+  cargo build --quiet "${profile_flag[@]}" -p xf-server -p xf-tests --bin xf-server --bin xf-baseline
+fi
 bin="$target/$profile"
 
 # A fresh database for this run, on the same server as the tests use.
