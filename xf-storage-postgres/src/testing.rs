@@ -8,6 +8,12 @@
 //! Test databases are named `xf_test_<unix seconds>_<unique suffix>`. The first call in a
 //! process drops those older than an hour that nobody is connected to, so repeated runs do not
 //! fill the server.
+//!
+//! Each is a copy of a template database migrated once per set of migrations
+//! (`xf_template_<digest of the migrations>`, made by the first process that needs it, under
+//! an advisory lock): copying it is a file copy, where migrating every test's database ran
+//! thirty migrations' DDL each time. The copy is then migrated as any database is (a no-op),
+//! so a test still sees what `PgStore::migrate` leaves.
 
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -54,9 +60,10 @@ pub async fn fresh_database() -> PgStore {
         drop_stale_databases(&admin).await;
     }
 
+    let template = migrated_template(&admin, &options).await;
     let name = unique_name();
     admin
-        .execute(format!("CREATE DATABASE \"{name}\"").as_str())
+        .execute(format!("CREATE DATABASE \"{name}\" TEMPLATE \"{template}\"").as_str())
         .await
         .unwrap_or_else(|error| panic!("cannot create test database {name} on {url}: {error}"));
     admin.close().await;
@@ -71,6 +78,79 @@ pub async fn fresh_database() -> PgStore {
         .await
         .unwrap_or_else(|error| panic!("cannot migrate test database {name}: {error}"));
     store
+}
+
+/// Prefix of the template databases.
+const TEMPLATE_PREFIX: &str = "xf_template_";
+
+/// The name of the template database of today's migrations, made and migrated if the server
+/// has none: under an advisory lock, so that of concurrent test processes one makes it and
+/// the others wait for it.
+async fn migrated_template(admin: &PgPool, options: &PgConnectOptions) -> String {
+    let name = format!("{TEMPLATE_PREFIX}{}", migrations_digest());
+    // One session holds the lock, checks and makes the template, and lets go.
+    let mut session = admin
+        .acquire()
+        .await
+        .unwrap_or_else(|error| panic!("no session for the template database: {error}"));
+    sqlx::query("SELECT pg_advisory_lock(hashtext($1))")
+        .bind(&name)
+        .execute(&mut *session)
+        .await
+        .unwrap_or_else(|error| panic!("cannot lock the template database's making: {error}"));
+    let exists = sqlx::query("SELECT 1 FROM pg_database WHERE datname = $1")
+        .bind(&name)
+        .fetch_optional(&mut *session)
+        .await
+        .unwrap_or_else(|error| panic!("cannot look for the template database: {error}"))
+        .is_some();
+    if !exists {
+        // Made under another name and renamed when migrated, so that a process that died
+        // half-way leaves no template that looks finished.
+        let building = format!("{name}_building");
+        for statement in [
+            format!("DROP DATABASE IF EXISTS \"{building}\""),
+            format!("CREATE DATABASE \"{building}\""),
+        ] {
+            session
+                .execute(statement.as_str())
+                .await
+                .unwrap_or_else(|error| panic!("cannot make the template database: {error}"));
+        }
+        let pool = PgPoolOptions::new()
+            .max_connections(1)
+            .connect_with(options.clone().database(&building))
+            .await
+            .unwrap_or_else(|error| panic!("cannot connect to the template database: {error}"));
+        PgStore::new(pool.clone())
+            .migrate()
+            .await
+            .unwrap_or_else(|error| panic!("cannot migrate the template database: {error}"));
+        pool.close().await;
+        session
+            .execute(format!("ALTER DATABASE \"{building}\" RENAME TO \"{name}\"").as_str())
+            .await
+            .unwrap_or_else(|error| panic!("cannot finish the template database: {error}"));
+    }
+    sqlx::query("SELECT pg_advisory_unlock(hashtext($1))")
+        .bind(&name)
+        .execute(&mut *session)
+        .await
+        .unwrap_or_else(|error| panic!("cannot unlock the template database's making: {error}"));
+    name
+}
+
+/// A digest (64-bit FNV-1a) of every migration's version and checksum (sqlx's SHA-384 of its
+/// SQL): a new or changed migration names a new template.
+fn migrations_digest() -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for migration in crate::MIGRATOR.iter() {
+        let version = migration.version.to_be_bytes();
+        for byte in version.iter().chain(migration.checksum.iter()) {
+            hash = (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{hash:016x}")
 }
 
 /// A single-connection pool on the server's maintenance database: the one in the URL, or
@@ -146,6 +226,29 @@ async fn drop_stale_databases(admin: &PgPool) {
                 .await
             {
                 tracing::debug!(%name, %error, "kept a stale test database");
+            }
+        }
+    }
+    // Templates of other migrations (an older checkout's) go too; one in use is kept.
+    let current = format!("{TEMPLATE_PREFIX}{}", migrations_digest());
+    let Ok(rows) = sqlx::query("SELECT datname FROM pg_database WHERE starts_with(datname, $1)")
+        .bind(TEMPLATE_PREFIX)
+        .fetch_all(admin)
+        .await
+    else {
+        return;
+    };
+    for name in rows
+        .iter()
+        .filter_map(|row| row.try_get::<String, _>("datname").ok())
+    {
+        let safe_name = name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if safe_name && !name.starts_with(&current) {
+            if let Err(error) = admin
+                .execute(format!("DROP DATABASE IF EXISTS \"{name}\"").as_str())
+                .await
+            {
+                tracing::debug!(%name, %error, "kept another checkout's template database");
             }
         }
     }
