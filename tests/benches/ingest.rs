@@ -301,15 +301,16 @@ async fn main() {
         std::future::pending(),
     ));
     let created = organization(&xf, "pro").await;
-    xf.admin_connect_channel(
-        &created.organization.id,
-        serde_json::from_value(serde_json::json!({
-            "platform": "tiktok", "accountId": "tt", "displayName": "Bench", "accessToken": "t"
-        }))
-        .unwrap(),
-    )
-    .await
-    .unwrap();
+    xf.admin()
+        .connect_channel(
+            &created.organization.id,
+            serde_json::from_value(serde_json::json!({
+                "platform": "tiktok", "accountId": "tt", "displayName": "Bench", "accessToken": "t"
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
     let key = created.live_key;
 
     let copy_of = |copy: fn(&Path, &Path) -> Duration| {

@@ -72,11 +72,12 @@ pub fn report_anchor(figures: &[f64], anchors: &[f64], unit: &str) {
 
 /// A new organization named "Bench" on `plan`, with its keys.
 pub async fn organization(xf: &xf_core::Xf, plan: &str) -> xf_core::CreatedOrganization {
-    xf.admin_create_organization(xf_core::NewOrganization {
-        name: "Bench".to_owned(),
-        plan: plan.to_owned(),
-        shop_domain: None,
-    })
-    .await
-    .expect("organization")
+    xf.admin()
+        .create_organization(xf_core::NewOrganization {
+            name: "Bench".to_owned(),
+            plan: plan.to_owned(),
+            shop_domain: None,
+        })
+        .await
+        .expect("organization")
 }

@@ -235,7 +235,8 @@ impl TestApp {
     /// Creates an organization on `plan` through the admin use case.
     pub async fn organization(&self, name: &str, plan: &str) -> CreatedOrganization {
         self.xf
-            .admin_create_organization(NewOrganization {
+            .admin()
+            .create_organization(NewOrganization {
                 name: name.to_owned(),
                 plan: plan.to_owned(),
                 shop_domain: None,

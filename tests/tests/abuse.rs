@@ -27,7 +27,8 @@ async fn server(flags: &[&str]) -> Server {
 async fn organization(server: &Server, name: &str) -> (String, String) {
     let created = server
         .xf
-        .admin_create_organization(NewOrganization {
+        .admin()
+        .create_organization(NewOrganization {
             name: name.to_owned(),
             plan: "pro".to_owned(),
             shop_domain: None,

@@ -77,7 +77,8 @@ async fn oversized_forms_are_refused_in_bounded_memory() {
     let server = Server::start(&[]).await;
     let key = server
         .xf
-        .admin_create_organization(NewOrganization {
+        .admin()
+        .create_organization(NewOrganization {
             name: "Memory".to_owned(),
             plan: "pro".to_owned(),
             shop_domain: None,

@@ -137,7 +137,8 @@ impl World {
     async fn organization(&self, name: &str, plan: &str) -> (String, String) {
         let created = self
             .xf
-            .admin_create_organization(NewOrganization {
+            .admin()
+            .create_organization(NewOrganization {
                 name: name.into(),
                 plan: plan.into(),
                 shop_domain: None,

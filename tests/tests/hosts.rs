@@ -413,7 +413,8 @@ async fn check_whole_host(host: Host) {
 
     let report = host
         .xf
-        .admin_create_report(xf_core::NewReport {
+        .admin()
+        .create_report(xf_core::NewReport {
             property_id: property_id.clone(),
             scan_id: job_id,
             expires_at: host.xf.now().plus(chrono::Duration::days(1)),

@@ -144,7 +144,8 @@ async fn shared_scans(store: Arc<dyn TestStore>, scans: usize) -> (TestApp, Stri
     workers.shutdown(Duration::from_secs(5)).await;
     let report = app
         .xf
-        .admin_create_report(NewReport {
+        .admin()
+        .create_report(NewReport {
             property_id,
             scan_id: job_id,
             expires_at: app.xf.now().plus(chrono::Duration::days(7)),

@@ -501,7 +501,8 @@ async fn xf_server_keeps_uploads_in_the_bucket_its_flags_name() {
     let app = xf_server::build_app(&flags(true)).await.expect("app");
     let created = app
         .xf
-        .admin_create_organization(xf_core::NewOrganization {
+        .admin()
+        .create_organization(xf_core::NewOrganization {
             name: "Studio".into(),
             plan: "pro".into(),
             shop_domain: None,

@@ -649,3 +649,103 @@ fn parameters_of(signature: &str) -> Option<&str> {
     }
     None
 }
+
+/// No function of the library crates or the examples (their tests and the conformance suite
+/// of `src/testing/` aside) is over 100 lines, unless its documentation says why it is one
+/// piece, in a paragraph that starts "One piece:".
+#[test]
+fn long_functions_say_why_they_are_one_piece() {
+    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut roots: Vec<PathBuf> = [
+        "xf-core",
+        "xf-tower",
+        "xf-storage-memory",
+        "xf-storage-postgres",
+    ]
+    .iter()
+    .map(|krate| workspace.join(krate).join("src"))
+    .collect();
+    for example in std::fs::read_dir(workspace.join("examples")).expect("examples/") {
+        roots.push(example.expect("an example").path().join("src"));
+    }
+    let mut read = 0;
+    let mut explained = 0;
+    let mut unexplained = Vec::new();
+    for file in roots.iter().flat_map(|root| rust_files(root)) {
+        if file.components().any(|part| part.as_os_str() == "testing") {
+            continue;
+        }
+        let source = std::fs::read_to_string(&file).expect("source");
+        read += 1;
+        for (name, lines, doc) in long_functions(&source, 100) {
+            if doc.contains("One piece:") {
+                explained += 1;
+            } else {
+                unexplained.push(format!("{}: {name} ({lines} lines)", file.display()));
+            }
+        }
+    }
+    assert!(read > 100, "the sources were read: {read} files");
+    assert!(explained > 0, "the long functions were found");
+    assert!(
+        unexplained.is_empty(),
+        "functions over 100 lines that do not say why they are one piece:\n{}",
+        unexplained.join("\n")
+    );
+}
+
+/// The functions of `source` (before its `#[cfg(test)]` module) longer than `limit` lines:
+/// each one's name, length and documentation. rustfmt's layout is assumed: a body ends at
+/// the first `}` line indented as its signature.
+fn long_functions(source: &str, limit: usize) -> Vec<(String, usize, String)> {
+    let lines: Vec<&str> = source.lines().collect();
+    let end = lines
+        .iter()
+        .position(|line| line.trim() == "#[cfg(test)]")
+        .unwrap_or(lines.len());
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < end {
+        let line = lines[i];
+        let trimmed = line.trim_start();
+        let signature = ["pub(crate) ", "pub(super) ", "pub "]
+            .iter()
+            .find_map(|visibility| trimmed.strip_prefix(visibility))
+            .unwrap_or(trimmed);
+        let signature = signature.strip_prefix("async ").unwrap_or(signature);
+        let Some(named) = signature.strip_prefix("fn ") else {
+            i += 1;
+            continue;
+        };
+        let name: String = named
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let indent = line.len() - trimmed.len();
+        let Some(open) = (i..lines.len()).find(|&j| {
+            let text = lines[j].trim_end();
+            text.ends_with('{') || text.ends_with(';')
+        }) else {
+            break;
+        };
+        if lines[open].trim_end().ends_with(';') {
+            i = open + 1;
+            continue;
+        }
+        let close = (open + 1..lines.len())
+            .find(|&j| lines[j].len() == indent + 1 && lines[j].ends_with('}'))
+            .unwrap_or(lines.len() - 1);
+        let length = close - i + 1;
+        if length > limit {
+            let doc: Vec<&str> = lines[..i]
+                .iter()
+                .rev()
+                .map(|line| line.trim())
+                .take_while(|line| line.starts_with("///") || line.starts_with("#["))
+                .collect();
+            found.push((name, length, doc.join("\n")));
+        }
+        i = close + 1;
+    }
+    found
+}

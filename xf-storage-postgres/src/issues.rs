@@ -240,6 +240,9 @@ impl IssueStore for PgStore {
 
 /// The findings' lifecycle of [`IssueStore::complete_scan`], inside the caller's transaction
 /// (which holds the property's row lock); returns what it changed.
+///
+/// One piece: the statements of one transaction in the order they must run (lock, match,
+/// insert, update, record), each using what the one before returned.
 async fn apply_findings(
     tx: &mut PgConnection,
     scan: &ScanFindings,

@@ -296,7 +296,7 @@ async fn list_organizations(
     State(s): State<AdminState>,
     Query(page): Query<PageParams>,
 ) -> Handled {
-    let page = s.xf.admin_list_organizations(&page).await?;
+    let page = s.xf.admin().list_organizations(&page).await?;
     Ok(envelope::page("organizations", &page))
 }
 
@@ -311,7 +311,7 @@ async fn get_organization(
     State(s): State<AdminState>,
     PathParam(org_id): PathParam<OrganizationId>,
 ) -> Handled {
-    let organization = s.xf.admin_get_organization(&org_id).await?;
+    let organization = s.xf.admin().get_organization(&org_id).await?;
     Ok(envelope::data(
         StatusCode::OK,
         &OrganizationData { organization },
@@ -331,7 +331,7 @@ async fn list_api_keys(
     PathParam(org_id): PathParam<OrganizationId>,
     Query(page): Query<PageParams>,
 ) -> Handled {
-    let page = s.xf.admin_list_api_keys(&org_id, &page).await?;
+    let page = s.xf.admin().list_api_keys(&org_id, &page).await?;
     Ok(envelope::page("apiKeys", &page))
 }
 
@@ -348,7 +348,7 @@ async fn list_channels(
     PathParam(org_id): PathParam<OrganizationId>,
     Query(page): Query<PageParams>,
 ) -> Handled {
-    let page = s.xf.admin_list_channels(&org_id, &page).await?;
+    let page = s.xf.admin().list_channels(&org_id, &page).await?;
     Ok(envelope::page("channels", &page))
 }
 
@@ -362,7 +362,7 @@ async fn create_organization(
     State(s): State<AdminState>,
     Json(input): Json<NewOrganization>,
 ) -> Handled {
-    let created = s.xf.admin_create_organization(input).await?;
+    let created = s.xf.admin().create_organization(input).await?;
     Ok(envelope::data(StatusCode::CREATED, &created))
 }
 
@@ -378,7 +378,7 @@ async fn update_organization(
     PathParam(org_id): PathParam<OrganizationId>,
     Json(patch): Json<OrganizationPatch>,
 ) -> Handled {
-    let organization = s.xf.admin_update_organization(&org_id, patch).await?;
+    let organization = s.xf.admin().update_organization(&org_id, patch).await?;
     Ok(envelope::data(
         StatusCode::OK,
         &OrganizationData { organization },
@@ -400,7 +400,7 @@ async fn create_api_key(
 ) -> Handled {
     let mode = KeyMode::parse(&input.mode)
         .ok_or_else(|| Error::invalid("mode", "must be live or test"))?;
-    let created = s.xf.admin_create_api_key(&org_id, mode).await?;
+    let created = s.xf.admin().create_api_key(&org_id, mode).await?;
     Ok(envelope::data(StatusCode::CREATED, &created))
 }
 
@@ -417,7 +417,7 @@ async fn revoke_api_key(
 ) -> Handled {
     Ok(envelope::data(
         StatusCode::OK,
-        &s.xf.admin_revoke_api_key(&key_id).await?,
+        &s.xf.admin().revoke_api_key(&key_id).await?,
     ))
 }
 
@@ -432,7 +432,7 @@ async fn verify_property(
     State(s): State<AdminState>,
     PathParam(property_id): PathParam<PropertyId>,
 ) -> Handled {
-    let property = s.xf.admin_verify_property(&property_id).await?;
+    let property = s.xf.admin().verify_property(&property_id).await?;
     Ok(envelope::data(StatusCode::OK, &PropertyData { property }))
 }
 
@@ -450,7 +450,8 @@ async fn link_property_gsc(
     Json(input): Json<GscLink>,
 ) -> Handled {
     let property =
-        s.xf.admin_link_property_gsc(&property_id, &input.site_url)
+        s.xf.admin()
+            .link_property_gsc(&property_id, &input.site_url)
             .await?;
     Ok(envelope::data(StatusCode::OK, &PropertyData { property }))
 }
@@ -476,7 +477,7 @@ async fn link_organization_gsc(
     PathParam(org_id): PathParam<OrganizationId>,
     Json(input): Json<xf_core::api::GscAccountLink>,
 ) -> Handled {
-    let gsc_account = s.xf.admin_link_organization_gsc(&org_id, input).await?;
+    let gsc_account = s.xf.admin().link_organization_gsc(&org_id, input).await?;
     Ok(envelope::data(
         StatusCode::OK,
         &GscAccountData { gsc_account },
@@ -496,7 +497,7 @@ async fn list_gsc_sites(
     State(s): State<AdminState>,
     PathParam(org_id): PathParam<OrganizationId>,
 ) -> Handled {
-    let sites = s.xf.admin_gsc_sites(&org_id).await?;
+    let sites = s.xf.admin().gsc_sites(&org_id).await?;
     Ok(envelope::data(StatusCode::OK, &sites))
 }
 
@@ -519,7 +520,7 @@ async fn connect_channel(
     PathParam(org_id): PathParam<OrganizationId>,
     Json(input): Json<xf_core::media::api::NewChannel>,
 ) -> Handled {
-    let channel = s.xf.admin_connect_channel(&org_id, input).await?;
+    let channel = s.xf.admin().connect_channel(&org_id, input).await?;
     Ok(envelope::data(
         StatusCode::CREATED,
         &ChannelData { channel },
@@ -547,7 +548,7 @@ async fn create_connect_link(
     PathParam(org_id): PathParam<OrganizationId>,
     Json(input): Json<xf_core::connect::NewConnectLink>,
 ) -> Handled {
-    let connect_link = s.xf.admin_create_connect_link(&org_id, input).await?;
+    let connect_link = s.xf.admin().create_connect_link(&org_id, input).await?;
     Ok(envelope::data(
         StatusCode::CREATED,
         &ConnectLinkData { connect_link },
@@ -566,7 +567,7 @@ async fn update_channel(
     PathParam(channel_id): PathParam<xf_core::ids::ChannelId>,
     Json(changes): Json<xf_core::media::api::ChannelChanges>,
 ) -> Handled {
-    let channel = s.xf.admin_update_channel(&channel_id, changes).await?;
+    let channel = s.xf.admin().update_channel(&channel_id, changes).await?;
     Ok(envelope::data(StatusCode::OK, &ChannelData { channel }))
 }
 
@@ -581,7 +582,7 @@ async fn mark_issue_fixed(
     State(s): State<AdminState>,
     PathParam(issue_id): PathParam<IssueId>,
 ) -> Handled {
-    let issue = s.xf.admin_mark_issue_fixed(&issue_id).await?;
+    let issue = s.xf.admin().mark_issue_fixed(&issue_id).await?;
     Ok(envelope::data(StatusCode::OK, &IssueData { issue }))
 }
 
@@ -592,7 +593,7 @@ async fn mark_issue_fixed(
         (status = 404, description = "`not_found`: no such property or completed scan"),
     ))]
 async fn create_report(State(s): State<AdminState>, Json(input): Json<NewReport>) -> Handled {
-    let report = s.xf.admin_create_report(input).await?;
+    let report = s.xf.admin().create_report(input).await?;
     Ok(envelope::data(StatusCode::CREATED, &ReportData { report }))
 }
 
@@ -604,7 +605,7 @@ async fn create_report(State(s): State<AdminState>, Json(input): Json<NewReport>
         (status = 404, description = "`not_found`"),
     ))]
 async fn record_report_view(State(s): State<AdminState>, PathParam(token): PathParam) -> Handled {
-    let report = s.xf.admin_record_report_view(&token).await?;
+    let report = s.xf.admin().record_report_view(&token).await?;
     Ok(envelope::data(StatusCode::OK, &ReportData { report }))
 }
 
@@ -620,6 +621,6 @@ async fn record_usage(
     PathParam(org_id): PathParam<OrganizationId>,
     Json(delta): Json<UsageDelta>,
 ) -> Handled {
-    let usage = s.xf.admin_record_usage(&org_id, delta).await?;
+    let usage = s.xf.admin().record_usage(&org_id, delta).await?;
     Ok(envelope::data(StatusCode::OK, &UsageData { usage }))
 }

@@ -782,6 +782,9 @@ enum Api {
     Admin,
 }
 
+/// One piece: the steps edit one operation object in order (parameters, security, envelopes,
+/// errors, headers, examples), each seeing what the step before it left; split, every part
+/// would take and give back the whole operation.
 fn decorate(operation: &mut Value, method: &str, api: Api) -> Result<(), String> {
     let operation = operation
         .as_object_mut()

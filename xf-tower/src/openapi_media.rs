@@ -151,6 +151,9 @@ fn tus_answer(description: &str, location: bool) -> Value {
 }
 
 /// The upload form of `kind` (`video` or `image`).
+///
+/// One piece: the upload form's fields as one schema literal, in the order the specification
+/// lists them.
 fn form(video: bool) -> Value {
     let text = |max: usize, description: &str| json!({"type": "string", "maxLength": max, "description": description});
     let boolean = |description: &str| json!({"type": "string", "enum": ["true", "false"], "description": description});
@@ -426,6 +429,9 @@ fn upload_id() -> Value {
 }
 
 /// The media API's path items, relative to the mount point.
+///
+/// One piece: the media API's paths as one document literal, in the order the specification
+/// lists them.
 pub fn paths() -> Map<String, Value> {
     let video_platforms = ["youtube", "instagram", "tiktok", "linkedin", "pinterest"];
     let image_platforms = ["instagram", "tiktok", "linkedin", "pinterest"];

@@ -758,6 +758,10 @@ pub const MIN_ADMIN_TOKEN_LEN: usize = 16;
 
 /// Opens the store (migrating PostgreSQL), builds the facade, sets up the demo organization
 /// with `--demo`, and mounts the services.
+///
+/// One piece: the server's one wiring of its configuration (store, blobs, clients, limits,
+/// mounts) into the app, in the order the parts depend on each other, as a reader of
+/// configuration.md follows it.
 pub async fn build_app(config: &Config) -> Result<App, StartError> {
     if config
         .admin_token

@@ -4,7 +4,7 @@
 //! integrations.
 //!
 //! 1. The host asks for a link (`POST /admin/organizations/{orgId}/connect-links`,
-//!    [`Xf::admin_create_connect_link`](crate::Xf::admin_create_connect_link)): `{base}/connect/{token}`,
+//!    [`Admin::create_connect_link`](crate::Admin::create_connect_link)): `{base}/connect/{token}`,
 //!    whose token seals the organization, the provider, the channel to reconnect (if any) and
 //!    the `returnUrl`, for an hour.
 //! 2. Opening it redirects to the provider's authorization endpoint with the scopes xf needs,

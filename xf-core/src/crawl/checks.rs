@@ -814,6 +814,8 @@ impl Inlinks {
     }
 }
 
+/// One piece: the catalogue's site-wide checks, one block per check in the catalogue's order,
+/// over one finished crawl.
 fn site_checks(
     crawl: &CrawlRecord,
     by_url: &FastMap<&str, &PageRecord>,
@@ -955,6 +957,8 @@ fn site_checks(
     }
 }
 
+/// One piece: the catalogue's page checks, one block per check in the catalogue's order
+/// (docs/crawler.md's table is checked against it), over one parsed page.
 fn page_checks(
     crawl: &CrawlRecord,
     page: &PageRecord,

@@ -139,6 +139,10 @@ impl Crawler {
     /// robots.txt, the first request, got no HTTP answer (DNS, connection, timeout). A
     /// robots.txt that answers with a server error ends the crawl there, as it stops search
     /// engines.
+    ///
+    /// One piece: the crawl loop: the frontier, the fetches in flight, robots.txt and the
+    /// sitemaps, and the bounds (pages, depth, time) are one piece of state that every step
+    /// reads and moves.
     pub async fn crawl(
         &self,
         start: &Url,

@@ -556,6 +556,10 @@ impl Tokenizer {
 
     /// Reads the tag that starts at `open` and hands it over; returns just past its `>`, or
     /// `None` if it is not finished.
+    ///
+    /// One piece: the tokenizer's state machine for one tag (name, attributes, quotes,
+    /// self-closing), as the HTML standard's tag states follow one another; its states share
+    /// the cursor and the attribute being read.
     fn tag(&mut self, input: &[u8], open: usize, sink: &mut impl Sink) -> Option<usize> {
         // No `>` since the last look: still unfinished (a `>` in quotes is looked past below).
         let look_from = (open + self.searched.max(1)).min(input.len());

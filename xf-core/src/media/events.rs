@@ -224,6 +224,8 @@ fn new_event(item: &MediaItem, event_type: EventType, data: &impl Serialize) -> 
 /// The `data` of a test delivery of media event `event_type` (`POST /webhooks/{id}/test`):
 /// a YouTube video of no real organization's, in the state the event names. `None` for the
 /// job events, whose test data is a job.
+///
+/// One piece: the sample `data` of every event type, one arm each, in `EventType::ALL`'s order.
 pub fn sample_data(event_type: EventType, now: Timestamp) -> Option<Value> {
     use crate::model::media::{
         MediaKind, MediaStatus, PlatformTarget, StoredFile, VideoContainer, VideoFacts,

@@ -925,6 +925,9 @@ fn parse_moov(
 ///
 /// Every video track is held to [`MAX_VIDEO_SIDE`], [`MAX_VIDEO_PIXELS`], [`MAX_VIDEO_SAMPLES`],
 /// the file's length (a sample takes at least a byte) and [`MAX_FRAME_RATE`].
+///
+/// One piece: the walk over the container's top-level boxes is one loop whose bounds (the
+/// file's length, the boxes seen, the `moov` found) every branch reads and moves.
 pub async fn inspect_video(extension: &str, data: &dyn RangeRead) -> Result<VideoFacts, Refused> {
     let ext = normalise(extension);
     let (container, expected) = match ext.as_str() {

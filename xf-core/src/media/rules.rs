@@ -59,6 +59,9 @@ pub struct ItemTexts<'a> {
 /// `files` are the upload's files: one, or a carousel's images in order, each held to the
 /// platform's rules for one image, and their number to its carousel sizes
 /// ([`carousel_sizes`]).
+///
+/// One piece: each platform's rules over its settings and the item's texts, one arm per
+/// platform, as the platforms document them.
 pub fn check(
     platform: Platform,
     files: &[&StoredFile],
@@ -196,6 +199,10 @@ pub fn check(
 }
 
 /// The rules of `platform` for one file, each broken one given to `refuse` (field, message).
+///
+/// One piece: the platforms' documented file limits as one table, a platform's rows together,
+/// read top to bottom against their references; split per platform, the shared checks
+/// (duration, size, aspect) would be written five times.
 fn file_rules(platform: Platform, file: &StoredFile, refuse: &mut dyn FnMut(String, String)) {
     let name = platform.as_str();
     let size = file.size;

@@ -168,7 +168,7 @@ pub struct UploadFields {
 }
 
 /// A `PATCH` of a media item, read from the client's JSON object by [`MediaPatch::from_json`]
-/// (at the edge): what to change. [`Xf::update_media`](crate::Xf::update_media) checks it
+/// (at the edge): what to change. [`Media::update`](crate::Media::update) checks it
 /// against the item, as an upload of the changed item would be checked.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MediaPatch {
@@ -251,6 +251,9 @@ impl MediaPatch {
 
 /// Checks the text fields of an upload form of `kind`. Every problem is reported, each
 /// naming its field (`platforms`, `youtube.privacy`, `tiktokPrivacy`, ...).
+///
+/// One piece: the form's fields read in the order the specification lists them, every problem
+/// collected into one `400`.
 pub fn parse_upload_fields(
     kind: MediaKind,
     fields: &[(String, String)],

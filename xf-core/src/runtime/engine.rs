@@ -324,6 +324,9 @@ fn start_job(shared: &Arc<Shared>, claimed: ClaimedJob, permit: OwnedSemaphorePe
 }
 
 /// Runs one attempt: the handler, its heartbeats, and its end.
+///
+/// One piece: one attempt's life: the handler's task, its heartbeats, a cancel or a lost lease,
+/// and the finish, as one `select!` loop over them.
 async fn run_attempt(
     shared: Arc<Shared>,
     claimed: ClaimedJob,

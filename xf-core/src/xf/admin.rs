@@ -17,6 +17,24 @@ use crate::plans::{LimitOverrides, LimitsPatch};
 use crate::store::After;
 use crate::time::Timestamp;
 
+/// The admin API's use cases, [`Xf::admin`]'s: what the host does for its customers, behind
+/// the admin token (organizations and their keys, plans and limits, verifying properties,
+/// marking issues fixed, reports, usage, Search Console links, connect links and channels).
+/// Each method is one operation of the admin API; the methods live beside their domain's
+/// (`xf/gsc.rs` has the Search Console ones, `xf/media.rs` the channels'), and this type's
+/// documentation lists them all.
+#[derive(Debug, Clone, Copy)]
+pub struct Admin<'a> {
+    pub(super) xf: &'a Xf,
+}
+
+impl Xf {
+    /// The admin API's use cases ([`Admin`]): `xf.admin().create_organization(…)`.
+    pub fn admin(&self) -> Admin<'_> {
+        Admin { xf: self }
+    }
+}
+
 /// Longest organization name, in characters.
 const MAX_ORG_NAME: usize = 200;
 /// The name of the organization `--demo` creates and reuses.
@@ -127,98 +145,6 @@ pub struct UsageDelta {
 }
 
 impl Xf {
-    /// Creates an organization with one live and one test key.
-    pub async fn admin_create_organization(
-        &self,
-        input: NewOrganization,
-    ) -> Result<CreatedOrganization> {
-        let organization = self.new_organization(input)?;
-        self.create_with_keys(organization, None, None).await
-    }
-
-    /// Changes an organization's plan and/or limit overrides.
-    pub async fn admin_update_organization(
-        &self,
-        id: &OrganizationId,
-        patch: OrganizationPatch,
-    ) -> Result<Organization> {
-        let current = self
-            .store()
-            .get_organization(id)
-            .await?
-            .ok_or(Error::NotFound("organization"))?;
-        if let Some(plan) = &patch.plan {
-            self.check_plan(plan)?;
-        }
-        let max = crate::params::MAX_ADMIN_COUNT;
-        for (name, value) in patch.limits.iter().flat_map(LimitsPatch::set) {
-            if value > max {
-                return Err(Error::invalid(
-                    format!("limits.{name}"),
-                    format!("must be at most {max}"),
-                ));
-            }
-        }
-        let limits = patch.limits.map(|l| current.limits.patched(&l));
-        let updated = self
-            .store()
-            .update_organization(id, patch.plan.as_deref(), limits.as_ref())
-            .await?
-            .ok_or(Error::NotFound("organization"))?;
-        self.inner.keys.forget_organization(id);
-        Ok(updated)
-    }
-
-    /// Every organization, newest first, a page at a time.
-    pub async fn admin_list_organizations(
-        &self,
-        params: &PageParams,
-    ) -> Result<Page<Organization>> {
-        let (request, limit) = self.page_request("admin-organizations", "", params)?;
-        let organizations = self.store().list_organizations(&request).await?;
-        Ok(
-            self.finish_page("admin-organizations", "", organizations, limit, |o| After {
-                created_at: o.created_at,
-                id: o.id.as_str().to_owned(),
-            }),
-        )
-    }
-
-    /// One organization.
-    pub async fn admin_get_organization(&self, id: &OrganizationId) -> Result<Organization> {
-        self.store()
-            .get_organization(id)
-            .await?
-            .ok_or(Error::NotFound("organization"))
-    }
-
-    /// The organization's keys, revoked or not, newest first, a page at a time (never their
-    /// secrets: a prefix to tell them apart).
-    pub async fn admin_list_api_keys(
-        &self,
-        organization_id: &OrganizationId,
-        params: &PageParams,
-    ) -> Result<Page<ApiKey>> {
-        self.admin_page("admin-api-keys", organization_id, params, |k: &ApiKey| {
-            (k.created_at, k.id.as_str())
-        })
-        .await
-    }
-
-    /// The organization's channels, newest first, a page at a time (never their tokens).
-    pub async fn admin_list_channels(
-        &self,
-        organization_id: &OrganizationId,
-        params: &PageParams,
-    ) -> Result<Page<AdminChannelView>> {
-        let page = self
-            .admin_page("admin-channels", organization_id, params, |c: &Channel| {
-                (c.created_at, c.id.as_str())
-            })
-            .await?;
-        Ok(page.map(AdminChannelView::from))
-    }
-
     /// A page of one of an existing organization's lists that the store gives whole (its
     /// keys or channels: a few each), the cursor bound to the list and the organization.
     async fn admin_page<T: OrganizationList>(
@@ -230,7 +156,7 @@ impl Xf {
     ) -> Result<Page<T>> {
         let filters = organization_id.as_str();
         let (request, limit) = self.page_request(list, filters, params)?;
-        self.admin_get_organization(organization_id).await?;
+        self.admin().get_organization(organization_id).await?;
         let mut items = T::load(self, organization_id).await?;
         if let Some(after) = &request.after {
             items.retain(|item| position(item) < (after.created_at, after.id.as_str()));
@@ -244,150 +170,6 @@ impl Xf {
                 id: id.to_owned(),
             }
         }))
-    }
-
-    /// Issues a new key, within the organization's `maxActiveKeys`.
-    pub async fn admin_create_api_key(
-        &self,
-        organization_id: &OrganizationId,
-        mode: KeyMode,
-    ) -> Result<CreatedApiKey> {
-        let organization = self
-            .store()
-            .get_organization(organization_id)
-            .await?
-            .ok_or(Error::NotFound("organization"))?;
-        let (id, key) = self.issue_key(&organization, mode, None).await?;
-        Ok(CreatedApiKey { id, key })
-    }
-
-    /// Revokes a key; requests with it get `401` from now on.
-    pub async fn admin_revoke_api_key(&self, id: &ApiKeyId) -> Result<RevokedApiKey> {
-        let key = self
-            .store()
-            .revoke_api_key(id, self.now())
-            .await?
-            .ok_or(Error::NotFound("API key"))?;
-        self.inner.keys.forget_key(&key.id);
-        Ok(RevokedApiKey {
-            id: key.id,
-            revoked: true,
-        })
-    }
-
-    /// Marks a property verified.
-    pub async fn admin_verify_property(&self, id: &PropertyId) -> Result<PropertyView> {
-        let property = self
-            .store()
-            .set_property_verified(id)
-            .await?
-            .ok_or(Error::NotFound("property"))?;
-        Ok(PropertyView {
-            property,
-            gsc: None,
-            last_scan: None,
-        })
-    }
-
-    /// Marks an issue fixed.
-    pub async fn admin_mark_issue_fixed(&self, id: &IssueId) -> Result<Issue> {
-        self.store()
-            .set_issue_fixed(id, self.now())
-            .await?
-            .ok_or(Error::NotFound("issue"))
-    }
-
-    /// Creates a share link for a completed scan of a property.
-    pub async fn admin_create_report(&self, input: NewReport) -> Result<ReportItem> {
-        let now = self.now();
-        let property_id =
-            PropertyId::parse(&input.property_id).map_err(|_| Error::NotFound("property"))?;
-        let property = self
-            .store()
-            .get_property(&property_id)
-            .await?
-            .ok_or(Error::NotFound("property"))?;
-        let scan_id = JobId::parse(&input.scan_id).map_err(|_| Error::NotFound("scan"))?;
-        let job = self
-            .store()
-            .get_job(&scan_id)
-            .await?
-            .filter(|job| job.property_id() == Some(&property.id))
-            .ok_or(Error::NotFound("scan"))?;
-        if job.status != JobStatus::Completed {
-            return Err(Error::invalid("scanId", "must be a completed scan"));
-        }
-        if input.expires_at <= now {
-            return Err(Error::invalid("expiresAt", "must be in the future"));
-        }
-        let report = Report {
-            // 32 base62 characters: about 190 bits, unguessable as a public link must be.
-            token: Alphanumeric.sample_string(&mut OsRng, 32),
-            organization_id: property.organization_id,
-            property_id: property.id,
-            scan_id: job.id,
-            expires_at: input.expires_at,
-            view_count: 0,
-            created_at: now,
-        };
-        self.store().insert_report(&report).await?;
-        self.report_item(report).await
-    }
-
-    /// Counts one view of a report's public page.
-    pub async fn admin_record_report_view(&self, token: &str) -> Result<ReportItem> {
-        let report = self
-            .store()
-            .increment_report_views(token)
-            .await?
-            .ok_or(Error::NotFound("report"))?;
-        self.report_item(report).await
-    }
-
-    /// Adds AI, redirect and image usage to this month's meters.
-    pub async fn admin_record_usage(
-        &self,
-        organization_id: &OrganizationId,
-        delta: UsageDelta,
-    ) -> Result<UsageCounters> {
-        self.store()
-            .get_organization(organization_id)
-            .await?
-            .ok_or(Error::NotFound("organization"))?;
-        let delta = UsageCounters {
-            ai_input_tokens: delta.ai_input_tokens,
-            ai_output_tokens: delta.ai_output_tokens,
-            redirects_created: delta.redirects_created,
-            images_optimized: delta.images_optimized,
-            ..UsageCounters::default()
-        };
-        Ok(self
-            .store()
-            .add_usage(organization_id, &self.now().month_key(), &delta)
-            .await?)
-    }
-
-    /// Links a property to a Search Console site (`siteUrl`, e.g. `sc-domain:example.com`).
-    pub async fn admin_link_property_gsc(
-        &self,
-        id: &PropertyId,
-        site_url: &str,
-    ) -> Result<PropertyView> {
-        let site_url = site_url.trim();
-        crate::gsc::check_site_url(site_url).map_err(|rule| Error::invalid("siteUrl", rule))?;
-        let property = self
-            .store()
-            .set_property_gsc_site(id, Some(site_url))
-            .await?
-            .ok_or(Error::NotFound("property"))?;
-        self.property_view_with(
-            property,
-            Includes {
-                gsc: true,
-                last_scan: false,
-            },
-        )
-        .await
     }
 
     /// The demo organization on the `growth` plan: created on first use, reused after (on a
@@ -635,6 +417,250 @@ impl Xf {
         // A fixed (demo) key may have been tried before it existed.
         self.inner.keys.forget_hash(&record.key_hash);
         (record, key)
+    }
+}
+
+impl Admin<'_> {
+    /// Creates an organization with one live and one test key.
+    pub async fn create_organization(&self, input: NewOrganization) -> Result<CreatedOrganization> {
+        let organization = self.xf.new_organization(input)?;
+        self.xf.create_with_keys(organization, None, None).await
+    }
+
+    /// Changes an organization's plan and/or limit overrides.
+    pub async fn update_organization(
+        &self,
+        id: &OrganizationId,
+        patch: OrganizationPatch,
+    ) -> Result<Organization> {
+        let current = self
+            .xf
+            .store()
+            .get_organization(id)
+            .await?
+            .ok_or(Error::NotFound("organization"))?;
+        if let Some(plan) = &patch.plan {
+            self.xf.check_plan(plan)?;
+        }
+        let max = crate::params::MAX_ADMIN_COUNT;
+        for (name, value) in patch.limits.iter().flat_map(LimitsPatch::set) {
+            if value > max {
+                return Err(Error::invalid(
+                    format!("limits.{name}"),
+                    format!("must be at most {max}"),
+                ));
+            }
+        }
+        let limits = patch.limits.map(|l| current.limits.patched(&l));
+        let updated = self
+            .xf
+            .store()
+            .update_organization(id, patch.plan.as_deref(), limits.as_ref())
+            .await?
+            .ok_or(Error::NotFound("organization"))?;
+        self.xf.inner.keys.forget_organization(id);
+        Ok(updated)
+    }
+
+    /// Every organization, newest first, a page at a time.
+    pub async fn list_organizations(&self, params: &PageParams) -> Result<Page<Organization>> {
+        let (request, limit) = self.xf.page_request("admin-organizations", "", params)?;
+        let organizations = self.xf.store().list_organizations(&request).await?;
+        Ok(self
+            .xf
+            .finish_page("admin-organizations", "", organizations, limit, |o| After {
+                created_at: o.created_at,
+                id: o.id.as_str().to_owned(),
+            }))
+    }
+
+    /// One organization.
+    pub async fn get_organization(&self, id: &OrganizationId) -> Result<Organization> {
+        self.xf
+            .store()
+            .get_organization(id)
+            .await?
+            .ok_or(Error::NotFound("organization"))
+    }
+
+    /// The organization's keys, revoked or not, newest first, a page at a time (never their
+    /// secrets: a prefix to tell them apart).
+    pub async fn list_api_keys(
+        &self,
+        organization_id: &OrganizationId,
+        params: &PageParams,
+    ) -> Result<Page<ApiKey>> {
+        self.xf
+            .admin_page("admin-api-keys", organization_id, params, |k: &ApiKey| {
+                (k.created_at, k.id.as_str())
+            })
+            .await
+    }
+
+    /// The organization's channels, newest first, a page at a time (never their tokens).
+    pub async fn list_channels(
+        &self,
+        organization_id: &OrganizationId,
+        params: &PageParams,
+    ) -> Result<Page<AdminChannelView>> {
+        let page = self
+            .xf
+            .admin_page("admin-channels", organization_id, params, |c: &Channel| {
+                (c.created_at, c.id.as_str())
+            })
+            .await?;
+        Ok(page.map(AdminChannelView::from))
+    }
+
+    /// Issues a new key, within the organization's `maxActiveKeys`.
+    pub async fn create_api_key(
+        &self,
+        organization_id: &OrganizationId,
+        mode: KeyMode,
+    ) -> Result<CreatedApiKey> {
+        let organization = self
+            .xf
+            .store()
+            .get_organization(organization_id)
+            .await?
+            .ok_or(Error::NotFound("organization"))?;
+        let (id, key) = self.xf.issue_key(&organization, mode, None).await?;
+        Ok(CreatedApiKey { id, key })
+    }
+
+    /// Revokes a key; requests with it get `401` from now on.
+    pub async fn revoke_api_key(&self, id: &ApiKeyId) -> Result<RevokedApiKey> {
+        let key = self
+            .xf
+            .store()
+            .revoke_api_key(id, self.xf.now())
+            .await?
+            .ok_or(Error::NotFound("API key"))?;
+        self.xf.inner.keys.forget_key(&key.id);
+        Ok(RevokedApiKey {
+            id: key.id,
+            revoked: true,
+        })
+    }
+
+    /// Marks a property verified.
+    pub async fn verify_property(&self, id: &PropertyId) -> Result<PropertyView> {
+        let property = self
+            .xf
+            .store()
+            .set_property_verified(id)
+            .await?
+            .ok_or(Error::NotFound("property"))?;
+        Ok(PropertyView {
+            property,
+            gsc: None,
+            last_scan: None,
+        })
+    }
+
+    /// Marks an issue fixed.
+    pub async fn mark_issue_fixed(&self, id: &IssueId) -> Result<Issue> {
+        self.xf
+            .store()
+            .set_issue_fixed(id, self.xf.now())
+            .await?
+            .ok_or(Error::NotFound("issue"))
+    }
+
+    /// Creates a share link for a completed scan of a property.
+    pub async fn create_report(&self, input: NewReport) -> Result<ReportItem> {
+        let now = self.xf.now();
+        let property_id =
+            PropertyId::parse(&input.property_id).map_err(|_| Error::NotFound("property"))?;
+        let property = self
+            .xf
+            .store()
+            .get_property(&property_id)
+            .await?
+            .ok_or(Error::NotFound("property"))?;
+        let scan_id = JobId::parse(&input.scan_id).map_err(|_| Error::NotFound("scan"))?;
+        let job = self
+            .xf
+            .store()
+            .get_job(&scan_id)
+            .await?
+            .filter(|job| job.property_id() == Some(&property.id))
+            .ok_or(Error::NotFound("scan"))?;
+        if job.status != JobStatus::Completed {
+            return Err(Error::invalid("scanId", "must be a completed scan"));
+        }
+        if input.expires_at <= now {
+            return Err(Error::invalid("expiresAt", "must be in the future"));
+        }
+        let report = Report {
+            // 32 base62 characters: about 190 bits, unguessable as a public link must be.
+            token: Alphanumeric.sample_string(&mut OsRng, 32),
+            organization_id: property.organization_id,
+            property_id: property.id,
+            scan_id: job.id,
+            expires_at: input.expires_at,
+            view_count: 0,
+            created_at: now,
+        };
+        self.xf.store().insert_report(&report).await?;
+        self.xf.report_item(report).await
+    }
+
+    /// Counts one view of a report's public page.
+    pub async fn record_report_view(&self, token: &str) -> Result<ReportItem> {
+        let report = self
+            .xf
+            .store()
+            .increment_report_views(token)
+            .await?
+            .ok_or(Error::NotFound("report"))?;
+        self.xf.report_item(report).await
+    }
+
+    /// Adds AI, redirect and image usage to this month's meters.
+    pub async fn record_usage(
+        &self,
+        organization_id: &OrganizationId,
+        delta: UsageDelta,
+    ) -> Result<UsageCounters> {
+        self.xf
+            .store()
+            .get_organization(organization_id)
+            .await?
+            .ok_or(Error::NotFound("organization"))?;
+        let delta = UsageCounters {
+            ai_input_tokens: delta.ai_input_tokens,
+            ai_output_tokens: delta.ai_output_tokens,
+            redirects_created: delta.redirects_created,
+            images_optimized: delta.images_optimized,
+            ..UsageCounters::default()
+        };
+        Ok(self
+            .xf
+            .store()
+            .add_usage(organization_id, &self.xf.now().month_key(), &delta)
+            .await?)
+    }
+
+    /// Links a property to a Search Console site (`siteUrl`, e.g. `sc-domain:example.com`).
+    pub async fn link_property_gsc(&self, id: &PropertyId, site_url: &str) -> Result<PropertyView> {
+        let site_url = site_url.trim();
+        crate::gsc::check_site_url(site_url).map_err(|rule| Error::invalid("siteUrl", rule))?;
+        let property = self
+            .xf
+            .store()
+            .set_property_gsc_site(id, Some(site_url))
+            .await?
+            .ok_or(Error::NotFound("property"))?;
+        self.xf
+            .property_view_with(
+                property,
+                Includes {
+                    gsc: true,
+                    last_scan: false,
+                },
+            )
+            .await
     }
 }
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::media::ChannelGrant;
-use super::Xf;
+use super::{Admin, Xf};
 use subtle::ConstantTimeEq;
 
 use crate::connect::{
@@ -17,56 +17,6 @@ use crate::ids::{ChannelId, Id, OrganizationId};
 use crate::time::Timestamp;
 
 impl Xf {
-    /// `POST /admin/organizations/{orgId}/connect-links`: a link that connects the
-    /// organization's account at `provider` (or reconnects `channelId`), valid for an hour.
-    pub async fn admin_create_connect_link(
-        &self,
-        organization_id: &OrganizationId,
-        input: NewConnectLink,
-    ) -> Result<ConnectLink> {
-        let provider = Provider::parse(input.provider.trim()).ok_or_else(|| {
-            Error::invalid(
-                "provider",
-                "must be one of google, youtube, instagram, tiktok, linkedin, pinterest",
-            )
-        })?;
-        if self.connector(provider).is_none() {
-            return Err(Error::invalid(
-                "provider",
-                format!("no {provider} app is configured on this server"),
-            ));
-        }
-        let return_url = self.trusted_return_url(&input.return_url)?;
-        if self
-            .store()
-            .get_organization(organization_id)
-            .await?
-            .is_none()
-        {
-            return Err(Error::NotFound("organization"));
-        }
-        let channel = match input.channel_id.as_deref().map(str::trim) {
-            None | Some("") => None,
-            Some(id) => Some(
-                self.channel_to_reconnect(organization_id, provider, id)
-                    .await?,
-            ),
-        };
-        let expires_at = self.now().plus(chrono_duration(LINK_LIFETIME));
-        let token = self.inner.connect_tokens.seal_link(&LinkClaims {
-            org: organization_id.clone(),
-            provider,
-            channel,
-            return_url,
-            exp: unix_seconds(expires_at),
-        });
-        Ok(ConnectLink {
-            url: format!("{}{CONNECT_PREFIX}/{token}", self.config().public_base_url),
-            provider,
-            expires_at,
-        })
-    }
-
     /// The redirect URI to register with every provider: `{base}/connect/callback`.
     pub fn connect_redirect_uri(&self) -> String {
         format!("{}{CALLBACK_PATH}", self.config().public_base_url)
@@ -338,6 +288,63 @@ impl Xf {
             ));
         }
         Ok(channel.id)
+    }
+}
+
+impl Admin<'_> {
+    /// `POST /admin/organizations/{orgId}/connect-links`: a link that connects the
+    /// organization's account at `provider` (or reconnects `channelId`), valid for an hour.
+    pub async fn create_connect_link(
+        &self,
+        organization_id: &OrganizationId,
+        input: NewConnectLink,
+    ) -> Result<ConnectLink> {
+        let provider = Provider::parse(input.provider.trim()).ok_or_else(|| {
+            Error::invalid(
+                "provider",
+                "must be one of google, youtube, instagram, tiktok, linkedin, pinterest",
+            )
+        })?;
+        if self.xf.connector(provider).is_none() {
+            return Err(Error::invalid(
+                "provider",
+                format!("no {provider} app is configured on this server"),
+            ));
+        }
+        let return_url = self.xf.trusted_return_url(&input.return_url)?;
+        if self
+            .xf
+            .store()
+            .get_organization(organization_id)
+            .await?
+            .is_none()
+        {
+            return Err(Error::NotFound("organization"));
+        }
+        let channel = match input.channel_id.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(id) => Some(
+                self.xf
+                    .channel_to_reconnect(organization_id, provider, id)
+                    .await?,
+            ),
+        };
+        let expires_at = self.xf.now().plus(chrono_duration(LINK_LIFETIME));
+        let token = self.xf.inner.connect_tokens.seal_link(&LinkClaims {
+            org: organization_id.clone(),
+            provider,
+            channel,
+            return_url,
+            exp: unix_seconds(expires_at),
+        });
+        Ok(ConnectLink {
+            url: format!(
+                "{}{CONNECT_PREFIX}/{token}",
+                self.xf.config().public_base_url
+            ),
+            provider,
+            expires_at,
+        })
     }
 }
 

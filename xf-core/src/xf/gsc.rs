@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::{Caller, Xf};
+use super::{Admin, Caller, Xf};
 use crate::api::{
     GscAccountLink, GscAccountView, GscConnection, GscOverview, GscPageRow, GscPortfolio,
     GscQueryRow, GscSnapshotView, GscSyncResult, Page, PageParams, PropertyGscDetail,
@@ -412,65 +412,6 @@ impl Xf {
             .collect())
     }
 
-    /// `PUT /admin/organizations/{orgId}/gsc`: links (or links again) the organization's
-    /// Google account; its refresh token is sealed with the host's secret.
-    pub async fn admin_link_organization_gsc(
-        &self,
-        organization_id: &OrganizationId,
-        link: GscAccountLink,
-    ) -> Result<GscAccountView> {
-        let token = link.refresh_token.trim();
-        if token.is_empty()
-            || token.len() > MAX_REFRESH_TOKEN_LEN
-            || !token.bytes().all(|b| b.is_ascii_graphic())
-        {
-            return Err(Error::invalid(
-                "refreshToken",
-                format!("must be 1 to {MAX_REFRESH_TOKEN_LEN} visible ASCII characters"),
-            ));
-        }
-        let email = link.account_email.map(|e| e.trim().to_owned());
-        if let Some(email) = &email {
-            let (local, domain) = email.split_once('@').unwrap_or_default();
-            if local.is_empty()
-                || domain.is_empty()
-                || email.len() > 320
-                || email.contains(char::is_whitespace)
-            {
-                return Err(Error::invalid("accountEmail", "must be an email address"));
-            }
-        }
-        self.save_gsc_account(organization_id, token, email).await
-    }
-
-    /// `GET /admin/organizations/{orgId}/gsc/sites`: the Search Console sites the
-    /// organization's linked Google account can see, asked of Google now: what a property
-    /// can be mapped to.
-    pub async fn admin_gsc_sites(
-        &self,
-        organization_id: &OrganizationId,
-    ) -> Result<crate::gsc::GscSites> {
-        let client = self.inner.search_console.clone().ok_or_else(|| {
-            Error::GscNotConfigured(
-                "Search Console is not configured on this host (no Google OAuth client)".into(),
-            )
-        })?;
-        let (account, refresh_token) = self.linked_google(organization_id).await?;
-        let session = Session {
-            client: &*client,
-            tokens: &self.inner.gsc_tokens,
-            organization_id,
-            linked_at: account.linked_at,
-            refresh_token: &refresh_token,
-            site_url: "",
-            current: std::sync::Mutex::new(None),
-        };
-        match session.sites().await {
-            Ok(sites) => Ok(crate::gsc::GscSites { sites }),
-            Err(error) => Err(self.google_failure(&account, error).await),
-        }
-    }
-
     /// The organization's linked, unrevoked Google account, and its refresh token.
     async fn linked_google(
         &self,
@@ -541,5 +482,68 @@ impl Xf {
             linked_at: account.linked_at,
             token_revoked: false,
         })
+    }
+}
+
+impl Admin<'_> {
+    /// `PUT /admin/organizations/{orgId}/gsc`: links (or links again) the organization's
+    /// Google account; its refresh token is sealed with the host's secret.
+    pub async fn link_organization_gsc(
+        &self,
+        organization_id: &OrganizationId,
+        link: GscAccountLink,
+    ) -> Result<GscAccountView> {
+        let token = link.refresh_token.trim();
+        if token.is_empty()
+            || token.len() > MAX_REFRESH_TOKEN_LEN
+            || !token.bytes().all(|b| b.is_ascii_graphic())
+        {
+            return Err(Error::invalid(
+                "refreshToken",
+                format!("must be 1 to {MAX_REFRESH_TOKEN_LEN} visible ASCII characters"),
+            ));
+        }
+        let email = link.account_email.map(|e| e.trim().to_owned());
+        if let Some(email) = &email {
+            let (local, domain) = email.split_once('@').unwrap_or_default();
+            if local.is_empty()
+                || domain.is_empty()
+                || email.len() > 320
+                || email.contains(char::is_whitespace)
+            {
+                return Err(Error::invalid("accountEmail", "must be an email address"));
+            }
+        }
+        self.xf
+            .save_gsc_account(organization_id, token, email)
+            .await
+    }
+
+    /// `GET /admin/organizations/{orgId}/gsc/sites`: the Search Console sites the
+    /// organization's linked Google account can see, asked of Google now: what a property
+    /// can be mapped to.
+    pub async fn gsc_sites(
+        &self,
+        organization_id: &OrganizationId,
+    ) -> Result<crate::gsc::GscSites> {
+        let client = self.xf.inner.search_console.clone().ok_or_else(|| {
+            Error::GscNotConfigured(
+                "Search Console is not configured on this host (no Google OAuth client)".into(),
+            )
+        })?;
+        let (account, refresh_token) = self.xf.linked_google(organization_id).await?;
+        let session = Session {
+            client: &*client,
+            tokens: &self.xf.inner.gsc_tokens,
+            organization_id,
+            linked_at: account.linked_at,
+            refresh_token: &refresh_token,
+            site_url: "",
+            current: std::sync::Mutex::new(None),
+        };
+        match session.sites().await {
+            Ok(sites) => Ok(crate::gsc::GscSites { sites }),
+            Err(error) => Err(self.xf.google_failure(&account, error).await),
+        }
     }
 }

@@ -73,6 +73,10 @@ impl Xf {
     /// `GET /properties/{propertyId}/scans/{jobId}/changes`: what changed between an earlier
     /// scan (`against`, or the one before) and this one, with the cursor of the next page of
     /// its changed issues.
+    ///
+    /// One piece: the scan, its predecessor, their records and the page of changed issues are
+    /// read and checked in the order the errors are reported (404s first, then the cursor), and
+    /// the answer is built from all of them at once.
     pub async fn scan_changes(
         &self,
         caller: &Caller,

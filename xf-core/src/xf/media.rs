@@ -7,7 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::json;
 
-use super::{Caller, Xf};
+use super::{Admin, Caller, Xf};
 use crate::error::{Error, Result};
 use crate::ids::{ChannelId, Id, MediaId, OrganizationId};
 use crate::media::api::{
@@ -169,7 +169,7 @@ impl Drop for OwnedBlob {
 }
 
 /// A file part written to the blob store, not yet a media item. Given to
-/// [`Xf::create_media`], which keeps it as the item's file. It owns its blob: a staged file
+/// [`Media::create`], which keeps it as the item's file. It owns its blob: a staged file
 /// dropped on any other path (a refused form, an idempotent replay, a client that went away)
 /// deletes it.
 pub struct StagedFile {
@@ -305,6 +305,21 @@ fn accounts_field(platform: Platform) -> String {
     format!("{}.{key}", platform.as_str())
 }
 
+/// The media publishing API's use cases, [`Xf::media`]'s: staging a form's files, creating,
+/// reading, editing, cancelling, deleting and listing media items, deleting posts, resumable
+/// uploads (`xf/uploads.rs`), the caller's channels and media usage.
+#[derive(Debug, Clone, Copy)]
+pub struct Media<'a> {
+    pub(super) xf: &'a Xf,
+}
+
+impl Xf {
+    /// The media API's use cases ([`Media`]): `xf.media().create(…)`.
+    pub fn media(&self) -> Media<'_> {
+        Media { xf: self }
+    }
+}
+
 impl Xf {
     /// The bounds of uploads.
     pub fn media_limits(&self) -> MediaLimits {
@@ -333,23 +348,7 @@ impl Xf {
         })
     }
 
-    /// Streams one file part of an upload form of `kind` into the blob store. The name must
-    /// have an accepted extension (checked before any byte is stored); past the kind's size
-    /// limit the part is dropped and the answer is `413`. The stored bytes are checked later,
-    /// by [`Xf::create_media`].
-    pub async fn stage_media_file(
-        &self,
-        caller: &Caller,
-        kind: MediaKind,
-        file_name: &str,
-        body: &mut (dyn ChunkSource + '_),
-    ) -> Result<StagedFile> {
-        let staged = self.stage_of_kind(caller, kind, file_name, body).await?;
-        self.metrics().upload_bytes("multipart", staged.size);
-        Ok(staged)
-    }
-
-    /// [`Xf::stage_media_file`] without counting the bytes as a form's: for a finished
+    /// [`Media::stage_file`] without counting the bytes as a form's: for a finished
     /// resumable upload's, counted as `resumable` as its chunks arrived.
     pub(super) async fn stage_of_kind(
         &self,
@@ -365,26 +364,6 @@ impl Xf {
             limit: self.inner.media_limits.of(kind),
         };
         self.stage(caller, &accepted, file_name, body).await
-    }
-
-    /// Streams the `thumbnail` part of a video's upload form (YouTube's custom thumbnail) into
-    /// the blob store: a `.jpg`, `.jpeg` or `.png` of at most 2 MB (`413`
-    /// past it). Its bytes are checked by [`Xf::create_media`].
-    pub async fn stage_thumbnail(
-        &self,
-        caller: &Caller,
-        file_name: &str,
-        body: &mut (dyn ChunkSource + '_),
-    ) -> Result<StagedFile> {
-        let accepted = Accepted {
-            field: "thumbnail",
-            what: "thumbnail (JPEG or PNG)",
-            extensions: THUMBNAIL_EXTENSIONS,
-            limit: THUMBNAIL_MAX_BYTES.min(self.inner.media_limits.of(MediaKind::Image)),
-        };
-        let staged = self.stage(caller, &accepted, file_name, body).await?;
-        self.metrics().upload_bytes("multipart", staged.size);
-        Ok(staged)
     }
 
     async fn stage(
@@ -489,48 +468,6 @@ impl Xf {
         .await
     }
 
-    /// Deletes the staged files of a form that cannot be used.
-    pub async fn discard_staged(&self, staged: impl IntoIterator<Item = StagedFile>) {
-        for staged in staged {
-            staged.blob.discard().await;
-        }
-    }
-
-    /// Checks an upload form of `kind` (its text fields, read by
-    /// [`parse_upload_fields`](crate::media::settings::parse_upload_fields) at the edge, and
-    /// the files staged from its file parts, if any: one, or an image carousel's images in
-    /// order, and a video's YouTube thumbnail staged by [`Xf::stage_thumbnail`], if any) and
-    /// stores the media item.
-    /// Whatever fails, the staged files are deleted. With a test key nothing is stored and
-    /// the answer is a mock (the files are deleted too).
-    ///
-    /// The work runs on a task of its own: a client that goes away once its form is sent
-    /// does not cut it short, so the item is stored with its files or the files are deleted,
-    /// never one without the other.
-    pub async fn create_media(
-        &self,
-        caller: &Caller,
-        kind: MediaKind,
-        fields: &UploadFields,
-        files: Vec<StagedFile>,
-        thumbnail: Option<StagedFile>,
-    ) -> Result<Vec<UploadedItem>> {
-        let xf = self.clone();
-        let caller = caller.clone();
-        let fields = fields.clone();
-        let item = to_the_end("storing a media item", async move {
-            xf.create_media_now(&caller, kind, &fields, files, thumbnail)
-                .await
-        })
-        .await?;
-        Ok(vec![UploadedItem {
-            platforms: item.platforms(),
-            id: item.id,
-            title: item.title,
-            status: item.status,
-        }])
-    }
-
     async fn create_media_now(
         &self,
         caller: &Caller,
@@ -570,7 +507,7 @@ impl Xf {
         for staged in files.into_iter().chain(thumbnail) {
             match &stored {
                 Ok(_) if !caller.is_test() => staged.blob.keep(),
-                _ => self.discard_staged(Some(staged)).await,
+                _ => self.media().discard_staged(Some(staged)).await,
             }
         }
         let item = stored?;
@@ -583,6 +520,10 @@ impl Xf {
     /// The media item of a form, its files staged from its file parts (a carousel's images
     /// in order) or (`from_upload`) from the resumable upload its `fileId` names (with
     /// YouTube's custom thumbnail, if the form has one), and the jobs that publish its posts.
+    ///
+    /// One piece: an upload's checks in the order their errors are reported (the file against
+    /// the form, each platform's account and rules, the schedule), building the item and its
+    /// jobs from what each check read.
     async fn checked_media(
         &self,
         caller: &Caller,
@@ -873,18 +814,6 @@ impl Xf {
         }
     }
 
-    /// `GET /media/videos/{id}` and `GET /media/images/{id}`: an item of the caller's
-    /// organization and of that kind.
-    pub async fn get_media(
-        &self,
-        caller: &Caller,
-        kind: MediaKind,
-        id: &MediaId,
-    ) -> Result<MediaItemView> {
-        let item = self.owned_media(caller, kind, id).await?;
-        Ok(MediaItemView::from(&item))
-    }
-
     /// The item `id` if it is the caller's organization's and of `kind`; `404` otherwise
     /// (another organization's item is not found, never refused).
     async fn owned_media(
@@ -900,22 +829,158 @@ impl Xf {
             .ok_or(Error::NotFound(kind.as_str()))
     }
 
+    /// Cancels the jobs of posts a cancel or delete stopped. The posts' state is already
+    /// stored and decides (a worker finds them cancelled or gone before any irreversible
+    /// call), so a job that cannot be cancelled now is logged, not answered as a failure.
+    async fn cancel_jobs(&self, jobs: &[crate::ids::JobId], now: crate::time::Timestamp) {
+        for job in jobs {
+            if let Err(error) = self.store().cancel_job(job, now).await {
+                tracing::warn!(%error, job = %job, "a stopped post's job was not cancelled");
+            }
+        }
+    }
+
+    /// Stores a channel of `organization_id` with these tokens, sealed: a new one, or, for an
+    /// account connected before, the same channel (same id) with new tokens, reconnected.
+    pub(crate) async fn save_channel(
+        &self,
+        organization_id: &OrganizationId,
+        platform: Platform,
+        grant: ChannelGrant,
+    ) -> Result<Channel> {
+        let now = self.now();
+        // Bound to what identifies the channel across reconnections (its id is kept then).
+        let owner = channel_owner(organization_id, platform, &grant.account_id);
+        let sealer = &self.inner.token_sealer;
+        let channel = Channel {
+            sealed_access_token: sealer.seal(&owner, &grant.access_token),
+            sealed_refresh_token: grant.refresh_token.map(|t| sealer.seal(&owner, &t)),
+            id: ChannelId::new(),
+            organization_id: organization_id.clone(),
+            platform,
+            account_id: grant.account_id,
+            name: grant.name,
+            thumbnail: grant.thumbnail,
+            expires_at: grant.expires_at,
+            disconnected: None,
+            default_board: grant.default_board,
+            created_at: now,
+            updated_at: now,
+        };
+        self.store()
+            .put_channel(&channel)
+            .await?
+            .ok_or(Error::NotFound("organization"))
+    }
+}
+
+impl Media<'_> {
+    /// Streams one file part of an upload form of `kind` into the blob store. The name must
+    /// have an accepted extension (checked before any byte is stored); past the kind's size
+    /// limit the part is dropped and the answer is `413`. The stored bytes are checked later,
+    /// by [`Media::create`].
+    pub async fn stage_file(
+        &self,
+        caller: &Caller,
+        kind: MediaKind,
+        file_name: &str,
+        body: &mut (dyn ChunkSource + '_),
+    ) -> Result<StagedFile> {
+        let staged = self.xf.stage_of_kind(caller, kind, file_name, body).await?;
+        self.xf.metrics().upload_bytes("multipart", staged.size);
+        Ok(staged)
+    }
+
+    /// Streams the `thumbnail` part of a video's upload form (YouTube's custom thumbnail) into
+    /// the blob store: a `.jpg`, `.jpeg` or `.png` of at most 2 MB (`413`
+    /// past it). Its bytes are checked by [`Media::create`].
+    pub async fn stage_thumbnail(
+        &self,
+        caller: &Caller,
+        file_name: &str,
+        body: &mut (dyn ChunkSource + '_),
+    ) -> Result<StagedFile> {
+        let accepted = Accepted {
+            field: "thumbnail",
+            what: "thumbnail (JPEG or PNG)",
+            extensions: THUMBNAIL_EXTENSIONS,
+            limit: THUMBNAIL_MAX_BYTES.min(self.xf.inner.media_limits.of(MediaKind::Image)),
+        };
+        let staged = self.xf.stage(caller, &accepted, file_name, body).await?;
+        self.xf.metrics().upload_bytes("multipart", staged.size);
+        Ok(staged)
+    }
+
+    /// Deletes the staged files of a form that cannot be used.
+    pub async fn discard_staged(&self, staged: impl IntoIterator<Item = StagedFile>) {
+        for staged in staged {
+            staged.blob.discard().await;
+        }
+    }
+
+    /// Checks an upload form of `kind` (its text fields, read by
+    /// [`parse_upload_fields`](crate::media::settings::parse_upload_fields) at the edge, and
+    /// the files staged from its file parts, if any: one, or an image carousel's images in
+    /// order, and a video's YouTube thumbnail staged by [`Media::stage_thumbnail`], if any) and
+    /// stores the media item.
+    /// Whatever fails, the staged files are deleted. With a test key nothing is stored and
+    /// the answer is a mock (the files are deleted too).
+    ///
+    /// The work runs on a task of its own: a client that goes away once its form is sent
+    /// does not cut it short, so the item is stored with its files or the files are deleted,
+    /// never one without the other.
+    pub async fn create(
+        &self,
+        caller: &Caller,
+        kind: MediaKind,
+        fields: &UploadFields,
+        files: Vec<StagedFile>,
+        thumbnail: Option<StagedFile>,
+    ) -> Result<Vec<UploadedItem>> {
+        let xf = self.xf.clone();
+        let caller = caller.clone();
+        let fields = fields.clone();
+        let item = to_the_end("storing a media item", async move {
+            xf.create_media_now(&caller, kind, &fields, files, thumbnail)
+                .await
+        })
+        .await?;
+        Ok(vec![UploadedItem {
+            platforms: item.platforms(),
+            id: item.id,
+            title: item.title,
+            status: item.status,
+        }])
+    }
+
+    /// `GET /media/videos/{id}` and `GET /media/images/{id}`: an item of the caller's
+    /// organization and of that kind.
+    pub async fn get(
+        &self,
+        caller: &Caller,
+        kind: MediaKind,
+        id: &MediaId,
+    ) -> Result<MediaItemView> {
+        let item = self.xf.owned_media(caller, kind, id).await?;
+        Ok(MediaItemView::from(&item))
+    }
+
     /// `PATCH /media/videos/{id}` and `PATCH /media/images/{id}`: changes `scheduledAt`, the
     /// title, the description and platforms' settings (merged: a key set to `null` is
     /// removed) before any post started, checked as an upload of the changed item would be,
     /// platform rules included; the posts' jobs move to the new time. The platforms, their
     /// accounts and `autoPublish` stay as uploaded. `409 conflict`, naming the platform, once
     /// a post started ([`MediaItem::edit`]).
-    pub async fn update_media(
+    pub async fn update(
         &self,
         caller: &Caller,
         kind: MediaKind,
         id: &MediaId,
         patch: &MediaPatch,
     ) -> Result<MediaItemView> {
-        let item = self.owned_media(caller, kind, id).await?;
+        let item = self.xf.owned_media(caller, kind, id).await?;
         let edit = checked_edit(&item, patch)?;
-        match self.store().edit_media(id, &edit, self.now()).await? {
+        match self.xf.store().edit_media(id, &edit, self.xf.now()).await? {
             MediaEdited::Edited(item) => Ok(MediaItemView::from(&*item)),
             MediaEdited::Refused(reason) => Err(Error::Conflict(reason)),
             MediaEdited::Missing => Err(Error::NotFound(kind.as_str())),
@@ -928,21 +993,21 @@ impl Xf {
     /// is deleted from the blob store, which no post needs any more. Posts already published
     /// stay on their platforms. `409 conflict`, naming the platform, while a post's
     /// irreversible call is under way ([`MediaItem::deletable`]).
-    pub async fn delete_media(
+    pub async fn delete(
         &self,
         caller: &Caller,
         kind: MediaKind,
         id: &MediaId,
     ) -> Result<DeletedMedia> {
-        self.owned_media(caller, kind, id).await?;
-        let (item, jobs) = match self.store().delete_media(id).await? {
+        self.xf.owned_media(caller, kind, id).await?;
+        let (item, jobs) = match self.xf.store().delete_media(id).await? {
             MediaDelete::Deleted(item, jobs) => (item, jobs),
             MediaDelete::Refused(reason) => return Err(Error::Conflict(reason)),
             MediaDelete::Missing => return Err(Error::NotFound(kind.as_str())),
         };
-        self.cancel_jobs(&jobs, self.now()).await;
+        self.xf.cancel_jobs(&jobs, self.xf.now()).await;
         for key in item.blob_keys() {
-            delete_logged(&*self.inner.blobs, key).await;
+            delete_logged(&*self.xf.inner.blobs, key).await;
         }
         Ok(DeletedMedia {
             id: item.id.clone(),
@@ -957,21 +1022,21 @@ impl Xf {
     /// cancel. The posts' jobs are cancelled in the engine, which stops a running attempt;
     /// one that is not stopped in time finds the post cancelled at its next write, before
     /// any irreversible call (`MediaItem::set_post` keeps a cancel).
-    pub async fn cancel_media(
+    pub async fn cancel(
         &self,
         caller: &Caller,
         kind: MediaKind,
         id: &MediaId,
     ) -> Result<MediaItemView> {
         // Ownership first: another organization's item is not found, never refused.
-        self.owned_media(caller, kind, id).await?;
-        let now = self.now();
-        let (item, jobs) = match self.store().cancel_media(id, now).await? {
+        self.xf.owned_media(caller, kind, id).await?;
+        let now = self.xf.now();
+        let (item, jobs) = match self.xf.store().cancel_media(id, now).await? {
             MediaCancel::Cancelled(item, jobs) => (item, jobs),
             MediaCancel::Refused(reason) => return Err(Error::Conflict(reason)),
             MediaCancel::Missing => return Err(Error::NotFound(kind.as_str())),
         };
-        self.cancel_jobs(&jobs, now).await;
+        self.xf.cancel_jobs(&jobs, now).await;
         Ok(MediaItemView::from(&*item))
     }
 
@@ -999,7 +1064,7 @@ impl Xf {
                 "must be 1 to 256 visible ASCII characters when given",
             ));
         }
-        let item = self.owned_media(caller, kind, id).await?;
+        let item = self.xf.owned_media(caller, kind, id).await?;
         let has_posts = item.targets.get(&platform).is_some_and(|target| {
             account.map_or(!target.posts.is_empty(), |a| target.posts.contains_key(a))
         });
@@ -1013,8 +1078,9 @@ impl Xf {
             )));
         }
         let started = self
+            .xf
             .store()
-            .delete_posts(id, platform, account, self.now())
+            .delete_posts(id, platform, account, self.xf.now())
             .await?;
         match started {
             PostsDelete::Started(item) => Ok(MediaItemView::from(&*item)),
@@ -1023,19 +1089,8 @@ impl Xf {
         }
     }
 
-    /// Cancels the jobs of posts a cancel or delete stopped. The posts' state is already
-    /// stored and decides (a worker finds them cancelled or gone before any irreversible
-    /// call), so a job that cannot be cancelled now is logged, not answered as a failure.
-    async fn cancel_jobs(&self, jobs: &[crate::ids::JobId], now: crate::time::Timestamp) {
-        for job in jobs {
-            if let Err(error) = self.store().cancel_job(job, now).await {
-                tracing::warn!(%error, job = %job, "a stopped post's job was not cancelled");
-            }
-        }
-    }
-
     /// `GET /media/videos` and `GET /media/images`: newest first, a page at a time.
-    pub async fn list_media(
+    pub async fn list(
         &self,
         caller: &Caller,
         kind: MediaKind,
@@ -1094,6 +1149,7 @@ impl Xf {
             platform,
         };
         let (items, total) = self
+            .xf
             .store()
             .list_media(
                 &caller.organization.id,
@@ -1115,17 +1171,21 @@ impl Xf {
 
     /// `GET /channels`: the organization's connected channels by platform, with the spec's
     /// fields of each.
-    pub async fn list_channels(&self, caller: &Caller) -> Result<ChannelsView> {
-        let channels = self.store().list_channels(&caller.organization.id).await?;
+    pub async fn channels(&self, caller: &Caller) -> Result<ChannelsView> {
+        let channels = self
+            .xf
+            .store()
+            .list_channels(&caller.organization.id)
+            .await?;
         Ok(ChannelsView::of(channels))
     }
 
     /// `GET /media/usage`: this UTC month's media meters of the caller's organization (the
     /// same meters `GET /usage` shows among its counters).
-    pub async fn media_usage(&self, caller: &Caller) -> Result<MediaUsage> {
-        let period = self.now().month_key();
+    pub async fn usage(&self, caller: &Caller) -> Result<MediaUsage> {
+        let period = self.xf.now().month_key();
         let org = &caller.organization;
-        let counters = self.store().get_usage(&org.id, &period).await?;
+        let counters = self.xf.store().get_usage(&org.id, &period).await?;
         Ok(MediaUsage {
             period,
             plan: org.plan.clone(),
@@ -1135,10 +1195,12 @@ impl Xf {
             posts_deleted: counters.posts_deleted,
         })
     }
+}
 
+impl Admin<'_> {
     /// `POST /admin/organizations/{orgId}/channels`: connects (or connects again) a social
     /// account; its tokens are sealed with the host's secret.
-    pub async fn admin_connect_channel(
+    pub async fn connect_channel(
         &self,
         organization_id: &OrganizationId,
         input: NewChannel,
@@ -1207,6 +1269,7 @@ impl Xf {
             })
             .transpose()?;
         let stored = self
+            .xf
             .save_channel(
                 organization_id,
                 platform,
@@ -1227,7 +1290,7 @@ impl Xf {
     /// `PATCH /admin/channels/{channelId}`: sets (or clears) a Pinterest channel's default
     /// board, which its pins go on when an upload names none. Another platform's channel is
     /// `404`, as an unknown id.
-    pub async fn admin_update_channel(
+    pub async fn update_channel(
         &self,
         id: &ChannelId,
         changes: crate::media::api::ChannelChanges,
@@ -1250,44 +1313,12 @@ impl Xf {
         };
         // Only Pinterest channels have boards: another channel's id is not one of them.
         let updated = self
+            .xf
             .store()
-            .set_channel_default_board(id, board, self.now())
+            .set_channel_default_board(id, board, self.xf.now())
             .await?
             .ok_or(Error::NotFound(ChannelId::RESOURCE))?;
         Ok(updated.into())
-    }
-
-    /// Stores a channel of `organization_id` with these tokens, sealed: a new one, or, for an
-    /// account connected before, the same channel (same id) with new tokens, reconnected.
-    pub(crate) async fn save_channel(
-        &self,
-        organization_id: &OrganizationId,
-        platform: Platform,
-        grant: ChannelGrant,
-    ) -> Result<Channel> {
-        let now = self.now();
-        // Bound to what identifies the channel across reconnections (its id is kept then).
-        let owner = channel_owner(organization_id, platform, &grant.account_id);
-        let sealer = &self.inner.token_sealer;
-        let channel = Channel {
-            sealed_access_token: sealer.seal(&owner, &grant.access_token),
-            sealed_refresh_token: grant.refresh_token.map(|t| sealer.seal(&owner, &t)),
-            id: ChannelId::new(),
-            organization_id: organization_id.clone(),
-            platform,
-            account_id: grant.account_id,
-            name: grant.name,
-            thumbnail: grant.thumbnail,
-            expires_at: grant.expires_at,
-            disconnected: None,
-            default_board: grant.default_board,
-            created_at: now,
-            updated_at: now,
-        };
-        self.store()
-            .put_channel(&channel)
-            .await?
-            .ok_or(Error::NotFound("organization"))
     }
 }
 
@@ -1305,6 +1336,9 @@ pub(crate) struct ChannelGrant {
 
 /// The fields of a `PATCH` of `item`, checked as the upload form of the changed item would be
 /// (`parse_upload_fields`, then each platform's rules): every problem named by its field.
+///
+/// One piece: the patch is merged into the item as an upload of the changed item would send it,
+/// then checked as that upload would be; the merge and the check share the merged form.
 fn checked_edit(item: &MediaItem, patch: &MediaPatch) -> Result<crate::media::MediaEdit> {
     use crate::error::FieldError;
     use serde_json::Value;

@@ -73,10 +73,10 @@ pub(crate) use access::IDEMPOTENCY_TTL_HOURS;
 pub use access::{Fingerprint, IdempotencyStart, IdempotencyTicket, Keep, RateCheck, RequestKind};
 pub use account::PROBE_TIMEOUT;
 pub use admin::{
-    CreatedApiKey, CreatedOrganization, NewOrganization, NewReport, OrganizationPatch,
+    Admin, CreatedApiKey, CreatedOrganization, NewOrganization, NewReport, OrganizationPatch,
     RevokedApiKey, UsageDelta,
 };
-pub use media::{BodyError, ChunkSource, MediaLimits, RequestLimits, StagedFile};
+pub use media::{BodyError, ChunkSource, Media, MediaLimits, RequestLimits, StagedFile};
 pub use properties::normalize_property_url;
 pub use report_page::{
     Audit, CheckFindings, ReportPage, TrendPoint, MAX_LISTED_FINDINGS, TREND_SCANS,
@@ -423,6 +423,9 @@ impl XfBuilder {
     }
 
     /// The facade, or what is missing or malformed in its configuration.
+    ///
+    /// One piece: the builder's one wiring of every part (store, clock, secret, clients,
+    /// limits, caches) into the facade's state, in the order the parts depend on each other.
     pub fn build(self) -> Result<Xf, BuildError> {
         let secret_key = self.secret_key.ok_or(BuildError::SecretKeyMissing)?;
         if secret_key.len() < MIN_SECRET_KEY_LEN {

@@ -12,7 +12,7 @@ use base64::Engine;
 use sha1::{Digest, Sha1};
 
 use super::media::{delete_logged, to_the_end, BodyError, ChunkSource, StagedFile};
-use super::{Caller, Xf};
+use super::{Caller, Media, Xf};
 use crate::error::{Error, Result};
 use crate::ids::{Id, UploadId};
 use crate::media::inspect::extension_of;
@@ -92,64 +92,6 @@ impl Xf {
         limits.max_video_bytes.max(limits.max_image_bytes)
     }
 
-    /// `POST /media/uploads`: a new upload of `length` bytes, with the first chunk when the
-    /// request carries one (creation-with-upload).
-    pub async fn create_upload(
-        &self,
-        caller: &Caller,
-        length: u64,
-        metadata: Option<&str>,
-        first: Option<(Option<&str>, &mut (dyn ChunkSource + '_))>,
-    ) -> Result<Upload> {
-        if length > self.max_upload_bytes() {
-            return Err(Error::PayloadTooLarge {
-                limit_bytes: self.max_upload_bytes(),
-            });
-        }
-        let metadata = metadata
-            .map(parse_metadata)
-            .transpose()?
-            .unwrap_or_default();
-        let now = self.now();
-        let upload = Upload {
-            id: UploadId::new(),
-            organization_id: caller.organization.id.clone(),
-            length,
-            offset: 0,
-            metadata,
-            parts: Vec::new(),
-            created_at: now,
-            expires_at: now.plus(chrono::Duration::hours(UPLOAD_LIFETIME_HOURS)),
-        };
-        self.store().insert_upload(&upload).await?;
-        match first {
-            Some((checksum, body)) => self.append_to(upload, 0, checksum, body).await,
-            None => Ok(upload),
-        }
-    }
-
-    /// The caller's upload `id`, unless it expired; `NotFound` otherwise.
-    pub async fn get_upload(&self, caller: &Caller, id: &UploadId) -> Result<Upload> {
-        self.store()
-            .get_upload(id, self.now())
-            .await?
-            .filter(|u| u.organization_id == caller.organization.id)
-            .ok_or(Error::NotFound("upload"))
-    }
-
-    /// `PATCH /media/uploads/{id}`: appends the body at `offset`, which must be the upload's.
-    pub async fn append_upload(
-        &self,
-        caller: &Caller,
-        id: &UploadId,
-        offset: u64,
-        checksum: Option<&str>,
-        body: &mut (dyn ChunkSource + '_),
-    ) -> Result<Upload> {
-        let upload = self.get_upload(caller, id).await?;
-        self.append_to(upload, offset, checksum, body).await
-    }
-
     async fn append_to(
         &self,
         upload: Upload,
@@ -218,15 +160,6 @@ impl Xf {
             }
         })
         .await
-    }
-
-    /// `DELETE /media/uploads/{id}`: drops the upload and its bytes.
-    pub async fn terminate_upload(&self, caller: &Caller, id: &UploadId) -> Result<()> {
-        let upload = self.get_upload(caller, id).await?;
-        if let Some(upload) = self.store().delete_upload(&upload.id).await? {
-            self.delete_parts(&upload).await;
-        }
-        Ok(())
     }
 
     /// Deletes up to `limit` expired uploads and their bytes; how many.
@@ -362,6 +295,76 @@ impl Xf {
                 tracing::warn!(%error, upload = %upload.id, "a used upload was not removed")
             }
         }
+    }
+}
+
+impl Media<'_> {
+    /// `POST /media/uploads`: a new upload of `length` bytes, with the first chunk when the
+    /// request carries one (creation-with-upload).
+    pub async fn create_upload(
+        &self,
+        caller: &Caller,
+        length: u64,
+        metadata: Option<&str>,
+        first: Option<(Option<&str>, &mut (dyn ChunkSource + '_))>,
+    ) -> Result<Upload> {
+        if length > self.xf.max_upload_bytes() {
+            return Err(Error::PayloadTooLarge {
+                limit_bytes: self.xf.max_upload_bytes(),
+            });
+        }
+        let metadata = metadata
+            .map(parse_metadata)
+            .transpose()?
+            .unwrap_or_default();
+        let now = self.xf.now();
+        let upload = Upload {
+            id: UploadId::new(),
+            organization_id: caller.organization.id.clone(),
+            length,
+            offset: 0,
+            metadata,
+            parts: Vec::new(),
+            created_at: now,
+            expires_at: now.plus(chrono::Duration::hours(UPLOAD_LIFETIME_HOURS)),
+        };
+        self.xf.store().insert_upload(&upload).await?;
+        match first {
+            Some((checksum, body)) => self.xf.append_to(upload, 0, checksum, body).await,
+            None => Ok(upload),
+        }
+    }
+
+    /// The caller's upload `id`, unless it expired; `NotFound` otherwise.
+    pub async fn get_upload(&self, caller: &Caller, id: &UploadId) -> Result<Upload> {
+        self.xf
+            .store()
+            .get_upload(id, self.xf.now())
+            .await?
+            .filter(|u| u.organization_id == caller.organization.id)
+            .ok_or(Error::NotFound("upload"))
+    }
+
+    /// `PATCH /media/uploads/{id}`: appends the body at `offset`, which must be the upload's.
+    pub async fn append_upload(
+        &self,
+        caller: &Caller,
+        id: &UploadId,
+        offset: u64,
+        checksum: Option<&str>,
+        body: &mut (dyn ChunkSource + '_),
+    ) -> Result<Upload> {
+        let upload = self.get_upload(caller, id).await?;
+        self.xf.append_to(upload, offset, checksum, body).await
+    }
+
+    /// `DELETE /media/uploads/{id}`: drops the upload and its bytes.
+    pub async fn terminate_upload(&self, caller: &Caller, id: &UploadId) -> Result<()> {
+        let upload = self.get_upload(caller, id).await?;
+        if let Some(upload) = self.xf.store().delete_upload(&upload.id).await? {
+            self.xf.delete_parts(&upload).await;
+        }
+        Ok(())
     }
 }
 

@@ -146,7 +146,8 @@ async fn upload(xf: Xf, caller: xf_core::Caller, kind: MediaKind, request: Reque
         // A refused form leaves its files to the clean-up below.
         let fields = xf_core::media::settings::parse_upload_fields(kind, fields)?;
         let items = xf_ref
-            .create_media(
+            .media()
+            .create(
                 caller_ref,
                 kind,
                 &fields,
@@ -169,8 +170,8 @@ async fn upload(xf: Xf, caller: xf_core::Caller, kind: MediaKind, request: Reque
     .await;
     // A replay or a refusal before the item was made leaves the files unused: they are
     // deleted before the answer goes out.
-    xf.discard_staged(files).await;
-    xf.discard_staged(thumbnail).await;
+    xf.media().discard_staged(files).await;
+    xf.media().discard_staged(thumbnail).await;
     Ok(response)
 }
 
@@ -195,7 +196,7 @@ async fn get_video(
     MediaCaller(caller): MediaCaller,
     MediaPath(id): MediaPath<MediaId>,
 ) -> Handled {
-    let item = xf.get_media(&caller, MediaKind::Video, &id).await?;
+    let item = xf.media().get(&caller, MediaKind::Video, &id).await?;
     Ok(envelope::media_data(StatusCode::OK, &item))
 }
 
@@ -204,7 +205,7 @@ async fn get_image(
     MediaCaller(caller): MediaCaller,
     MediaPath(id): MediaPath<MediaId>,
 ) -> Handled {
-    let item = xf.get_media(&caller, MediaKind::Image, &id).await?;
+    let item = xf.media().get(&caller, MediaKind::Image, &id).await?;
     Ok(envelope::media_data(StatusCode::OK, &item))
 }
 
@@ -219,7 +220,7 @@ async fn update(
 ) -> Handled {
     let sent = sent.map_err(|e| MediaError(e.0))?;
     let patch = xf_core::media::settings::MediaPatch::from_json(&sent.strict_json()?)?;
-    let item = xf.update_media(&caller, kind, &id, &patch).await?;
+    let item = xf.media().update(&caller, kind, &id, &patch).await?;
     Ok(envelope::media_data(StatusCode::OK, &item))
 }
 
@@ -243,7 +244,7 @@ async fn update_image(
 
 /// `DELETE /media/{videos|images}/{id}`: `{id, deleted: true, cancelledPosts}`.
 async fn delete(xf: Xf, caller: xf_core::Caller, kind: MediaKind, id: MediaId) -> Handled {
-    let deleted = xf.delete_media(&caller, kind, &id).await?;
+    let deleted = xf.media().delete(&caller, kind, &id).await?;
     let message = match kind {
         MediaKind::Video => "video deleted",
         MediaKind::Image => "image deleted",
@@ -285,6 +286,7 @@ async fn delete_posts(
     let PathParams(id, platform) = path.map_err(|e| MediaError(e.0))?;
     let Query(query) = query.map_err(|e| MediaError(e.0))?;
     let item = xf
+        .media()
         .delete_posts(&caller, kind, &id, platform, query.account.as_deref())
         .await?;
     let answer = Answer::of(&item).map_err(Error::internal)?;
@@ -329,7 +331,7 @@ async fn cancel(
     };
     let (xf_ref, caller_ref) = (&xf, &caller);
     let run = || async move {
-        let item = xf_ref.cancel_media(caller_ref, kind, &id).await?;
+        let item = xf_ref.media().cancel(caller_ref, kind, &id).await?;
         let answer = Answer::of(&item).map_err(Error::internal)?;
         Ok(answer.with_message(message))
     };
@@ -370,7 +372,7 @@ async fn list(
     query: Result<Query<MediaListQuery>, crate::error::ApiError>,
 ) -> Handled {
     let Query(query) = query.map_err(|e| MediaError(e.0))?;
-    let list = xf.list_media(&caller, kind, &query).await?;
+    let list = xf.media().list(&caller, kind, &query).await?;
     let key = match kind {
         MediaKind::Video => "videos",
         MediaKind::Image => "images",
@@ -398,11 +400,11 @@ async fn list_images(
 }
 
 async fn media_usage(State(xf): State<Xf>, MediaCaller(caller): MediaCaller) -> Handled {
-    let usage = xf.media_usage(&caller).await?;
+    let usage = xf.media().usage(&caller).await?;
     Ok(envelope::media_data(StatusCode::OK, &usage))
 }
 
 async fn list_channels(State(xf): State<Xf>, MediaCaller(caller): MediaCaller) -> Handled {
-    let channels = xf.list_channels(&caller).await?;
+    let channels = xf.media().channels(&caller).await?;
     Ok(envelope::media_data(StatusCode::OK, &channels))
 }

@@ -66,8 +66,10 @@ impl UploadForm {
             .await;
         if let Err(error) = read {
             // The form cannot be used: files already stored go before the answer does.
-            xf.discard_staged(std::mem::take(&mut form.files)).await;
-            xf.discard_staged(form.thumbnail.take()).await;
+            xf.media()
+                .discard_staged(std::mem::take(&mut form.files))
+                .await;
+            xf.media().discard_staged(form.thumbnail.take()).await;
             return Err(error);
         }
         form.digest = hasher.map(|hasher| hasher.finalize().into());
@@ -104,7 +106,8 @@ impl UploadForm {
                 })?;
                 let mut chunks = FileChunks(reader, hasher.as_deref_mut());
                 let staged = xf
-                    .stage_media_file(caller, kind, &file_name, &mut chunks)
+                    .media()
+                    .stage_file(caller, kind, &file_name, &mut chunks)
                     .await?;
                 self.files.push(staged);
                 continue;
@@ -117,7 +120,11 @@ impl UploadForm {
                     Error::invalid("thumbnail", "must be a file part with a file name")
                 })?;
                 let mut chunks = FileChunks(reader, hasher.as_deref_mut());
-                self.thumbnail = Some(xf.stage_thumbnail(caller, &file_name, &mut chunks).await?);
+                self.thumbnail = Some(
+                    xf.media()
+                        .stage_thumbnail(caller, &file_name, &mut chunks)
+                        .await?,
+                );
                 continue;
             }
             let room = limits

@@ -185,7 +185,10 @@ async fn create(
     let checksum = text(&headers, "upload-checksum");
     let mut body = chunks(request);
     let first = with_body.then_some((checksum, &mut body as &mut dyn ChunkSource));
-    let upload = xf.create_upload(&caller, length, metadata, first).await?;
+    let upload = xf
+        .media()
+        .create_upload(&caller, length, metadata, first)
+        .await?;
     let mut response = answer(StatusCode::CREATED, &upload);
     let location = format!("{}/{}", uri.path().trim_end_matches('/'), upload.id);
     if let Ok(location) = HeaderValue::from_str(&location) {
@@ -202,7 +205,7 @@ async fn status(
     headers: HeaderMap,
 ) -> Handled {
     check_version(&headers)?;
-    let upload = xf.get_upload(&caller, &id).await?;
+    let upload = xf.media().get_upload(&caller, &id).await?;
     let mut response = answer(StatusCode::OK, &upload);
     response
         .headers_mut()
@@ -246,6 +249,7 @@ async fn append(
     let checksum = text(&headers, "upload-checksum");
     let mut body = chunks(request);
     let upload = xf
+        .media()
         .append_upload(&caller, &id, offset, checksum, &mut body)
         .await?;
     Ok(answer(StatusCode::NO_CONTENT, &upload))
@@ -259,6 +263,6 @@ async fn terminate(
     headers: HeaderMap,
 ) -> Handled {
     check_version(&headers)?;
-    xf.terminate_upload(&caller, &id).await?;
+    xf.media().terminate_upload(&caller, &id).await?;
     Ok(tus_status(StatusCode::NO_CONTENT))
 }
