@@ -153,7 +153,8 @@ impl XfService {
         );
         let openapi_path = routes.at("/openapi.json");
         let (router, doc) = routes.split();
-        let openapi = openapi::finish(doc);
+        let (media, media_doc) = routes::media::router(prefix);
+        let openapi = openapi::finish(doc, media_doc);
         // Serialized once: the document never changes while the service lives.
         let served = openapi
             .as_ref()
@@ -162,7 +163,7 @@ impl XfService {
         let limits = xf.request_limits();
         let metrics = xf.metrics().requests();
         let router = router
-            .merge(routes::media::router(prefix))
+            .merge(media)
             .route(
                 &openapi_path,
                 get(move || {
@@ -209,6 +210,7 @@ impl MediaService {
         let limits = xf.request_limits();
         let metrics = xf.metrics().requests();
         let router = routes::media::router("")
+            .0
             .fallback(middleware::not_found)
             .with_state(xf);
         Self {

@@ -224,9 +224,26 @@ pub fn respond(served: Result<Bytes, String>) -> Response {
     }
 }
 
-/// Adds the shared headers, error responses, links, security scheme and envelope schemas.
+/// Adds the media API's operations (`media`, from its routes) to the developer API's (`doc`),
+/// with the shared headers, error responses, links, security scheme and envelope schemas.
 /// An `Err` is a bug in the document's construction, with what went wrong.
-pub fn finish(doc: utoipa::openapi::OpenApi) -> Result<Value, String> {
+pub fn finish(
+    mut doc: utoipa::openapi::OpenApi,
+    mut media: utoipa::openapi::OpenApi,
+) -> Result<Value, String> {
+    // The media API's component schemas join the document's; its paths are decorated as its
+    // own below.
+    if let Some(components) = media.components.take() {
+        let schemas = &mut doc.components.get_or_insert_with(Default::default).schemas;
+        for (name, schema) in components.schemas {
+            schemas.entry(name).or_insert(schema);
+        }
+    }
+    let Value::Object(media) = serde_json::to_value(media.paths)
+        .map_err(|error| format!("the media API's paths do not serialize: {error}"))?
+    else {
+        return Err("the media API's paths are not an object".to_owned());
+    };
     let mut doc = serde_json::to_value(doc)
         .map_err(|error| format!("the OpenAPI document does not serialize: {error}"))?;
     let missing = |what: &str| format!("the OpenAPI document has no {what}");
@@ -265,10 +282,9 @@ pub fn finish(doc: utoipa::openapi::OpenApi) -> Result<Value, String> {
         .get_mut("paths")
         .and_then(Value::as_object_mut)
         .ok_or_else(|| missing("paths"))?;
-    // Each path is decorated as its own API's: the developer API's come from the routes'
-    // annotations, the media API's from `openapi_media`.
+    // Each path is decorated as its own API's.
     decorate_paths(paths, Api::Developer)?;
-    let mut media = crate::openapi_media::paths();
+    let mut media = media;
     decorate_paths(&mut media, Api::Media)?;
     paths.extend(media);
     add_links(paths, LINKS)?;
@@ -279,7 +295,7 @@ pub fn finish(doc: utoipa::openapi::OpenApi) -> Result<Value, String> {
     doc.pointer_mut("/components/schemas")
         .and_then(Value::as_object_mut)
         .ok_or_else(|| missing("components.schemas"))?
-        .extend(events.into_iter().chain(crate::openapi_media::envelopes()));
+        .extend(events);
     completed_job_schemas(&mut doc)?;
     tidy(&mut doc);
     Ok(doc)

@@ -5,10 +5,11 @@
 
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get, post};
+use axum::routing::any;
 use axum::Router;
 use http::StatusCode;
 use serde_json::json;
+use utoipa_axum::routes;
 use xf_core::ids::MediaId;
 use xf_core::media::api::{MediaListQuery, PostDeleteQuery};
 use xf_core::media::{MediaKind, Platform};
@@ -21,36 +22,31 @@ use crate::envelope::{self, Answer, Api};
 use crate::error::Failure;
 use crate::extract::{api_key, FromSegment, PathParam, PathParams, Query, Sent, Write};
 use crate::idempotency;
+use crate::openapi_media::{
+    AccountText, ChannelsEnvelope, DeletedEnvelope, IdempotencyKeyText, ImageForm,
+    ImageListEnvelope, ImagePatch, ImagePlatform, ItemEnvelope, ItemWithMessageEnvelope, PageLimit,
+    PageNumber, StatusFilter, UploadedEnvelope, UsageEnvelope, VideoForm, VideoListEnvelope,
+    VideoPatch, VideoPlatform, FORM_DESCRIPTION,
+};
 
-/// The media API at `prefix` (`""` for none): its routes (each handler authenticating and
-/// counting its request with [`MediaCaller`]), and its own answers to a method a route does
-/// not take (`405`) and to unknown paths below `/media/` and `/channels/` (`404`), all in its
-/// envelope. A service that merges it keeps its own fallback for every other path.
-pub fn router(prefix: &'static str) -> Router<Xf> {
+/// The media API at `prefix` (`""` for none) and its operations for the OpenAPI document:
+/// its routes (each handler authenticating and counting its request with [`MediaCaller`]),
+/// and its own answers to a method a route does not take (`405`) and to unknown paths below
+/// `/media/` and `/channels/` (`404`), all in its envelope. A service that merges it keeps its
+/// own fallback for every other path.
+pub fn router(prefix: &'static str) -> (Router<Xf>, utoipa::openapi::OpenApi) {
     let routes = Routes::new(prefix, Default::default())
-        .route("/media/videos", post(upload_video).get(list_videos))
-        .route("/media/images", post(upload_image).get(list_images))
-        .route(
-            "/media/videos/{id}",
-            get(get_video).patch(update_video).delete(delete_video),
-        )
-        .route(
-            "/media/images/{id}",
-            get(get_image).patch(update_image).delete(delete_image),
-        )
-        .route("/media/videos/{id}/cancel", post(cancel_video))
-        .route("/media/images/{id}/cancel", post(cancel_image))
-        .route(
-            "/media/videos/{id}/posts/{platform}",
-            axum::routing::delete(delete_video_posts),
-        )
-        .route(
-            "/media/images/{id}/posts/{platform}",
-            axum::routing::delete(delete_image_posts),
-        )
-        .route("/video/upload", post(upload_video))
-        .route("/channels", get(list_channels))
-        .route("/media/usage", get(media_usage));
+        .routes(routes!(upload_video, list_videos))
+        .routes(routes!(upload_image, list_images))
+        .routes(routes!(get_video, update_video, delete_video))
+        .routes(routes!(get_image, update_image, delete_image))
+        .routes(routes!(cancel_video))
+        .routes(routes!(cancel_image))
+        .routes(routes!(delete_video_posts))
+        .routes(routes!(delete_image_posts))
+        .routes(routes!(upload_video_legacy))
+        .routes(routes!(media_usage))
+        .routes(routes!(list_channels));
     super::uploads::router(routes)
         .map(|router| {
             // Uploads are streamed to the blob store under the media limits, not axum's 2 MB.
@@ -62,8 +58,14 @@ pub fn router(prefix: &'static str) -> Router<Xf> {
         .route("/media/{*rest}", any(not_found))
         .route("/channels/{*rest}", any(not_found))
         .split()
-        .0
 }
+
+/// The operations' answers to an item that is not there, to more uploads than an instance
+/// takes, and to a refused form.
+const NO_ITEM: &str = "`not_found`: no such item of this kind in the organization";
+pub(super) const TOO_MANY_UPLOADS: &str = "`rate_limit`, or `too_many_uploads`: the organization has as many uploads in progress as an instance takes at once";
+const UPLOAD_IDEMPOTENCY: &str = "Retained 24 hours. The same key with the same form (fields and file bytes) replays the first response with Idempotent-Replayed: true; with another form it is a 422";
+const UPLOAD_REFUSED: &str = "`validation_error`: a field, the file's extension or content, the platforms, settings or accounts, or a chosen platform's rule (durations, sizes, formats, aspect ratios, text lengths), each detail naming the platform or its setting";
 
 /// `405` in the media envelope (axum adds `Allow`).
 async fn method_not_allowed() -> Response {
@@ -175,40 +177,6 @@ async fn upload(xf: Xf, caller: xf_core::Caller, kind: MediaKind, request: Reque
     Ok(response)
 }
 
-async fn upload_video(
-    State(xf): State<Xf>,
-    MediaCaller(caller): MediaCaller,
-    request: Request,
-) -> Handled {
-    upload(xf, caller, MediaKind::Video, request).await
-}
-
-async fn upload_image(
-    State(xf): State<Xf>,
-    MediaCaller(caller): MediaCaller,
-    request: Request,
-) -> Handled {
-    upload(xf, caller, MediaKind::Image, request).await
-}
-
-async fn get_video(
-    State(xf): State<Xf>,
-    MediaCaller(caller): MediaCaller,
-    MediaPath(id): MediaPath<MediaId>,
-) -> Handled {
-    let item = xf.media().get(&caller, MediaKind::Video, &id).await?;
-    Ok(envelope::media_data(StatusCode::OK, &item))
-}
-
-async fn get_image(
-    State(xf): State<Xf>,
-    MediaCaller(caller): MediaCaller,
-    MediaPath(id): MediaPath<MediaId>,
-) -> Handled {
-    let item = xf.media().get(&caller, MediaKind::Image, &id).await?;
-    Ok(envelope::media_data(StatusCode::OK, &item))
-}
-
 /// `PATCH /media/{videos|images}/{id}` with a JSON object of the fields to change: the item
 /// as it is after the change.
 async fn update(
@@ -224,24 +192,6 @@ async fn update(
     Ok(envelope::media_data(StatusCode::OK, &item))
 }
 
-async fn update_video(
-    State(xf): State<Xf>,
-    MediaCaller(caller): MediaCaller,
-    MediaPath(id): MediaPath<MediaId>,
-    sent: Result<Sent, crate::error::ApiError>,
-) -> Handled {
-    update(xf, caller, MediaKind::Video, id, sent).await
-}
-
-async fn update_image(
-    State(xf): State<Xf>,
-    MediaCaller(caller): MediaCaller,
-    MediaPath(id): MediaPath<MediaId>,
-    sent: Result<Sent, crate::error::ApiError>,
-) -> Handled {
-    update(xf, caller, MediaKind::Image, id, sent).await
-}
-
 /// `DELETE /media/{videos|images}/{id}`: `{id, deleted: true, cancelledPosts}`.
 async fn delete(xf: Xf, caller: xf_core::Caller, kind: MediaKind, id: MediaId) -> Handled {
     let deleted = xf.media().delete(&caller, kind, &id).await?;
@@ -255,22 +205,6 @@ async fn delete(xf: Xf, caller: xf_core::Caller, kind: MediaKind, id: MediaId) -
         StatusCode::OK,
         &answer.with_message(message),
     ))
-}
-
-async fn delete_video(
-    State(xf): State<Xf>,
-    MediaCaller(caller): MediaCaller,
-    MediaPath(id): MediaPath<MediaId>,
-) -> Handled {
-    delete(xf, caller, MediaKind::Video, id).await
-}
-
-async fn delete_image(
-    State(xf): State<Xf>,
-    MediaCaller(caller): MediaCaller,
-    MediaPath(id): MediaPath<MediaId>,
-) -> Handled {
-    delete(xf, caller, MediaKind::Image, id).await
 }
 
 /// `DELETE /media/{videos|images}/{id}/posts/{platform}`: `202` with the item, its posts
@@ -295,24 +229,6 @@ async fn delete_posts(
         StatusCode::ACCEPTED,
         &answer.with_message("post deletion started"),
     ))
-}
-
-async fn delete_video_posts(
-    State(xf): State<Xf>,
-    MediaCaller(caller): MediaCaller,
-    path: Result<PathParams<MediaId, Platform>, crate::error::ApiError>,
-    query: Result<Query<PostDeleteQuery>, crate::error::ApiError>,
-) -> Handled {
-    delete_posts(xf, caller, MediaKind::Video, path, query).await
-}
-
-async fn delete_image_posts(
-    State(xf): State<Xf>,
-    MediaCaller(caller): MediaCaller,
-    path: Result<PathParams<MediaId, Platform>, crate::error::ApiError>,
-    query: Result<Query<PostDeleteQuery>, crate::error::ApiError>,
-) -> Handled {
-    delete_posts(xf, caller, MediaKind::Image, path, query).await
 }
 
 /// `POST /media/{videos|images}/{id}/cancel`, once per `Idempotency-Key`: the item as it is
@@ -347,24 +263,6 @@ async fn cancel(
     .await)
 }
 
-async fn cancel_video(
-    State(xf): State<Xf>,
-    MediaCaller(caller): MediaCaller,
-    MediaPath(id): MediaPath<MediaId>,
-    write: Result<Write, crate::error::ApiError>,
-) -> Handled {
-    cancel(xf, caller, MediaKind::Video, id, write).await
-}
-
-async fn cancel_image(
-    State(xf): State<Xf>,
-    MediaCaller(caller): MediaCaller,
-    MediaPath(id): MediaPath<MediaId>,
-    write: Result<Write, crate::error::ApiError>,
-) -> Handled {
-    cancel(xf, caller, MediaKind::Image, id, write).await
-}
-
 async fn list(
     xf: Xf,
     caller: xf_core::Caller,
@@ -383,27 +281,190 @@ async fn list(
     ))
 }
 
-async fn list_videos(
-    State(xf): State<Xf>,
-    MediaCaller(caller): MediaCaller,
-    query: Result<Query<MediaListQuery>, crate::error::ApiError>,
-) -> Handled {
-    list(xf, caller, MediaKind::Video, query).await
+/// The upload handlers: `POST` of a form of `kind`, with its operation.
+macro_rules! upload_route {
+    ($name:ident, $kind:expr, path: $path:tt, summary: $summary:tt, form: $form:ident,
+        encoding: $encoding:tt) => {
+        #[utoipa::path(post, path = $path, tag = "media", summary = $summary,
+                    params(("Idempotency-Key" = inline(Option<IdempotencyKeyText>), Header,
+                        nullable = false, description = UPLOAD_IDEMPOTENCY)),
+                    request_body(description = FORM_DESCRIPTION,
+                        content((inline($form) = "multipart/form-data", encoding $encoding))),
+                    responses(
+                        (status = 201, description = "Stored", body = UploadedEnvelope),
+                        (status = 400, description = UPLOAD_REFUSED),
+                        (status = 413, description = "`payload_too_large`: over the size limit"),
+                        (status = 429, description = TOO_MANY_UPLOADS),
+                    ))]
+        async fn $name(
+            State(xf): State<Xf>,
+            MediaCaller(caller): MediaCaller,
+            request: Request,
+        ) -> Handled {
+            upload(xf, caller, $kind, request).await
+        }
+    };
 }
 
-async fn list_images(
-    State(xf): State<Xf>,
-    MediaCaller(caller): MediaCaller,
-    query: Result<Query<MediaListQuery>, crate::error::ApiError>,
-) -> Handled {
-    list(xf, caller, MediaKind::Image, query).await
+upload_route!(upload_video, MediaKind::Video, path: "/media/videos",
+    summary: "Upload a video (multipart form)", form: VideoForm,
+    encoding: (("file" = (content_type = "video/mp4, video/quicktime")),
+        ("thumbnail" = (content_type = "image/jpeg, image/png"))));
+upload_route!(upload_video_legacy, MediaKind::Video, path: "/video/upload",
+    summary: "Upload a video (the older path; same form)", form: VideoForm,
+    encoding: (("file" = (content_type = "video/mp4, video/quicktime")),
+        ("thumbnail" = (content_type = "image/jpeg, image/png"))));
+upload_route!(upload_image, MediaKind::Image, path: "/media/images",
+    summary: "Upload an image (multipart form)", form: ImageForm,
+    encoding: (("file" = (content_type = "image/jpeg, image/png, image/webp"))));
+
+/// The handlers of one kind's items (`/media/videos/…` or `/media/images/…`), each with its
+/// operation: the two kinds' differ only in their paths, names, platforms and change body.
+macro_rules! item_routes {
+    ($kind:expr, list: $list:ident at $items:tt, $list_envelope:ident,
+        get: $get:ident, update: $update:ident, delete: $delete:ident at $item:tt, $patch:ident,
+        cancel: $cancel:ident at $cancel_path:tt,
+        delete_posts: $delete_posts:ident at $posts_path:tt, $platform:ident) => {
+        #[utoipa::path(get, path = $items, tag = "media",
+            summary = "Items newest first, a page at a time",
+            params(
+                ("page" = inline(Option<PageNumber>), Query, description = "Page, from 1 (default 1)"),
+                ("limit" = inline(Option<PageLimit>), Query, description = "Items per page, 1 to 100 (default 10)"),
+                ("status" = inline(Option<StatusFilter>), Query, description = "Only items with this overall status"),
+                ("platform" = inline(Option<$platform>), Query, description = "Only items that target this platform"),
+            ),
+            responses((status = 200, description = "A page", body = $list_envelope)))]
+        async fn $list(
+            State(xf): State<Xf>,
+            MediaCaller(caller): MediaCaller,
+            query: Result<Query<MediaListQuery>, crate::error::ApiError>,
+        ) -> Handled {
+            list(xf, caller, $kind, query).await
+        }
+
+        #[utoipa::path(get, path = $item, tag = "media",
+            summary = "One item with its file and per-platform state",
+            params(("id" = MediaId, Path)),
+            responses(
+                (status = 200, description = "The item", body = ItemEnvelope),
+                (status = 404, description = NO_ITEM),
+            ))]
+        async fn $get(
+            State(xf): State<Xf>,
+            MediaCaller(caller): MediaCaller,
+            MediaPath(id): MediaPath<MediaId>,
+        ) -> Handled {
+            let item = xf.media().get(&caller, $kind, &id).await?;
+            Ok(envelope::media_data(StatusCode::OK, &item))
+        }
+
+        #[utoipa::path(patch, path = $item, tag = "media",
+            summary = "Change the schedule, texts or settings before any post starts",
+            description = "Checked as an upload of the changed item would be, platform rules included; the posts' jobs move to the new scheduledAt. The platforms stay as uploaded.",
+            params(("id" = MediaId, Path)),
+            request_body(content = inline($patch), content_type = "application/json"),
+            responses(
+                (status = 200, description = "The item as changed", body = ItemEnvelope),
+                (status = 400, description = "`validation_error`: a field, a setting, or a platform's rule, each detail naming its field"),
+                (status = 404, description = NO_ITEM),
+                (status = 409, description = "`conflict`: a post already started (the message names its platform); cancel it instead"),
+            ))]
+        async fn $update(
+            State(xf): State<Xf>,
+            MediaCaller(caller): MediaCaller,
+            MediaPath(id): MediaPath<MediaId>,
+            sent: Result<Sent, crate::error::ApiError>,
+        ) -> Handled {
+            update(xf, caller, $kind, id, sent).await
+        }
+
+        #[utoipa::path(delete, path = $item, tag = "media",
+            summary = "Delete an item and its file",
+            description = "Posts not yet published are stopped (a running upload too); posts already published stay on their platforms. The file is deleted from the blob store.",
+            params(("id" = MediaId, Path)),
+            responses(
+                (status = 200, description = "Deleted", body = DeletedEnvelope),
+                (status = 404, description = NO_ITEM),
+                (status = 409, description = "`conflict`: a post is being created on its platform right now (the message names it); delete once it has settled"),
+            ))]
+        async fn $delete(
+            State(xf): State<Xf>,
+            MediaCaller(caller): MediaCaller,
+            MediaPath(id): MediaPath<MediaId>,
+        ) -> Handled {
+            delete(xf, caller, $kind, id).await
+        }
+
+        #[utoipa::path(post, path = $cancel_path, tag = "media",
+            summary = "Cancel every post not yet sent to its platform",
+            description = "All or none: each post whose irreversible call was not made yet becomes `cancelled` (a running upload is stopped, and nothing of it is published); the item is `cancelled` when every post is. Posts already published keep their status.",
+            params(
+                ("id" = MediaId, Path),
+                ("Idempotency-Key" = inline(Option<IdempotencyKeyText>), Header, nullable = false,
+                    description = "Retained 24 hours. A repeat with the same key replays the first response with Idempotent-Replayed: true"),
+            ),
+            responses(
+                (status = 200, description = "The item after the cancel", body = ItemWithMessageEnvelope),
+                (status = 404, description = NO_ITEM),
+                (status = 409, description = "`conflict`: nothing was cancelled, as a post was already sent to its platform (the message names it) or every post is already final"),
+            ))]
+        async fn $cancel(
+            State(xf): State<Xf>,
+            MediaCaller(caller): MediaCaller,
+            MediaPath(id): MediaPath<MediaId>,
+            write: Result<Write, crate::error::ApiError>,
+        ) -> Handled {
+            cancel(xf, caller, $kind, id, write).await
+        }
+
+        #[utoipa::path(delete, path = $posts_path, tag = "media",
+            summary = "Delete the item's published posts from a platform",
+            description = "All or none: each published post on the platform (only the `account`'s, when given) becomes `deleting`, and a job deletes it through the platform's API (YouTube `videos.delete`, LinkedIn post deletion, Pinterest pin deletion); then it is `deleted` and `media.post.deleted` is sent. A deletion the platform refuses leaves the post `published`, with why in its `error`. Posts already being deleted, or deleted, are left as they are, so a repeat starts nothing. Instagram and TikTok have no API to delete a post.",
+            params(
+                ("id" = MediaId, Path),
+                ("platform" = inline($platform), Path),
+                ("account" = inline(Option<AccountText>), Query, description = "Only the post to this account (`channelId` for YouTube, `accountId` elsewhere); by default every post on the platform"),
+            ),
+            responses(
+                (status = 202, description = "The item, its posts on the platform `deleting` (or already `deleted`)", body = ItemWithMessageEnvelope),
+                (status = 400, description = "`validation_error`: the `account` parameter"),
+                (status = 404, description = "`not_found`: no such item of this kind in the organization, or it has no post on that platform (or account)"),
+                (status = 409, description = "`conflict`: the platform's API cannot delete a post (Instagram, TikTok: the message names the rule), or a post there is not published (the message names it; one still to come can be cancelled)"),
+            ))]
+        async fn $delete_posts(
+            State(xf): State<Xf>,
+            MediaCaller(caller): MediaCaller,
+            path: Result<PathParams<MediaId, Platform>, crate::error::ApiError>,
+            query: Result<Query<PostDeleteQuery>, crate::error::ApiError>,
+        ) -> Handled {
+            delete_posts(xf, caller, $kind, path, query).await
+        }
+    };
 }
 
+item_routes!(MediaKind::Video,
+    list: list_videos at "/media/videos", VideoListEnvelope,
+    get: get_video, update: update_video, delete: delete_video at "/media/videos/{id}", VideoPatch,
+    cancel: cancel_video at "/media/videos/{id}/cancel",
+    delete_posts: delete_video_posts at "/media/videos/{id}/posts/{platform}", VideoPlatform);
+item_routes!(MediaKind::Image,
+    list: list_images at "/media/images", ImageListEnvelope,
+    get: get_image, update: update_image, delete: delete_image at "/media/images/{id}", ImagePatch,
+    cancel: cancel_image at "/media/images/{id}/cancel",
+    delete_posts: delete_image_posts at "/media/images/{id}/posts/{platform}", ImagePlatform);
+
+#[utoipa::path(get, path = "/media/usage", tag = "media",
+    summary = "This month's media meters",
+    description = "This UTC month's uploads (a carousel counts once), the bytes of their files, posts published and posts deleted from their platforms, counted as they happen (a deleted item's upload still counts)",
+    responses((status = 200, description = "The meters", body = UsageEnvelope)))]
 async fn media_usage(State(xf): State<Xf>, MediaCaller(caller): MediaCaller) -> Handled {
     let usage = xf.media().usage(&caller).await?;
     Ok(envelope::media_data(StatusCode::OK, &usage))
 }
 
+#[utoipa::path(get, path = "/channels", tag = "media",
+    summary = "Connected accounts by platform",
+    responses((status = 200, description = "The channels", body = ChannelsEnvelope)))]
 async fn list_channels(State(xf): State<Xf>, MediaCaller(caller): MediaCaller) -> Handled {
     let channels = xf.media().channels(&caller).await?;
     Ok(envelope::media_data(StatusCode::OK, &channels))

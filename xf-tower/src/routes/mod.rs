@@ -1,6 +1,7 @@
 //! One module per resource, each with a `fn router` that adds its routes to [`Routes`] (the
-//! media API's makes its own router, at a prefix): the request/response shapes at the top,
-//! then one handler per endpoint that parses, calls one [`xf_core::Xf`] method and renders.
+//! media API's makes its own router and document, at a prefix): the request/response shapes
+//! at the top, then one handler per endpoint, with its `#[utoipa::path]`, that parses, calls
+//! one [`xf_core::Xf`] method and renders.
 
 pub mod account;
 pub mod gsc;

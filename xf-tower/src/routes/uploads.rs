@@ -4,15 +4,19 @@
 
 use axum::extract::{OriginalUri, Request, State};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
 use http::{header, HeaderMap, HeaderValue, StatusCode};
+use utoipa::openapi::Required;
+use utoipa_axum::routes;
 use xf_core::ids::UploadId;
 use xf_core::media::Upload;
 use xf_core::{BodyError, ChunkSource, Error, Xf};
 
-use super::media::{MediaCaller, MediaError, MediaPath};
+use super::media::{MediaCaller, MediaError, MediaPath, TOO_MANY_UPLOADS};
 use super::Routes;
 use crate::error::{Failure, Refusal};
+use crate::openapi_media::{
+    Chunk, Digits, Integer, Sha1Checksum, TusVersion, UploadIdText, UploadMetadataText,
+};
 
 /// The protocol version spoken.
 const TUS_VERSION: &str = "1.0.0";
@@ -24,13 +28,21 @@ const OFFSET_OCTET_STREAM: &str = "application/offset+octet-stream";
 /// The routes of this module, mounted inside the media API's router: every handler takes the
 /// caller ([`MediaCaller`]) but `OPTIONS`, which tus clients send without credentials.
 pub fn router(routes: Routes) -> Routes {
+    let (schemas, mut paths, handlers) = routes!(create, options);
+    // A creation may carry the first chunk or not. utoipa makes a body optional only as an
+    // `Option`, which would also make its schema nullable: the chunk's is stated as it is,
+    // and the body then said to be optional.
+    let creation = paths.paths.get_mut("/media/uploads");
+    if let Some(body) = creation.and_then(|item| item.post.as_mut()?.request_body.as_mut()) {
+        body.required = Some(Required::False);
+    }
     routes
-        .route("/media/uploads", post(create).options(options))
-        .route(
-            "/media/uploads/{id}",
-            axum::routing::head(status).patch(append).delete(terminate),
-        )
+        .routes((schemas, paths, handlers))
+        .routes(routes!(status, append, terminate))
 }
+
+/// The answer to an upload id that names nothing.
+const NO_UPLOAD: &str = "`not_found`: no such upload, or it expired";
 
 type Handled = Result<Response, Tus>;
 
@@ -151,6 +163,17 @@ fn chunks(request: Request) -> BodyChunks {
 }
 
 /// What the server supports.
+#[utoipa::path(options, path = "/media/uploads", operation_id = "tus_options", tag = "media",
+    summary = "What the server supports (no key needed)",
+    responses((status = 204,
+        description = "Tus-Version, Tus-Extension, Tus-Max-Size and Tus-Checksum-Algorithm",
+        headers(
+            ("Tus-Resumable" = String, description = "1.0.0"),
+            ("Tus-Version" = String, description = "1.0.0"),
+            ("Tus-Extension" = String, description = "creation,creation-with-upload,expiration,termination,checksum"),
+            ("Tus-Max-Size" = inline(Integer), description = "The largest upload, in bytes"),
+            ("Tus-Checksum-Algorithm" = String, description = "sha1"),
+        ))))]
 async fn options(State(xf): State<Xf>) -> Response {
     let mut response = tus_status(StatusCode::NO_CONTENT);
     let headers = response.headers_mut();
@@ -163,6 +186,28 @@ async fn options(State(xf): State<Xf>) -> Response {
 
 /// Creates an upload (`Upload-Length` required), with a first chunk when the body carries
 /// one as `application/offset+octet-stream`.
+#[utoipa::path(post, path = "/media/uploads", operation_id = "tus_create", tag = "media",
+    summary = "Create a resumable upload (tus creation, creation-with-upload)",
+    params(
+        ("Tus-Resumable" = inline(TusVersion), Header, description = "The protocol version: 1.0.0 (else 412 with Tus-Version)"),
+        ("Upload-Length" = inline(Digits), Header, description = "The upload's size in bytes"),
+        ("Upload-Metadata" = inline(Option<UploadMetadataText>), Header, nullable = false, description = "Comma-separated `key base64value` pairs; `filename` names the file"),
+        ("Upload-Checksum" = inline(Option<Sha1Checksum>), Header, nullable = false, description = "sha1 and the base64 of the chunk's SHA-1 (460 when it does not match)"),
+    ),
+    request_body(content((inline(Chunk) = "application/offset+octet-stream"))),
+    responses(
+        (status = 201, description = "Created", headers(
+            ("Tus-Resumable" = String, description = "1.0.0"),
+            ("Upload-Offset" = inline(Integer), description = "Bytes received so far"),
+            ("Upload-Expires" = String, description = "When the upload is purged if unused (HTTP date)"),
+            ("Location" = String, description = "The upload's address; its last segment is the fileId of the upload forms"),
+        )),
+        (status = 400, description = "`validation_error`: a header"),
+        (status = 412, description = "`tus_version_unsupported`"),
+        (status = 413, description = "`payload_too_large`: Upload-Length over the limit"),
+        (status = 429, description = TOO_MANY_UPLOADS),
+        (status = 460, description = "`checksum_mismatch`: the first chunk was dropped"),
+    ))]
 async fn create(
     State(xf): State<Xf>,
     MediaCaller(caller): MediaCaller,
@@ -198,6 +243,18 @@ async fn create(
 }
 
 /// The upload's offset and length.
+#[utoipa::path(head, path = "/media/uploads/{uploadId}", operation_id = "tus_status", tag = "media",
+    summary = "The upload's offset (where to resume)",
+    params(("uploadId" = inline(UploadIdText), Path), ("Tus-Resumable" = inline(TusVersion), Header, description = "The protocol version: 1.0.0 (else 412 with Tus-Version)")),
+    responses(
+        (status = 200, description = "The upload, with Upload-Length and Upload-Metadata", headers(
+            ("Tus-Resumable" = String, description = "1.0.0"),
+            ("Upload-Offset" = inline(Integer), description = "Bytes received so far"),
+            ("Upload-Expires" = String, description = "When the upload is purged if unused (HTTP date)"),
+        )),
+        (status = 404, description = NO_UPLOAD),
+        (status = 412, description = "`tus_version_unsupported`"),
+    ))]
 async fn status(
     State(xf): State<Xf>,
     MediaCaller(caller): MediaCaller,
@@ -230,6 +287,29 @@ async fn status(
 }
 
 /// Appends a chunk at `Upload-Offset`.
+#[utoipa::path(patch, path = "/media/uploads/{uploadId}", operation_id = "tus_append", tag = "media",
+    summary = "Append a chunk at Upload-Offset",
+    params(
+        ("uploadId" = inline(UploadIdText), Path),
+        ("Tus-Resumable" = inline(TusVersion), Header, description = "The protocol version: 1.0.0 (else 412 with Tus-Version)"),
+        ("Upload-Offset" = inline(Digits), Header, description = "The upload's offset"),
+        ("Upload-Checksum" = inline(Option<Sha1Checksum>), Header, nullable = false, description = "sha1 and the base64 of the chunk's SHA-1 (460 when it does not match)"),
+    ),
+    request_body(content((inline(Chunk) = "application/offset+octet-stream"))),
+    responses(
+        (status = 204, description = "Appended", headers(
+            ("Tus-Resumable" = String, description = "1.0.0"),
+            ("Upload-Offset" = inline(Integer), description = "Bytes received so far"),
+            ("Upload-Expires" = String, description = "When the upload is purged if unused (HTTP date)"),
+        )),
+        (status = 404, description = NO_UPLOAD),
+        (status = 409, description = "`upload_offset_mismatch`: resume from the offset HEAD gives"),
+        (status = 412, description = "`tus_version_unsupported`"),
+        (status = 413, description = "`payload_too_large`: more bytes than Upload-Length"),
+        (status = 415, description = "`unsupported_media_type`: chunks are application/offset+octet-stream"),
+        (status = 429, description = TOO_MANY_UPLOADS),
+        (status = 460, description = "`checksum_mismatch`: the chunk was dropped"),
+    ))]
 async fn append(
     State(xf): State<Xf>,
     MediaCaller(caller): MediaCaller,
@@ -256,6 +336,14 @@ async fn append(
 }
 
 /// Drops the upload and its bytes.
+#[utoipa::path(delete, path = "/media/uploads/{uploadId}", operation_id = "tus_terminate", tag = "media",
+    summary = "Drop the upload (tus termination)",
+    params(("uploadId" = inline(UploadIdText), Path), ("Tus-Resumable" = inline(TusVersion), Header, description = "The protocol version: 1.0.0 (else 412 with Tus-Version)")),
+    responses(
+        (status = 204, description = "Dropped", headers(("Tus-Resumable" = String, description = "1.0.0"))),
+        (status = 404, description = NO_UPLOAD),
+        (status = 412, description = "`tus_version_unsupported`"),
+    ))]
 async fn terminate(
     State(xf): State<Xf>,
     MediaCaller(caller): MediaCaller,
