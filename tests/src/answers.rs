@@ -4,7 +4,9 @@
 //! generated from the document would type them `field?: T | null` though they are always
 //! there).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::rc::Rc;
 
 use http::Method;
 use serde_json::Value;
@@ -38,6 +40,10 @@ struct Seen {
 struct Walker<'a> {
     components: &'a Value,
     seen: BTreeMap<String, Seen>,
+    /// Validators compiled so far, by the text of their schema: compiling one takes in the
+    /// document's every component (the time-zone pattern among them), and one suite's
+    /// answers hold to a few hundred schemas thousands of times.
+    validators: RefCell<HashMap<String, Rc<Result<jsonschema::Validator, String>>>>,
 }
 
 /// Holds `answers` to the API's document (`api`, for [`Service::Api`]) and the admin API's
@@ -71,7 +77,7 @@ pub fn check(api: &Value, admin: &Value, answers: &[Answer]) -> Findings {
             continue;
         }
         findings.checked += 1;
-        let problems = problems(doc, schema, &answer.body);
+        let problems = walker.problems(schema, &answer.body);
         if !problems.is_empty() {
             findings.invalid.push(format!(
                 "{operation} ({}): {problems:?}\n{}",
@@ -113,6 +119,7 @@ impl<'a> Walker<'a> {
         Walker {
             components: &doc["components"],
             seen: BTreeMap::new(),
+            validators: RefCell::default(),
         }
     }
 
@@ -189,12 +196,39 @@ impl<'a> Walker<'a> {
 
     /// Whether `value` is valid against `branch` (of a `oneOf` or `anyOf`).
     fn fits(&self, branch: &Value, value: &Value) -> bool {
+        self.validator(branch)
+            .as_ref()
+            .as_ref()
+            .is_ok_and(|validator| validator.is_valid(value))
+    }
+
+    /// What makes `value` invalid against `schema`.
+    fn problems(&self, schema: &Value, value: &Value) -> Vec<String> {
+        match self.validator(schema).as_ref() {
+            Ok(validator) => validator
+                .iter_errors(value)
+                .map(|error| format!("{} at {}", error, error.instance_path()))
+                .collect(),
+            Err(error) => vec![format!("the schema does not compile: {error}")],
+        }
+    }
+
+    /// The validator of `schema`, against the document's components, compiled once.
+    fn validator(&self, schema: &Value) -> Rc<Result<jsonschema::Validator, String>> {
+        let key = schema.to_string();
+        if let Some(compiled) = self.validators.borrow().get(&key) {
+            return Rc::clone(compiled);
+        }
         let root = serde_json::json!({
             "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "allOf": [branch],
+            "allOf": [schema],
             "components": self.components,
         });
-        jsonschema::validator_for(&root).is_ok_and(|validator| validator.is_valid(value))
+        let compiled = Rc::new(jsonschema::validator_for(&root).map_err(|e| e.to_string()));
+        self.validators
+            .borrow_mut()
+            .insert(key, Rc::clone(&compiled));
+        compiled
     }
 }
 
@@ -256,19 +290,4 @@ fn json_operations(doc: &Value) -> Vec<String> {
         }
     }
     operations
-}
-
-fn problems(doc: &Value, schema: &Value, value: &Value) -> Vec<String> {
-    let root = serde_json::json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "allOf": [schema],
-        "components": doc["components"],
-    });
-    match jsonschema::validator_for(&root) {
-        Ok(validator) => validator
-            .iter_errors(value)
-            .map(|error| format!("{} at {}", error, error.instance_path()))
-            .collect(),
-        Err(error) => vec![format!("the schema does not compile: {error}")],
-    }
 }
