@@ -118,6 +118,21 @@ async fn studio(app: &TestApp) -> Studio {
     }
 }
 
+/// The usual scene: the platforms' stand-in granting [`ACCESS`], the Studio organization,
+/// and its `channels` connected, each `(platform, account, minutes its token lasts)`.
+async fn studio_connected(
+    app: TestApp,
+    channels: &[(&str, &str, i64)],
+) -> (TestApp, PlatformStandIn, Studio) {
+    let (app, platforms) = publishing(app).await;
+    platforms.grant(ACCESS, None);
+    let org = studio(&app).await;
+    for (platform, account, minutes) in channels {
+        connect(&app, &org, platform, account, *minutes).await;
+    }
+    (app, platforms, org)
+}
+
 /// Connects a channel whose token expires `expires_in_minutes` from the test clock.
 async fn connect(
     app: &TestApp,
@@ -254,10 +269,7 @@ fn chunk_ranges(platforms: &PlatformStandIn) -> Vec<Option<(u64, u64, u64)>> {
 }
 
 pub(crate) async fn youtube_publishes_in_chunks_and_reports_each_stage(app: TestApp) {
-    let (app, platforms) = publishing(app).await;
-    platforms.grant(ACCESS, None);
-    let org = studio(&app).await;
-    connect(&app, &org, "youtube", "UC-studio", 60).await;
+    let (app, platforms, org) = studio_connected(app, &[("youtube", "UC-studio", 60)]).await;
     // About 1.5 MB: six chunks of 256 KiB.
     let clip = grainy_video("mp4", 320, 240, 5);
     let size = clip.len() as u64;
@@ -341,10 +353,7 @@ pub(crate) async fn youtube_publishes_in_chunks_and_reports_each_stage(app: Test
 }
 
 async fn an_interrupted_upload_resumes_where_it_stopped(app: TestApp) {
-    let (app, platforms) = publishing(app).await;
-    platforms.grant(ACCESS, None);
-    let org = studio(&app).await;
-    connect(&app, &org, "youtube", "UC-studio", 60).await;
+    let (app, platforms, org) = studio_connected(app, &[("youtube", "UC-studio", 60)]).await;
     let clip = grainy_video("mp4", 320, 240, 4);
     let size = clip.len() as u64;
     // The second chunk breaks off with a 503: the attempt ends and is retried.
@@ -392,10 +401,7 @@ async fn an_interrupted_upload_resumes_where_it_stopped(app: TestApp) {
 }
 
 async fn a_lost_finalize_is_looked_up_not_sent_again(app: TestApp) {
-    let (app, platforms) = publishing(app).await;
-    platforms.grant(ACCESS, None);
-    let org = studio(&app).await;
-    connect(&app, &org, "youtube", "UC-studio", 60).await;
+    let (app, platforms, org) = studio_connected(app, &[("youtube", "UC-studio", 60)]).await;
     let clip = grainy_video("mp4", 320, 240, 4);
     // The last chunk makes the video, but its answer never comes in time.
     platforms.fail_next(
@@ -421,10 +427,7 @@ async fn a_lost_finalize_is_looked_up_not_sent_again(app: TestApp) {
 }
 
 async fn a_crash_between_start_and_finalize_publishes_once(app: TestApp) {
-    let (app, platforms) = publishing(app).await;
-    platforms.grant(ACCESS, None);
-    let org = studio(&app).await;
-    connect(&app, &org, "youtube", "UC-studio", 60).await;
+    let (app, platforms, org) = studio_connected(app, &[("youtube", "UC-studio", 60)]).await;
     let clip = grainy_video("mp4", 320, 240, 4);
     let size = clip.len() as u64;
     // Every chunk but the last is in; the process dies as it sends the last one.
@@ -579,10 +582,7 @@ async fn channel_of(
 }
 
 async fn a_rate_limit_waits_for_its_reset(app: TestApp) {
-    let (app, platforms) = publishing(app).await;
-    platforms.grant(ACCESS, None);
-    let org = studio(&app).await;
-    connect(&app, &org, "youtube", "UC-studio", 60).await;
+    let (app, platforms, org) = studio_connected(app, &[("youtube", "UC-studio", 60)]).await;
     platforms.fail_next(
         Route::YoutubeSession,
         Failure::Answer(
@@ -648,9 +648,7 @@ async fn refused_on_youtube_published_on_instagram(
 }
 
 pub(crate) async fn a_refusal_fails_that_platform_only(app: TestApp) {
-    let (app, platforms) = publishing(app).await;
-    platforms.grant(ACCESS, None);
-    let org = studio(&app).await;
+    let (app, platforms, org) = studio_connected(app, &[]).await;
     let workers = workers(&app);
     let (id, shown) = refused_on_youtube_published_on_instagram(&app, &platforms, &org).await;
     assert_eq!(shown["status"], "failed");
@@ -667,10 +665,8 @@ pub(crate) async fn a_refusal_fails_that_platform_only(app: TestApp) {
 }
 
 pub(crate) async fn instagram_pulls_the_signed_url_and_publishes(app: TestApp) {
-    let (app, platforms) = publishing(app).await;
-    platforms.grant(ACCESS, None);
-    let org = studio(&app).await;
-    connect(&app, &org, "instagram", "17841400000000001", 60).await;
+    let (app, platforms, org) =
+        studio_connected(app, &[("instagram", "17841400000000001", 60)]).await;
     let clip = video("mp4", 640, 360, 4, true, 0);
     let id = post_video(
         &app,
@@ -965,10 +961,7 @@ pub(crate) async fn tiktok_posts_in_chunks_sends_inbox_uploads_and_pulls_photos(
 }
 
 async fn tiktok_refuses_what_the_creator_may_not_post_before_uploading(app: TestApp) {
-    let (app, platforms) = publishing(app).await;
-    platforms.grant(ACCESS, None);
-    let org = studio(&app).await;
-    connect(&app, &org, "tiktok", "tt-creator", 60).await;
+    let (app, platforms, org) = studio_connected(app, &[("tiktok", "tt-creator", 60)]).await;
     // The creator of an app TikTok has not audited: private posts only, of at most 4 s here.
     platforms.tiktok_creator(&["SELF_ONLY"], 4);
     let short = video("mp4", 640, 360, 3, true, 0);
@@ -1074,10 +1067,8 @@ async fn tiktok_refuses_what_the_creator_may_not_post_before_uploading(app: Test
 }
 
 pub(crate) async fn linkedin_uploads_parts_as_instructed_then_posts(app: TestApp) {
-    let (app, platforms) = publishing(app).await;
-    platforms.grant(ACCESS, None);
-    let org = studio(&app).await;
-    connect(&app, &org, "linkedin", "urn:li:organization:42", 60).await;
+    let (app, platforms, org) =
+        studio_connected(app, &[("linkedin", "urn:li:organization:42", 60)]).await;
     // About 10 MB: three parts of LinkedIn's 4 MB instructions.
     let clip = grainy_video("mp4", 640, 360, 10);
     let size = clip.len() as u64;
@@ -1302,10 +1293,7 @@ async fn a_refresh_that_lost_the_race_to_a_rotation_uses_the_new_token(app: Test
 /// attempts; the attempt after the last fails the post with a clear error instead of leaving
 /// it `processing` forever.
 async fn a_worker_dying_on_the_last_attempt_fails_the_post(app: TestApp) {
-    let (app, platforms) = publishing(app).await;
-    platforms.grant(ACCESS, None);
-    let org = studio(&app).await;
-    connect(&app, &org, "youtube", "UC-studio", 24 * 60).await;
+    let (app, platforms, org) = studio_connected(app, &[("youtube", "UC-studio", 24 * 60)]).await;
     let clip = video("mp4", 640, 360, 4, false, 0);
     let id = post_video(&app, &org, &clip, &[("platforms", r#"["youtube"]"#)]).await;
     for _ in 0..6 {
@@ -1565,11 +1553,14 @@ async fn cancel(
 }
 
 pub(crate) async fn a_cancelled_schedule_never_publishes(app: TestApp) {
-    let (app, platforms) = publishing(app).await;
-    platforms.grant(ACCESS, None);
-    let org = studio(&app).await;
-    connect(&app, &org, "youtube", "UC-studio", 24 * 60).await;
-    connect(&app, &org, "tiktok", "tt-creator", 24 * 60).await;
+    let (app, platforms, org) = studio_connected(
+        app,
+        &[
+            ("youtube", "UC-studio", 24 * 60),
+            ("tiktok", "tt-creator", 24 * 60),
+        ],
+    )
+    .await;
     let at = serde_json::to_value(app.xf.now().plus(chrono::Duration::minutes(30))).unwrap();
     let at = at.as_str().unwrap();
     let clip = video("mp4", 640, 360, 4, true, 0);
@@ -1639,10 +1630,7 @@ pub(crate) async fn a_cancelled_schedule_never_publishes(app: TestApp) {
 }
 
 async fn a_cancel_during_a_running_upload_leaves_nothing_published(app: TestApp) {
-    let (app, platforms) = publishing(app).await;
-    platforms.grant(ACCESS, None);
-    let org = studio(&app).await;
-    connect(&app, &org, "youtube", "UC-studio", 60).await;
+    let (app, platforms, org) = studio_connected(app, &[("youtube", "UC-studio", 60)]).await;
     // Several chunks: the upload is held at its first.
     let clip = grainy_video("mp4", 320, 240, 4);
     let held = platforms.hold(Route::YoutubeChunk, false);
@@ -1678,10 +1666,7 @@ fn chunk_ranges_of(seen: &xf_tests::platforms::Seen) -> Option<(u64, u64, u64)> 
 }
 
 async fn a_post_past_its_irreversible_call_refuses_a_cancel(app: TestApp) {
-    let (app, platforms) = publishing(app).await;
-    platforms.grant(ACCESS, None);
-    let org = studio(&app).await;
-    connect(&app, &org, "youtube", "UC-studio", 60).await;
+    let (app, platforms, org) = studio_connected(app, &[("youtube", "UC-studio", 60)]).await;
     let clip = video("mp4", 640, 360, 4, false, 0);
     // The last chunk creates the video: held before it acts, the post is `Finalizing`.
     let held = platforms.hold(Route::YoutubeLastChunk, false);
@@ -1726,10 +1711,7 @@ async fn patch(app: &TestApp, key: &str, path: &str, body: &str) -> xf_tests::Re
 }
 
 pub(crate) async fn a_rescheduled_item_publishes_at_the_new_time_not_the_old(app: TestApp) {
-    let (app, platforms) = publishing(app).await;
-    platforms.grant(ACCESS, None);
-    let org = studio(&app).await;
-    connect(&app, &org, "youtube", "UC-studio", 24 * 60).await;
+    let (app, platforms, org) = studio_connected(app, &[("youtube", "UC-studio", 24 * 60)]).await;
     let time = |minutes: i64| {
         serde_json::to_value(app.xf.now().plus(chrono::Duration::minutes(minutes)))
             .unwrap()
@@ -1966,12 +1948,15 @@ async fn deleted_events(app: &TestApp) -> Vec<Value> {
 }
 
 pub(crate) async fn a_published_post_is_deleted_from_its_platform_once(app: TestApp) {
-    let (app, platforms) = publishing(app).await;
-    platforms.grant(ACCESS, None);
-    let org = studio(&app).await;
-    connect(&app, &org, "youtube", "UC-studio", 24 * 60).await;
-    connect(&app, &org, "linkedin", "urn:li:organization:42", 24 * 60).await;
-    connect(&app, &org, "pinterest", "pin-user", 24 * 60).await;
+    let (app, platforms, org) = studio_connected(
+        app,
+        &[
+            ("youtube", "UC-studio", 24 * 60),
+            ("linkedin", "urn:li:organization:42", 24 * 60),
+            ("pinterest", "pin-user", 24 * 60),
+        ],
+    )
+    .await;
     let clip = video("mp4", 640, 360, 5, true, 0);
     let id = post_video(
         &app,
@@ -2118,10 +2103,7 @@ pub(crate) async fn a_published_post_is_deleted_from_its_platform_once(app: Test
 }
 
 async fn a_deletion_the_platform_refuses_leaves_the_post_published(app: TestApp) {
-    let (app, platforms) = publishing(app).await;
-    platforms.grant(ACCESS, None);
-    let org = studio(&app).await;
-    connect(&app, &org, "pinterest", "pin-user", 24 * 60).await;
+    let (app, platforms, org) = studio_connected(app, &[("pinterest", "pin-user", 24 * 60)]).await;
     let photo = image("jpg", 1000, 1500);
     let id = upload_image(
         &app,
@@ -2193,12 +2175,15 @@ async fn a_deletion_the_platform_refuses_leaves_the_post_published(app: TestApp)
 }
 
 async fn posts_that_cannot_be_deleted_are_refused_with_the_reason(app: TestApp) {
-    let (app, platforms) = publishing(app).await;
-    platforms.grant(ACCESS, None);
-    let org = studio(&app).await;
-    connect(&app, &org, "youtube", "UC-studio", 24 * 60).await;
-    connect(&app, &org, "instagram", "17841400000000001", 24 * 60).await;
-    connect(&app, &org, "tiktok", "tt-creator", 24 * 60).await;
+    let (app, platforms, org) = studio_connected(
+        app,
+        &[
+            ("youtube", "UC-studio", 24 * 60),
+            ("instagram", "17841400000000001", 24 * 60),
+            ("tiktok", "tt-creator", 24 * 60),
+        ],
+    )
+    .await;
     let at = serde_json::to_value(app.xf.now().plus(chrono::Duration::minutes(30))).unwrap();
     let clip = video("mp4", 1080, 1920, 5, true, 0);
     let id = post_video(
@@ -2237,12 +2222,15 @@ async fn posts_that_cannot_be_deleted_are_refused_with_the_reason(app: TestApp) 
 }
 
 async fn covers_reach_each_platform_in_its_documented_shape(app: TestApp) {
-    let (app, platforms) = publishing(app).await;
-    platforms.grant(ACCESS, None);
-    let org = studio(&app).await;
-    connect(&app, &org, "instagram", "17841400000000001", 60).await;
-    connect(&app, &org, "tiktok", "tt-creator", 60).await;
-    connect(&app, &org, "pinterest", "pin-user", 60).await;
+    let (app, platforms, org) = studio_connected(
+        app,
+        &[
+            ("instagram", "17841400000000001", 60),
+            ("tiktok", "tt-creator", 60),
+            ("pinterest", "pin-user", 60),
+        ],
+    )
+    .await;
     let clip = video("mp4", 640, 360, 5, true, 0);
     // A cover past the video's end is refused before anything is stored.
     let late = upload(
@@ -2307,12 +2295,15 @@ async fn covers_reach_each_platform_in_its_documented_shape(app: TestApp) {
 }
 
 pub(crate) async fn first_comments_are_posted_once_and_never_fail_the_post(app: TestApp) {
-    let (app, platforms) = publishing(app).await;
-    platforms.grant(ACCESS, None);
-    let org = studio(&app).await;
-    connect(&app, &org, "youtube", "UC-studio", 24 * 60).await;
-    connect(&app, &org, "instagram", "17841400000000001", 24 * 60).await;
-    connect(&app, &org, "linkedin", "urn:li:organization:42", 24 * 60).await;
+    let (app, platforms, org) = studio_connected(
+        app,
+        &[
+            ("youtube", "UC-studio", 24 * 60),
+            ("instagram", "17841400000000001", 24 * 60),
+            ("linkedin", "urn:li:organization:42", 24 * 60),
+        ],
+    )
+    .await;
     let clip = video("mp4", 640, 360, 5, true, 0);
     let said = "Links (and #launch notes) here: https://example.com/a_b";
     let nested = json!({"firstComment": said}).to_string();
@@ -2442,10 +2433,7 @@ pub(crate) async fn first_comments_are_posted_once_and_never_fail_the_post(app: 
 }
 
 async fn a_first_comment_cut_off_by_a_crash_is_not_sent_again(app: TestApp) {
-    let (app, platforms) = publishing(app).await;
-    platforms.grant(ACCESS, None);
-    let org = studio(&app).await;
-    connect(&app, &org, "youtube", "UC-studio", 24 * 60).await;
+    let (app, platforms, org) = studio_connected(app, &[("youtube", "UC-studio", 24 * 60)]).await;
     let clip = video("mp4", 640, 360, 4, false, 0);
     // The process dies while the comment's call is out.
     let held = platforms.hold(Route::Comment, false);
@@ -2631,13 +2619,16 @@ impl Drop for Scratch {
 /// the carousel's, published), LinkedIn (three image uploads, one `multiImage` post),
 /// Pinterest (a `multiple_image_urls` pin) and TikTok (one photo post of three photos).
 pub(crate) async fn a_carousel_of_three_images_is_one_post_on_each_platform(app: TestApp) {
-    let (app, platforms) = publishing(app).await;
-    platforms.grant(ACCESS, None);
-    let org = studio(&app).await;
-    connect(&app, &org, "instagram", "17841400000000001", 24 * 60).await;
-    connect(&app, &org, "linkedin", "urn:li:organization:42", 24 * 60).await;
-    connect(&app, &org, "pinterest", "pin-user", 24 * 60).await;
-    connect(&app, &org, "tiktok", "tt-creator", 24 * 60).await;
+    let (app, platforms, org) = studio_connected(
+        app,
+        &[
+            ("instagram", "17841400000000001", 24 * 60),
+            ("linkedin", "urn:li:organization:42", 24 * 60),
+            ("pinterest", "pin-user", 24 * 60),
+            ("tiktok", "tt-creator", 24 * 60),
+        ],
+    )
+    .await;
     let images = carousel_jpegs();
     let files: Vec<(&str, &str, &[u8])> = ["one.jpg", "two.jpg", "three.jpg"]
         .iter()
@@ -2731,11 +2722,14 @@ pub(crate) async fn a_carousel_of_three_images_is_one_post_on_each_platform(app:
 /// upload) goes on from there when retried: no container made twice, no image uploaded twice,
 /// one post each of the three images in order.
 async fn an_interrupted_carousel_goes_on_from_the_image_it_stopped_at(app: TestApp) {
-    let (app, platforms) = publishing(app).await;
-    platforms.grant(ACCESS, None);
-    let org = studio(&app).await;
-    connect(&app, &org, "instagram", "17841400000000001", 24 * 60).await;
-    connect(&app, &org, "linkedin", "urn:li:organization:42", 24 * 60).await;
+    let (app, platforms, org) = studio_connected(
+        app,
+        &[
+            ("instagram", "17841400000000001", 24 * 60),
+            ("linkedin", "urn:li:organization:42", 24 * 60),
+        ],
+    )
+    .await;
     let images = carousel_jpegs();
     let files: Vec<(&str, &str, &[u8])> = images
         .iter()
