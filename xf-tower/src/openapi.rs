@@ -239,7 +239,7 @@ pub fn finish(
             schemas.entry(name).or_insert(schema);
         }
     }
-    let Value::Object(media) = serde_json::to_value(media.paths)
+    let Value::Object(mut media) = serde_json::to_value(media.paths)
         .map_err(|error| format!("the media API's paths do not serialize: {error}"))?
     else {
         return Err("the media API's paths are not an object".to_owned());
@@ -284,7 +284,6 @@ pub fn finish(
         .ok_or_else(|| missing("paths"))?;
     // Each path is decorated as its own API's.
     decorate_paths(paths, Api::Developer)?;
-    let mut media = media;
     decorate_paths(&mut media, Api::Media)?;
     paths.extend(media);
     add_links(paths, LINKS)?;

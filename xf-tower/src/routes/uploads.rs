@@ -41,6 +41,12 @@ pub fn router(routes: Routes) -> Routes {
         .routes(routes!(status, append, terminate))
 }
 
+/// What the `Tus-Resumable` and `Upload-Checksum` request headers say, on each operation
+/// that takes them.
+const TUS_RESUMABLE: &str = "The protocol version: 1.0.0 (else 412 with Tus-Version)";
+const UPLOAD_CHECKSUM: &str =
+    "sha1 and the base64 of the chunk's SHA-1 (460 when it does not match)";
+
 /// The answer to an upload id that names nothing.
 const NO_UPLOAD: &str = "`not_found`: no such upload, or it expired";
 
@@ -189,10 +195,10 @@ async fn options(State(xf): State<Xf>) -> Response {
 #[utoipa::path(post, path = "/media/uploads", operation_id = "tus_create", tag = "media",
     summary = "Create a resumable upload (tus creation, creation-with-upload)",
     params(
-        ("Tus-Resumable" = inline(TusVersion), Header, description = "The protocol version: 1.0.0 (else 412 with Tus-Version)"),
+        ("Tus-Resumable" = inline(TusVersion), Header, description = TUS_RESUMABLE),
         ("Upload-Length" = inline(Digits), Header, description = "The upload's size in bytes"),
         ("Upload-Metadata" = inline(Option<UploadMetadataText>), Header, nullable = false, description = "Comma-separated `key base64value` pairs; `filename` names the file"),
-        ("Upload-Checksum" = inline(Option<Sha1Checksum>), Header, nullable = false, description = "sha1 and the base64 of the chunk's SHA-1 (460 when it does not match)"),
+        ("Upload-Checksum" = inline(Option<Sha1Checksum>), Header, nullable = false, description = UPLOAD_CHECKSUM),
     ),
     request_body(content((inline(Chunk) = "application/offset+octet-stream"))),
     responses(
@@ -245,7 +251,7 @@ async fn create(
 /// The upload's offset and length.
 #[utoipa::path(head, path = "/media/uploads/{uploadId}", operation_id = "tus_status", tag = "media",
     summary = "The upload's offset (where to resume)",
-    params(("uploadId" = inline(UploadIdText), Path), ("Tus-Resumable" = inline(TusVersion), Header, description = "The protocol version: 1.0.0 (else 412 with Tus-Version)")),
+    params(("uploadId" = inline(UploadIdText), Path), ("Tus-Resumable" = inline(TusVersion), Header, description = TUS_RESUMABLE)),
     responses(
         (status = 200, description = "The upload, with Upload-Length and Upload-Metadata", headers(
             ("Tus-Resumable" = String, description = "1.0.0"),
@@ -291,9 +297,9 @@ async fn status(
     summary = "Append a chunk at Upload-Offset",
     params(
         ("uploadId" = inline(UploadIdText), Path),
-        ("Tus-Resumable" = inline(TusVersion), Header, description = "The protocol version: 1.0.0 (else 412 with Tus-Version)"),
+        ("Tus-Resumable" = inline(TusVersion), Header, description = TUS_RESUMABLE),
         ("Upload-Offset" = inline(Digits), Header, description = "The upload's offset"),
-        ("Upload-Checksum" = inline(Option<Sha1Checksum>), Header, nullable = false, description = "sha1 and the base64 of the chunk's SHA-1 (460 when it does not match)"),
+        ("Upload-Checksum" = inline(Option<Sha1Checksum>), Header, nullable = false, description = UPLOAD_CHECKSUM),
     ),
     request_body(content((inline(Chunk) = "application/offset+octet-stream"))),
     responses(
@@ -338,7 +344,7 @@ async fn append(
 /// Drops the upload and its bytes.
 #[utoipa::path(delete, path = "/media/uploads/{uploadId}", operation_id = "tus_terminate", tag = "media",
     summary = "Drop the upload (tus termination)",
-    params(("uploadId" = inline(UploadIdText), Path), ("Tus-Resumable" = inline(TusVersion), Header, description = "The protocol version: 1.0.0 (else 412 with Tus-Version)")),
+    params(("uploadId" = inline(UploadIdText), Path), ("Tus-Resumable" = inline(TusVersion), Header, description = TUS_RESUMABLE)),
     responses(
         (status = 204, description = "Dropped", headers(("Tus-Resumable" = String, description = "1.0.0"))),
         (status = 404, description = NO_UPLOAD),
