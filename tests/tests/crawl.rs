@@ -815,7 +815,16 @@ fn expected_score(expected: &BTreeSet<Identity>, pages: usize) -> u32 {
 /// plain http on loopback can trigger, is covered by a direct `analyse` test (see the module
 /// documentation); `page_not_audited`, which takes a failure of the crawler itself, by
 /// [`a_crawler_failure_on_one_page_is_reported_and_loses_nothing`].
-const COVERED_ELSEWHERE: &[&str] = &[checks::MIXED_CONTENT.id, checks::PAGE_NOT_AUDITED.id];
+/// `tests/render.rs` finds the rendering checks, in real Chromium.
+const COVERED_ELSEWHERE: &[&str] = &[
+    checks::MIXED_CONTENT.id,
+    checks::PAGE_NOT_AUDITED.id,
+    checks::CONTENT_REQUIRES_JAVASCRIPT.id,
+    checks::RENDERED_DIFFERS.id,
+    checks::JAVASCRIPT_ERROR.id,
+    checks::RENDER_FAILED.id,
+    checks::RENDER_BLOCKED_RESOURCE.id,
+];
 
 /// The pages of the main site that the home page links to, in link order. Every one of them
 /// but `/private/linked` (disallowed) is fetched.
@@ -1317,7 +1326,7 @@ async fn every_check_of_the_catalogue(store: Arc<dyn TestStore>) {
             problems.push(format!("{name}: {result} for {} issues", issues.len()));
         }
         let score = expected_score(expected, *pages);
-        let wanted = json!({"score": score, "pagesScanned": pages, "issuesCount": expected.len()});
+        let wanted = json!({"score": score, "pagesScanned": pages, "issuesCount": expected.len(), "pagesRendered": 0});
         if *result != wanted {
             problems.push(format!(
                 "{name}: the job's result is {result}, not {wanted}"
@@ -2151,7 +2160,7 @@ async fn a_scan_of_a_private_address_fails_without_a_request_unless_allowed() {
     let (_, result) = scan(&app, &allowed, &property, 10, 2).await;
     assert_eq!(
         result,
-        json!({"score": 100, "pagesScanned": 1, "issuesCount": 0})
+        json!({"score": 100, "pagesScanned": 1, "issuesCount": 0, "pagesRendered": 0})
     );
     assert_eq!(site.paths(), ["/robots.txt", "/sitemap.xml", "/"]);
     workers.shutdown(Duration::from_secs(5)).await;
@@ -2263,6 +2272,7 @@ async fn a_page_with_non_breaking_spaces_is_scanned_whole(store: Arc<dyn TestSto
             "score": expected_score(&expected, 1),
             "pagesScanned": 1,
             "issuesCount": expected.len(),
+            "pagesRendered": 0,
         });
         assert_eq!(result, wanted, "scan {round}");
         let issues = stored_issues(&app, &property).await;

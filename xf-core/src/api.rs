@@ -242,6 +242,12 @@ pub struct ScanOptions {
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(inline))]
     pub max_depth: Option<CrawlBudget>,
+    /// Which pages are rendered in a browser: `never`, `auto` (the pages script builds) or
+    /// `always`. The default is `auto` where the server renders pages and `never` where it
+    /// does not; `auto` or `always` there is a `validation_error`.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    pub render: Option<crate::model::RenderMode>,
 }
 
 /// Which endpoint queued a scan (both run `seo-scan` jobs).
@@ -298,6 +304,8 @@ pub struct ScanQueued {
     pub crawl_tier: String,
     /// What will run after clamping.
     pub effective_limits: CrawlLimits,
+    /// Which pages the scan renders in a browser.
+    pub render: crate::model::RenderMode,
     /// For people: queued, and whether limits were clamped.
     pub message: String,
 }
@@ -319,6 +327,10 @@ pub struct BatchScanItem {
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(inline))]
     pub max_depth: Option<CrawlBudget>,
+    /// As for a single scan.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    pub render: Option<crate::model::RenderMode>,
 }
 
 /// Body of `POST /scans/batch`.

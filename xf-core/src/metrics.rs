@@ -58,6 +58,10 @@ const JOB_BUCKETS: [f64; 12] = [
 /// Webhook deliveries: 5 ms to the 15 s an attempt may take.
 const DELIVERY_BUCKETS: [f64; 10] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 15.0];
 /// The phases of a scan: 1 ms to 30 minutes.
+/// Seconds a page's rendering takes: from a static page's tens of milliseconds to the time
+/// limit's 20 s.
+const RENDER_BUCKETS: [f64; 10] = [0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0];
+
 const PHASE_BUCKETS: [f64; 12] = [
     0.001, 0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 60.0, 300.0, 1800.0,
 ];
@@ -199,6 +203,9 @@ struct Families {
     crawl_fetch_errors: Family<KindLabels, Counter>,
     crawl_pages_per_scan: Histogram,
     scan_phases: Histograms<PhaseLabels>,
+    renders: Histogram,
+    renders_in_flight: prometheus_client::metrics::gauge::Gauge,
+    render_failures: Family<KindLabels, Counter>,
     publish_attempts: Family<PublishLabels, Counter>,
     token_refreshes: Family<PlatformOutcomeLabels, Counter>,
     disconnections: Family<PlatformLabels, Counter>,
@@ -231,6 +238,9 @@ impl Metrics {
             crawl_fetch_errors: Family::default(),
             crawl_pages_per_scan: Histogram::new(PAGES_BUCKETS),
             scan_phases: histograms(|| Histogram::new(PHASE_BUCKETS)),
+            renders: Histogram::new(RENDER_BUCKETS),
+            renders_in_flight: Default::default(),
+            render_failures: Family::default(),
             publish_attempts: Family::default(),
             token_refreshes: Family::default(),
             disconnections: Family::default(),
@@ -348,6 +358,21 @@ impl Metrics {
         self.inner.crawl_fetch_errors.get_or_create(&labels).inc();
     }
 
+    /// A page's rendering starts; it ends (and is timed) when the guard is dropped.
+    pub fn render_started(&self) -> RenderTimer {
+        self.inner.renders_in_flight.inc();
+        RenderTimer {
+            metrics: self.clone(),
+            began: Instant::now(),
+        }
+    }
+
+    /// A page could not be rendered (`kind`: `timeout`, `crash`, `unavailable`, `browser`).
+    pub fn render_failed(&self, kind: &'static str) {
+        let labels = KindLabels { kind };
+        self.inner.render_failures.get_or_create(&labels).inc();
+    }
+
     /// A scan finished having audited `pages` pages.
     pub fn scan_finished(&self, pages: u64) {
         self.inner.crawl_pages_per_scan.observe(pages as f64);
@@ -414,6 +439,7 @@ impl Metrics {
 }
 
 impl Families {
+    /// One piece: one registration per family, in the order of docs/observability.md's table.
     fn register_into(&self, registry: &mut Registry) {
         registry.register_collector(Box::new(self.requests));
         registry.register(
@@ -458,6 +484,21 @@ impl Families {
             "xf_crawl_fetch_errors",
             "Crawl fetches that failed, by kind",
             self.crawl_fetch_errors.clone(),
+        );
+        registry.register(
+            "xf_render_duration_seconds",
+            "How long rendering each page took, whether or not it rendered",
+            self.renders.clone(),
+        );
+        registry.register(
+            "xf_renders_in_flight",
+            "Pages being rendered now",
+            self.renders_in_flight.clone(),
+        );
+        registry.register(
+            "xf_render_failures",
+            "Pages that could not be rendered, by kind (timeout, crash, unavailable, browser)",
+            self.render_failures.clone(),
         );
         registry.register(
             "xf_crawl_pages_per_scan",
@@ -782,4 +823,19 @@ fn encode_pool(encoder: &mut DescriptorEncoder, pool: PoolStatus) -> Result<(), 
 
 fn clamp(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// A page being rendered: counted in flight until dropped, then timed.
+#[derive(Debug)]
+pub struct RenderTimer {
+    metrics: Metrics,
+    began: Instant,
+}
+
+impl Drop for RenderTimer {
+    fn drop(&mut self) {
+        let families = &self.metrics.inner;
+        families.renders_in_flight.dec();
+        families.renders.observe(self.began.elapsed().as_secs_f64());
+    }
 }

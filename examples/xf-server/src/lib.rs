@@ -162,6 +162,30 @@ pub struct Config {
     #[arg(long, env = "XF_ALLOW_PRIVATE_TARGETS", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub allow_private_targets: bool,
 
+    /// Render pages of scans in headless Chromium started from this binary (Debian's
+    /// `/usr/bin/chromium`, Chrome, or chrome-headless-shell); xf starts and supervises
+    /// `--render-processes` of them. Scans then take `render` (default `auto`).
+    #[arg(long, env = "XF_CHROMIUM")]
+    pub chromium: Option<std::path::PathBuf>,
+
+    /// Render in the browser at this DevTools endpoint (`ws://…/devtools/browser/…`, or
+    /// `http://host:9222`); repeat for a fleet (browserless, headless-shell pods). With
+    /// `--chromium` too, pages go to both.
+    #[arg(
+        long = "chromium-endpoint",
+        env = "XF_CHROMIUM_ENDPOINTS",
+        value_delimiter = ','
+    )]
+    pub chromium_endpoints: Vec<String>,
+
+    /// Pages rendered at once by this process, in all its browsers together.
+    #[arg(long, env = "XF_RENDER_CONCURRENCY", default_value_t = 4)]
+    pub render_concurrency: u16,
+
+    /// Chromium processes started from `--chromium`.
+    #[arg(long, env = "XF_RENDER_PROCESSES", default_value_t = 1)]
+    pub render_processes: u16,
+
     /// Webhook deliveries the background runtime makes at once; 0 makes none in this process.
     #[arg(long, env = "XF_WEBHOOK_CONCURRENCY", default_value_t = 64)]
     pub webhook_concurrency: u16,
@@ -386,6 +410,7 @@ impl Role {
 
 /// Secrets are left out: a config can be logged whole.
 impl fmt::Debug for Config {
+    /// One piece: one line per field of the configuration, secrets redacted.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let redacted = |set: &Option<String>| set.as_ref().map(|_| "<redacted>");
         f.debug_struct("Config")
@@ -408,6 +433,10 @@ impl fmt::Debug for Config {
             .field("workers", &self.workers)
             .field("shutdown_grace", &self.shutdown_grace)
             .field("allow_private_targets", &self.allow_private_targets)
+            .field("chromium", &self.chromium)
+            .field("chromium_endpoints", &self.chromium_endpoints)
+            .field("render_concurrency", &self.render_concurrency)
+            .field("render_processes", &self.render_processes)
             .field("webhook_concurrency", &self.webhook_concurrency)
             .field("media_dir", &self.media_dir)
             .field("s3_bucket", &self.s3_bucket)
@@ -807,6 +836,9 @@ pub async fn build_app(config: &Config) -> Result<App, StartError> {
     if let Some(url) = &config.status_page_url {
         builder = builder.status_page_url(url.clone());
     }
+    if let Some(renderer) = renderer(config) {
+        builder = builder.renderer(Arc::new(renderer));
+    }
     builder = builder
         .blob_store(blob_store(config)?)
         .media_limits(xf_core::MediaLimits {
@@ -869,6 +901,27 @@ pub async fn build_app(config: &Config) -> Result<App, StartError> {
         demo,
         media_demo,
     })
+}
+
+/// The renderer of `--chromium` and `--chromium-endpoint`, if either is given.
+fn renderer(config: &Config) -> Option<xf_core::crawl::chromium::ChromiumRenderer> {
+    use xf_core::crawl::chromium::ChromiumRenderer;
+    let mut endpoints = config.chromium_endpoints.iter();
+    let builder = match &config.chromium {
+        Some(path) => {
+            ChromiumRenderer::launch(path).processes(usize::from(config.render_processes))
+        }
+        None => ChromiumRenderer::connect(endpoints.next()?.clone()),
+    };
+    let builder = endpoints.fold(builder, |builder, endpoint| {
+        builder.endpoint(endpoint.clone())
+    });
+    Some(
+        builder
+            .concurrency(usize::from(config.render_concurrency))
+            .allow_private_targets(config.allow_private_targets)
+            .build(),
+    )
 }
 
 /// The blob store of `--s3-bucket` (with its credentials), else of `--media-dir`.

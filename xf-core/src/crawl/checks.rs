@@ -258,6 +258,21 @@ catalogue! {
     BROKEN_EXTERNAL_LINK = "broken_external_link", "Broken external link", Medium, Site,
         "Pages of the site link to an address on another site that answers with an error (4xx other than 401, 403, 407 and 429, or 5xx), cannot be reached (DNS, connection, TLS), or redirects more than five times. Each is checked once per scan with HEAD (GET where HEAD is refused), within a budget per scan and per host.",
         "Update the links to the page's new address, or remove them.";
+    CONTENT_REQUIRES_JAVASCRIPT = "content_requires_javascript", "Content only visible with JavaScript", Medium, Page,
+        "The page's links or text appear only after its scripts run (at least half of the rendered page's links, or at least 50 words and half of its text). Google renders such pages later than it reads HTML, and other search engines, social previews and AI crawlers may not render them at all.",
+        "Render the content on the server (server-side rendering or pre-rendering), or at least put the links in the HTML as <a href>.";
+    RENDERED_DIFFERS = "rendered_differs", "Raw and rendered page differ", High, Page,
+        "Script changes or removes the title, meta description, canonical or h1 the server sent, or changes the robots meta. A raw noindex that script removes keeps the page out of Google, which does not render pages whose HTML says noindex.",
+        "Send the final title, description, canonical, robots directives and h1 in the HTML, and let script leave them as they are.";
+    JAVASCRIPT_ERROR = "javascript_error", "JavaScript error on load", Medium, Page,
+        "A script threw an exception that nothing caught while the page loaded, so what the script builds may be missing for visitors and search engines.",
+        "Open the page with the browser's console and fix the error the evidence names.";
+    RENDER_FAILED = "render_failed", "Page could not be rendered", Low, Page,
+        "Rendering the page in the browser timed out or the browser crashed, so the page was audited as its HTML reads.",
+        "Check that the page loads within the render time limit; scan again if the failure was passing.";
+    RENDER_BLOCKED_RESOURCE = "render_blocked_resource", "Resource blocked by robots.txt", Medium, Site,
+        "robots.txt disallows a script, stylesheet or data address that pages load, so Google's renderer does not load it either and may see a different page than visitors do.",
+        "Allow the resource in robots.txt (Allow: /assets/), or stop loading it from a disallowed path.";
 }
 
 impl Check {
@@ -438,6 +453,33 @@ pub struct PageRecord {
     pub external_links: Vec<u32>,
     /// The crawler failed on this page (a panic, with its message): nothing of it was read.
     pub crawler_failure: Option<String>,
+    /// What rendering the page found, for the pages the scan rendered.
+    pub render: Option<RenderRecord>,
+}
+
+/// What rendering a page found.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RenderRecord {
+    /// The facts of the HTML the server sent, when the page rendered (its
+    /// [`PageRecord::facts`] are then the rendered page's).
+    pub raw: Option<Box<PageFacts>>,
+    /// Why rendering failed (the page's facts are then the raw page's).
+    pub failure: Option<String>,
+    /// What kind of failure `failure` is (`timeout`, `crash`, …), for the metrics.
+    pub failure_kind: Option<&'static str>,
+    /// Uncaught exceptions during load.
+    pub exceptions: Vec<String>,
+    /// Requests the renderer refused.
+    pub refused: Vec<super::render::RefusedRequest>,
+    /// Loading was cut short by the page's time or byte limit.
+    pub cut_short: bool,
+}
+
+impl RenderRecord {
+    /// Whether the page rendered.
+    pub fn rendered(&self) -> bool {
+        self.raw.is_some()
+    }
 }
 
 impl PageRecord {
@@ -481,13 +523,23 @@ impl PageRecord {
             && !self.facts.as_ref().is_some_and(|facts| facts.truncated)
     }
 
+    /// `X-Robots-Tag` or the robots meta says `noindex`: the rendered page's, or the raw
+    /// page's, since Google does not render a page whose HTML says `noindex` (whatever its
+    /// script would do).
     fn noindex(&self) -> bool {
+        let says_noindex = |facts: &PageFacts| {
+            facts
+                .robots_directives
+                .iter()
+                .any(|d| d == "noindex" || d == "none")
+        };
         self.header_noindex
-            || self.facts.as_ref().is_some_and(|f| {
-                f.robots_directives
-                    .iter()
-                    .any(|d| d == "noindex" || d == "none")
-            })
+            || self.facts.as_ref().is_some_and(says_noindex)
+            || self
+                .render
+                .as_ref()
+                .and_then(|render| render.raw.as_deref())
+                .is_some_and(says_noindex)
     }
 
     /// The address relative links resolve against: `<base href>` or the final address.
@@ -743,12 +795,14 @@ pub fn analyse(crawl: &CrawlRecord) -> Vec<Finding> {
 
     site_checks(crawl, &by_url, &inlinks, &mut out);
     external_link_checks(crawl, &mut out);
+    blocked_resource_checks(crawl, &mut out);
     for page in &crawl.pages {
         // A check that fails on one page costs that page's findings, not the scan's: the page
         // is reported as not audited (and its earlier issues keep their state).
         let before = out.0.len();
         let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             page_checks(crawl, page, &by_url, &inlinks, &mut out);
+            render_checks(page, &mut out);
         }));
         if let Err(payload) = checked {
             out.0.truncate(before);
@@ -1140,6 +1194,68 @@ fn page_checks(
                 format!("nofollow on {}", list(&nofollow, 3)),
             );
         }
+    }
+}
+
+/// The rendering checks of one page the scan rendered.
+fn render_checks(page: &PageRecord, out: &mut Findings) {
+    let Some(render) = &page.render else {
+        return;
+    };
+    if let Some(failure) = &render.failure {
+        out.page(&RENDER_FAILED, page, failure.clone());
+    }
+    if let (Some(raw), Some(rendered)) = (&render.raw, &page.facts) {
+        if let Some(evidence) = super::render::requires_javascript(raw, rendered) {
+            out.page(&CONTENT_REQUIRES_JAVASCRIPT, page, evidence);
+        }
+        let differences = super::render::differences(raw, rendered);
+        if !differences.is_empty() {
+            out.page(&RENDERED_DIFFERS, page, differences.join("; "));
+        }
+    }
+    if !render.exceptions.is_empty() {
+        let shown: Vec<String> = render.exceptions.iter().take(3).cloned().collect();
+        let mut evidence = shown.join(" | ");
+        if render.exceptions.len() > shown.len() {
+            evidence.push_str(&format!(
+                " and {} more",
+                render.exceptions.len() - shown.len()
+            ));
+        }
+        out.page(&JAVASCRIPT_ERROR, page, evidence);
+    }
+}
+
+/// The scripts, stylesheets and data addresses robots.txt kept the renderer from, each once,
+/// with the pages that load them.
+fn blocked_resource_checks(crawl: &CrawlRecord, out: &mut Findings) {
+    let mut blocked: std::collections::BTreeMap<&str, (&str, Vec<String>)> = Default::default();
+    for page in &crawl.pages {
+        let Some(render) = &page.render else {
+            continue;
+        };
+        for refused in &render.refused {
+            if refused.why != super::render::Refusal::Robots || !refused.shapes_rendering() {
+                continue;
+            }
+            let entry = blocked
+                .entry(refused.url.as_str())
+                .or_insert_with(|| (refused.resource_type.as_str(), Vec::new()));
+            if !entry.1.contains(&page.url) {
+                entry.1.push(page.url.clone());
+            }
+        }
+    }
+    for (address, (kind, pages)) in blocked {
+        out.site(
+            &RENDER_BLOCKED_RESOURCE,
+            address.to_owned(),
+            format!(
+                "{kind} {address} is disallowed by robots.txt; loaded by {}",
+                list(&pages, 3)
+            ),
+        );
     }
 }
 

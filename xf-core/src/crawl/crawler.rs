@@ -24,16 +24,18 @@ use std::time::{Duration, Instant};
 use url::Url;
 
 use super::checks::{
-    CrawlRecord, ExternalCheck, LinkOutcome, PageRecord, Redirect, RedirectKind, ResolvedLinks,
-    RobotsOutcome, SitemapOutcome,
+    CrawlRecord, ExternalCheck, LinkOutcome, PageRecord, Redirect, RedirectKind, RenderRecord,
+    ResolvedLinks, RobotsOutcome, SitemapOutcome,
 };
 use super::fetch::{Answer, FetchError, PageFetcher};
 use super::headers::{is_html, parse_refresh, robots_tag_noindex};
 use super::html::{PageFacts, PageScanner};
+use super::render::{renders, PageRenderer, RenderInput, RenderSession, SessionOptions};
 use super::robots::Robots;
 use super::sitemap::{parse_sitemap, Sitemap};
 use super::urls::{self, Scope};
 use super::{FastMap, FastSet};
+use crate::model::RenderMode;
 
 /// The crawler's product token in robots.txt and its user agent.
 pub const AGENT_TOKEN: &str = "xf-seo-bot";
@@ -65,6 +67,10 @@ pub struct CrawlOptions {
     /// The most external links checked on one host in one scan. A host's links are checked
     /// one after the other, never two at once.
     pub external_links_per_host: usize,
+    /// The longest a page may take to render, from opening it to reading its DOM.
+    pub render_timeout: Duration,
+    /// The most bytes a rendered page's own requests may receive.
+    pub render_bytes: u64,
 }
 
 impl Default for CrawlOptions {
@@ -81,15 +87,22 @@ impl Default for CrawlOptions {
             tries_on_429: 3,
             external_links: 200,
             external_links_per_host: 20,
+            render_timeout: Duration::from_secs(20),
+            render_bytes: 16 * 1024 * 1024,
         }
     }
 }
 
-/// Crawls sites through a [`PageFetcher`].
+/// Crawls sites through a [`PageFetcher`], rendering pages through a [`PageRenderer`] where
+/// it has one.
 #[derive(Debug, Clone)]
 pub struct Crawler {
     fetcher: Arc<dyn PageFetcher>,
     options: CrawlOptions,
+    renderer: Option<(Arc<dyn PageRenderer>, RenderMode)>,
+    /// The crawl's own rendering session while it crawls, or why it could not be opened.
+    session: Option<Result<Arc<dyn RenderSession>, String>>,
+    metrics: Option<crate::metrics::Metrics>,
 }
 
 /// A page to fetch and where it was found.
@@ -130,7 +143,26 @@ fn refresh_target(current: &Url, value: &str) -> Option<Url> {
 impl Crawler {
     /// A crawler over `fetcher`.
     pub fn new(fetcher: Arc<dyn PageFetcher>, options: CrawlOptions) -> Self {
-        Crawler { fetcher, options }
+        Crawler {
+            fetcher,
+            options,
+            renderer: None,
+            session: None,
+            metrics: None,
+        }
+    }
+
+    /// The same crawler, recording its renders into `metrics`.
+    pub fn metrics(mut self, metrics: crate::metrics::Metrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// The same crawler, rendering the pages `mode` picks through `renderer` (each crawl in a
+    /// session of its own).
+    pub fn rendering(mut self, renderer: Arc<dyn PageRenderer>, mode: RenderMode) -> Self {
+        self.renderer = (mode != RenderMode::Never).then_some((renderer, mode));
+        self
     }
 
     /// Crawls the property at `start`, reporting progress (0 to 99) as pages are fetched.
@@ -140,9 +172,7 @@ impl Crawler {
     /// robots.txt that answers with a server error ends the crawl there, as it stops search
     /// engines.
     ///
-    /// One piece: the crawl loop: the frontier, the fetches in flight, robots.txt and the
-    /// sitemaps, and the bounds (pages, depth, time) are one piece of state that every step
-    /// reads and moves.
+    /// With a renderer, the crawl has its own rendering session, closed when it ends.
     pub async fn crawl(
         &self,
         start: &Url,
@@ -154,14 +184,57 @@ impl Crawler {
         record.robots_problems = robots.problems().to_vec();
         record.robots_problem_count = robots.problem_count();
         record.sitemaps = self.sitemaps(&scope, &robots).await;
+        if record.robots == RobotsOutcome::Unreachable {
+            return Ok(record);
+        }
+        let robots = Arc::new(robots);
+        let Some((renderer, _)) = &self.renderer else {
+            self.crawl_site(start, &scope, &robots, &mut record, progress)
+                .await;
+            return Ok(record);
+        };
+        // The session's requests to the site follow its robots.txt, as the crawl's own do.
+        let rules = Arc::clone(&robots);
+        let site = scope.clone();
+        let options = SessionOptions {
+            robots: Arc::new(move |url: &Url| {
+                !site.same_site(url) || rules.is_allowed(AGENT_TOKEN, &urls::robots_path(url))
+            }),
+            page_timeout: self.options.render_timeout,
+            page_bytes: self.options.render_bytes,
+        };
+        let mut crawler = self.clone();
+        let opened = renderer.open(options).await.map_err(|error| {
+            tracing::warn!(%error, "no rendering session: the pages to render are render_failed");
+            error.to_string()
+        });
+        crawler.session = Some(opened);
+        crawler
+            .crawl_site(start, &scope, &robots, &mut record, progress)
+            .await;
+        if let Some(Ok(session)) = &crawler.session {
+            session.close().await;
+        }
+        Ok(record)
+    }
+
+    /// The crawl past robots.txt: sitemaps, the site level by level, the sitemap pages no link
+    /// led to, and the external links.
+    ///
+    /// One piece: the frontier, the fetches in flight and the bounds (pages, depth) are one
+    /// piece of state that every step reads and moves.
+    async fn crawl_site(
+        &self,
+        start: &Url,
+        scope: &Scope,
+        robots: &Robots,
+        record: &mut CrawlRecord,
+        progress: &(dyn Fn(u8) + Send + Sync),
+    ) {
         let delay = robots
             .crawl_delay(AGENT_TOKEN)
             .map(|d| d.min(self.options.max_crawl_delay));
         let allowed = |url: &Url| robots.is_allowed(AGENT_TOKEN, &urls::robots_path(url));
-
-        if record.robots == RobotsOutcome::Unreachable {
-            return Ok(record);
-        }
         let blocked: Vec<String> = record
             .sitemaps
             .urls
@@ -172,7 +245,7 @@ impl Crawler {
         record.disallowed.extend(blocked);
         if !allowed(start) {
             record.start_blocked = true;
-            return Ok(record);
+            return;
         }
         let budget = self.options.max_pages as usize;
         let mut seen: FastSet<String> = FastSet::from_iter([start.to_string()]);
@@ -194,7 +267,7 @@ impl Crawler {
             }
             fetchable.truncate(budget - record.pages.len());
             let first_new = record.pages.len();
-            self.fetch_all(&scope, fetchable, delay, &mut record, progress)
+            self.fetch_all(scope, fetchable, delay, record, progress)
                 .await;
             let mut next = Vec::new();
             for page in &record.pages[first_new..] {
@@ -214,7 +287,7 @@ impl Crawler {
                 if page.depth >= self.options.max_depth {
                     continue;
                 }
-                for link in links_to_follow(&scope, page) {
+                for link in links_to_follow(scope, page) {
                     // The queue holds no more than the budget can still fetch.
                     if next.len() >= budget.saturating_sub(record.pages.len()) {
                         break;
@@ -247,10 +320,9 @@ impl Crawler {
             .map(|url| Target { url, depth: 0 })
             .take(budget.saturating_sub(record.pages.len()))
             .collect();
-        self.fetch_all(&scope, unlinked, delay, &mut record, progress)
+        self.fetch_all(scope, unlinked, delay, record, progress)
             .await;
-        self.check_external_links(&scope, &mut record).await;
-        Ok(record)
+        self.check_external_links(scope, record).await;
     }
 
     /// Fetches `targets`, `concurrency` at a time (or one at a time, `delay` apart), and adds
@@ -385,7 +457,8 @@ impl Crawler {
                     .and_then(|value| refresh_target(&current, value))
                     .map(|to| (RedirectKind::RefreshHeader, to));
                 if next.is_none() && is_html(answer.content_type.as_deref()) {
-                    let (facts, bytes, error) = self.read_html(answer).await;
+                    let content_type = answer.content_type.clone();
+                    let (mut facts, bytes, error, body) = self.read_html(answer).await;
                     next = facts
                         .meta_refresh
                         .as_deref()
@@ -393,6 +466,15 @@ impl Crawler {
                         .and_then(|value| refresh_target(&current, value))
                         .map(|to| (RedirectKind::MetaRefresh, to));
                     if next.is_none() {
+                        if error.is_none() {
+                            let input = RenderInput {
+                                url: current.clone(),
+                                status,
+                                content_type,
+                                body,
+                            };
+                            page.render = self.render(input, &mut facts).await;
+                        }
                         page.facts = Some(facts);
                         page.body_bytes = bytes;
                         page.error_kind = error.as_ref().map(|_| "body");
@@ -432,17 +514,74 @@ impl Crawler {
         page
     }
 
-    /// Streams an HTML body through the scanner, up to the body limit.
-    async fn read_html(&self, mut answer: Answer) -> (PageFacts, u64, Option<String>) {
+    /// Renders the page `mode` picks, when the crawl renders: on success, `facts` become the
+    /// rendered page's and the record keeps the raw ones.
+    async fn render(&self, input: RenderInput, facts: &mut PageFacts) -> Option<RenderRecord> {
+        let session = self.session.as_ref()?;
+        let (_, mode) = self.renderer.as_ref()?;
+        if facts.truncated || !renders(*mode, facts) {
+            return None;
+        }
+        let session = match session {
+            Ok(session) => session,
+            Err(why) => {
+                return Some(RenderRecord {
+                    failure: Some(format!("no browser could render the page: {why}")),
+                    failure_kind: Some("unavailable"),
+                    ..RenderRecord::default()
+                })
+            }
+        };
+        let url = input.url.clone();
+        let timer = self
+            .metrics
+            .as_ref()
+            .map(crate::metrics::Metrics::render_started);
+        let rendered = session.render(input).await;
+        drop(timer);
+        match rendered {
+            Ok(rendered) => {
+                let mut scanner = PageScanner::new();
+                let html = rendered.html.as_bytes();
+                scanner.write(&html[..html.len().min(self.options.body_limit)]);
+                let raw = std::mem::replace(facts, scanner.finish());
+                Some(RenderRecord {
+                    raw: Some(Box::new(raw)),
+                    failure: None,
+                    failure_kind: None,
+                    exceptions: rendered.exceptions,
+                    refused: rendered.refused,
+                    cut_short: rendered.cut_short,
+                })
+            }
+            Err(error) => {
+                tracing::info!(%url, %error, "a page could not be rendered");
+                Some(RenderRecord {
+                    failure: Some(error.to_string()),
+                    failure_kind: Some(error.kind()),
+                    ..RenderRecord::default()
+                })
+            }
+        }
+    }
+
+    /// Streams an HTML body through the scanner, up to the body limit; keeps the bytes read
+    /// when the crawl renders pages.
+    async fn read_html(&self, mut answer: Answer) -> (PageFacts, u64, Option<String>, Vec<u8>) {
         let mut scanner = PageScanner::new();
         let mut read: usize = 0;
         let mut error = None;
+        let keep = self.renderer.is_some();
+        let mut body = Vec::new();
         loop {
             match answer.body.next_chunk().await {
                 Ok(Some(chunk)) => {
                     let room = self.options.body_limit.saturating_sub(read);
                     let take = chunk.len().min(room);
                     scanner.write(&chunk[..take]);
+                    if keep {
+                        body.extend_from_slice(&chunk[..take]);
+                    }
                     read += chunk.len();
                     if take < chunk.len() {
                         break;
@@ -459,7 +598,7 @@ impl Crawler {
         if read > self.options.body_limit {
             facts.truncated = true;
         }
-        (facts, read as u64, error)
+        (facts, read as u64, error, body)
     }
 
     /// Reads robots.txt (following redirects within the site, as Google does). The first

@@ -127,7 +127,27 @@ pub struct PageFacts {
     pub content_simhash: u64,
     /// The parser gave up (a tag too large for its memory budget); facts are partial.
     pub truncated: bool,
+    /// How many `<script>` elements hold or load script (not data such as JSON-LD).
+    pub scripts: u32,
+    /// An element script mounts an app in is empty: `<div id="root"></div>` and the like
+    /// ([`MOUNT_IDS`]), or `<app-root></app-root>`.
+    pub empty_mount: bool,
+    /// A `<noscript>` asks for JavaScript ("enable JavaScript to run this app").
+    pub noscript_asks_for_javascript: bool,
 }
+
+/// The `id`s that single-page apps mount themselves in (React, Vue, Next.js, Nuxt, Svelte,
+/// Gatsby and the starter templates of the others).
+pub const MOUNT_IDS: [&str; 8] = [
+    "root",
+    "app",
+    "__next",
+    "__nuxt",
+    "svelte",
+    "___gatsby",
+    "react-root",
+    "main-app",
+];
 
 /// The longest link text kept (bytes); longer texts say enough to be no vague text.
 const LINK_TEXT_MAX: usize = 256;
@@ -415,6 +435,11 @@ impl OpenElements {
         self.0[..4].iter().any(|open| *open > 0)
     }
 
+    /// Inside `noscript`.
+    fn in_noscript(&self) -> bool {
+        self.0[2] > 0
+    }
+
     /// Inside `noscript` or `template`.
     fn inert(&self) -> bool {
         self.0[2..4].iter().any(|open| *open > 0)
@@ -445,7 +470,14 @@ struct Collector {
     /// The visible text's fingerprint so far.
     fingerprint: u64,
     simhash: SimHash,
+    /// The mount element (its name) open with nothing in it so far.
+    mount: Option<Vec<u8>>,
+    /// The end of the `<noscript>` text read so far (lower case).
+    noscript_tail: String,
 }
+
+/// How much `<noscript>` text is kept between chunks: `javascript` less one letter.
+const NOSCRIPT_TAIL: usize = 9;
 
 /// Elements whose text the facts keep.
 #[derive(Debug, Clone, Copy)]
@@ -679,6 +711,28 @@ impl Collector {
     }
 }
 
+/// Whether a `<script type>` (lower case) is one browsers run: empty, `module`, or a
+/// JavaScript MIME type.
+fn is_script_type(kind: &str) -> bool {
+    kind.is_empty()
+        || kind == "module"
+        || kind
+            .strip_prefix("text/")
+            .or_else(|| kind.strip_prefix("application/"))
+            .is_some_and(|subtype| {
+                matches!(
+                    subtype.split(';').next().unwrap_or_default().trim(),
+                    "javascript" | "ecmascript" | "x-javascript" | "x-ecmascript" | "jscript"
+                )
+            })
+}
+
+/// Whether a start tag is an element single-page apps mount in: an `id` of [`MOUNT_IDS`], or
+/// Angular's `<app-root>`.
+fn is_mount(tag: &Tag<'_>) -> bool {
+    tag.name == b"app-root" || attribute(tag, "id").is_some_and(|id| MOUNT_IDS.contains(&id.trim()))
+}
+
 /// Whether an `href` is a `javascript:` URL.
 fn is_javascript(href: &str) -> bool {
     href.get(..11)
@@ -796,6 +850,22 @@ impl Sink for Collector {
                 json_ld.push_str(&text);
             }
         }
+        if self.mount.is_some() && text.chars().any(|c| !c.is_whitespace()) {
+            self.mount = None;
+        }
+        if self.open_elements.in_noscript() && !self.facts.noscript_asks_for_javascript {
+            // The word may be cut by a chunk's end: the last few letters wait for the next.
+            self.noscript_tail.push_str(&text.to_ascii_lowercase());
+            if self.noscript_tail.contains("javascript") {
+                self.facts.noscript_asks_for_javascript = true;
+            }
+            let keep = self.noscript_tail.len().saturating_sub(NOSCRIPT_TAIL);
+            let mut cut = keep;
+            while !self.noscript_tail.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.noscript_tail.drain(..cut);
+        }
         for open in [&mut self.title, &mut self.h1].into_iter().flatten() {
             push_bounded(open, &text, CAPTURED_MAX);
         }
@@ -809,6 +879,11 @@ impl Sink for Collector {
 
     fn start_tag(&mut self, tag: &Tag<'_>) {
         let name = tag.name;
+        // Anything inside the mount element means it is not empty.
+        self.mount = None;
+        if tag.has_content() && !tag.foreign && is_mount(tag) {
+            self.mount = Some(name.to_vec());
+        }
         // Something inside a link that names it.
         let labels = |tag| names_itself(tag) || (name == b"img" && has_value(tag, &["alt"]));
         if self.in_anchor && name != b"a" && labels(tag) {
@@ -857,6 +932,10 @@ impl Sink for Collector {
     }
 
     fn end_tag(&mut self, name: &[u8]) {
+        if self.mount.as_deref() == Some(name) {
+            self.facts.empty_mount = true;
+        }
+        self.mount = None;
         match name {
             b"h1" => self.close(Captured::H1),
             b"a" => self.in_anchor = false,
@@ -978,8 +1057,11 @@ impl Collector {
         if let Some(src) = attribute(tag, "src") {
             self.facts.subresources.push(src.trim().to_owned());
         }
-        let json_ld = attribute(tag, "type")
-            .is_some_and(|kind| kind.trim().eq_ignore_ascii_case("application/ld+json"));
+        let kind = attribute(tag, "type").map(|kind| kind.trim().to_ascii_lowercase());
+        if kind.as_deref().is_none_or(is_script_type) {
+            self.facts.scripts = self.facts.scripts.saturating_add(1);
+        }
+        let json_ld = kind.as_deref() == Some("application/ld+json");
         if json_ld && tag.has_content() {
             self.close_json_ld();
             self.json_ld = Some(String::new());

@@ -4,6 +4,8 @@
 
 #[cfg(feature = "crawler")]
 pub mod checks;
+#[cfg(feature = "render")]
+pub mod chromium;
 #[cfg(feature = "crawler")]
 pub mod crawler;
 #[cfg(feature = "crawler")]
@@ -13,6 +15,8 @@ pub mod headers;
 pub mod html;
 #[cfg(feature = "crawler")]
 mod markup;
+#[cfg(feature = "crawler")]
+pub mod render;
 pub mod robots;
 #[cfg(feature = "crawler")]
 pub mod scan;

@@ -12,6 +12,7 @@ use url::Url;
 use super::checks::{analyse, not_audited, score, Finding};
 use super::crawler::{reached, CrawlOptions, Crawler};
 use super::fetch::{FetchError, PageFetcher};
+use super::render::PageRenderer;
 use crate::metrics::Metrics;
 use crate::runtime::{JobContext, JobError, JobHandler};
 use crate::store::{FetchedPage, NewFinding, ScanFindings, Store};
@@ -25,6 +26,7 @@ pub struct ScanHandler {
     clock: Arc<dyn crate::time::Clock>,
     options: CrawlOptions,
     metrics: Metrics,
+    renderer: Option<Arc<dyn PageRenderer>>,
 }
 
 impl ScanHandler {
@@ -43,7 +45,14 @@ impl ScanHandler {
             clock,
             options,
             metrics,
+            renderer: None,
         }
+    }
+
+    /// The same handler, rendering the pages each job's `render` picks through `renderer`.
+    pub fn renderer(mut self, renderer: Arc<dyn PageRenderer>) -> Self {
+        self.renderer = Some(renderer);
+        self
     }
 }
 
@@ -70,6 +79,8 @@ fn store_failure(error: crate::StoreError) -> JobError {
 
 #[async_trait]
 impl JobHandler for ScanHandler {
+    /// One piece: the job's steps (payload, crawl, analysis, result, the one transaction
+    /// that records it) in the order they run, each reading what the one before made.
     async fn run(&self, job: JobContext) -> Result<Value, JobError> {
         let record = job.job();
         let budget = record.scan_payload().ok_or_else(|| {
@@ -86,7 +97,7 @@ impl JobHandler for ScanHandler {
             .ok_or_else(|| JobError::Fail("the property no longer exists".into()))?;
         let start = Url::parse(&property.url)
             .map_err(|e| JobError::Fail(format!("the property's URL does not parse: {e}")))?;
-        let crawler = Crawler::new(
+        let mut crawler = Crawler::new(
             Arc::clone(&self.fetcher),
             CrawlOptions {
                 max_pages: budget.max_pages,
@@ -94,6 +105,11 @@ impl JobHandler for ScanHandler {
                 ..self.options.clone()
             },
         );
+        if let Some(renderer) = &self.renderer {
+            crawler = crawler
+                .rendering(Arc::clone(renderer), budget.render)
+                .metrics(self.metrics.clone());
+        }
         let began = Instant::now();
         let crawled = crawler.crawl(&start, &|p| job.set_progress(p)).await;
         self.metrics.scan_phase("crawl", began.elapsed());
@@ -116,9 +132,16 @@ impl JobHandler for ScanHandler {
                 )))
             }
         };
+        let mut rendered = 0_u64;
         for page in &crawl.pages {
             if page.status.is_some() {
                 self.metrics.crawl_page_fetched(page.body_bytes);
+            }
+            if let Some(render) = &page.render {
+                match render.failure_kind {
+                    Some(kind) => self.metrics.render_failed(kind),
+                    None => rendered += 1,
+                }
             }
             if let Some(kind) = page.failure_kind() {
                 self.metrics.crawl_fetch_failed(kind);
@@ -140,6 +163,7 @@ impl JobHandler for ScanHandler {
             "score": score,
             "pagesScanned": audited,
             "issuesCount": findings.len(),
+            "pagesRendered": rendered,
         });
         let mut reached = reached(&crawl);
         reached.retain(|address| !not_audited.contains(address.as_str()));

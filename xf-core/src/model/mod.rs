@@ -345,6 +345,37 @@ pub struct ScanPayload {
     pub max_pages: u32,
     /// Depth budget of the crawl (clicks from the start URL).
     pub max_depth: u32,
+    /// Which pages are rendered in a browser (payloads queued before rendering existed say
+    /// nothing, and render none).
+    #[serde(default)]
+    pub render: RenderMode,
+}
+
+/// Which pages of a scan are rendered in a browser before they are audited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum RenderMode {
+    /// None: the HTML the server sends is audited.
+    #[default]
+    Never,
+    /// The pages whose HTML shows that script builds them (an empty mount element, a
+    /// `<noscript>` asking for JavaScript, or scripts and neither links nor text).
+    Auto,
+    /// Every HTML page.
+    Always,
+}
+
+impl RenderMode {
+    /// `never`, `auto` or `always`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RenderMode::Never => "never",
+            RenderMode::Auto => "auto",
+            RenderMode::Always => "always",
+        }
+    }
 }
 
 /// A background job, as the API shows it.

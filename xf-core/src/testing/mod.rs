@@ -247,6 +247,7 @@ pub fn job(organization: &Organization, property: &Property, created_at: Timesta
     let payload = ScanPayload {
         max_pages: 25,
         max_depth: 2,
+        render: crate::model::RenderMode::Never,
     };
     JobRecord::new(
         organization.id.clone(),

@@ -171,12 +171,13 @@ struct Inner {
     clock: Arc<dyn Clock>,
     /// What scans fetch pages with.
     #[cfg(feature = "crawler")]
-    #[cfg(feature = "crawler")]
     fetcher: Option<Arc<dyn PageFetcher>>,
     /// How scans crawl (the job's budgets replace its page and depth limits).
     #[cfg(feature = "crawler")]
-    #[cfg(feature = "crawler")]
     crawl_options: crate::crawl::crawler::CrawlOptions,
+    /// What scans render pages with, if anything.
+    #[cfg(feature = "crawler")]
+    renderer: Option<Arc<dyn crate::crawl::render::PageRenderer>>,
     plans: PlanCatalog,
     config: XfConfig,
     cursors: CursorCodec,
@@ -232,6 +233,8 @@ pub struct XfBuilder {
     /// How scans crawl (the job's budgets replace its page and depth limits).
     #[cfg(feature = "crawler")]
     crawl_options: crate::crawl::crawler::CrawlOptions,
+    #[cfg(feature = "crawler")]
+    renderer: Option<Arc<dyn crate::crawl::render::PageRenderer>>,
     webhooks: Option<Arc<dyn WebhookTransport>>,
     search_console: Option<Arc<dyn SearchConsole>>,
     blobs: Option<Arc<dyn BlobStore>>,
@@ -320,6 +323,16 @@ impl XfBuilder {
     #[cfg(feature = "crawler")]
     pub fn page_fetcher(mut self, fetcher: Arc<dyn PageFetcher>) -> Self {
         self.fetcher = Some(fetcher);
+        self
+    }
+
+    /// Renders pages of scans in a browser (see [`crate::crawl::render`]): scans then take
+    /// `render` (`never`, `auto`, the default, or `always`). Without a renderer, scans render
+    /// nothing and `auto` or `always` is a validation error. With feature `render`,
+    /// [`ChromiumRenderer`](crate::crawl::chromium::ChromiumRenderer) is one.
+    #[cfg(feature = "crawler")]
+    pub fn renderer(mut self, renderer: Arc<dyn crate::crawl::render::PageRenderer>) -> Self {
+        self.renderer = Some(renderer);
         self
     }
 
@@ -515,6 +528,8 @@ impl XfBuilder {
                 fetcher,
                 #[cfg(feature = "crawler")]
                 crawl_options: self.crawl_options,
+                #[cfg(feature = "crawler")]
+                renderer: self.renderer,
                 plans: self.plans,
                 config,
                 cursors,
@@ -626,6 +641,8 @@ impl Xf {
             publish_options: PublishOptions::default(),
             #[cfg(feature = "crawler")]
             crawl_options: crate::crawl::crawler::CrawlOptions::default(),
+            #[cfg(feature = "crawler")]
+            renderer: None,
             allow_private_targets: false,
             key_cache_ttl: KEY_CACHE_TTL,
             plans: PlanCatalog::default(),
@@ -676,13 +693,26 @@ impl Xf {
     #[cfg(feature = "crawler")]
     pub fn scan_handler(&self) -> Option<crate::crawl::scan::ScanHandler> {
         let fetcher = self.inner.fetcher.clone()?;
-        Some(crate::crawl::scan::ScanHandler::new(
+        let handler = crate::crawl::scan::ScanHandler::new(
             Arc::clone(&self.inner.store),
             fetcher,
             Arc::clone(&self.inner.clock),
             self.inner.crawl_options.clone(),
             self.inner.metrics.clone(),
-        ))
+        );
+        Some(match &self.inner.renderer {
+            Some(renderer) => handler.renderer(Arc::clone(renderer)),
+            None => handler,
+        })
+    }
+
+    /// Whether scans can render pages (a renderer is configured): the default `render` is
+    /// then `auto`, and otherwise `never`.
+    pub fn renders_pages(&self) -> bool {
+        #[cfg(feature = "crawler")]
+        return self.inner.renderer.is_some();
+        #[cfg(not(feature = "crawler"))]
+        return false;
     }
 
     /// What webhooks are posted with, if anything.

@@ -8,7 +8,8 @@ use crate::api::{
 use crate::error::{Error, Result, StoreError};
 use crate::ids::{Id, JobId, PropertyId};
 use crate::model::{
-    Job, JobRecord, JobStatus, JobSubject, Organization, Property, ScanPayload, SEO_SCAN,
+    Job, JobRecord, JobStatus, JobSubject, Organization, Property, RenderMode, ScanPayload,
+    SEO_SCAN,
 };
 use crate::params::CrawlBudget;
 use crate::plans::Limits;
@@ -17,10 +18,12 @@ use crate::store::{After, CancelOutcome, JobFilter};
 /// Most items in one batch.
 pub const MAX_BATCH: usize = 25;
 
-/// A scan's budget after clamping, and whether clamping changed what was asked.
+/// A scan's budget after clamping, whether clamping changed what was asked, and what it
+/// renders.
 struct Budget {
     limits: CrawlLimits,
     clamped: bool,
+    render: RenderMode,
 }
 
 /// Clamps requested budgets (already checked to be 1 or more) to the plan's.
@@ -42,6 +45,27 @@ fn budget(limits: &Limits, options: &ScanOptions) -> Budget {
             max_depth,
         },
         clamped,
+        render: RenderMode::Never,
+    }
+}
+
+impl Xf {
+    /// The scan's `render`, or the default: `auto` where pages can be rendered, `never`
+    /// elsewhere (where asking for more is a validation error).
+    pub(super) fn render_mode(&self, asked: Option<RenderMode>) -> Result<RenderMode> {
+        let renders = self.renders_pages();
+        match asked {
+            None if renders => Ok(RenderMode::Auto),
+            None | Some(RenderMode::Never) => Ok(RenderMode::Never),
+            Some(mode) if renders => Ok(mode),
+            Some(mode) => Err(Error::invalid(
+                "render",
+                format!(
+                    "must be never: this server renders no pages, so {} cannot apply",
+                    mode.as_str()
+                ),
+            )),
+        }
     }
 }
 
@@ -55,7 +79,8 @@ impl Xf {
         options: ScanOptions,
         endpoint: ScanEndpoint,
     ) -> Result<ScanQueued> {
-        let budget = budget(&caller.limits, &options);
+        let mut budget = budget(&caller.limits, &options);
+        budget.render = self.render_mode(options.render)?;
         let property = self.owned_property(caller, property_id).await?;
         let job = self
             .queue_job(caller, request, &property, &budget, 0)
@@ -82,6 +107,7 @@ impl Xf {
             },
             crawl_tier: caller.plan.crawl_tier.clone(),
             effective_limits: budget.limits,
+            render: budget.render,
             message,
         })
     }
@@ -104,9 +130,11 @@ impl Xf {
             let options = ScanOptions {
                 max_pages: item.max_pages,
                 max_depth: item.max_depth,
+                render: item.render,
             };
             let outcome = async {
-                let budget = budget(&caller.limits, &options);
+                let mut budget = budget(&caller.limits, &options);
+                budget.render = self.render_mode(options.render)?;
                 // Each item stands alone: an id of the wrong form is that item's 404.
                 let property_id = PropertyId::parse(item.property_id.as_str())
                     .map_err(|_| Error::NotFound("property"))?;
@@ -152,7 +180,13 @@ impl Xf {
         } else {
             self.now()
         };
-        let mut job = scan_job(&caller.organization, property, &budget.limits, now)?;
+        let mut job = scan_job(
+            &caller.organization,
+            property,
+            &budget.limits,
+            budget.render,
+            now,
+        )?;
         if caller.is_test() {
             job.id = JobId::derived(&self.mock_digest(caller, request, JobId::PREFIX, index));
             return Ok(job);
@@ -260,11 +294,13 @@ pub(super) fn scan_job(
     organization: &Organization,
     property: &Property,
     limits: &CrawlLimits,
+    render: RenderMode,
     now: crate::time::Timestamp,
 ) -> Result<JobRecord> {
     let payload = ScanPayload {
         max_pages: u32::try_from(limits.max_pages).unwrap_or(u32::MAX),
         max_depth: u32::try_from(limits.max_depth).unwrap_or(u32::MAX),
+        render,
     };
     let subject = JobSubject {
         property_id: property.id.clone(),

@@ -141,9 +141,12 @@ impl Xf {
                 max_depth: schedule
                     .max_depth
                     .and_then(|n| crate::params::CrawlBudget::new(u64::from(n))),
+                render: None,
             };
             let budget = scan_budget(&limits, &options);
-            let job = scan_job(&organization, &property, &budget, now)?;
+            // Scheduled scans render as the server's default has it.
+            let render = self.render_mode(None)?;
+            let job = scan_job(&organization, &property, &budget, render, now)?;
             let failure = ScheduleFailure {
                 property_id: property.id.clone(),
                 property_name: property.name.clone(),
