@@ -58,7 +58,7 @@ type Loose<S> = {
  * fields are the client's to send.
  */
 type ApiLoose = {
-    BatchScanItem: "maxDepth" | "maxPages";
+    BatchScanItem: "maxDepth" | "maxPages" | "render";
     ChannelDisconnectedEvent: "test";
     ErrorBody: "details";
     InstagramPost: "firstComment" | "thumbnail";
@@ -84,7 +84,7 @@ type ApiLoose = {
     PinterestState: "accounts" | "error" | "posts" | "settings";
     PropertyView: "gsc" | "lastScan";
     QueuedJob: "progress";
-    ScanOptions: "maxDepth" | "maxPages";
+    ScanOptions: "maxDepth" | "maxPages" | "render";
     ScanScheduleFailedEvent: "test";
     ScheduleRequest: "dayOfMonth" | "dayOfWeek" | "maxDepth" | "maxPages";
     TestDeliveryRequest: "event";
